@@ -1,0 +1,25 @@
+// One Jest run for the whole monorepo. Tests run from TypeScript sources through SWC (no type
+// checking here; `npm run build` type-checks). ESM-only dependencies are transformed to CommonJS.
+const ESM_ONLY = ['jose', 'openid-client', 'oauth4webapi', 'graphql-ws'];
+
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/packages', '<rootDir>/services', '<rootDir>/gateway', '<rootDir>/tools', '<rootDir>/e2e'],
+  testMatch: ['**/*.test.ts'],
+  testPathIgnorePatterns: ['/node_modules/', '/dist/'],
+  transform: {
+    '^.+\\.(t|j)sx?$': [
+      '@swc/jest',
+      { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } },
+    ],
+  },
+  transformIgnorePatterns: [`/node_modules/(?!(${ESM_ONLY.join('|')})/)`],
+  moduleNameMapper: {
+    '^@halo/kit$': '<rootDir>/packages/kit/src/index.ts',
+    '^@halo/kit/testing$': '<rootDir>/packages/kit/src/testing.ts',
+    '^@halo/proto$': '<rootDir>/packages/proto/src/index.ts',
+  },
+  testTimeout: 30_000,
+  maxWorkers: 2,
+};

@@ -1,0 +1,93 @@
+import { z } from 'zod';
+
+/** A configuration error: one line that names the variable, printed before the process exits. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/**
+ * Reads and validates environment variables once, at start-up. The schema keys are the variable
+ * names, so an error message can always say which variable is wrong.
+ */
+export function loadConfig<S extends z.ZodRawShape>(
+  shape: S,
+  env: Record<string, string | undefined> = process.env,
+): z.infer<z.ZodObject<S>> {
+  const input: Record<string, string | undefined> = {};
+  for (const key of Object.keys(shape)) {
+    // An empty variable means "not set", as in most twelve-factor tooling.
+    const raw = env[key];
+    input[key] = raw === '' ? undefined : raw;
+  }
+  const result = z.object(shape).safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const name = String(issue.path[0] ?? 'configuration');
+  const got = input[name];
+  const shown = got === undefined ? 'is not set' : `got ${JSON.stringify(redactIfSecret(name, got))}`;
+  throw new ConfigError(`Invalid configuration: ${name}: ${issue.message} (${shown})`);
+}
+
+function redactIfSecret(name: string, value: string): string {
+  return /SECRET|PASSWORD|TOKEN|KEY/i.test(name) ? '<redacted>' : value;
+}
+
+/** Reusable field types, so every service spells its variables the same way. */
+export const env = {
+  port: (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback),
+  int: (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback),
+  bool: (fallback: boolean) =>
+    z
+      .enum(['true', 'false', '1', '0'], { message: 'must be true or false' })
+      .transform((v) => v === 'true' || v === '1')
+      .default(fallback),
+  url: () => z.url({ message: 'must be a URL' }).optional(),
+  str: (fallback: string) => z.string().default(fallback),
+  logLevel: () =>
+    z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** `development` enables dev defaults (demo seed, dev secrets); `production` never does. */
+  haloEnv: () => z.enum(['development', 'production', 'test']).default('production'),
+  /** A byte size such as `1mb`, `512kb` or `1048576`. */
+  bytes: (fallback: string) =>
+    z
+      .string()
+      .default(fallback)
+      .transform((v, ctx) => {
+        const n = parseBytes(v);
+        if (n === null) {
+          ctx.addIssue({ code: 'custom', message: 'must be a size like 1mb, 512kb or 1048576' });
+          return z.NEVER;
+        }
+        return n;
+      }),
+};
+
+export function parseBytes(value: string): number | null {
+  const m = /^(\d+)\s*(b|kb|mb|gb)?$/i.exec(value.trim());
+  if (!m) return null;
+  const unit = (m[2] ?? 'b').toLowerCase();
+  const factor = unit === 'gb' ? 1024 ** 3 : unit === 'mb' ? 1024 ** 2 : unit === 'kb' ? 1024 : 1;
+  return Number(m[1]) * factor;
+}
+
+/** The variables every service reads (STYLE.md: same names in every service). */
+export function serviceConfigShape(defaults: { httpPort: number; grpcPort?: number }) {
+  return {
+    HALO_ENV: env.haloEnv(),
+    HTTP_HOST: env.str('0.0.0.0'),
+    HTTP_PORT: env.port(defaults.httpPort),
+    GRPC_PORT: env.port(defaults.grpcPort ?? 0),
+    DATABASE_URL: env.url(),
+    /** Where embedded PGlite keeps its files when DATABASE_URL is not set. */
+    DATA_DIR: z.string().optional(),
+    DB_POOL_SIZE: env.int(10, 1),
+    LOG_LEVEL: env.logLevel(),
+    BODY_LIMIT: env.bytes('1mb'),
+    SHUTDOWN_TIMEOUT_MS: env.int(10_000),
+    GRPC_DEADLINE_MS: env.int(2_000, 1),
+    /** HS256 secret shared with auth; when unset the service accepts no tokens at all. */
+    JWT_SECRET: z.string().min(32, 'must be at least 32 bytes').optional(),
+  };
+}
+
+export { z };

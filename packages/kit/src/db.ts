@@ -1,0 +1,141 @@
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+import type { Logger } from './logger';
+
+/** What every query site sees, whichever engine is underneath. */
+export interface Queryable {
+  query<R = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<{ rows: R[]; rowCount: number }>;
+  /** Runs a script of several statements without parameters (migrations, seeds). */
+  exec(sql: string): Promise<void>;
+}
+
+export interface Db extends Queryable {
+  readonly engine: 'postgres' | 'pglite';
+  readonly schema: string;
+  /** Counts statements sent; tests use it to prove batching (e.g. N+1 never happens). */
+  readonly stats: { queries: number };
+  /** BEGIN … COMMIT on one connection, ROLLBACK if `fn` throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Holds one connection for `fn` (session-level locks, e.g. the migration lock). */
+  session<T>(fn: (conn: Queryable) => Promise<T>): Promise<T>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OpenDbOptions {
+  /** A Postgres URL. When absent, embedded PGlite is used with files under `dataDir`. */
+  url?: string | undefined;
+  /** PGlite data directory; `undefined` (with no url) keeps the database in memory. */
+  dataDir?: string | undefined;
+  /** The service's own schema: created if missing and set as the search_path. */
+  schema: string;
+  poolSize?: number;
+  logger?: Logger;
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+const INT8 = 20;
+const NUMERIC = 1700;
+
+/** int8 counts and ids come back as numbers on both engines (ids stay far below 2^53). */
+const toNumber = (v: string) => Number(v);
+
+export async function openDb(opts: OpenDbOptions): Promise<Db> {
+  if (!SCHEMA_NAME.test(opts.schema)) throw new Error(`Invalid schema name: ${opts.schema}`);
+  const db = opts.url ? await openPostgres(opts.url, opts) : await openPglite(opts.dataDir, opts);
+  opts.logger?.info({ engine: db.engine, schema: db.schema }, 'database ready');
+  return db;
+}
+
+async function openPostgres(url: string, opts: OpenDbOptions): Promise<Db> {
+  const schema = opts.schema;
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.poolSize ?? 10,
+    // Every connection starts with the service's schema as its search_path.
+    options: `-c search_path=${schema}`,
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        oid === INT8 || oid === NUMERIC ? toNumber : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    },
+  });
+  pool.on('error', (err) => opts.logger?.error({ err }, 'idle database client failed'));
+  const stats = { queries: 0 };
+  const wrap = (client: pg.Pool | pg.PoolClient): Queryable => ({
+    async query<R>(text: string, params?: readonly unknown[]) {
+      stats.queries++;
+      const res = await client.query(text, params as unknown[] | undefined);
+      return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
+    },
+    async exec(sql: string) {
+      stats.queries++;
+      await client.query(sql);
+    },
+  });
+  await pool.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+  const session = async <T>(fn: (conn: Queryable) => Promise<T>): Promise<T> => {
+    const client = await pool.connect();
+    try {
+      return await fn(wrap(client));
+    } finally {
+      client.release();
+    }
+  };
+  return {
+    engine: 'postgres',
+    schema,
+    stats,
+    ...wrap(pool),
+    session,
+    transaction: (fn) =>
+      session(async (conn) => {
+        await conn.exec('BEGIN');
+        try {
+          const out = await fn(conn);
+          await conn.exec('COMMIT');
+          return out;
+        } catch (err) {
+          await conn.exec('ROLLBACK').catch(() => undefined);
+          throw err;
+        }
+      }),
+    async ping() {
+      await pool.query('SELECT 1');
+    },
+    close: () => pool.end(),
+  };
+}
+
+async function openPglite(dataDir: string | undefined, opts: OpenDbOptions): Promise<Db> {
+  const schema = opts.schema;
+  if (dataDir) mkdirSync(dataDir, { recursive: true });
+  const lite = new PGlite(dataDir, { parsers: { [NUMERIC]: toNumber } });
+  await lite.exec(`CREATE SCHEMA IF NOT EXISTS "${schema}"; SET search_path TO "${schema}";`);
+  const stats = { queries: 0 };
+  type LiteTx = Pick<PGlite, 'query' | 'exec'>;
+  const wrap = (conn: LiteTx): Queryable => ({
+    async query<R>(text: string, params?: readonly unknown[]) {
+      stats.queries++;
+      const res = await conn.query<R>(text, params as unknown[] | undefined);
+      return { rows: res.rows, rowCount: res.affectedRows ?? res.rows.length };
+    },
+    async exec(sql: string) {
+      stats.queries++;
+      await conn.exec(sql);
+    },
+  });
+  // PGlite is one connection that serialises everything: a "session" is the database itself.
+  return {
+    engine: 'pglite',
+    schema,
+    stats,
+    ...wrap(lite),
+    session: (fn) => fn(wrap(lite)),
+    transaction: (fn) => lite.transaction((tx) => fn(wrap(tx))),
+    async ping() {
+      await lite.query('SELECT 1');
+    },
+    close: () => lite.close(),
+  };
+}

@@ -1,0 +1,115 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
+import { HaloError, toRestError } from './errors';
+import type { Lifecycle } from './lifecycle';
+import type { Logger } from './logger';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** The request id: the caller's `X-Request-Id` when it is sane, otherwise a fresh UUID. */
+    id: string;
+    log: Logger;
+  }
+}
+
+export const REQUEST_ID_HEADER = 'x-request-id';
+const SANE_REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** Keeps a caller's request id when it looks like one, so ids can be traced across services. */
+export function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers[REQUEST_ID_HEADER];
+  return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void {
+  const payload = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(payload),
+    ...headers,
+  });
+  res.end(payload);
+}
+
+/**
+ * `/healthz` answers while the process runs; `/readyz` runs a real dependency check and fails as
+ * soon as shutdown starts, so a load balancer stops sending traffic before we stop serving it.
+ */
+export function healthCheck(lifecycle: Lifecycle, ready: () => Promise<void>) {
+  return (req: IncomingMessage, res: ServerResponse, next: () => void): void => {
+    const path = req.url?.split('?')[0];
+    if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
+    if (path !== '/readyz') return next();
+    if (!lifecycle.accepting) return sendJson(res, 503, { status: 'shutting down' });
+    ready().then(
+      () => sendJson(res, 200, { status: 'ready' }),
+      () => sendJson(res, 503, { status: 'unavailable' }),
+    );
+  };
+}
+
+/** Request id, child logger and one access-log line per request. */
+export function requestContext(logger: Logger): RequestHandler {
+  return (req, res, next) => {
+    const id = requestIdOf(req);
+    req.id = id;
+    req.log = logger.child({ requestId: id });
+    res.setHeader('X-Request-Id', id);
+    if (logger.isLevelEnabled('info')) {
+      const start = process.hrtime.bigint();
+      res.once('finish', () => {
+        const ms = Number(process.hrtime.bigint() - start) / 1e6;
+        req.log.info({ method: req.method, url: req.originalUrl, status: res.statusCode, ms }, 'request');
+      });
+    }
+    next();
+  };
+}
+
+/** JSON bodies with the contract's 400 `Invalid JSON` / 413 `Payload too large` answers. */
+export function jsonBody(limitBytes: number): RequestHandler {
+  return express.json({ limit: limitBytes, strict: false });
+}
+
+/**
+ * Registers a path with its allowed methods and answers 405 (with `Allow`) for any other method,
+ * so "wrong method on a known path" never looks like "unknown route".
+ */
+export function route(
+  router: Router,
+  path: string,
+  handlers: Partial<Record<'get' | 'post' | 'put' | 'patch' | 'delete', RequestHandler>>,
+): void {
+  const r = router.route(path);
+  const allowed: string[] = [];
+  for (const [method, handler] of Object.entries(handlers)) {
+    r[method as 'get'](handler);
+    allowed.push(method.toUpperCase());
+  }
+  if (allowed.includes('GET')) allowed.push('HEAD');
+  r.all((_req, res) => {
+    res.setHeader('Allow', allowed.join(', '));
+    res.status(405).json({ error: 'Method not allowed' });
+  });
+}
+
+export const notFoundHandler: RequestHandler = (_req, res) => {
+  res.status(404).json({ error: 'Not found' });
+};
+
+/** Maps every error once: HaloError → its status, body-parser errors → 400/413, the rest → 500. */
+export function errorHandler(): ErrorRequestHandler {
+  return (err: unknown, req, res, _next) => {
+    const e = err as { type?: string; status?: number };
+    let mapped: HaloError | unknown = err;
+    if (e?.type === 'entity.parse.failed') mapped = new HaloError('BAD_REQUEST', 'Invalid JSON');
+    else if (e?.type === 'entity.too.large') mapped = new HaloError('PAYLOAD_TOO_LARGE', 'Payload too large');
+    else if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported')
+      mapped = new HaloError('BAD_REQUEST', 'Unsupported content encoding');
+    const { status, body } = toRestError(mapped);
+    if (status >= 500) (req.log ?? console).error({ err }, 'request failed');
+    if (res.headersSent) return res.end();
+    res.status(status).json(body);
+  };
+}

@@ -1,0 +1,102 @@
+import type { Server } from 'node:http';
+import type { Logger } from './logger';
+
+type Closer = () => Promise<void> | void;
+
+/**
+ * Resources registered as they are opened and released in reverse order on shutdown, each with
+ * a share of one overall grace period. After shutdown the event loop empties and the process
+ * exits by itself; `process.exit` is only a last resort when something refuses to close.
+ */
+export class Lifecycle {
+  private readonly stack: { name: string; close: Closer }[] = [];
+  private stopping: Promise<void> | null = null;
+  /** False from the moment shutdown begins, so readiness fails while we drain. */
+  accepting = true;
+
+  constructor(private readonly logger: Logger) {}
+
+  register(name: string, close: Closer): void {
+    this.stack.push({ name, close });
+  }
+
+  shutdown(timeoutMs: number): Promise<void> {
+    this.stopping ??= this.run(timeoutMs);
+    return this.stopping;
+  }
+
+  private async run(timeoutMs: number): Promise<void> {
+    this.accepting = false;
+    const deadline = Date.now() + timeoutMs;
+    for (const { name, close } of this.stack.reverse()) {
+      const left = Math.max(deadline - Date.now(), 100);
+      try {
+        await withTimeout(Promise.resolve().then(close), left, name);
+      } catch (err) {
+        this.logger.warn({ err, resource: name }, 'resource did not close cleanly');
+      }
+    }
+    this.logger.info('shutdown complete');
+  }
+
+  /** SIGTERM/SIGINT start a graceful shutdown; a second signal exits at once. */
+  installSignalHandlers(timeoutMs: number): void {
+    let signalled = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (signalled) process.exit(1);
+      signalled = true;
+      this.logger.info({ signal }, 'shutting down');
+      const hardStop = setTimeout(() => process.exit(1), timeoutMs + 2_000);
+      hardStop.unref();
+      void this.shutdown(timeoutMs).then(() => {
+        process.exitCode ??= 0;
+      });
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, name: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`${name} did not close within ${ms} ms`)), ms);
+    p.then(
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(t);
+        reject(e);
+      },
+    );
+  });
+}
+
+export function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      const addr = server.address();
+      resolve(typeof addr === 'object' && addr ? addr.port : port);
+    });
+  });
+}
+
+/**
+ * Stops accepting connections, lets in-flight requests finish, closes idle keep-alive sockets at
+ * once and, when the grace period runs out, the rest. (Node ≥ 18.2 has these primitives, which is
+ * why there is no http-terminator dependency.)
+ */
+export function closeHttpServer(server: Server, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const force = setTimeout(() => server.closeAllConnections(), timeoutMs);
+    force.unref();
+    server.close(() => {
+      clearTimeout(force);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}

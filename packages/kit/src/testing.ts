@@ -1,0 +1,39 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { openDb, type Db } from './db';
+
+/** The real Postgres used by the test suites (CI starts it; see README). */
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** A dev-only signing secret for tests; never used outside them. */
+export const TEST_JWT_SECRET = 'test-only-secret-0123456789abcdef0123456789abcdef';
+
+/** A throwaway schema name for one test file. */
+export function throwawaySchema(prefix: string): string {
+  return `t_${prefix}_${randomBytes(4).toString('hex')}`;
+}
+
+/**
+ * Opens the real test Postgres on a schema of its own; `drop()` removes the schema and closes
+ * the pool, so parallel test files never see each other's rows.
+ */
+export async function openTestDb(prefix: string): Promise<Db & { drop(): Promise<void> }> {
+  const schema = throwawaySchema(prefix);
+  const db = await openDb({ url: TEST_DATABASE_URL, schema, poolSize: 4 });
+  return Object.assign(db, {
+    async drop() {
+      await db.close();
+      await dropSchema(schema);
+    },
+  });
+}
+
+export async function dropSchema(schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
