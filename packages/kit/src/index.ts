@@ -8,3 +8,4 @@ export * from './jwt';
 export * from './lifecycle';
 export * from './logger';
 export * from './migrate';
+export * from './topology';
