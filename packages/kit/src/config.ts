@@ -41,6 +41,12 @@ export const env = {
       .enum(['true', 'false', '1', '0'], { message: 'must be true or false' })
       .transform((v) => v === 'true' || v === '1')
       .default(fallback),
+  /** A true/false switch with no default, for settings whose default depends on another one. */
+  flag: () =>
+    z
+      .enum(['true', 'false', '1', '0'], { message: 'must be true or false' })
+      .transform((v) => v === 'true' || v === '1')
+      .optional(),
   url: () => z.url({ message: 'must be a URL' }).optional(),
   str: (fallback: string) => z.string().default(fallback),
   logLevel: () =>

@@ -9,3 +9,4 @@ export * from './lifecycle';
 export * from './logger';
 export * from './migrate';
 export * from './topology';
+export * from './service';

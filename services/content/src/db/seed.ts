@@ -1,0 +1,56 @@
+import type { Db, Logger } from '@halo/kit';
+import { newUser } from '../domain/rules';
+import { ContentStore } from './store';
+
+/**
+ * Demo data for the embedded dev mode only (CONTRACT.md "Seeded demo data"). Idempotent: users
+ * are keyed by email, and a user's posts and comments are written only in the transaction that
+ * created that user, so a restart neither duplicates nor loses rows. Passwords are auth's
+ * business, not content's.
+ */
+const DEMO = [
+  {
+    user: { name: 'Admin', email: 'admin@halo.local', role: 'admin' },
+    posts: [{ title: 'Welcome to Halo', body: 'One gateway, five services, one contract.', comments: [] as string[] }],
+  },
+  {
+    user: { name: 'Alice', email: 'alice@halo.local', role: 'user' },
+    posts: [
+      { title: 'Hello from Alice', body: 'My first post on Halo.', comments: ['Welcome, Alice!', 'Nice to see you here.'] },
+      { title: 'Federation notes', body: 'Entities are joined by the gateway, not by SQL.', comments: ['Very clear, thanks.'] },
+    ],
+  },
+  {
+    user: { name: 'Bob', email: 'bob@halo.local', role: 'user' },
+    posts: [
+      { title: "Bob's first post", body: 'Testing the waters.', comments: ['Hi Bob!'] },
+      { title: 'Pagination is hard', body: 'Cursors beat offsets for feeds.', comments: ['Agreed.', 'Keyset all the way.'] },
+    ],
+  },
+];
+
+export async function seedDemoData(db: Db, logger: Logger): Promise<void> {
+  const store = new ContentStore(db);
+  const created = await db.transaction(async (tx) => {
+    let users = 0;
+    const base = Date.parse('2026-01-01T09:00:00.000Z');
+    let minute = 0;
+    const at = () => new Date(base + minute++ * 60_000).toISOString();
+    const commenters: number[] = [];
+    for (const { user, posts } of DEMO) {
+      const u = await store.insertUser(newUser(user), tx);
+      if (!u) continue; // already seeded
+      users++;
+      commenters.push(u.id);
+      for (const p of posts) {
+        const post = await store.insertPost(tx, { userId: u.id, title: p.title, body: p.body, createdAt: at() });
+        for (const [i, body] of p.comments.entries()) {
+          const author = commenters[i % commenters.length]!;
+          await store.insertComment(tx, { postId: post.id, userId: author, body, createdAt: at() });
+        }
+      }
+    }
+    return users;
+  });
+  logger.info({ createdUsers: created }, created ? 'demo data seeded' : 'demo data already present');
+}

@@ -1,0 +1,28 @@
+import { unary, type GrpcServiceBinding, type Logger } from '@halo/kit';
+import { content as pb } from '@halo/proto';
+import type { Content } from '../domain/content';
+import type { User } from '../domain/model';
+import { parseId } from '../domain/rules';
+
+const toPb = (u: User): pb.User => ({
+  id: u.id,
+  name: u.name,
+  email: u.email,
+  avatar: u.avatar ?? '',
+  role: u.role,
+  createdAt: u.createdAt,
+});
+
+/** `halo.content.v1.UserService`: user lookups for other services, over the same use cases. */
+export function userServiceBinding(content: Content, logger: Logger): GrpcServiceBinding {
+  const implementation: pb.UserServiceServer = {
+    getUser: unary(logger, async (req: pb.GetUserRequest) => ({ user: toPb(await content.user(parseId(req.id))) })),
+    getUsers: unary(logger, async (req: pb.GetUsersRequest) => ({
+      users: (await content.usersByIds(req.ids.map(parseId))).map(toPb),
+    })),
+    getUserByEmail: unary(logger, async (req: pb.GetUserByEmailRequest) => ({
+      user: toPb(await content.userByEmail(req.email)),
+    })),
+  };
+  return { name: 'halo.content.v1.UserService', definition: pb.UserServiceService, implementation };
+}
