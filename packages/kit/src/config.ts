@@ -84,6 +84,8 @@ export function serviceConfigShape(defaults: { httpPort: number; grpcPort?: numb
     HTTP_PORT: env.port(defaults.httpPort),
     GRPC_PORT: env.port(defaults.grpcPort ?? 0),
     DATABASE_URL: env.url(),
+    /** The Postgres schema the service owns; defaults to the service's name (tests use throwaway ones). */
+    DB_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier').optional(),
     /** Where embedded PGlite keeps its files when DATABASE_URL is not set. */
     DATA_DIR: z.string().optional(),
     DB_POOL_SIZE: env.int(10, 1),

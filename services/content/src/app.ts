@@ -55,7 +55,7 @@ export async function startContentService(
       (await openDb({
         url: config.DATABASE_URL,
         dataDir: config.DATA_DIR ?? resolve('.data', SERVICE_NAME),
-        schema: SERVICE_NAME,
+        schema: config.DB_SCHEMA ?? SERVICE_NAME,
         poolSize: config.DB_POOL_SIZE,
         logger,
       }));
