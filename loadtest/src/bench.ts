@@ -1,0 +1,161 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import autocannon from 'autocannon';
+import { startSystem, type RunningSystem } from '@halo/tools';
+
+/**
+ * `npm run bench`: starts Halo (embedded, NODE_ENV=production) plus a bare node:http server as
+ * the machine's ceiling, loads each path with autocannon in ONE run, and prints throughput as
+ * ratios (through the gateway vs direct to the service) with every process's peak RSS.
+ * Absolute numbers depend on the machine; the ratios are what to compare between runs.
+ */
+const ROOT = resolve(__dirname, '../..');
+const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const PORT_OFFSET = Number(process.env.BENCH_PORT_OFFSET ?? 200);
+const OUT = resolve(ROOT, 'docs/benchmarks.md');
+
+interface Row {
+  name: string;
+  target: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+const NESTED_QUERY = JSON.stringify({
+  query: '{ users { id name posts { id title author { id name } comments { id body author { name } } } } }',
+});
+
+async function load(
+  name: string,
+  url: string,
+  init: { method?: 'GET' | 'POST'; body?: string; headers?: Record<string, string> } = {},
+): Promise<Row> {
+  // A short warm-up so JIT, connection pools and query plans are hot before measuring.
+  await autocannon({ url, connections: 10, duration: 1, ...init });
+  const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, ...init });
+  const errors = r.errors + r.timeouts + r.non2xx;
+  return { name, target: url, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors };
+}
+
+/** Resident set size in MB from /proc (VmHWM is the kernel's own peak). */
+function memOf(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
+  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+}
+
+function startCeiling(port: number): Promise<ChildProcess> {
+  const code = `require('node:http').createServer((q, s) => {
+    s.writeHead(200, { 'content-type': 'application/json' }); s.end('{"message":"Halo Dunia!"}');
+  }).listen(${port}, '127.0.0.1', () => process.send('ready'));`;
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  return new Promise((ok, fail) => {
+    child.once('message', () => ok(child));
+    child.once('exit', (c) => fail(new Error(`ceiling server exited with ${c}`)));
+  });
+}
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'halo-bench-'));
+  const started = Date.now();
+  let system: RunningSystem | undefined;
+  let ceiling: ChildProcess | undefined;
+  try {
+    system = await startSystem({
+      portOffset: PORT_OFFSET,
+      env: {
+        NODE_ENV: 'production',
+        HALO_ENV: 'development',
+        LOG_LEVEL: 'warn',
+        DATABASE_URL: process.env.DATABASE_URL,
+      },
+      envFor: { content: { DATA_DIR: join(dataDir, 'content') } },
+      onLog: (name, line) => process.stderr.write(`${name}| ${line}\n`),
+    });
+    const readySecs = (Date.now() - started) / 1000;
+    const ceilingPort = 4999 + PORT_OFFSET;
+    ceiling = await startCeiling(ceilingPort);
+
+    const gw = system.gatewayUrl;
+    const content = system.processes.find((p) => p.name === 'content')!.url;
+    const idle = Object.fromEntries(system.processes.map((p) => [p.name, memOf(p.child.pid!).rss]));
+
+    const gql = { method: 'POST' as const, body: NESTED_QUERY, headers: { 'content-type': 'application/json' } };
+    const rows: Row[] = [];
+    const run = async (name: string, url: string, init?: Parameters<typeof load>[2]) => {
+      process.stderr.write(`bench: ${name} …\n`);
+      rows.push(await load(name, url, init));
+    };
+    await run('raw node:http (ceiling)', `http://127.0.0.1:${ceilingPort}/hello`);
+    await run('REST /hello direct', `${content}/hello`);
+    await run('REST /hello via gateway', `${gw}/hello`);
+    await run('REST /posts/2 direct', `${content}/posts/2`);
+    await run('REST /posts/2 via gateway', `${gw}/posts/2`);
+    await run('GraphQL nested direct (subgraph)', `${content}/graphql`, gql);
+    await run('GraphQL nested via gateway', `${gw}/graphql`, gql);
+
+    const peaks = system.processes.map((p) => ({ name: p.name, idle: idle[p.name]!, peak: memOf(p.child.pid!).peak }));
+    const report = render(rows, peaks, readySecs);
+    process.stdout.write(report);
+    writeFileSync(OUT, report);
+    process.stderr.write(`bench: wrote ${OUT}\n`);
+  } finally {
+    ceiling?.kill();
+    await system?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+function render(rows: Row[], mem: { name: string; idle: number; peak: number }[], readySecs: number): string {
+  const by = (name: string) => rows.find((r) => r.name === name)!;
+  const ratio = (a: string, b: string) => by(a).rps / by(b).rps;
+  const ratios = [
+    ['REST /hello: gateway ÷ direct', ratio('REST /hello via gateway', 'REST /hello direct'), '≥ 0.5'],
+    ['REST /posts/2: gateway ÷ direct', ratio('REST /posts/2 via gateway', 'REST /posts/2 direct'), '≥ 0.5'],
+    ['GraphQL nested: gateway ÷ subgraph', ratio('GraphQL nested via gateway', 'GraphQL nested direct (subgraph)'), '—'],
+    ['REST /hello direct ÷ raw node:http', ratio('REST /hello direct', 'raw node:http (ceiling)'), '—'],
+    ['REST /hello via gateway ÷ raw node:http', ratio('REST /hello via gateway', 'raw node:http (ceiling)'), '—'],
+  ] as const;
+  const cpu = cpus();
+  const lines = [
+    '# Benchmarks',
+    '',
+    'Produced by `npm run bench` (loadtest/src/bench.ts); every row below comes from ONE run on one machine.',
+    'Compare ratios, not absolute numbers: the load generator (autocannon) shares the machine with Halo.',
+    '',
+    `- Date: ${new Date().toISOString()}`,
+    `- Machine: ${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Node ${process.version}`,
+    `- Load: ${CONNECTIONS} connections, ${DURATION_S} s per row after a 1 s warm-up; NODE_ENV=production, LOG_LEVEL=warn`,
+    `- Database: ${process.env.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : 'embedded PGlite'}; system ready in ${readySecs.toFixed(1)} s`,
+    '',
+    '## Ratios',
+    '',
+    '| ratio | value | goal |',
+    '|---|---:|---|',
+    ...ratios.map(([name, v, goal]) => `| ${name} | ${v.toFixed(2)}× | ${goal} |`),
+    '',
+    '## Throughput',
+    '',
+    '| path | req/s | p50 ms | p99 ms | errors |',
+    '|---|---:|---:|---:|---:|',
+    ...rows.map((r) => `| ${r.name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.errors} |`),
+    '',
+    '## Memory (RSS)',
+    '',
+    '| process | idle MB (goal < 150) | peak MB under load (gateway goal < 300) |',
+    '|---|---:|---:|',
+    ...mem.map((m) => `| ${m.name} | ${m.idle.toFixed(0)} | ${m.peak.toFixed(0)} |`),
+    '',
+  ];
+  return lines.join('\n');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench failed: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
