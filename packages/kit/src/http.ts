@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
-import { HaloError, toRestError } from './errors';
+import { HaloError, isHaloError, toRestError } from './errors';
 import type { Lifecycle } from './lifecycle';
 import type { Logger } from './logger';
 
@@ -107,6 +107,11 @@ export function errorHandler(): ErrorRequestHandler {
     else if (e?.type === 'entity.too.large') mapped = new HaloError('PAYLOAD_TOO_LARGE', 'Payload too large');
     else if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported')
       mapped = new HaloError('BAD_REQUEST', 'Unsupported content encoding');
+    // The router could not percent-decode a path parameter (e.g. `/posts/%zz`): a bad id, not a crash.
+    else if (err instanceof URIError) mapped = new HaloError('BAD_REQUEST', 'Invalid id');
+    // Other client errors raised by express/body-parser (aborted or malformed requests).
+    else if (!isHaloError(err) && typeof e?.status === 'number' && e.status >= 400 && e.status < 500)
+      mapped = new HaloError('BAD_REQUEST', 'Bad request');
     const { status, body } = toRestError(mapped);
     if (status >= 500) (req.log ?? console).error({ err }, 'request failed');
     if (res.headersSent) return res.end();

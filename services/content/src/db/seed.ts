@@ -4,14 +4,13 @@ import { ContentStore } from './store';
 
 /**
  * Demo data for the embedded dev mode only (CONTRACT.md "Seeded demo data"). Idempotent: users
- * are keyed by email, and a user's posts and comments are written only in the transaction that
- * created that user, so a restart neither duplicates nor loses rows. Passwords are auth's
- * business, not content's.
+ * are keyed by email, and a demo user's posts (with their comments) are written only while that
+ * user has none, so a restart neither duplicates nor loses rows. Passwords are auth's business.
  */
 const DEMO = [
   {
     user: { name: 'Admin', email: 'admin@halo.local', role: 'admin' },
-    posts: [{ title: 'Welcome to Halo', body: 'One gateway, five services, one contract.', comments: [] as string[] }],
+    posts: [{ title: 'Welcome to Halo', body: 'One gateway, five services, one contract.', comments: ['Glad to be here!'] }],
   },
   {
     user: { name: 'Alice', email: 'alice@halo.local', role: 'user' },
@@ -32,25 +31,29 @@ const DEMO = [
 export async function seedDemoData(db: Db, logger: Logger): Promise<void> {
   const store = new ContentStore(db);
   const created = await db.transaction(async (tx) => {
-    let users = 0;
     const base = Date.parse('2026-01-01T09:00:00.000Z');
     let minute = 0;
     const at = () => new Date(base + minute++ * 60_000).toISOString();
-    const commenters: number[] = [];
+    // Users first (so anyone can comment anywhere); posts only for users created in this run.
+    const fresh: { id: number; posts: (typeof DEMO)[number]['posts'] }[] = [];
+    const everyone: number[] = [];
     for (const { user, posts } of DEMO) {
-      const u = await store.insertUser(newUser(user), tx);
-      if (!u) continue; // already seeded
-      users++;
-      commenters.push(u.id);
+      const input = newUser(user);
+      const u = (await store.insertUser(input, tx)) ?? (await store.userByEmail(input.email, tx));
+      if (!u) continue;
+      everyone.push(u.id);
+      if (!(await store.hasPosts(tx, u.id))) fresh.push({ id: u.id, posts });
+    }
+    for (const [n, { id, posts }] of fresh.entries()) {
       for (const p of posts) {
-        const post = await store.insertPost(tx, { userId: u.id, title: p.title, body: p.body, createdAt: at() });
+        const post = await store.insertPost(tx, { userId: id, title: p.title, body: p.body, createdAt: at() });
         for (const [i, body] of p.comments.entries()) {
-          const author = commenters[i % commenters.length]!;
+          const author = everyone[(n + i + 1) % everyone.length]!;
           await store.insertComment(tx, { postId: post.id, userId: author, body, createdAt: at() });
         }
       }
     }
-    return users;
+    return fresh.length;
   });
-  logger.info({ createdUsers: created }, created ? 'demo data seeded' : 'demo data already present');
+  logger.info({ seededUsers: created }, created ? 'demo data seeded' : 'demo data already present');
 }

@@ -64,8 +64,8 @@ export class ContentStore {
     return rows.map(toUser);
   }
 
-  async userByEmail(email: string): Promise<User | null> {
-    const { rows } = await this.db.query<UserRow>(`SELECT ${USER_COLS} FROM users WHERE email = $1`, [email]);
+  async userByEmail(email: string, tx: Queryable = this.db): Promise<User | null> {
+    const { rows } = await tx.query<UserRow>(`SELECT ${USER_COLS} FROM users WHERE email = $1`, [email]);
     return rows[0] ? toUser(rows[0]) : null;
   }
 
@@ -117,6 +117,11 @@ export class ContentStore {
         )
       : await this.db.query<PostRow>(`SELECT ${POST_COLS} FROM posts ORDER BY created_at DESC, id DESC LIMIT $1`, [limit]);
     return rows.map(toPost);
+  }
+
+  async hasPosts(tx: Queryable, userId: number): Promise<boolean> {
+    const { rows } = await tx.query('SELECT 1 FROM posts WHERE user_id = $1 LIMIT 1', [userId]);
+    return rows.length > 0;
   }
 
   async insertPost(tx: Queryable, p: { userId: number; title: string; body: string; createdAt?: string }): Promise<Post> {

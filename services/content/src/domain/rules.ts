@@ -55,10 +55,16 @@ export function encodeCursor(c: Cursor): string {
   return Buffer.from(`${CURSOR_PREFIX}${c.createdAt}|${c.id}`, 'utf8').toString('base64url');
 }
 
+const isCanonicalIso = (s: string) => {
+  const ms = Date.parse(s);
+  return !Number.isNaN(ms) && new Date(ms).toISOString() === s;
+};
+
 export function decodeCursor(raw: string): Cursor {
   const text = Buffer.from(raw, 'base64url').toString('utf8');
   const m = text.startsWith(CURSOR_PREFIX) ? /^(.+)\|(\d{1,15})$/.exec(text.slice(CURSOR_PREFIX.length)) : null;
-  if (!m || Number.isNaN(Date.parse(m[1]!))) throw badRequest('Invalid cursor');
+  // Only the canonical form we issue: Date.parse accepts strings Postgres rejects ('1', '2026-02-30…').
+  if (!m || !isCanonicalIso(m[1]!)) throw badRequest('Invalid cursor');
   return { createdAt: m[1]!, id: Number(m[2]) };
 }
 

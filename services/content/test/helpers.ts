@@ -1,0 +1,142 @@
+import { createLogger, type Db, type Logger } from '@halo/kit';
+import { openTestDb } from '@halo/kit/testing';
+import { startContentService, type ContentService } from '../src/app';
+import { loadContentConfig } from '../src/config';
+
+export type TestDb = Db & { drop(): Promise<void> };
+
+export interface TestContent {
+  db: TestDb;
+  service: ContentService;
+  logger: Logger;
+  /** `http://127.0.0.1:<port>` of the running REST + GraphQL server. */
+  base: string;
+  /** Stops the service, then drops the file's schema. */
+  close(): Promise<void>;
+}
+
+export const testConfig = (extra: Record<string, string> = {}) =>
+  loadContentConfig({
+    HALO_ENV: 'test',
+    HTTP_PORT: '0',
+    GRPC_PORT: '0',
+    HTTP_HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    ...extra,
+  });
+
+/** The real service, in-process, on a throwaway Postgres schema of its own (one per test file). */
+export async function startTestContent(): Promise<TestContent> {
+  const logger = createLogger('content', 'silent');
+  const db = await openTestDb('content');
+  let service: ContentService;
+  try {
+    service = await startContentService(testConfig(), logger, { db });
+  } catch (err) {
+    await db.drop();
+    throw err;
+  }
+  return {
+    db,
+    service,
+    logger,
+    base: `http://127.0.0.1:${service.httpPort}`,
+    async close() {
+      try {
+        await service.stop();
+      } finally {
+        await db.drop();
+      }
+    },
+  };
+}
+
+/** A fixed clock for created_at values, so "newest first" never depends on when the test runs. */
+export const at = (minutes: number, base = '2025-06-01T12:00:00.000Z') =>
+  new Date(Date.parse(base) + minutes * 60_000).toISOString();
+
+export interface InsertedUser {
+  id: number;
+  name: string;
+  email: string;
+}
+
+/** Inserts many users in one statement; rows come back in the order given. */
+export async function insertUsers(
+  db: Db,
+  users: { name: string; email: string; role?: string; avatar?: string }[],
+): Promise<InsertedUser[]> {
+  const { rows } = await db.query<InsertedUser>(
+    `INSERT INTO users (name, email, role, avatar)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
+     RETURNING id, name, email`,
+    [
+      users.map((u) => u.name),
+      users.map((u) => u.email),
+      users.map((u) => u.role ?? 'user'),
+      users.map((u) => u.avatar ?? null),
+    ],
+  );
+  const byEmail = new Map(rows.map((r) => [r.email, r]));
+  return users.map((u) => byEmail.get(u.email)!);
+}
+
+export interface InsertedPost {
+  id: number;
+  userId: number;
+  title: string;
+  createdAt: string;
+}
+
+/** Inserts many posts in one statement with explicit created_at; titles must be unique. */
+export async function insertPosts(
+  db: Db,
+  posts: { userId: number; title: string; body?: string; createdAt: string }[],
+): Promise<InsertedPost[]> {
+  const { rows } = await db.query<{ id: number; user_id: number; title: string; created_at: Date }>(
+    `INSERT INTO posts (user_id, title, body, created_at)
+     SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[])
+     RETURNING id, user_id, title, created_at`,
+    [posts.map((p) => p.userId), posts.map((p) => p.title), posts.map((p) => p.body ?? ''), posts.map((p) => p.createdAt)],
+  );
+  const byTitle = new Map(rows.map((r) => [r.title, r]));
+  return posts.map((p) => {
+    const r = byTitle.get(p.title)!;
+    return { id: r.id, userId: r.user_id, title: r.title, createdAt: r.created_at.toISOString() };
+  });
+}
+
+/** Inserts many comments in one statement with explicit created_at. */
+export async function insertComments(
+  db: Db,
+  comments: { postId: number; userId: number; body: string; createdAt: string }[],
+): Promise<number> {
+  const { rowCount } = await db.query(
+    `INSERT INTO comments (post_id, user_id, body, created_at)
+     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[])`,
+    [comments.map((c) => c.postId), comments.map((c) => c.userId), comments.map((c) => c.body), comments.map((c) => c.createdAt)],
+  );
+  return rowCount;
+}
+
+export interface GraphQLBody<D = Record<string, unknown>> {
+  data?: D | null;
+  errors?: { message: string; path?: (string | number)[]; extensions?: { code?: string } & Record<string, unknown> }[];
+}
+
+/**
+ * POSTs one GraphQL operation as JSON, the way the gateway calls a subgraph. `data` defaults to
+ * `any` because every query has its own shape and the tests assert that shape themselves.
+ */
+export async function gql<D = Record<string, any>>(
+  base: string,
+  query: string,
+  variables?: Record<string, unknown>,
+): Promise<{ status: number; body: GraphQLBody<D> }> {
+  const res = await fetch(`${base}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query, variables }),
+  });
+  return { status: res.status, body: (await res.json()) as GraphQLBody<D> };
+}
