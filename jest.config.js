@@ -1,6 +1,8 @@
 // One Jest run for the whole monorepo. Tests run from TypeScript sources through SWC (no type
 // checking here; `npm run build` type-checks). ESM-only dependencies are transformed to CommonJS.
-const ESM_ONLY = ['jose', 'openid-client', 'oauth4webapi', 'graphql-ws'];
+// PGlite's CommonJS build loads its WASM parts with dynamic import(), which Jest's CommonJS sandbox
+// refuses; transforming it turns those into require() calls.
+const ESM_ONLY = ['jose', 'openid-client', 'oauth4webapi', 'graphql-ws', '@electric-sql/pglite'];
 
 /** @type {import('jest').Config} */
 module.exports = {
@@ -9,7 +11,7 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   transform: {
-    '^.+\\.(t|j)sx?$': [
+    '^.+\\.(c?js|tsx?)$': [
       '@swc/jest',
       { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } },
     ],

@@ -21,13 +21,14 @@ const engines: [Db['engine'], (prefix: string) => Promise<TestDb>][] = [
 describe.each(engines)('Db on %s', (engine, open) => {
   let db: TestDb;
 
+  // PGlite boots a whole Postgres in WebAssembly (seconds on a busy machine).
   beforeAll(async () => {
     db = await open('kitdb');
     await db.exec(`
       CREATE TABLE items (id bigserial PRIMARY KEY, name text NOT NULL UNIQUE, price numeric(10, 2), qty int8);
       INSERT INTO items (name, price, qty) VALUES ('apple', 1.25, 10), ('pear', 2.50, 20);
     `);
-  });
+  }, 60_000);
 
   afterAll(async () => {
     await db.drop();
@@ -68,6 +69,12 @@ describe.each(engines)('Db on %s', (engine, open) => {
     );
     expect(rows[0]).toEqual({ n: 2, total_qty: 30, total_price: 3.75, max_id: expect.any(Number), eight: 5, money: 12.5 });
     for (const value of Object.values(rows[0]!)) expect(typeof value).toBe('number');
+  });
+
+  it('returns an int8 beyond 2^53 as a number too (never a BigInt that JSON cannot encode)', async () => {
+    const { rows } = await db.query<{ huge: unknown }>('SELECT 9007199254740993::int8 AS huge');
+    expect(typeof rows[0]!.huge).toBe('number');
+    expect(() => JSON.stringify(rows)).not.toThrow();
   });
 
   it('reports rowCount for writes', async () => {
@@ -172,7 +179,7 @@ describe.each(engines)('Db on %s', (engine, open) => {
     } finally {
       await other.drop();
     }
-  });
+  }, 60_000);
 });
 
 describe('openDb', () => {
@@ -248,5 +255,5 @@ describe('Db on pglite with a data directory', () => {
     } finally {
       await other.close();
     }
-  });
+  }, 60_000);
 });

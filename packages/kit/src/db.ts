@@ -110,7 +110,9 @@ async function openPostgres(url: string, opts: OpenDbOptions): Promise<Db> {
 async function openPglite(dataDir: string | undefined, opts: OpenDbOptions): Promise<Db> {
   const schema = opts.schema;
   if (dataDir) mkdirSync(dataDir, { recursive: true });
-  const lite = new PGlite(dataDir, { parsers: { [NUMERIC]: toNumber } });
+  // Options in the first argument: PGlite ignores the second when the first is not a string (the
+  // in-memory case). INT8 as on pg: PGlite's own parser returns a BigInt above 2^53.
+  const lite = new PGlite({ dataDir, parsers: { [INT8]: toNumber, [NUMERIC]: toNumber } });
   await lite.exec(`CREATE SCHEMA IF NOT EXISTS "${schema}"; SET search_path TO "${schema}";`);
   const stats = { queries: 0 };
   type LiteTx = Pick<PGlite, 'query' | 'exec'>;
@@ -118,7 +120,9 @@ async function openPglite(dataDir: string | undefined, opts: OpenDbOptions): Pro
     async query<R>(text: string, params?: readonly unknown[]) {
       stats.queries++;
       const res = await conn.query<R>(text, params as unknown[] | undefined);
-      return { rows: res.rows, rowCount: res.affectedRows ?? res.rows.length };
+      // PGlite reports affectedRows = 0 for a SELECT; pg's rowCount counts the rows returned.
+      const returnsRows = res.fields.length > 0;
+      return { rows: res.rows, rowCount: returnsRows ? res.rows.length : (res.affectedRows ?? 0) };
     },
     async exec(sql: string) {
       stats.queries++;

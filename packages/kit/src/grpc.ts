@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { fromGrpcError, toGrpcError } from './errors';
 import type { Logger } from './logger';
+import { saneRequestId } from './request-id';
 
 export { grpc };
 
@@ -23,7 +23,7 @@ type UnaryHandler<Req, Res> = (request: Req, ctx: GrpcCallContext) => Promise<Re
  */
 export function unary<Req, Res>(logger: Logger, handler: UnaryHandler<Req, Res>): grpc.handleUnaryCall<Req, Res> {
   return (call, callback) => {
-    const requestId = String(call.metadata.get(REQUEST_ID_KEY)[0] ?? randomUUID());
+    const requestId = saneRequestId(call.metadata.get(REQUEST_ID_KEY)[0]);
     const log = logger.child({ requestId });
     handler(call.request, { requestId, metadata: call.metadata, logger: log }).then(
       (res) => callback(null, res),

@@ -1,9 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
 import { HaloError, isHaloError, toRestError } from './errors';
 import type { Lifecycle } from './lifecycle';
 import type { Logger } from './logger';
+import { REQUEST_ID_HEADER, saneRequestId } from './request-id';
+
+export { REQUEST_ID_HEADER };
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -13,13 +15,9 @@ declare module 'express-serve-static-core' {
   }
 }
 
-export const REQUEST_ID_HEADER = 'x-request-id';
-const SANE_REQUEST_ID = /^[\w.:-]{1,128}$/;
-
-/** Keeps a caller's request id when it looks like one, so ids can be traced across services. */
+/** The request id of an incoming HTTP request: the caller's when sane, otherwise a fresh UUID. */
 export function requestIdOf(req: IncomingMessage): string {
-  const given = req.headers[REQUEST_ID_HEADER];
-  return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : randomUUID();
+  return saneRequestId(req.headers[REQUEST_ID_HEADER]);
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void {

@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from './logger';
 
 type Closer = () => Promise<void> | void;
@@ -91,10 +91,21 @@ export function listen(server: Server, port: number, host: string): Promise<numb
  */
 export function closeHttpServer(server: Server, timeoutMs: number): Promise<void> {
   return new Promise((resolve) => {
+    // Node leaves a keep-alive connection open when its in-flight request ends after close(): sweep
+    // idle ones until closed, and tell clients still sending on open connections to go away
+    // (prepended, so it runs before an app that answers synchronously).
+    const goAway = (_req: IncomingMessage, res: ServerResponse) => {
+      if (!res.headersSent) res.setHeader('Connection', 'close');
+    };
+    server.prependListener('request', goAway);
+    const sweep = setInterval(() => server.closeIdleConnections(), 100);
+    sweep.unref();
     const force = setTimeout(() => server.closeAllConnections(), timeoutMs);
     force.unref();
     server.close(() => {
       clearTimeout(force);
+      clearInterval(sweep);
+      server.off('request', goAway);
       resolve();
     });
     server.closeIdleConnections();
