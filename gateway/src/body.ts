@@ -1,0 +1,100 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { badRequest, HaloError, sendJson, toRestError, type Logger } from '@halo/kit';
+
+/**
+ * Request bodies at the gateway: read once, into memory, with the contract's limit, so a body
+ * that is too large or not JSON is refused here with the same answers every service gives.
+ * Requests without a body never come through this file.
+ */
+
+/** The client went away before its body arrived: nobody is left to answer. */
+export class ClientGoneError extends Error {
+  override readonly name = 'ClientGoneError';
+}
+
+const payloadTooLarge = () => new HaloError('PAYLOAD_TOO_LARGE', 'Payload too large');
+
+/** True when the request announces a body (a non-zero Content-Length or any Transfer-Encoding). */
+export function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  if (length !== undefined) return length !== '0';
+  return req.headers['transfer-encoding'] !== undefined;
+}
+
+/**
+ * Reads the whole body. A declared Content-Length over the limit is refused before a byte is
+ * read; a chunked body is counted as it arrives and refused the moment it passes the limit.
+ */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) return Promise.reject(payloadTooLarge());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        cleanup();
+        // Stop reading: the 413 goes out with `Connection: close`, the rest is never consumed.
+        req.pause();
+        reject(payloadTooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onGone = () => {
+      cleanup();
+      reject(new ClientGoneError('client closed the request before its body ended'));
+    };
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onGone);
+      req.off('close', onGone);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onGone);
+    req.on('close', onGone);
+  });
+}
+
+const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
+
+/** `application/json`, `application/problem+json`, … with or without parameters. */
+export function isJsonType(contentType: string | undefined): boolean {
+  return contentType !== undefined && JSON_TYPE.test(contentType);
+}
+
+/** A body that is neither absent nor `identity`-encoded cannot be checked (or parsed) here. */
+export function isEncoded(req: IncomingMessage): boolean {
+  const encoding = req.headers['content-encoding'];
+  return encoding !== undefined && encoding.toLowerCase() !== 'identity';
+}
+
+export function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    throw badRequest('Invalid JSON');
+  }
+}
+
+/**
+ * Answers a failed body read: 413/400 with the contract's `{error}`; nothing when the client is
+ * gone. A 413 closes the connection, since the rest of that body is never read.
+ */
+export function sendBodyError(res: ServerResponse, err: unknown, logger: Logger): void {
+  if (err instanceof ClientGoneError || res.destroyed) return;
+  const { status, body } = toRestError(err);
+  if (status >= 500) logger.error({ err }, 'reading the request body failed');
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  sendJson(res, status, body, status === 413 ? { connection: 'close' } : undefined);
+}

@@ -1,0 +1,46 @@
+import { resolve } from 'node:path';
+import {
+  defaultServiceUrl,
+  env,
+  GATEWAY_PORT,
+  loadConfig,
+  SERVICE_NAMES,
+  serviceUrlVar,
+  z,
+  type ServiceName,
+} from '@halo/kit';
+
+/** The composed supergraph committed beside the package (`npm run compose` writes it). */
+export const DEFAULT_SUPERGRAPH_PATH = resolve(__dirname, '../supergraph.graphql');
+
+export const gatewayConfigShape = {
+  HALO_ENV: env.haloEnv(),
+  HTTP_HOST: env.str('0.0.0.0'),
+  HTTP_PORT: env.port(GATEWAY_PORT),
+  LOG_LEVEL: env.logLevel(),
+  BODY_LIMIT: env.bytes('1mb'),
+  SHUTDOWN_TIMEOUT_MS: env.int(10_000),
+  /** Idle time on an upstream connection before the gateway answers 504. */
+  UPSTREAM_TIMEOUT_MS: env.int(30_000, 1),
+  SUPERGRAPH_PATH: z.string().default(DEFAULT_SUPERGRAPH_PATH),
+};
+
+/** One optional `<SERVICE>_URL` per service of the topology table, e.g. `CONTENT_URL`. */
+const serviceUrlShape = Object.fromEntries(SERVICE_NAMES.map((name) => [serviceUrlVar(name), env.url()]));
+
+export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
+
+/**
+ * Reads the gateway's environment once. A bad value throws the kit's one-line ConfigError.
+ * `serviceUrls` holds each service's HTTP base URL (no trailing slash): REST is proxied to it and
+ * its subgraph is `<base>/graphql`, so one variable moves both.
+ */
+export function loadGatewayConfig(source: Record<string, string | undefined> = process.env) {
+  const config = loadConfig(gatewayConfigShape, source);
+  const urls = loadConfig(serviceUrlShape, source);
+  const serviceUrls = {} as Record<ServiceName, string>;
+  for (const name of SERVICE_NAMES) {
+    serviceUrls[name] = (urls[serviceUrlVar(name)] ?? defaultServiceUrl(name)).replace(/\/+$/, '');
+  }
+  return { ...config, serviceUrls };
+}

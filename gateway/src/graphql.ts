@@ -1,0 +1,255 @@
+import { readFile } from 'node:fs/promises';
+import { unwatchFile, watchFile, type Stats } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+import {
+  ApolloGateway,
+  RemoteGraphQLDataSource,
+  type GraphQLDataSourceProcessOptions,
+  type SupergraphSdlHook,
+} from '@apollo/gateway';
+import { ApolloServer, HeaderMap } from '@apollo/server';
+import {
+  ApolloServerPluginSchemaReportingDisabled,
+  ApolloServerPluginUsageReportingDisabled,
+} from '@apollo/server/plugin/disabled';
+import {
+  badRequest,
+  INTERNAL_MESSAGE,
+  sendJson,
+  SERVICES,
+  toGraphQLError,
+  unavailable,
+  type Logger,
+  type ServiceName,
+} from '@halo/kit';
+import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from './body';
+
+/** What every resolver and subgraph request sees: who asked and which request this is. */
+export interface GraphQLContext {
+  requestId: string;
+  authorization?: string | undefined;
+}
+
+/** How often the supergraph file is checked for a new version (a stat, so cheap). */
+export const SUPERGRAPH_POLL_MS = 1_000;
+
+/**
+ * Serves the supergraph from a file and hot-reloads it: the file is polled (which, unlike
+ * fs.watch, survives editors' rename-over writes and Kubernetes' ConfigMap symlink swaps) and a
+ * changed version goes to the gateway's `update`. A version that fails to read or to load is
+ * logged and the previous one stays in service.
+ */
+export function supergraphFromFile(path: string, logger: Logger): SupergraphSdlHook {
+  return async ({ update }) => {
+    let current: string;
+    try {
+      current = await readFile(path, 'utf8');
+    } catch (err) {
+      throw new Error(`Cannot read the supergraph at ${path} (SUPERGRAPH_PATH): ${(err as Error).message}`);
+    }
+    let reloading = Promise.resolve();
+    let stopped = false;
+    const reload = async () => {
+      if (stopped) return;
+      let next: string;
+      try {
+        next = await readFile(path, 'utf8');
+      } catch (err) {
+        logger.error({ path, message: (err as Error).message }, 'supergraph unreadable; keeping the previous one');
+        return;
+      }
+      if (next === current || stopped) return;
+      try {
+        update(next);
+        current = next;
+        logger.info({ path }, 'supergraph reloaded');
+      } catch (err) {
+        logger.error({ path, message: (err as Error).message }, 'supergraph rejected; keeping the previous one');
+      }
+    };
+    const onChange = (now: Stats, before: Stats) => {
+      if (now.mtimeMs === before.mtimeMs && now.size === before.size) return;
+      // One reload at a time: `update` refuses to run while another update is in progress.
+      reloading = reloading.then(reload);
+    };
+    watchFile(path, { interval: SUPERGRAPH_POLL_MS, persistent: false }, onChange);
+    return {
+      supergraphSdl: current,
+      cleanup: async () => {
+        stopped = true;
+        unwatchFile(path, onChange);
+        await reloading;
+      },
+    };
+  };
+}
+
+export interface GraphQLOptions {
+  supergraphPath: string;
+  serviceUrls: Record<ServiceName, string>;
+  bodyLimit: number;
+  logger: Logger;
+}
+
+/**
+ * Node's global fetch (undici) keeps connections alive and pools them per origin; Apollo's
+ * default fetcher costs about 1.5× the CPU (STACK-NOTES.md). Its types differ from Apollo's
+ * minimal Fetcher only in the DOM-vs-Node details, hence the cast.
+ */
+const keepAliveFetcher = fetch as unknown as RemoteGraphQLDataSource['fetcher'];
+
+const isService = (name: string): name is ServiceName => Object.hasOwn(SERVICES, name);
+
+/** One subgraph: the keep-alive fetcher, the caller's credentials and request id forwarded. */
+class SubgraphDataSource extends RemoteGraphQLDataSource<GraphQLContext> {
+  constructor(
+    private readonly subgraph: string,
+    url: string,
+    private readonly logger: Logger,
+  ) {
+    super({ url, fetcher: keepAliveFetcher });
+  }
+
+  override willSendRequest({ request, context }: GraphQLDataSourceProcessOptions<GraphQLContext>): void {
+    const ctx = context as Partial<GraphQLContext>;
+    const headers = request.http?.headers;
+    if (!headers) return;
+    if (ctx.authorization) headers.set('authorization', ctx.authorization);
+    if (ctx.requestId) headers.set('x-request-id', ctx.requestId);
+  }
+
+  /**
+   * No response at all (refused, reset, DNS): the client learns the service is unavailable, the
+   * log learns why. The default error would show the subgraph's internal URL.
+   */
+  override didEncounterError(error: Error, _req: unknown, response?: unknown, context?: GraphQLContext): void {
+    if (response !== undefined) throw error;
+    const cause = (error as { cause?: { code?: string } }).cause;
+    this.logger.error(
+      { requestId: context?.requestId, subgraph: this.subgraph, code: cause?.code, message: error.message },
+      'subgraph unreachable',
+    );
+    throw toGraphQLError(unavailable());
+  }
+}
+
+/**
+ * Apollo `formatError` for the gateway. Errors a subgraph reported keep their message and
+ * `extensions.code` (their originalError is the subgraph's JSON, not an Error) minus the raw
+ * `response` Apollo attaches to non-2xx answers (it holds internal URLs and bodies). An Error
+ * thrown inside the gateway itself is logged and shown only as an internal error. (The kit's
+ * formatGraphQLError is for subgraphs: it would mask every error coming from a subgraph.)
+ */
+export function formatGatewayError(logger: Logger) {
+  return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
+    const original = error instanceof GraphQLError ? error.originalError : error;
+    if (original instanceof Error && !(original instanceof GraphQLError)) {
+      logger.error({ err: original, path: formatted.path }, 'graphql execution failed');
+      return { message: INTERNAL_MESSAGE, path: formatted.path, extensions: { code: 'INTERNAL_SERVER_ERROR' } };
+    }
+    if (formatted.extensions && 'response' in formatted.extensions) {
+      const { response: _internal, ...extensions } = formatted.extensions;
+      return { ...formatted, extensions };
+    }
+    return formatted;
+  };
+}
+
+/**
+ * Federated GraphQL with @apollo/gateway behind @apollo/server, served straight from node:http
+ * (no express): `handle` turns the request into Apollo's HTTPGraphQLRequest and writes back its
+ * HTTPGraphQLResponse.
+ */
+export function createGraphQL({ supergraphPath, serviceUrls, bodyLimit, logger }: GraphQLOptions) {
+  // Halo sends nothing to Apollo's servers (STACK-NOTES.md); read by the gateway's constructor.
+  process.env.APOLLO_TELEMETRY_DISABLED ??= 'true';
+  const apolloLogger = logger.child({ component: 'apollo' });
+
+  const gateway = new ApolloGateway({
+    supergraphSdl: supergraphFromFile(supergraphPath, logger),
+    logger: apolloLogger,
+    // The service's configured base URL wins over the one composed into the supergraph, so
+    // `<SERVICE>_URL` moves REST and GraphQL together.
+    buildService: ({ name, url }) =>
+      new SubgraphDataSource(name, isService(name) ? `${serviceUrls[name]}/graphql` : (url ?? ''), logger),
+  });
+
+  const server = new ApolloServer<GraphQLContext>({
+    gateway,
+    logger: apolloLogger,
+    allowBatchedHttpRequests: true,
+    // /graphql authenticates by the Authorization header only, never by cookies (CONTRACT.md).
+    csrfPrevention: false,
+    introspection: true,
+    includeStacktraceInErrorResponses: false,
+    // The gateway's Lifecycle owns SIGTERM/SIGINT; Apollo's own handlers would re-raise the signal.
+    stopOnTerminationSignals: false,
+    formatError: formatGatewayError(logger),
+    plugins: [ApolloServerPluginUsageReportingDisabled(), ApolloServerPluginSchemaReportingDisabled()],
+  });
+
+  /** Apollo started (the supergraph loaded); false again once stopping begins. */
+  let started = false;
+  /** Apollo refuses `stop()` unless `start()` succeeded; a failed start has cleaned up already. */
+  let startedOnce = false;
+
+  async function execute(req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
+    let body: unknown;
+    if (hasBody(req)) {
+      try {
+        // Same answer as the services' body parser gives (kit errorHandler).
+        if (isEncoded(req)) throw badRequest('Unsupported content encoding');
+        const raw = await readBody(req, bodyLimit);
+        // Apollo answers 400 to a POST whose body is not JSON; it never needs to see the bytes.
+        if (isJsonType(req.headers['content-type'])) body = parseJson(raw);
+      } catch (err) {
+        return sendBodyError(res, err, logger);
+      }
+    }
+    const headers = new HeaderMap();
+    for (const [key, value] of Object.entries(req.headers)) {
+      if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value);
+    }
+    const url = req.url ?? '';
+    const q = url.indexOf('?');
+    const response = await server.executeHTTPGraphQLRequest({
+      httpGraphQLRequest: { method: req.method ?? 'GET', headers, search: q === -1 ? '' : url.slice(q), body },
+      context: async () => ({ requestId, authorization: req.headers.authorization }),
+    });
+    for (const [key, value] of response.headers) res.setHeader(key, value);
+    res.statusCode = response.status ?? 200;
+    if (response.body.kind === 'complete') {
+      res.setHeader('content-length', Buffer.byteLength(response.body.string));
+      res.end(response.body.string);
+      return;
+    }
+    for await (const chunk of response.body.asyncIterator) res.write(chunk);
+    res.end();
+  }
+
+  return {
+    async start(): Promise<void> {
+      await server.start();
+      started = startedOnce = true;
+    },
+    /** Ready once the supergraph is loaded and Apollo has started, until it stops. */
+    isReady: () => started,
+    handle(req: IncomingMessage, res: ServerResponse, requestId: string): void {
+      execute(req, res, requestId).catch((err: unknown) => {
+        logger.error({ err, requestId }, 'graphql request failed');
+        if (!res.headersSent) sendJson(res, 500, { error: INTERNAL_MESSAGE });
+        else res.destroy();
+      });
+    },
+    async stop(): Promise<void> {
+      started = false;
+      if (!startedOnce) return;
+      // Apollo stops the gateway too (which unwatches the file); the second stop is a no-op guard.
+      await server.stop();
+      await gateway.stop();
+    },
+  };
+}
+
+export type GraphQLHandler = ReturnType<typeof createGraphQL>;

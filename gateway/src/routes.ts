@@ -1,0 +1,83 @@
+import FindMyWay from 'find-my-way';
+import type { ServiceName } from '@halo/kit';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/**
+ * One public REST route and the service that answers it. The gateway forwards the request
+ * unchanged; later options (auth checks, version aliases) are added as optional members here,
+ * so a route stays one line of this table.
+ */
+export interface RouteDef {
+  service: ServiceName;
+  method: HttpMethod;
+  /** find-my-way syntax: `/posts/:id`. */
+  path: string;
+}
+
+/** Every REST route a client can reach through the gateway (CONTRACT.md, ARCHITECTURE.md). */
+export const ROUTES: readonly RouteDef[] = [
+  { service: 'content', method: 'GET', path: '/hello' },
+  { service: 'content', method: 'POST', path: '/greet' },
+  { service: 'content', method: 'GET', path: '/users/:userId/posts' },
+  { service: 'content', method: 'GET', path: '/posts/:id' },
+  { service: 'content', method: 'GET', path: '/posts/:id/comments' },
+];
+
+export type RouteMatch =
+  | { kind: 'route'; route: RouteDef; params: Record<string, string | undefined> }
+  | { kind: 'method-not-allowed'; allow: string }
+  | { kind: 'not-found' };
+
+/** What a path knows: the route per method and the `Allow` value for a 405. */
+interface PathEntry {
+  byMethod: Map<string, RouteDef>;
+  allow: string;
+}
+
+const NOT_FOUND: RouteMatch = { kind: 'not-found' };
+const NO_QUERY = Object.freeze({});
+const noop = () => undefined;
+
+/**
+ * Builds the route table once. Each path is registered for every method with one shared entry,
+ * so a single lookup tells "route", "known path, wrong method" (405) and "unknown" (404) apart.
+ * HEAD is served wherever GET is.
+ */
+export function createRouteTable(routes: readonly RouteDef[] = ROUTES) {
+  const router = FindMyWay({
+    caseSensitive: true,
+    ignoreTrailingSlash: false,
+    // Callers pass the path without its query string; nothing to parse.
+    querystringParser: () => NO_QUERY,
+  });
+  const entries = new Map<string, PathEntry>();
+  for (const route of routes) {
+    let entry = entries.get(route.path);
+    if (!entry) {
+      entry = { byMethod: new Map(), allow: '' };
+      entries.set(route.path, entry);
+    }
+    if (entry.byMethod.has(route.method)) throw new Error(`Duplicate route: ${route.method} ${route.path}`);
+    entry.byMethod.set(route.method, route);
+    if (route.method === 'GET') entry.byMethod.set('HEAD', route);
+  }
+  for (const [path, entry] of entries) {
+    entry.allow = [...entry.byMethod.keys()].join(', ');
+    router.all(path, noop, entry);
+  }
+
+  return {
+    /** `path` is the request path without its query string. */
+    match(method: string, path: string): RouteMatch {
+      const found = router.find(method as FindMyWay.HTTPMethod, path);
+      if (!found) return NOT_FOUND;
+      const entry = found.store as PathEntry;
+      const route = entry.byMethod.get(method);
+      if (route) return { kind: 'route', route, params: found.params };
+      return { kind: 'method-not-allowed', allow: entry.allow };
+    },
+  };
+}
+
+export type RouteTable = ReturnType<typeof createRouteTable>;
