@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
+import { dropSchema } from '@halo/kit/testing';
 import { startSystem, type RunningSystem } from '@halo/tools';
 
 /**
@@ -16,6 +17,8 @@ const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const PORT_OFFSET = Number(process.env.BENCH_PORT_OFFSET ?? 200);
 const OUT = resolve(ROOT, 'docs/benchmarks.md');
+/** Which database the services run on; each mode keeps its own section of docs/benchmarks.md. */
+const MODE = process.env.DATABASE_URL ? 'postgres' : 'pglite';
 
 interface Row {
   name: string;
@@ -62,6 +65,7 @@ function startCeiling(port: number): Promise<ChildProcess> {
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'halo-bench-'));
+  const benchSchema = `bench_${process.pid}`;
   const started = Date.now();
   let system: RunningSystem | undefined;
   let ceiling: ChildProcess | undefined;
@@ -74,7 +78,8 @@ async function main(): Promise<void> {
         LOG_LEVEL: 'warn',
         DATABASE_URL: process.env.DATABASE_URL,
       },
-      envFor: { content: { DATA_DIR: join(dataDir, 'content') } },
+      // Postgres mode works in a throwaway schema (dropped below); PGlite in a temp directory.
+      envFor: { content: { DATA_DIR: join(dataDir, 'content'), DB_SCHEMA: MODE === 'postgres' ? benchSchema : undefined } },
       onLog: (name, line) => process.stderr.write(`${name}| ${line}\n`),
     });
     const readySecs = (Date.now() - started) / 1000;
@@ -100,14 +105,15 @@ async function main(): Promise<void> {
     await run('GraphQL nested via gateway', `${gw}/graphql`, gql);
 
     const peaks = system.processes.map((p) => ({ name: p.name, idle: idle[p.name]!, peak: memOf(p.child.pid!).peak }));
-    const report = render(rows, peaks, readySecs);
-    process.stdout.write(report);
-    writeFileSync(OUT, report);
+    const section = render(rows, peaks, readySecs);
+    process.stdout.write(section);
+    writeFileSync(OUT, mergeSection(existsSync(OUT) ? readFileSync(OUT, 'utf8') : '', MODE, section));
     process.stderr.write(`bench: wrote ${OUT}\n`);
   } finally {
     ceiling?.kill();
     await system?.stop();
     rmSync(dataDir, { recursive: true, force: true });
+    if (MODE === 'postgres') await dropSchema(benchSchema, process.env.DATABASE_URL!);
   }
 }
 
@@ -123,29 +129,27 @@ function render(rows: Row[], mem: { name: string; idle: number; peak: number }[]
   ] as const;
   const cpu = cpus();
   const lines = [
-    '# Benchmarks',
+    `## ${MODE === 'postgres' ? 'Production mode: PostgreSQL (`DATABASE_URL`)' : 'Embedded mode: PGlite (`npm start` default)'}`,
     '',
-    'Produced by `npm run bench` (loadtest/src/bench.ts); every row below comes from ONE run on one machine.',
-    'Compare ratios, not absolute numbers: the load generator (autocannon) shares the machine with Halo.',
-    '',
+    `- Command: \`${MODE === 'postgres' ? 'DATABASE_URL=postgres://… ' : ''}npm run bench\``,
     `- Date: ${new Date().toISOString()}`,
     `- Machine: ${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Node ${process.version}`,
     `- Load: ${CONNECTIONS} connections, ${DURATION_S} s per row after a 1 s warm-up; NODE_ENV=production, LOG_LEVEL=warn`,
-    `- Database: ${process.env.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : 'embedded PGlite'}; system ready in ${readySecs.toFixed(1)} s`,
+    `- System ready ${readySecs.toFixed(1)} s after launch (built, data directory new)`,
     '',
-    '## Ratios',
+    '### Ratios',
     '',
     '| ratio | value | goal |',
     '|---|---:|---|',
     ...ratios.map(([name, v, goal]) => `| ${name} | ${v.toFixed(2)}× | ${goal} |`),
     '',
-    '## Throughput',
+    '### Throughput',
     '',
     '| path | req/s | p50 ms | p99 ms | errors |',
     '|---|---:|---:|---:|---:|',
     ...rows.map((r) => `| ${r.name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.errors} |`),
     '',
-    '## Memory (RSS)',
+    '### Memory (RSS)',
     '',
     '| process | idle MB (goal < 150) | peak MB under load (gateway goal < 300) |',
     '|---|---:|---:|',
@@ -153,6 +157,25 @@ function render(rows: Row[], mem: { name: string; idle: number; peak: number }[]
     '',
   ];
   return lines.join('\n');
+}
+
+const HEADER = `# Benchmarks
+
+Produced by \`npm run bench\` (loadtest/src/bench.ts). Each section comes from ONE run on one
+machine; compare ratios, not absolute numbers — the load generator (autocannon) shares the two
+cores with Halo. Sections are rewritten by the run of their mode and kept otherwise.
+`;
+
+/** Replaces (or appends) this mode's section, keeping the other mode's last result. */
+function mergeSection(doc: string, mode: string, section: string): string {
+  const start = `<!-- bench:${mode} -->`;
+  const end = `<!-- /bench:${mode} -->`;
+  const block = `${start}\n${section}${end}\n`;
+  const body = doc.startsWith('# Benchmarks') ? doc : HEADER;
+  const i = body.indexOf(start);
+  const j = body.indexOf(end);
+  if (i !== -1 && j !== -1) return body.slice(0, i) + block + body.slice(j + end.length + 1);
+  return `${body.trimEnd()}\n\n${block}`;
 }
 
 main().catch((err: unknown) => {

@@ -28,8 +28,8 @@ export async function openTestDb(prefix: string): Promise<Db & { drop(): Promise
   });
 }
 
-export async function dropSchema(schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+export async function dropSchema(schema: string, url: string = TEST_DATABASE_URL): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
