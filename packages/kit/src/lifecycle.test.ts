@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
 import http, { type Server } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { createLogger, type Logger } from './logger';
@@ -234,5 +236,50 @@ describe('listen', () => {
     } finally {
       first.close();
     }
+  });
+});
+
+describe('installSignalHandlers (in a real child process, built kit)', () => {
+  const dist = resolve(__dirname, '../dist');
+  // A process whose only resource takes `closeMs` to close; it prints "closed" when it did.
+  const script = (closeMs: number) => `
+    const { Lifecycle } = require(${JSON.stringify(dist)} + '/lifecycle.js');
+    const { createLogger } = require(${JSON.stringify(dist)} + '/logger.js');
+    const lc = new Lifecycle(createLogger('t', 'silent'));
+    const keepAlive = setInterval(() => {}, 1000);
+    lc.register('slow', () => new Promise((r) => setTimeout(() => { clearInterval(keepAlive); console.log('closed'); r(); }, ${closeMs})));
+    lc.installSignalHandlers(5000);
+    console.log('ready');`;
+
+  function run(closeMs: number) {
+    const child = spawn(process.execPath, ['-e', script(closeMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    const ready = new Promise<void>((ok) =>
+      child.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('ready')) ok();
+      }),
+    );
+    const exited = new Promise<number | null>((ok) => child.once('exit', (code) => ok(code)));
+    return { child, ready, exited, output: () => out };
+  }
+
+  it('a duplicate signal at the same moment (Ctrl+C under npm start) does not cut the drain', async () => {
+    const p = run(300);
+    await p.ready;
+    p.child.kill('SIGINT');
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+    expect(p.output()).toContain('closed');
+  });
+
+  it('a second signal a second or more later exits at once', async () => {
+    const p = run(4000);
+    await p.ready;
+    p.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 1200));
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(1);
+    expect(p.output()).not.toContain('closed');
   });
 });

@@ -39,12 +39,19 @@ export class Lifecycle {
     this.logger.info('shutdown complete');
   }
 
-  /** SIGTERM/SIGINT start a graceful shutdown; a second signal exits at once. */
+  /**
+   * SIGTERM/SIGINT start a graceful shutdown; another signal a second or more later exits at once.
+   * (Ctrl+C under `npm start` reaches a service twice at the same moment — from the terminal's
+   * process group and from the launcher — and that must not cut the drain short.)
+   */
   installSignalHandlers(timeoutMs: number): void {
-    let signalled = false;
+    let firstAt = 0;
     const onSignal = (signal: NodeJS.Signals) => {
-      if (signalled) process.exit(1);
-      signalled = true;
+      if (firstAt) {
+        if (Date.now() - firstAt >= 1_000) process.exit(1);
+        return;
+      }
+      firstAt = Date.now();
       this.logger.info({ signal }, 'shutting down');
       const hardStop = setTimeout(() => process.exit(1), timeoutMs + 2_000);
       hardStop.unref();
