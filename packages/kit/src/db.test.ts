@@ -1,22 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDb, type Db } from './db';
-import { TEST_DATABASE_URL, dropSchema, openTestDb, throwawaySchema } from './testing';
+import { openDb } from './db';
+import { dropSchema, openTestDb, TEST_DATABASE_URL, TEST_ENGINES, throwawaySchema, type TestDb } from './testing';
 
-type TestDb = Db & { drop(): Promise<void> };
-
-/** Both engines behind the same factory, so every behaviour below is proved on each. */
-const engines: [Db['engine'], (prefix: string) => Promise<TestDb>][] = [
-  ['postgres', (prefix) => openTestDb(prefix)],
-  [
-    'pglite',
-    async (prefix) => {
-      const db = await openDb({ schema: throwawaySchema(prefix) });
-      return Object.assign(db, { drop: () => db.close() });
-    },
-  ],
-];
+const engines = TEST_ENGINES;
 
 describe.each(engines)('Db on %s', (engine, open) => {
   let db: TestDb;

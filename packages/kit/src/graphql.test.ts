@@ -1,19 +1,8 @@
-import { Writable } from 'node:stream';
 import { GraphQLError, buildSchema, graphql, type GraphQLFormattedError } from 'graphql';
-import pino from 'pino';
 import { HaloError, badRequest, forbidden, notFound, type ErrorKind } from './errors';
 import { formatGraphQLError, toGraphQLError } from './graphql';
+import { capturingLogger } from './testing';
 
-function capturingLogger() {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { logger: pino({ level: 'info' }, stream), lines };
-}
 
 const schema = buildSchema(`
   type Query {

@@ -1,23 +1,12 @@
-import { Writable } from 'node:stream';
 import { content } from '@halo/proto';
 import { service as healthService } from 'grpc-health-check';
 import pino from 'pino';
 import { HaloError, notFound } from './errors';
 import { callUnary, clientChannelOptions, grpc, startGrpcServer, unary, type RunningGrpcServer } from './grpc';
+import { capturingLogger } from './testing';
 
 const USER_SERVICE = 'halo.content.v1.UserService';
 
-/** A real logger whose lines are kept, so tests can see what was logged. */
-function capturingLogger() {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { logger: pino({ level: 'info' }, stream), lines };
-}
 
 // The standard grpc.health.v1 client, built from the definition grpc-health-check ships.
 type HealthResponse = { status: string };

@@ -1,6 +1,4 @@
-import { Writable } from 'node:stream';
 import express from 'express';
-import pino from 'pino';
 import request from 'supertest';
 import { conflict, notFound } from './errors';
 import {
@@ -15,20 +13,10 @@ import {
 } from './http';
 import { Lifecycle } from './lifecycle';
 import { createLogger } from './logger';
+import { capturingLogger } from './testing';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** A real logger whose lines are kept, so tests can see the access log and error lines. */
-function capturingLogger() {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { logger: pino({ level: 'info' }, stream), lines };
-}
 
 function buildApp(opts: { lifecycle?: Lifecycle; ready?: () => Promise<void> } = {}) {
   const { logger, lines } = capturingLogger();

@@ -3,20 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDb, type Db } from './db';
 import { migrate } from './migrate';
-import { TEST_DATABASE_URL, openTestDb, throwawaySchema } from './testing';
+import { openTestDb, TEST_DATABASE_URL, TEST_ENGINES, type TestDb } from './testing';
 
-type TestDb = Db & { drop(): Promise<void> };
-
-const engines: [Db['engine'], (prefix: string) => Promise<TestDb>][] = [
-  ['postgres', (prefix) => openTestDb(prefix)],
-  [
-    'pglite',
-    async (prefix) => {
-      const db = await openDb({ schema: throwawaySchema(prefix) });
-      return Object.assign(db, { drop: () => db.close() });
-    },
-  ],
-];
+const engines = TEST_ENGINES;
 
 const dirs: string[] = [];
 function migrationsDir(files: Record<string, string>): string {

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 import pg from 'pg';
+import pino from 'pino';
 import { openDb, type Db } from './db';
 
 /** The real Postgres used by the test suites (CI starts it; see README). */
@@ -36,4 +38,30 @@ export async function dropSchema(schema: string, url: string = TEST_DATABASE_URL
   } finally {
     await client.end();
   }
+}
+
+export type TestDb = Db & { drop(): Promise<void> };
+
+/** Both engines behind one factory, so a behaviour can be proved on each (`describe.each`). */
+export const TEST_ENGINES: [Db['engine'], (prefix: string) => Promise<TestDb>][] = [
+  ['postgres', (prefix) => openTestDb(prefix)],
+  [
+    'pglite',
+    async (prefix) => {
+      const db = await openDb({ schema: throwawaySchema(prefix) });
+      return Object.assign(db, { drop: () => db.close() });
+    },
+  ],
+];
+
+/** A real pino logger whose lines are kept, so tests can assert on what was logged. */
+export function capturingLogger(level = 'info') {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { logger: pino({ level }, stream), lines };
 }
