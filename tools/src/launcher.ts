@@ -2,13 +2,15 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
-  defaultServiceUrl,
+  DEV_OIDC_PORT,
   GATEWAY_PORT,
+  grpcAddrVar,
   SERVICE_NAMES,
   SERVICES,
   serviceUrlVar,
   type ServiceName,
 } from '@halo/kit';
+import { DEV_JWT_SECRET, DEV_OIDC_CLIENT_ID, DEV_OIDC_CLIENT_SECRET } from './dev-defaults';
 
 /**
  * Starts Halo as separate processes on loopback — every service, then the gateway — and waits
@@ -17,7 +19,7 @@ import {
  */
 const ROOT = resolve(__dirname, '../..');
 
-export type ProcessName = ServiceName | 'gateway';
+export type ProcessName = ServiceName | 'gateway' | 'oidc';
 
 export interface LaunchOptions {
   /** Extra environment for every process (on top of this process's environment). */
@@ -29,6 +31,11 @@ export interface LaunchOptions {
   /** What to do with each log line of the children. */
   onLog?: (name: ProcessName, line: string) => void;
   readyTimeoutMs?: number;
+  /**
+   * Runs the dev OpenID provider and registers it with auth as provider `dev`. Defaults to on
+   * exactly when HALO_ENV is development (the `npm start` default); never meant for production.
+   */
+  devOidc?: boolean;
 }
 
 export interface RunningProcess {
@@ -36,6 +43,8 @@ export interface RunningProcess {
   child: ChildProcess;
   url: string;
   grpcAddr?: string;
+  /** The path that answers 200 once the process is ready. */
+  readyPath: string;
 }
 
 export interface RunningSystem {
@@ -45,33 +54,63 @@ export interface RunningSystem {
 }
 
 const entry = (name: ProcessName) =>
-  name === 'gateway' ? resolve(ROOT, 'gateway/dist/main.js') : resolve(ROOT, 'services', name, 'dist/main.js');
+  name === 'gateway'
+    ? resolve(ROOT, 'gateway/dist/main.js')
+    : name === 'oidc'
+      ? resolve(ROOT, 'tools/dist/dev-oidc.js')
+      : resolve(ROOT, 'services', name, 'dist/main.js');
 
 export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSystem> {
   const offset = opts.portOffset ?? 0;
   const readyTimeoutMs = opts.readyTimeoutMs ?? 60_000;
+  const haloEnv = opts.env?.HALO_ENV ?? process.env.HALO_ENV;
+  const dev = haloEnv === 'development';
   const running: RunningProcess[] = [];
   const stop = () => stopAll(running);
-  const serviceUrls: Record<string, string> = {};
+
+  // Every process learns every peer's HTTP and gRPC address (e.g. CONTENT_URL, CONTENT_GRPC_ADDR).
+  const peers: Record<string, string> = {};
+  for (const name of SERVICE_NAMES) {
+    peers[serviceUrlVar(name)] = `http://127.0.0.1:${SERVICES[name].httpPort + offset}`;
+    peers[grpcAddrVar(name)] = `127.0.0.1:${SERVICES[name].grpcPort + offset}`;
+  }
+  const gwPort = GATEWAY_PORT + offset;
+  const common: Record<string, string | undefined> = {
+    ...peers,
+    // The dev secret only ever comes from here, and only in development.
+    ...(dev && !opts.env?.JWT_SECRET && !process.env.JWT_SECRET ? { JWT_SECRET: DEV_JWT_SECRET } : {}),
+  };
+  const o = { ...opts, env: { ...common, ...opts.env } };
 
   try {
+    const early: RunningProcess[] = [];
+    if (opts.devOidc ?? dev) {
+      const port = DEV_OIDC_PORT + offset;
+      const issuer = `http://127.0.0.1:${port}`;
+      const redirect = `http://127.0.0.1:${gwPort}/auth/oauth/dev/callback`;
+      early.push(
+        launch('oidc', { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(port), DEV_OIDC_CLIENT_ID, DEV_OIDC_CLIENT_SECRET, DEV_OIDC_REDIRECT_URIS: redirect }, issuer, '/.well-known/openid-configuration', o, running),
+      );
+      o.envFor = {
+        ...o.envFor,
+        auth: {
+          OAUTH_PROVIDERS: 'dev',
+          OAUTH_DEV_ISSUER: issuer,
+          OAUTH_DEV_CLIENT_ID: DEV_OIDC_CLIENT_ID,
+          OAUTH_DEV_CLIENT_SECRET: DEV_OIDC_CLIENT_SECRET,
+          OAUTH_DEV_REDIRECT_URI: redirect,
+          ...o.envFor?.auth,
+        },
+      };
+    }
     const services = SERVICE_NAMES.map((name) => {
       const http = SERVICES[name].httpPort + offset;
       const grpc = SERVICES[name].grpcPort + offset;
-      const url = `http://127.0.0.1:${http}`;
-      serviceUrls[serviceUrlVar(name)] = url;
-      return launch(name, { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_PORT: String(grpc) }, url, opts, running, `127.0.0.1:${grpc}`);
+      return launch(name, { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_PORT: String(grpc) }, peers[serviceUrlVar(name)]!, '/readyz', o, running, `127.0.0.1:${grpc}`);
     });
-    await Promise.all(services.map((p) => waitReady(p, readyTimeoutMs)));
+    await Promise.all([...early, ...services].map((p) => waitReady(p, readyTimeoutMs)));
 
-    const gwPort = GATEWAY_PORT + offset;
-    const gateway = launch(
-      'gateway',
-      { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(gwPort), ...serviceUrls },
-      `http://127.0.0.1:${gwPort}`,
-      opts,
-      running,
-    );
+    const gateway = launch('gateway', { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(gwPort) }, `http://127.0.0.1:${gwPort}`, '/readyz', o, running);
     await waitReady(gateway, readyTimeoutMs);
     return { gatewayUrl: gateway.url, processes: running, stop };
   } catch (err) {
@@ -84,6 +123,7 @@ function launch(
   name: ProcessName,
   ports: Record<string, string>,
   url: string,
+  readyPath: string,
   opts: LaunchOptions,
   running: RunningProcess[],
   grpcAddr?: string,
@@ -97,7 +137,7 @@ function launch(
   for (const stream of [child.stdout, child.stderr]) {
     if (stream) createInterface({ input: stream }).on('line', (line) => onLog(name, line));
   }
-  const proc: RunningProcess = { name, child, url, ...(grpcAddr ? { grpcAddr } : {}) };
+  const proc: RunningProcess = { name, child, url, readyPath, ...(grpcAddr ? { grpcAddr } : {}) };
   running.push(proc);
   return proc;
 }
@@ -109,7 +149,7 @@ async function waitReady(proc: RunningProcess, timeoutMs: number): Promise<void>
       throw new Error(`${proc.name} exited (code ${proc.child.exitCode ?? proc.child.signalCode}) before it was ready`);
     }
     try {
-      const res = await fetch(`${proc.url}/readyz`, { signal: AbortSignal.timeout(1_000) });
+      const res = await fetch(`${proc.url}${proc.readyPath}`, { signal: AbortSignal.timeout(1_000) });
       if (res.ok) return;
     } catch {
       // not listening yet
@@ -135,4 +175,3 @@ async function stopAll(running: RunningProcess[]): Promise<void> {
   }
 }
 
-export { defaultServiceUrl };

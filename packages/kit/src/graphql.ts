@@ -1,5 +1,6 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { ERROR_KINDS, INTERNAL_MESSAGE, isHaloError, type HaloError } from './errors';
+import { callerFromHeader, type Caller } from './jwt';
 import type { Logger } from './logger';
 
 /** GraphQL: a HaloError becomes a GraphQLError with `extensions.code` from the kit's table. */
@@ -28,4 +29,19 @@ export function formatGraphQLError(logger: Logger) {
     }
     return formatted;
   };
+}
+
+/**
+ * The caller for a GraphQL context. An invalid token stops the whole request with HTTP 401 and
+ * code UNAUTHENTICATED (spec: authentication failures use the transport status), before execution.
+ */
+export function graphqlCaller(authorization: string | undefined, secret: string | undefined): Caller | null {
+  try {
+    return callerFromHeader(authorization, secret);
+  } catch (err) {
+    if (!isHaloError(err)) throw err;
+    throw new GraphQLError(err.message, {
+      extensions: { code: ERROR_KINDS[err.kind].graphql, http: { status: err.httpStatus } },
+    });
+  }
 }

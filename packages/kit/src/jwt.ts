@@ -1,5 +1,5 @@
 import jwt from 'jsonwebtoken';
-import { unauthenticated } from './errors';
+import { forbidden, unauthenticated } from './errors';
 
 /** Claims of a Halo access token (spec: sub, name, role, iat, exp). */
 export interface AccessClaims {
@@ -8,6 +8,10 @@ export interface AccessClaims {
   role: 'user' | 'admin';
   iat: number;
   exp: number;
+  /** Space-separated scopes; present only on tokens exchanged for an API key (restricts the caller). */
+  scope?: string;
+  /** The API key id, on tokens exchanged for an API key. */
+  akid?: string;
 }
 
 export const MIN_SECRET_BYTES = 32;
@@ -56,15 +60,72 @@ function isAccessClaims(p: unknown): p is AccessClaims {
     typeof c.name === 'string' &&
     (c.role === 'user' || c.role === 'admin') &&
     typeof c.iat === 'number' &&
-    typeof c.exp === 'number'
+    typeof c.exp === 'number' &&
+    (c.scope === undefined || typeof c.scope === 'string') &&
+    (c.akid === undefined || typeof c.akid === 'string')
   );
 }
 
 /** Signs an access token (HS256, `typ: JWT`). Auth issues tokens; tests and tools reuse this. */
 export function signAccessToken(
-  claims: { sub: string; name: string; role: AccessClaims['role'] },
+  claims: { sub: string; name: string; role: AccessClaims['role']; scope?: string; akid?: string },
   secret: string,
   ttlSeconds: number,
 ): string {
   return jwt.sign(claims, assertSigningSecret(secret), { algorithm: 'HS256', expiresIn: ttlSeconds });
+}
+
+/** Who is calling, as every service sees it after verification. */
+export interface Caller {
+  id: number;
+  name: string;
+  role: AccessClaims['role'];
+  /** null: a user's own token, not restricted by scopes; a list: an API key's scopes. */
+  scopes: string[] | null;
+  apiKeyId: string | null;
+}
+
+export function callerFromClaims(c: AccessClaims): Caller {
+  const id = Number(c.sub);
+  if (!Number.isSafeInteger(id) || id <= 0) throw unauthenticated(INVALID_TOKEN);
+  return {
+    id,
+    name: c.name,
+    role: c.role,
+    scopes: c.scope === undefined ? null : c.scope.split(' ').filter(Boolean),
+    apiKeyId: c.akid ?? null,
+  };
+}
+
+/**
+ * The caller behind an `Authorization` header: null when there is none (anonymous), a Caller when
+ * the token verifies, and 401 `Invalid token` otherwise. With no secret configured every token is
+ * invalid: a service without JWT_SECRET accepts anonymous calls only.
+ */
+export function callerFromHeader(authorization: string | undefined, secret: string | undefined): Caller | null {
+  const token = bearerToken(authorization);
+  if (token === null) return null;
+  if (!secret) throw unauthenticated(INVALID_TOKEN);
+  return callerFromClaims(verifyAccessToken(token, secret));
+}
+
+/** 401 `Token required` for an anonymous caller. */
+export function requireCaller(caller: Caller | null): Caller {
+  if (!caller) throw unauthenticated(TOKEN_REQUIRED);
+  return caller;
+}
+
+/** 403 `Forbidden` unless the caller is an admin (and, for an API key, holds `scope` when given). */
+export function requireAdmin(caller: Caller | null, scope?: string): Caller {
+  const c = requireCaller(caller);
+  if (c.role !== 'admin') throw forbidden();
+  if (scope) requireScope(c, scope);
+  return c;
+}
+
+/** 403 `Forbidden` when an API-key caller lacks `scope`; a user's own token is not scope-limited. */
+export function requireScope(caller: Caller | null, scope: string): Caller {
+  const c = requireCaller(caller);
+  if (c.scopes !== null && !c.scopes.includes(scope)) throw forbidden();
+  return c;
 }

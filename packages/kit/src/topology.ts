@@ -6,8 +6,12 @@
 export const GATEWAY_PORT = 4000;
 
 export const SERVICES = {
+  auth: { httpPort: 4001, grpcPort: 5001 },
   content: { httpPort: 4002, grpcPort: 5002 },
 } as const;
+
+/** The dev OpenID provider that `npm start` runs on loopback (never in production). */
+export const DEV_OIDC_PORT = 4009;
 
 export type ServiceName = keyof typeof SERVICES;
 export const SERVICE_NAMES = Object.keys(SERVICES) as ServiceName[];

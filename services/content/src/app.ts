@@ -10,6 +10,7 @@ import {
   createHttpApp,
   finishHttpApp,
   formatGraphQLError,
+  graphqlCaller,
   Lifecycle,
   migrate,
   openDb,
@@ -83,7 +84,11 @@ export async function startContentService(
     app.use(
       '/graphql',
       expressMiddleware(apollo, {
-        context: async ({ req }) => ({ requestId: req.id, loaders: createLoaders(store) }),
+        context: async ({ req }) => ({
+          requestId: req.id,
+          caller: graphqlCaller(req.headers.authorization, config.JWT_SECRET),
+          loaders: createLoaders(store),
+        }),
       }),
     );
     app.use(restRoutes(content));

@@ -84,6 +84,11 @@ export class ContentStore {
     return rows[0] ? toUser(rows[0]) : null;
   }
 
+  async deleteUser(id: number): Promise<boolean> {
+    const { rowCount } = await this.db.query('DELETE FROM users WHERE id = $1', [id]);
+    return rowCount > 0;
+  }
+
   async postsByIds(ids: readonly number[]): Promise<Post[]> {
     const { rows } = await this.db.query<PostRow>(`SELECT ${POST_COLS} FROM posts WHERE id = ANY($1::bigint[])`, [ids]);
     return rows.map(toPost);

@@ -8,6 +8,7 @@ export interface ContentRepo {
   userByEmail(email: string): Promise<User | null>;
   allUsers(): Promise<User[]>;
   insertUser(u: NewUser): Promise<User | null>;
+  deleteUser(id: number): Promise<boolean>;
   postsByIds(ids: readonly number[]): Promise<Post[]>;
   postsByUserIds(userIds: readonly number[]): Promise<Post[]>;
   commentsByPostIds(postIds: readonly number[]): Promise<Comment[]>;
@@ -46,6 +47,11 @@ export class Content {
     const created = await this.repo.insertUser(newUser(input));
     if (!created) throw conflict('Email already registered');
     return created;
+  }
+
+  /** Removes a user (and, by cascade, their posts and comments); NOT_FOUND when unknown. */
+  async deleteUser(id: number): Promise<void> {
+    if (!(await this.repo.deleteUser(id))) throw notFound();
   }
 
   /** `GET /users/:userId/posts`: newest first; 404 for an unknown user. */

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { buildSubgraphSchema } from '@apollo/subgraph';
-import { notFound } from '@halo/kit';
+import { notFound, requireAdmin, type Caller } from '@halo/kit';
 import { parse, type GraphQLSchema } from 'graphql';
 import type { Content } from '../domain/content';
 import type { Comment, Post, User } from '../domain/model';
@@ -10,6 +10,7 @@ import type { Loaders } from './loaders';
 
 export interface GraphQLContext {
   requestId: string;
+  caller: Caller | null;
   loaders: Loaders;
 }
 
@@ -40,8 +41,11 @@ export function contentSchema(content: Content): GraphQLSchema {
       },
     },
     Mutation: {
-      // Open to any caller until the auth service exists (issue 3 makes it admin-only).
-      createUser: (_: unknown, args: { name: string; email: string }) => content.createUser(args),
+      // Admins only; an API key also needs the users:write scope.
+      createUser: (_: unknown, args: { name: string; email: string }, ctx: GraphQLContext) => {
+        requireAdmin(ctx.caller, 'users:write');
+        return content.createUser(args);
+      },
     },
     User: {
       __resolveReference: (ref: { id: string }, ctx: GraphQLContext) => ctx.loaders.userById.load(parseId(ref.id)),

@@ -23,6 +23,13 @@ export function userServiceBinding(content: Content, logger: Logger): GrpcServic
     getUserByEmail: unary(logger, async (req: pb.GetUserByEmailRequest) => ({
       user: toPb(await content.userByEmail(req.email)),
     })),
+    createUser: unary(logger, async (req: pb.CreateUserRequest) => ({
+      user: toPb(await content.createUser({ name: req.name, email: req.email, avatar: req.avatar })),
+    })),
+    deleteUser: unary(logger, async (req: pb.DeleteUserRequest) => {
+      await content.deleteUser(parseId(req.id));
+      return {};
+    }),
   };
   return { name: 'halo.content.v1.UserService', definition: pb.UserServiceService, implementation };
 }
