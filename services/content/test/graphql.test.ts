@@ -1,4 +1,4 @@
-import { at, gql, insertComments, insertPosts, insertUsers, startTestContent, type InsertedPost, type InsertedUser, type TestContent } from './helpers';
+import { at, gql, insertComments, insertPosts, insertUsers, startTestContent, type InsertedPost, type InsertedUser, type TestContent, bearer } from './helpers';
 
 let t: TestContent;
 let users: InsertedUser[];
@@ -213,9 +213,33 @@ describe('Query.posts connection', () => {
 
 describe('Mutation.createUser', () => {
   const CREATE = `mutation ($name: String!, $email: String!) { createUser(name: $name, email: $email) { id name email role avatar } }`;
+  const ADMIN = bearer('admin');
+
+  it('without a token → UNAUTHENTICATED, nothing created', async () => {
+    const { status, body } = await gql(t.base, CREATE, { name: 'Anon', email: 'anon@example.com' });
+    expect(status).toBe(200);
+    expect(body.errors![0]).toMatchObject({ message: 'Token required', extensions: { code: 'UNAUTHENTICATED' } });
+    expect((await t.db.query('SELECT 1 FROM users WHERE email = $1', ['anon@example.com'])).rows).toHaveLength(0);
+  });
+
+  it('a non-admin token → FORBIDDEN; an invalid token → HTTP 401 before execution', async () => {
+    const user = await gql(t.base, CREATE, { name: 'Usr', email: 'usr@example.com' }, bearer('user'));
+    expect(user.body.errors![0]).toMatchObject({ message: 'Forbidden', extensions: { code: 'FORBIDDEN' } });
+    const invalid = await gql(t.base, CREATE, { name: 'Bad', email: 'bad@example.com' }, { authorization: 'Bearer not.a.jwt' });
+    expect(invalid.status).toBe(401);
+    expect(invalid.body.errors![0]).toMatchObject({ message: 'Invalid token', extensions: { code: 'UNAUTHENTICATED' } });
+    expect((await t.db.query('SELECT 1 FROM users WHERE email = ANY($1)', [['usr@example.com', 'bad@example.com']])).rows).toHaveLength(0);
+  });
+
+  it('an admin API key needs the users:write scope', async () => {
+    const denied = await gql(t.base, CREATE, { name: 'Key', email: 'key1@example.com' }, bearer('admin', { scope: 'profile:read', akid: '7' }));
+    expect(denied.body.errors![0]).toMatchObject({ extensions: { code: 'FORBIDDEN' } });
+    const allowed = await gql(t.base, CREATE, { name: 'Key', email: 'key2@example.com' }, bearer('admin', { scope: 'users:write', akid: '7' }));
+    expect(allowed.body.errors).toBeUndefined();
+  });
 
   it('creates a user with a lower-cased email', async () => {
-    const { status, body } = await gql(t.base, CREATE, { name: '  Dewi  ', email: ' Dewi.Lestari@Example.COM ' });
+    const { status, body } = await gql(t.base, CREATE, { name: '  Dewi  ', email: ' Dewi.Lestari@Example.COM ' }, ADMIN);
     expect(status).toBe(200);
     expect(body.errors).toBeUndefined();
     const created = body.data!.createUser as { id: string };
@@ -225,7 +249,7 @@ describe('Mutation.createUser', () => {
   });
 
   it('a duplicate email (in any case) → CONFLICT Email already registered', async () => {
-    const { status, body } = await gql(t.base, CREATE, { name: 'Other Ana', email: 'ANA@example.com' });
+    const { status, body } = await gql(t.base, CREATE, { name: 'Other Ana', email: 'ANA@example.com' }, ADMIN);
     expect(status).toBe(200);
     expect(body.data).toBeNull();
     expect(body.errors![0]).toMatchObject({ message: 'Email already registered', extensions: { code: 'CONFLICT' } });
@@ -237,13 +261,13 @@ describe('Mutation.createUser', () => {
     ['two words@example.com', 'email is invalid'],
     ['', 'email is required'],
   ])('an invalid email %j → BAD_USER_INPUT', async (email, message) => {
-    const { body } = await gql(t.base, CREATE, { name: 'Eko', email });
+    const { body } = await gql(t.base, CREATE, { name: 'Eko', email }, ADMIN);
     expect(body.data).toBeNull();
     expect(body.errors![0]).toMatchObject({ message, extensions: { code: 'BAD_USER_INPUT' } });
   });
 
   it('a blank name → BAD_USER_INPUT name is required', async () => {
-    const { body } = await gql(t.base, CREATE, { name: '   ', email: 'blank@example.com' });
+    const { body } = await gql(t.base, CREATE, { name: '   ', email: 'blank@example.com' }, ADMIN);
     expect(body.errors![0]).toMatchObject({ message: 'name is required', extensions: { code: 'BAD_USER_INPUT' } });
   });
 });

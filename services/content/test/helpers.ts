@@ -1,5 +1,5 @@
-import { createLogger, type Db, type Logger } from '@halo/kit';
-import { openTestDb } from '@halo/kit/testing';
+import { createLogger, signAccessToken, type Db, type Logger } from '@halo/kit';
+import { openTestDb, TEST_JWT_SECRET } from '@halo/kit/testing';
 import { startContentService, type ContentService } from '../src/app';
 import { loadContentConfig } from '../src/config';
 
@@ -22,6 +22,7 @@ export const testConfig = (extra: Record<string, string> = {}) =>
     GRPC_PORT: '0',
     HTTP_HOST: '127.0.0.1',
     LOG_LEVEL: 'silent',
+    JWT_SECRET: TEST_JWT_SECRET,
     ...extra,
   });
 
@@ -132,11 +133,18 @@ export async function gql<D = Record<string, any>>(
   base: string,
   query: string,
   variables?: Record<string, unknown>,
+  headers: Record<string, string> = {},
 ): Promise<{ status: number; body: GraphQLBody<D> }> {
   const res = await fetch(`${base}/graphql`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify({ query, variables }),
   });
   return { status: res.status, body: (await res.json()) as GraphQLBody<D> };
+}
+
+/** `Authorization` header for a token signed with the test secret (as auth would issue it). */
+export function bearer(role: 'user' | 'admin', extra: { scope?: string; akid?: string } = {}): Record<string, string> {
+  const token = signAccessToken({ sub: role === 'admin' ? '1' : '2', name: role, role, ...extra }, TEST_JWT_SECRET, 300);
+  return { authorization: `Bearer ${token}` };
 }
