@@ -7,8 +7,11 @@ import {
   REQUEST_ID_HEADER,
   requestIdOf,
   sendJson,
+  toRestError,
+  TOKEN_REQUIRED,
   type Logger,
 } from '@halo/kit';
+import { createCallerResolver } from './auth';
 import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from './body';
 import type { GatewayConfig } from './config';
 import { createGraphQL } from './graphql';
@@ -40,7 +43,13 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     timeoutMs: config.UPSTREAM_TIMEOUT_MS,
     logger,
   });
+  const callers = createCallerResolver({
+    jwtSecret: config.JWT_SECRET,
+    authGrpcAddr: config.AUTH_GRPC_ADDR,
+    deadlineMs: config.GRPC_DEADLINE_MS,
+  });
   const graphql = createGraphQL({
+    callers,
     supergraphPath: config.SUPERGRAPH_PATH,
     serviceUrls: config.serviceUrls,
     bodyLimit: config.BODY_LIMIT,
@@ -64,7 +73,17 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     if (path === '/graphql') return graphql.handle(req, res, requestId);
 
     const match = routes.match(req.method ?? 'GET', path);
-    if (match.kind === 'route') return proxyRest(match.route, req, res, proxies, config.BODY_LIMIT, logger);
+    if (match.kind === 'route') {
+      if (!match.route.auth) return proxyRest(match.route, req, res, proxies, config.BODY_LIMIT, logger);
+      // Protected: no caller, no proxying (CONTRACT.md: 401 Token required / Invalid token).
+      return void callers.resolve(req, requestId).then(
+        (caller) => {
+          if (!caller) return sendJson(res, 401, { error: TOKEN_REQUIRED });
+          proxyRest(match.route, req, res, proxies, config.BODY_LIMIT, logger);
+        },
+        (err: unknown) => sendError(res, err, logger, requestId),
+      );
+    }
     if (match.kind === 'method-not-allowed') {
       return sendJson(res, 405, { error: 'Method not allowed' }, { allow: match.allow });
     }
@@ -74,7 +93,10 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   server.keepAliveTimeout = 65_000;
 
   // Released in reverse: the server drains first, then GraphQL stops, then the upstream pools go.
-  lifecycle.register('upstream pools', () => proxies.close());
+  lifecycle.register('upstream pools', () => {
+    proxies.close();
+    callers.close();
+  });
   lifecycle.register('graphql', () => graphql.stop());
   lifecycle.register('http server', () => closeHttpServer(server, config.SHUTDOWN_TIMEOUT_MS));
 
@@ -130,4 +152,11 @@ function accessLog(logger: Logger, req: IncomingMessage, res: ServerResponse, re
     const line = { requestId, method: req.method, path, status: res.statusCode, ms };
     logger.info(res.writableFinished ? line : { ...line, aborted: true }, 'request');
   });
+}
+
+/** A HaloError as its REST answer; anything else is logged and answered 500 without details. */
+function sendError(res: ServerResponse, err: unknown, logger: Logger, requestId: string): void {
+  const { status, body } = toRestError(err);
+  if (status >= 500) logger.error({ err, requestId }, 'request failed');
+  if (!res.headersSent) sendJson(res, status, body);
 }

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import {
+  defaultGrpcAddr,
   defaultServiceUrl,
   env,
   GATEWAY_PORT,
@@ -23,6 +24,11 @@ export const gatewayConfigShape = {
   /** Idle time on an upstream connection before the gateway answers 504. */
   UPSTREAM_TIMEOUT_MS: env.int(30_000, 1),
   SUPERGRAPH_PATH: z.string().default(DEFAULT_SUPERGRAPH_PATH),
+  /** HS256 secret shared with auth; without it every token is refused (anonymous calls only). */
+  JWT_SECRET: z.string().min(32, 'must be at least 32 bytes').optional(),
+  /** auth's gRPC address, for exchanging `X-API-Key` for a token. */
+  AUTH_GRPC_ADDR: env.str(defaultGrpcAddr('auth')),
+  GRPC_DEADLINE_MS: env.int(2_000, 1),
 };
 
 /** One optional `<SERVICE>_URL` per service of the topology table, e.g. `CONTENT_URL`. */

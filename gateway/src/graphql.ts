@@ -16,6 +16,8 @@ import {
 import {
   badRequest,
   INTERNAL_MESSAGE,
+  isHaloError,
+  type Caller,
   sendJson,
   SERVICES,
   toGraphQLError,
@@ -23,12 +25,15 @@ import {
   type Logger,
   type ServiceName,
 } from '@halo/kit';
+import { authenticatedPlugin, prepareSupergraph, toTransportError, type AuthPolicy, type CallerResolver } from './auth';
 import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from './body';
 
 /** What every resolver and subgraph request sees: who asked and which request this is. */
 export interface GraphQLContext {
   requestId: string;
+  /** Forwarded to subgraphs as is (for an API key: the token auth exchanged it for). */
   authorization?: string | undefined;
+  caller: Caller | null;
 }
 
 /** How often the supergraph file is checked for a new version (a stat, so cheap). */
@@ -40,14 +45,22 @@ export const SUPERGRAPH_POLL_MS = 1_000;
  * changed version goes to the gateway's `update`. A version that fails to read or to load is
  * logged and the previous one stays in service.
  */
-export function supergraphFromFile(path: string, logger: Logger): SupergraphSdlHook {
+export function supergraphFromFile(
+  path: string,
+  logger: Logger,
+  /** Turns the file into the SDL the gateway loads; `commit` runs once the gateway accepted it. */
+  accept: (raw: string) => { sdl: string; commit(): void } = (raw) => ({ sdl: raw, commit() {} }),
+): SupergraphSdlHook {
   return async ({ update }) => {
     let current: string;
+    let first: { sdl: string; commit(): void };
     try {
       current = await readFile(path, 'utf8');
+      first = accept(current);
     } catch (err) {
-      throw new Error(`Cannot read the supergraph at ${path} (SUPERGRAPH_PATH): ${(err as Error).message}`);
+      throw new Error(`Cannot load the supergraph at ${path} (SUPERGRAPH_PATH): ${(err as Error).message}`);
     }
+    first.commit();
     let reloading = Promise.resolve();
     let stopped = false;
     const reload = async () => {
@@ -61,7 +74,9 @@ export function supergraphFromFile(path: string, logger: Logger): SupergraphSdlH
       }
       if (next === current || stopped) return;
       try {
-        update(next);
+        const prepared = accept(next);
+        update(prepared.sdl);
+        prepared.commit();
         current = next;
         logger.info({ path }, 'supergraph reloaded');
       } catch (err) {
@@ -75,7 +90,7 @@ export function supergraphFromFile(path: string, logger: Logger): SupergraphSdlH
     };
     watchFile(path, { interval: SUPERGRAPH_POLL_MS, persistent: false }, onChange);
     return {
-      supergraphSdl: current,
+      supergraphSdl: first.sdl,
       cleanup: async () => {
         stopped = true;
         unwatchFile(path, onChange);
@@ -86,6 +101,7 @@ export function supergraphFromFile(path: string, logger: Logger): SupergraphSdlH
 }
 
 export interface GraphQLOptions {
+  callers: CallerResolver;
   supergraphPath: string;
   serviceUrls: Record<ServiceName, string>;
   bodyLimit: number;
@@ -161,13 +177,23 @@ export function formatGatewayError(logger: Logger) {
  * (no express): `handle` turns the request into Apollo's HTTPGraphQLRequest and writes back its
  * HTTPGraphQLResponse.
  */
-export function createGraphQL({ supergraphPath, serviceUrls, bodyLimit, logger }: GraphQLOptions) {
+export function createGraphQL({ callers, supergraphPath, serviceUrls, bodyLimit, logger }: GraphQLOptions) {
+  let policy: AuthPolicy = { fields: new Set(), types: new Set() };
+  const acceptSupergraph = (raw: string) => {
+    const prepared = prepareSupergraph(raw);
+    return {
+      sdl: prepared.sdl,
+      commit: () => {
+        policy = prepared.policy;
+      },
+    };
+  };
   // Halo sends nothing to Apollo's servers (STACK-NOTES.md); read by the gateway's constructor.
   process.env.APOLLO_TELEMETRY_DISABLED ??= 'true';
   const apolloLogger = logger.child({ component: 'apollo' });
 
   const gateway = new ApolloGateway({
-    supergraphSdl: supergraphFromFile(supergraphPath, logger),
+    supergraphSdl: supergraphFromFile(supergraphPath, logger, acceptSupergraph),
     logger: apolloLogger,
     // The service's configured base URL wins over the one composed into the supergraph, so
     // `<SERVICE>_URL` moves REST and GraphQL together.
@@ -186,7 +212,11 @@ export function createGraphQL({ supergraphPath, serviceUrls, bodyLimit, logger }
     // The gateway's Lifecycle owns SIGTERM/SIGINT; Apollo's own handlers would re-raise the signal.
     stopOnTerminationSignals: false,
     formatError: formatGatewayError(logger),
-    plugins: [ApolloServerPluginUsageReportingDisabled(), ApolloServerPluginSchemaReportingDisabled()],
+    plugins: [
+      ApolloServerPluginUsageReportingDisabled(),
+      ApolloServerPluginSchemaReportingDisabled(),
+      authenticatedPlugin<GraphQLContext>(() => policy),
+    ],
   });
 
   /** Apollo started (the supergraph loaded); false again once stopping begins. */
@@ -215,7 +245,13 @@ export function createGraphQL({ supergraphPath, serviceUrls, bodyLimit, logger }
     const q = url.indexOf('?');
     const response = await server.executeHTTPGraphQLRequest({
       httpGraphQLRequest: { method: req.method ?? 'GET', headers, search: q === -1 ? '' : url.slice(q), body },
-      context: async () => ({ requestId, authorization: req.headers.authorization }),
+      // Credentials are checked once per HTTP request (a batch shares them); a bad one is a 401.
+      context: async () => {
+        const caller = await callers.resolve(req, requestId).catch((err: unknown) => {
+          throw isHaloError(err) ? toTransportError(err) : err;
+        });
+        return { requestId, authorization: req.headers.authorization, caller };
+      },
     });
     for (const [key, value] of response.headers) res.setHeader(key, value);
     res.statusCode = response.status ?? 200;

@@ -13,10 +13,25 @@ export interface RouteDef {
   method: HttpMethod;
   /** find-my-way syntax: `/posts/:id`. */
   path: string;
+  /**
+   * The gateway refuses the request without a caller (401 `Token required` / `Invalid token` /
+   * `Invalid API key`) before it reaches the service; the service checks roles and scopes.
+   */
+  auth?: true;
 }
 
 /** Every REST route a client can reach through the gateway (CONTRACT.md, ARCHITECTURE.md). */
 export const ROUTES: readonly RouteDef[] = [
+  { service: 'auth', method: 'POST', path: '/auth/register' },
+  { service: 'auth', method: 'POST', path: '/auth/login' },
+  { service: 'auth', method: 'POST', path: '/auth/refresh' },
+  { service: 'auth', method: 'POST', path: '/auth/logout' },
+  { service: 'auth', method: 'GET', path: '/profile', auth: true },
+  { service: 'auth', method: 'GET', path: '/auth/api-keys', auth: true },
+  { service: 'auth', method: 'POST', path: '/auth/api-keys', auth: true },
+  { service: 'auth', method: 'DELETE', path: '/auth/api-keys/:id', auth: true },
+  { service: 'auth', method: 'GET', path: '/auth/oauth/:provider/start' },
+  { service: 'auth', method: 'GET', path: '/auth/oauth/:provider/callback' },
   { service: 'content', method: 'GET', path: '/hello' },
   { service: 'content', method: 'POST', path: '/greet' },
   { service: 'content', method: 'GET', path: '/users/:userId/posts' },

@@ -3,6 +3,8 @@ import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/dis
 import { startStandaloneServer } from '@apollo/server/standalone';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { GraphQLError, parse } from 'graphql';
+import { signAccessToken } from '@halo/kit';
+import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import { closedPort, composeSupergraph, rawRequest, startGateway, tempSupergraph, until, type RunningGateway } from './helpers';
 
 /**
@@ -11,12 +13,14 @@ import { closedPort, composeSupergraph, rawRequest, startGateway, tempSupergraph
  */
 
 const SUBGRAPH_V1 = `
-  extend schema @link(url: "https://specs.apollo.dev/federation/v2.7", import: ["@key"])
-  type User @key(fields: "id") { id: ID! name: String! }
+  extend schema @link(url: "https://specs.apollo.dev/federation/v2.7", import: ["@key", "@authenticated"])
+  type User @key(fields: "id") { id: ID! name: String! secret: Secret }
+  type Secret @authenticated { value: String! }
   type Seen { authorization: String requestId: String }
   type Query {
     seen: Seen!
     user(id: ID!): User
+    whoami: String @authenticated
   }
   type Mutation { rename(id: ID!, name: String!): User! }
 `;
@@ -50,9 +54,10 @@ beforeAll(async () => {
             requestId: header(ctx as SubgraphContext, 'x-request-id'),
           }),
           version: () => 'v2',
+          whoami: () => 'someone',
           user: (_: unknown, { id }: { id: string }) => {
             if (id === '0') throw new GraphQLError('User not found', { extensions: { code: 'NOT_FOUND' } });
-            return { id, name: `user ${id}` };
+            return { id, name: `user ${id}`, secret: { value: 's3cret' } };
           },
         },
         Mutation: { rename: (_: unknown, { id, name }: { id: string; name: string }) => ({ id, name }) },
@@ -66,7 +71,7 @@ beforeAll(async () => {
   subgraphUrl = url.replace(/\/$/, '');
   // The URL composed into the supergraph is deliberately wrong: CONTENT_URL must win.
   supergraph = tempSupergraph(composeSupergraph([{ name: 'content', sdl: SUBGRAPH_V1, url: 'http://127.0.0.1:1/graphql' }]));
-  gw = await startGateway({ CONTENT_URL: subgraphUrl, SUPERGRAPH_PATH: supergraph.path });
+  gw = await startGateway({ CONTENT_URL: subgraphUrl, SUPERGRAPH_PATH: supergraph.path, JWT_SECRET: TEST_JWT_SECRET });
 });
 
 afterAll(async () => {
@@ -84,14 +89,46 @@ async function post(body: unknown, headers: Record<string, string> = {}) {
   return { res, body: (await res.json()) as any }; // eslint-disable-line @typescript-eslint/no-explicit-any -- test payloads
 }
 
+const token = signAccessToken({ sub: '2', name: 'Alice', role: 'user' }, TEST_JWT_SECRET, 300);
+
 it('reaches the subgraph and forwards authorization and the request id', async () => {
   const { res, body } = await post(
     { query: '{ seen { authorization requestId } }' },
-    { authorization: 'Bearer token-123', 'x-request-id': 'gql-req-1' },
+    { authorization: `Bearer ${token}`, 'x-request-id': 'gql-req-1' },
   );
   expect(res.status).toBe(200);
   expect(res.headers.get('x-request-id')).toBe('gql-req-1');
-  expect(body).toEqual({ data: { seen: { authorization: 'Bearer token-123', requestId: 'gql-req-1' } } });
+  expect(body).toEqual({ data: { seen: { authorization: `Bearer ${token}`, requestId: 'gql-req-1' } } });
+});
+
+describe('authentication at the edge', () => {
+  it('an invalid token is HTTP 401 UNAUTHENTICATED on any operation, before any subgraph is called', async () => {
+    for (const bad of ['Bearer not.a.jwt', `Bearer ${signAccessToken({ sub: '2', name: 'A', role: 'user' }, 'another-secret-of-at-least-32-bytes!!', 300)}`]) {
+      const { res, body } = await post({ query: '{ seen { requestId } }' }, { authorization: bad });
+      expect(res.status).toBe(401);
+      expect(body.errors[0]).toMatchObject({ message: 'Invalid token', extensions: { code: 'UNAUTHENTICATED' } });
+      expect(body.data).toBeUndefined();
+    }
+  });
+
+  it.each([
+    ['an @authenticated field', '{ whoami }'],
+    ['a field of an @authenticated type', '{ user(id: "1") { name secret { value } } }'],
+    ['the same through a fragment', 'query { user(id: "1") { ...S } } fragment S on User { secret { value } }'],
+  ])('%s without a token → HTTP 401 Token required', async (_what, query) => {
+    const { res, body } = await post({ query });
+    expect(res.status).toBe(401);
+    expect(body.errors[0]).toMatchObject({ message: 'Token required', extensions: { code: 'UNAUTHENTICATED' } });
+  });
+
+  it('the same operations succeed with a valid token; public fields need none', async () => {
+    const authed = await post({ query: '{ whoami user(id: "1") { secret { value } } }' }, { authorization: `Bearer ${token}` });
+    expect(authed.res.status).toBe(200);
+    expect(authed.body).toEqual({ data: { whoami: 'someone', user: { secret: { value: 's3cret' } } } });
+    const anonymous = await post({ query: '{ user(id: "1") { name } }' });
+    expect(anonymous.res.status).toBe(200);
+    expect(anonymous.body.data).toEqual({ user: { name: 'user 1' } });
+  });
 });
 
 it('forwards the request id it generated', async () => {

@@ -68,7 +68,9 @@ export interface Echoed {
 export async function startEcho() {
   let holdTarget = 0;
   let held: (() => void)[] = [];
+  let received = 0;
   const server = createServer((req, res) => {
+    received++;
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -109,6 +111,8 @@ export async function startEcho() {
   const port = await listen(server, 0, '127.0.0.1');
   return {
     url: `http://127.0.0.1:${port}`,
+    /** How many requests reached the upstream so far. */
+    count: () => received,
     /** Park requests until `n` are parked at the same time. */
     holdUntil(n: number) {
       holdTarget = n;

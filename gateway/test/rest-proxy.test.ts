@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { createLogger } from '@halo/kit';
+import { createLogger, signAccessToken } from '@halo/kit';
+import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import {
   closedPort,
   composeSupergraph,
@@ -26,7 +27,16 @@ beforeAll(async () => {
   supergraph = tempSupergraph(
     composeSupergraph([{ name: 'content', sdl: MINIMAL_SUBGRAPH_SDL, url: 'http://127.0.0.1:1/graphql' }]),
   );
-  gw = await startGateway({ CONTENT_URL: echo.url, SUPERGRAPH_PATH: supergraph.path, BODY_LIMIT: '1kb' });
+  gw = await startGateway({
+    CONTENT_URL: echo.url,
+    AUTH_URL: echo.url,
+    SUPERGRAPH_PATH: supergraph.path,
+    BODY_LIMIT: '1kb',
+    JWT_SECRET: TEST_JWT_SECRET,
+    // Nothing listens here: an API key must fail closed (503), never pass unchecked.
+    AUTH_GRPC_ADDR: '127.0.0.1:1',
+    GRPC_DEADLINE_MS: '300',
+  });
 });
 
 afterAll(async () => {
@@ -46,6 +56,46 @@ async function echoed(path: string, init?: RequestInit): Promise<{ res: Response
   expect(res.headers.get('x-echo')).toBe('yes');
   return { res, seen: JSON.parse(text) as Echoed };
 }
+
+describe('protected routes', () => {
+  it('without credentials → 401 Token required, and the service is never called', async () => {
+    const before = echo.count();
+    for (const init of [{}, { headers: { authorization: '' } }, { headers: { authorization: 'Bearer ' } }]) {
+      const { res, json } = await call('/profile', init);
+      expect(res.status).toBe(401);
+      expect(json()).toEqual({ error: 'Token required' });
+    }
+    expect(echo.count()).toBe(before);
+  });
+
+  it('an invalid, foreign or expired token → 401 Invalid token', async () => {
+    const foreign = signAccessToken({ sub: '1', name: 'X', role: 'admin' }, 'someone-elses-secret-of-32-bytes-or-more', 300);
+    const expired = signAccessToken({ sub: '1', name: 'X', role: 'admin' }, TEST_JWT_SECRET, -120);
+    for (const token of ['garbage', foreign, expired]) {
+      const { res, json } = await call('/auth/api-keys', { headers: { authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(401);
+      expect(json()).toEqual({ error: 'Invalid token' });
+    }
+  });
+
+  it('a valid token is proxied with the Authorization header intact', async () => {
+    const token = signAccessToken({ sub: '2', name: 'Alice', role: 'user' }, TEST_JWT_SECRET, 300);
+    const { res, seen } = await echoed('/profile', { headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(200);
+    expect(seen.headers.authorization).toBe(`Bearer ${token}`);
+  });
+
+  it('an API key while auth is unreachable → 503, not a pass', async () => {
+    const { res, json } = await call('/profile', { headers: { 'x-api-key': 'halo_abcdefgh_whatever' } });
+    expect(res.status).toBe(503);
+    expect(json()).toEqual({ error: 'Upstream service unavailable' });
+  });
+
+  it('public routes are not checked at the edge', async () => {
+    const { res } = await echoed('/hello', { headers: { authorization: 'Bearer garbage' } });
+    expect(res.status).toBe(200);
+  });
+});
 
 describe('proxying', () => {
   it('forwards a GET with its path, query and headers, and passes the answer back', async () => {

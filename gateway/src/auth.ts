@@ -1,0 +1,187 @@
+import type { IncomingMessage } from 'node:http';
+import type { ApolloServerPlugin } from '@apollo/server';
+import {
+  callerFromHeader,
+  callUnary,
+  clientChannelOptions,
+  ERROR_KINDS,
+  grpc,
+  unauthenticated,
+  TOKEN_REQUIRED,
+  type Caller,
+  type HaloError,
+} from '@halo/kit';
+import { auth } from '@halo/proto';
+import {
+  getNamedType,
+  GraphQLError,
+  Kind,
+  parse,
+  print,
+  TypeInfo,
+  visit,
+  visitWithTypeInfo,
+  type ConstDirectiveNode,
+  type DocumentNode,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from 'graphql';
+
+/**
+ * Authentication at the edge. The gateway verifies a caller once, before anything is proxied or
+ * planned (services verify again with the kit): a Bearer token with the shared HS256 secret, or an
+ * `X-API-Key`, which auth exchanges for a short-lived token carrying the key's scopes — so every
+ * service sees one kind of credential. REST routes marked `auth` and GraphQL operations touching
+ * an `@authenticated` field of the supergraph need a caller (401 otherwise).
+ */
+export interface CallerResolver {
+  /**
+   * The caller of a request: null when it carries no credentials, a Caller when they verify,
+   * and a 401 HaloError (`Invalid token`, `Invalid API key`) when they do not. An API key is
+   * replaced, on the request itself, by the token auth issued for it.
+   */
+  resolve(req: IncomingMessage, requestId: string): Promise<Caller | null>;
+  close(): void;
+}
+
+export function createCallerResolver(opts: {
+  jwtSecret: string | undefined;
+  authGrpcAddr: string;
+  deadlineMs: number;
+}): CallerResolver {
+  let client: auth.ApiKeyServiceClient | null = null;
+  const apiKeys = () =>
+    (client ??= new auth.ApiKeyServiceClient(opts.authGrpcAddr, grpc.credentials.createInsecure(), clientChannelOptions));
+  return {
+    async resolve(req, requestId) {
+      const apiKey = req.headers['x-api-key'];
+      if (typeof apiKey === 'string' && apiKey.trim() !== '') {
+        const c = apiKeys();
+        const { accessToken } = await callUnary(c, c.exchangeApiKey, { apiKey: apiKey.trim() }, {
+          requestId,
+          defaultDeadlineMs: opts.deadlineMs,
+        });
+        delete req.headers['x-api-key'];
+        req.headers.authorization = `Bearer ${accessToken}`;
+      }
+      return callerFromHeader(req.headers.authorization, opts.jwtSecret);
+    },
+    close() {
+      client?.close();
+    },
+  };
+}
+
+/** Which parts of the supergraph need a caller: `Type.field` coordinates and whole types. */
+export interface AuthPolicy {
+  fields: ReadonlySet<string>;
+  types: ReadonlySet<string>;
+}
+
+const AUTHENTICATED_SPEC = 'https://specs.apollo.dev/authenticated/';
+
+const argValue = (d: ConstDirectiveNode, name: string) => {
+  const arg = d.arguments?.find((a) => a.name.value === name);
+  return arg?.value.kind === Kind.STRING || arg?.value.kind === Kind.ENUM ? arg.value.value : undefined;
+};
+
+/**
+ * Reads the `@authenticated` policy out of a supergraph and returns an SDL @apollo/gateway will
+ * load. The gateway refuses any `for: SECURITY` feature it does not itself enforce (Apollo Router
+ * enforces this one; @apollo/gateway does not), so the `for: SECURITY` purpose is dropped from
+ * that one link — because Halo enforces it here, in `authenticatedPlugin`.
+ */
+export function prepareSupergraph(sdl: string): { sdl: string; policy: AuthPolicy } {
+  const doc = parse(sdl);
+  let directive: string | null = null;
+  const withoutSecurityPurpose = visit(doc, {
+    Directive(node) {
+      if (node.name.value !== 'link') return undefined;
+      const url = argValue(node as ConstDirectiveNode, 'url');
+      if (!url?.startsWith(AUTHENTICATED_SPEC)) return undefined;
+      directive = argValue(node as ConstDirectiveNode, 'as') ?? 'authenticated';
+      return { ...node, arguments: node.arguments?.filter((a) => a.name.value !== 'for') };
+    },
+  });
+  const fields = new Set<string>();
+  const types = new Set<string>();
+  if (directive !== null) {
+    const marked = (ds: readonly { name: { value: string } }[] | undefined) => ds?.some((d) => d.name.value === directive);
+    for (const def of doc.definitions) {
+      if (
+        def.kind !== Kind.OBJECT_TYPE_DEFINITION &&
+        def.kind !== Kind.OBJECT_TYPE_EXTENSION &&
+        def.kind !== Kind.INTERFACE_TYPE_DEFINITION &&
+        def.kind !== Kind.INTERFACE_TYPE_EXTENSION
+      ) {
+        continue;
+      }
+      if (marked(def.directives)) types.add(def.name.value);
+      for (const f of def.fields ?? []) if (marked(f.directives)) fields.add(`${def.name.value}.${f.name.value}`);
+    }
+  }
+  return { sdl: directive === null ? sdl : print(withoutSecurityPurpose), policy: { fields, types } };
+}
+
+/** True when the operation selects a field (or a type) that the policy reserves for callers. */
+export function needsCaller(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  policy: AuthPolicy,
+): boolean {
+  if (policy.fields.size === 0 && policy.types.size === 0) return false;
+  const typeInfo = new TypeInfo(schema);
+  let found = false;
+  const check = visitWithTypeInfo(typeInfo, {
+    Field(node) {
+      const parent = typeInfo.getParentType();
+      const def = typeInfo.getFieldDef();
+      if (!parent || !def) return undefined;
+      if (
+        policy.fields.has(`${parent.name}.${node.name.value}`) ||
+        policy.types.has(parent.name) ||
+        policy.types.has(getNamedType(def.type).name)
+      ) {
+        found = true;
+        return false;
+      }
+      return undefined;
+    },
+  });
+  // The operation itself, and every fragment it may spread (validation forbids unused ones).
+  visit(operation, check);
+  for (const def of document.definitions) if (!found && def.kind === Kind.FRAGMENT_DEFINITION) visit(def, check);
+  return found;
+}
+
+export interface AuthContext {
+  caller: Caller | null;
+}
+
+/**
+ * Enforces `@authenticated` before any subgraph is called: an anonymous operation that touches a
+ * reserved field fails with HTTP 401 and code UNAUTHENTICATED (CONTRACT.md, GraphQL).
+ */
+export function authenticatedPlugin<C extends AuthContext>(policy: () => AuthPolicy): ApolloServerPlugin<C> {
+  return {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ contextValue, document, operation, schema }) {
+          if (contextValue.caller || !operation) return;
+          if (needsCaller(schema, document, operation, policy())) throw toTransportError(unauthenticated(TOKEN_REQUIRED));
+        },
+      };
+    },
+  };
+}
+
+/**
+ * A HaloError as the GraphQL error that stops the whole request with its HTTP status (401 for
+ * bad credentials, 503 when auth cannot be reached to check an API key).
+ */
+export function toTransportError(err: HaloError): GraphQLError {
+  return new GraphQLError(err.message, {
+    extensions: { code: ERROR_KINDS[err.kind].graphql, http: { status: err.httpStatus } },
+  });
+}
