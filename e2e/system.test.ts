@@ -1,4 +1,4 @@
-import { gql, startE2ESystem } from './helpers';
+import { bearer, gql, startE2ESystem } from './helpers';
 
 /**
  * The spec's statements, checked through the gateway's single port against the real processes
@@ -182,8 +182,14 @@ describe('GraphQL through the gateway', () => {
     expect(out[1].errors[0].extensions.code).toBe('NOT_FOUND');
   });
 
-  it('createUser creates a user that queries then see', async () => {
-    const { body } = await gql(url, 'mutation { createUser(name: "Citra", email: "Citra@Example.com") { id name email } }');
+  it('createUser: anonymous → HTTP 401 at the gateway, a user → FORBIDDEN, an admin creates', async () => {
+    const create = 'mutation { createUser(name: "Citra", email: "Citra@Example.com") { id name email } }';
+    const anonymous = await gql(url, create);
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.body.errors?.[0]).toMatchObject({ message: 'Token required', extensions: { code: 'UNAUTHENTICATED' } });
+    const user = await gql(url, create, undefined, bearer('2', 'Alice', 'user'));
+    expect(user.body.errors?.[0]).toMatchObject({ extensions: { code: 'FORBIDDEN' } });
+    const { body } = await gql(url, create, undefined, bearer('1', 'Admin', 'admin'));
     expect(body.errors).toBeUndefined();
     expect(body.data.createUser).toMatchObject({ name: 'Citra', email: 'citra@example.com' });
     const again = await gql(url, 'query($id: ID!) { user(id: $id) { name } }', { id: body.data.createUser.id });

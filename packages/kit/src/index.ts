@@ -8,5 +8,6 @@ export * from './jwt';
 export * from './lifecycle';
 export * from './logger';
 export * from './migrate';
+export * from './redis';
 export * from './topology';
 export * from './service';

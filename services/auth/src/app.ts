@@ -1,0 +1,211 @@
+import { resolve } from 'node:path';
+import { ApolloServer } from '@apollo/server';
+import {
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginSchemaReportingDisabled,
+  ApolloServerPluginUsageReportingDisabled,
+} from '@apollo/server/plugin/disabled';
+import { expressMiddleware } from '@as-integrations/express5';
+import {
+  createHttpApp,
+  finishHttpApp,
+  formatGraphQLError,
+  graphqlCaller,
+  Lifecycle,
+  migrate,
+  openDb,
+  openRedis,
+  redisReady,
+  serveHttp,
+  signAccessToken,
+  startGrpcServer,
+  type Db,
+  type Logger,
+  type Redis,
+} from '@halo/kit';
+import type { AuthConfig } from './config';
+import { seedDemoCredentials } from './db/seed';
+import { AuthStore } from './db/store';
+import { Accounts } from './domain/accounts';
+import { ApiKeys } from './domain/api-keys';
+import { authSchema, type GraphQLContext } from './graphql/resolvers';
+import { apiKeyServiceBinding } from './grpc/api-key-service';
+import { contentUsers } from './grpc/content-users';
+import { restRoutes } from './rest/routes';
+import { createLoginLimiter } from './security/login-limiter';
+import { createPasswordHasher } from './security/passwords';
+import { attachSessions, Sessions } from './session';
+
+export const SERVICE_NAME = 'auth';
+export const MIGRATIONS_DIR = resolve(__dirname, '../migrations');
+/** Expired refresh-token families are deleted this often. */
+const PURGE_INTERVAL_MS = 60 * 60_000;
+
+export interface AuthService {
+  lifecycle: Lifecycle;
+  db: Db;
+  httpPort: number;
+  grpcPort: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * What the OAuth/OIDC routes (services/auth/src/oauth/) get to work with: the accounts use cases
+ * (`findOrCreateUserByEmail`) and the sessions (`issueLogin`, also importable from ./session).
+ */
+export interface OAuthHooks {
+  config: AuthConfig;
+  db: Db;
+  logger: Logger;
+  lifecycle: Lifecycle;
+  accounts: Accounts;
+  sessions: Sessions;
+}
+
+/**
+ * Wires the auth service: database (+ migrations, + demo credentials in dev), the login limiter
+ * (Redis or memory), content's UserService client, the domain, and its adapters — REST, the
+ * GraphQL subgraph and the gRPC ApiKeyService — then starts serving.
+ * Pass `db` to reuse an open database (tests give each file its own throwaway schema).
+ */
+export async function startAuthService(config: AuthConfig, logger: Logger, opts: { db?: Db } = {}): Promise<AuthService> {
+  const lifecycle = new Lifecycle(logger);
+  try {
+    const db =
+      opts.db ??
+      (await openDb({
+        url: config.DATABASE_URL,
+        dataDir: config.DATA_DIR ?? resolve('.data', SERVICE_NAME),
+        schema: config.DB_SCHEMA ?? SERVICE_NAME,
+        poolSize: config.DB_POOL_SIZE,
+        logger,
+      }));
+    if (!opts.db) lifecycle.register('database', () => db.close());
+    await migrate(db, MIGRATIONS_DIR, logger);
+
+    const users = contentUsers(config.CONTENT_GRPC_ADDR, config.GRPC_DEADLINE_MS);
+    lifecycle.register('content client', () => users.close());
+
+    let redis: Redis | null = null;
+    if (config.REDIS_URL) {
+      const client = openRedis(config.REDIS_URL, logger);
+      redis = client;
+      lifecycle.register('redis', () => {
+        client.disconnect();
+      });
+      // Not fatal: logins answer 503 (fail closed) and /readyz fails until Redis is reachable.
+      if (!(await redisReady(client))) logger.warn('redis not reachable at start-up; logins are refused until it is');
+    }
+
+    const store = new AuthStore(db);
+    const passwords = await createPasswordHasher();
+    const limiter = createLoginLimiter(
+      {
+        maxFailsPerEmail: config.LOGIN_MAX_FAILS_PER_EMAIL,
+        maxFailsPerIp: config.LOGIN_MAX_FAILS_PER_IP,
+        windowSeconds: config.LOGIN_WINDOW_S,
+        // One namespace per database schema, so deployments (and test files) sharing a Redis never mix.
+        keyPrefix: `halo:${db.schema}`,
+      },
+      redis,
+      logger,
+    );
+    const accounts = new Accounts({ users, credentials: store, passwords, limiter, logger });
+    const apiKeys = new ApiKeys({
+      repo: store,
+      users,
+      sign: (claims, ttl) => signAccessToken(claims, config.JWT_SECRET, ttl),
+      tokenTtlSeconds: config.API_KEY_TOKEN_TTL,
+    });
+    const sessions = new Sessions({
+      store,
+      users,
+      logger,
+      settings: {
+        jwtSecret: config.JWT_SECRET,
+        accessTokenTtlSeconds: config.ACCESS_TOKEN_TTL,
+        refreshTokenTtlDays: config.REFRESH_TOKEN_TTL_DAYS,
+        cookieSecure: config.COOKIE_SECURE,
+        allowedOrigins: config.ALLOWED_ORIGINS,
+      },
+    });
+
+    if (config.SEED_DEMO_DATA) await seedDemoCredentials({ store, users, passwords, logger });
+
+    const purge = setInterval(() => {
+      store.purgeExpiredRefreshTokens().then(
+        (n) => n && logger.info({ deleted: n }, 'expired refresh tokens purged'),
+        (err: unknown) => logger.warn({ err }, 'refresh token purge failed'),
+      );
+    }, PURGE_INTERVAL_MS);
+    purge.unref();
+    lifecycle.register('refresh token purge', () => clearInterval(purge));
+
+    const apollo = new ApolloServer<GraphQLContext>({
+      schema: authSchema(accounts),
+      formatError: formatGraphQLError(logger),
+      // Halo reports nothing to Apollo's servers, and federated tracing (ftv1) is off.
+      plugins: [
+        ApolloServerPluginUsageReportingDisabled(),
+        ApolloServerPluginSchemaReportingDisabled(),
+        ApolloServerPluginInlineTraceDisabled(),
+      ],
+    });
+    await apollo.start();
+    lifecycle.register('graphql', () => apollo.stop());
+
+    const ready = async () => {
+      await db.ping();
+      if (redis) await redis.ping();
+    };
+    const app = createHttpApp({ logger, lifecycle, ready, bodyLimit: config.BODY_LIMIT });
+    // The client address for the per-IP login limit comes from X-Forwarded-For set by trusted proxies.
+    app.set('trust proxy', config.TRUST_PROXY);
+    attachSessions(app, sessions);
+    app.use(
+      '/graphql',
+      expressMiddleware(apollo, {
+        context: async ({ req }) => ({
+          requestId: req.id,
+          caller: graphqlCaller(req.headers.authorization, config.JWT_SECRET),
+        }),
+      }),
+    );
+
+    // ── OAuth / OIDC mount point (services/auth/src/oauth/, wired separately) ────────────────────
+    // The OAuth routes mount here: after /graphql, before the REST routes and the 404 handler.
+    //   const hooks: OAuthHooks = { config, db, logger, lifecycle, accounts, sessions };
+    //   app.use('/auth/oauth', oauthRoutes({ …, onLogin: async (identity, req, res) => {
+    //     const user = await accounts.findOrCreateUserByEmail({ email, name }, req.id);
+    //     await sessions.issueLogin(res, user); // or issueLogin(res, user) from ./session
+    //   } }));
+    // ────────────────────────────────────────────────────────────────────────────────────────────
+
+    app.use(restRoutes({ accounts, apiKeys, sessions, jwtSecret: config.JWT_SECRET }));
+    finishHttpApp(app);
+
+    const grpcServer = await startGrpcServer({
+      port: config.GRPC_PORT,
+      services: [apiKeyServiceBinding(apiKeys, logger)],
+      logger,
+    });
+    lifecycle.register('grpc server', () => grpcServer.shutdown(config.SHUTDOWN_TIMEOUT_MS));
+    const { port } = await serveHttp(app, {
+      port: config.HTTP_PORT,
+      host: config.HTTP_HOST,
+      lifecycle,
+      logger,
+      drainMs: config.SHUTDOWN_TIMEOUT_MS,
+    });
+    return {
+      lifecycle,
+      db,
+      httpPort: port,
+      grpcPort: grpcServer.port,
+      stop: () => lifecycle.shutdown(config.SHUTDOWN_TIMEOUT_MS),
+    };
+  } catch (err) {
+    await lifecycle.shutdown(config.SHUTDOWN_TIMEOUT_MS);
+    throw err;
+  }
+}

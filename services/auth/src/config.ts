@@ -1,0 +1,109 @@
+import express from 'express';
+import {
+  assertSigningSecret,
+  ConfigError,
+  defaultGrpcAddr,
+  env,
+  loadConfig,
+  SERVICES,
+  serviceConfigShape,
+  z,
+} from '@halo/kit';
+import { canonicalOrigin } from './domain/tokens';
+import { parseDuration } from './domain/ttl';
+
+const duration = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((v, ctx) => {
+      const seconds = parseDuration(v);
+      if (seconds === null) {
+        ctx.addIssue({ code: 'custom', message: 'must be a duration like 900, 15m, 24h or 7d' });
+        return z.NEVER;
+      }
+      return seconds;
+    });
+
+const originList = () =>
+  z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      const out: string[] = [];
+      for (const entry of v.split(',').map((s) => s.trim()).filter(Boolean)) {
+        const origin = canonicalOrigin(entry);
+        if (!origin) {
+          ctx.addIssue({ code: 'custom', message: `${JSON.stringify(entry)} is not an origin like https://app.example.com` });
+          return z.NEVER;
+        }
+        out.push(origin);
+      }
+      return out;
+    });
+
+/** Express's `trust proxy`: true/false, a hop count, or addresses/subnets/presets (comma list). */
+const trustProxy = () =>
+  z
+    .string()
+    .default('loopback, linklocal, uniquelocal')
+    .transform((v, ctx) => {
+      const value: boolean | number | string = v === 'true' ? true : v === 'false' ? false : /^\d+$/.test(v) ? Number(v) : v;
+      try {
+        express().set('trust proxy', value);
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be true, false, a hop count or a list of addresses/subnets' });
+        return z.NEVER;
+      }
+      return value;
+    });
+
+export const authConfigShape = {
+  ...serviceConfigShape(SERVICES.auth),
+  /** Lifetime of the access tokens issued at login and refresh (`900`, `15m`, `24h`). */
+  ACCESS_TOKEN_TTL: duration('15m'),
+  /** Absolute lifetime of a refresh-token family (rotation keeps the family's first expiry). */
+  REFRESH_TOKEN_TTL_DAYS: env.int(30, 1),
+  /** Lifetime of the tokens ExchangeApiKey issues for an API key. */
+  API_KEY_TOKEN_TTL: duration('5m'),
+  /** The refresh cookie's Secure flag; defaults to on except when HALO_ENV=development (plain http). */
+  COOKIE_SECURE: env.flag(),
+  /** Origins (besides this service's own) allowed to call refresh/logout, comma-separated. */
+  ALLOWED_ORIGINS: originList(),
+  LOGIN_MAX_FAILS_PER_EMAIL: env.int(5, 1),
+  LOGIN_MAX_FAILS_PER_IP: env.int(20, 1),
+  LOGIN_WINDOW_S: env.int(900, 1),
+  /** The login limiter's store; without it the counters live in this process's memory. */
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+    .optional(),
+  /** Which proxies' X-Forwarded-For to believe for the client address (the gateway's, on a private network). */
+  TRUST_PROXY: trustProxy(),
+  CONTENT_GRPC_ADDR: env.str(defaultGrpcAddr('content')),
+  /** Demo credentials for content's demo users; defaults to on only when HALO_ENV=development. */
+  SEED_DEMO_DATA: env.flag(),
+};
+
+export type AuthConfig = ReturnType<typeof loadAuthConfig>;
+
+export function loadAuthConfig(source: Record<string, string | undefined> = process.env) {
+  const config = loadConfig(authConfigShape, source);
+  // auth signs tokens, so unlike the other services it cannot run without a secret.
+  let secret: string;
+  try {
+    secret = assertSigningSecret(config.JWT_SECRET);
+  } catch {
+    const shown = config.JWT_SECRET === undefined ? 'is not set' : 'got <redacted>';
+    throw new ConfigError(`Invalid configuration: JWT_SECRET: must be at least 32 bytes of random data (${shown})`);
+  }
+  if (config.SEED_DEMO_DATA && config.HALO_ENV === 'production') {
+    throw new ConfigError('Invalid configuration: SEED_DEMO_DATA: demo data is never seeded when HALO_ENV=production');
+  }
+  return {
+    ...config,
+    JWT_SECRET: secret,
+    COOKIE_SECURE: config.COOKIE_SECURE ?? config.HALO_ENV !== 'development',
+    SEED_DEMO_DATA: config.SEED_DEMO_DATA ?? config.HALO_ENV === 'development',
+  };
+}

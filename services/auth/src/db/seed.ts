@@ -1,0 +1,54 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isHaloError, type Logger } from '@halo/kit';
+import type { PasswordHasher, UserDirectory } from '../domain/accounts';
+import type { User } from '../domain/rules';
+import type { AuthStore } from './store';
+
+/**
+ * Demo passwords for the users content seeds (CONTRACT.md "Seeded demo data"; embedded dev mode
+ * only). Idempotent: a user who already has credentials keeps them, and nothing is hashed twice.
+ */
+export const DEMO_CREDENTIALS = [
+  { email: 'admin@halo.local', password: 'admin-password' },
+  { email: 'alice@halo.local', password: 'password123' },
+  { email: 'bob@halo.local', password: 'password123' },
+] as const;
+
+export async function seedDemoCredentials(deps: {
+  store: AuthStore;
+  users: UserDirectory;
+  passwords: PasswordHasher;
+  logger: Logger;
+  /** How long to wait for content (the services start in parallel). */
+  waitMs?: number;
+}): Promise<void> {
+  const { store, users, passwords, logger } = deps;
+  const until = Date.now() + (deps.waitMs ?? 30_000);
+  const found: { user: User; password: string }[] = [];
+  for (const demo of DEMO_CREDENTIALS) {
+    const user = await lookUp(users, demo.email, until);
+    if (user) found.push({ user, password: demo.password });
+    else logger.warn({ email: demo.email }, 'demo user not found in content; no demo password set');
+  }
+  const have = await store.hasCredentials(found.map((f) => f.user.id));
+  let created = 0;
+  for (const { user, password } of found) {
+    if (have.has(user.id)) continue;
+    if (await store.insertCredentialsIfMissing(user.id, await passwords.hash(password))) created++;
+  }
+  logger.info({ created }, created ? 'demo credentials seeded' : 'demo credentials already present');
+}
+
+/** Asks content until it answers (or the time is up): UNAVAILABLE and NOT_FOUND both mean "not yet". */
+async function lookUp(users: UserDirectory, email: string, until: number): Promise<User | null> {
+  for (;;) {
+    try {
+      const user = await users.byEmail(email, 'seed', 5_000);
+      if (user) return user;
+    } catch (err) {
+      if (!isHaloError(err) || err.kind !== 'UNAVAILABLE') throw err;
+    }
+    if (Date.now() + 500 > until) return null;
+    await sleep(500);
+  }
+}

@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto';
+import { badRequest } from '@halo/kit';
+
+/** A user as content owns it (auth keeps credentials only). Timestamps are ISO-8601 UTC. */
+export interface User {
+  id: number;
+  name: string;
+  email: string;
+  avatar: string | null;
+  role: 'user' | 'admin';
+  createdAt: string;
+}
+
+export const MIN_PASSWORD_LENGTH = 8;
+/** argon2 pre-hashes any length, but nobody types a kilobyte: a cap keeps request cost bounded. */
+export const MAX_PASSWORD_LENGTH = 1024;
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/** Emails are compared trimmed and lower-cased everywhere (content stores them that way too). */
+export const normaliseEmail = (email: string) => email.trim().toLowerCase();
+
+export function passwordPolicy(password: unknown): string {
+  if (typeof password !== 'string' || password === '') throw badRequest('password is required');
+  if ([...password].length < MIN_PASSWORD_LENGTH) {
+    throw badRequest(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  }
+  if (password.length > MAX_PASSWORD_LENGTH) {
+    throw badRequest(`password must be at most ${MAX_PASSWORD_LENGTH} characters`);
+  }
+  return password;
+}
+
+export interface Registration {
+  name: string;
+  email: string;
+  password: string;
+}
+
+/** `POST /auth/register`: the first invalid field wins, in the order name, email, password. */
+export function registration(body: unknown): Registration {
+  const b = asObject(body);
+  const name = typeof b.name === 'string' ? b.name.trim() : '';
+  if (!name) throw badRequest('name is required');
+  if (name.length > 100) throw badRequest('name must be at most 100 characters');
+  const email = typeof b.email === 'string' ? normaliseEmail(b.email) : '';
+  if (!email) throw badRequest('email is required');
+  if (email.length > 254 || !EMAIL.test(email)) throw badRequest('email is invalid');
+  return { name, email, password: passwordPolicy(b.password) };
+}
+
+/**
+ * `POST /auth/login`: only presence is checked. The password policy is not applied here: a
+ * policy answer would tell a guesser something, and a too-short password simply fails to verify.
+ */
+export function loginInput(body: unknown): { email: string; password: string } {
+  const b = asObject(body);
+  const email = typeof b.email === 'string' ? normaliseEmail(b.email) : '';
+  if (!email) throw badRequest('email is required');
+  if (typeof b.password !== 'string' || b.password === '') throw badRequest('password is required');
+  return { email, password: b.password };
+}
+
+function asObject(body: unknown): Record<string, unknown> {
+  return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+}
+
+// ── Scopes ────────────────────────────────────────────────────────────────────────────────────
+
+/** What an API key may be granted; a token exchanged for a key carries exactly these. */
+export const SCOPES = ['profile:read', 'users:write', 'catalog:write', 'payments:write'] as const;
+export type Scope = (typeof SCOPES)[number];
+const isScope = (s: string): s is Scope => (SCOPES as readonly string[]).includes(s);
+
+/** A non-empty list of known scopes, de-duplicated, in the canonical order above. */
+export function parseScopes(raw: unknown): Scope[] {
+  if (raw === undefined || raw === null) throw badRequest('scopes is required');
+  if (!Array.isArray(raw) || raw.some((s) => typeof s !== 'string')) {
+    throw badRequest('scopes must be an array of strings');
+  }
+  const unknown = (raw as string[]).find((s) => !isScope(s));
+  if (unknown !== undefined) throw badRequest(`unknown scope: ${unknown}`);
+  if (raw.length === 0) throw badRequest('scopes is required');
+  return SCOPES.filter((s) => (raw as string[]).includes(s));
+}
+
+// ── API keys ──────────────────────────────────────────────────────────────────────────────────
+
+/**
+ * `halo_<8-char prefix>_<32 base64url chars>`: the prefix is for people (it is shown in lists,
+ * so a key can be recognised without being revealed); the 192 random bits after it are the secret.
+ */
+export const API_KEY_FORMAT = /^halo_[0-9a-f]{8}_[A-Za-z0-9_-]{32}$/;
+/** The part of a key that is stored and shown again: `halo_` + the prefix. */
+export const API_KEY_DISPLAY_LENGTH = 'halo_'.length + 8;
+
+export function generateApiKey(): { key: string; prefix: string } {
+  const key = `halo_${randomBytes(4).toString('hex')}_${randomBytes(24).toString('base64url')}`;
+  return { key, prefix: key.slice(0, API_KEY_DISPLAY_LENGTH) };
+}
+
+export const isApiKeyFormat = (key: unknown): key is string => typeof key === 'string' && API_KEY_FORMAT.test(key);
+
+export function apiKeyInput(body: unknown): { name: string; scopes: Scope[] } {
+  const b = asObject(body);
+  const name = typeof b.name === 'string' ? b.name.trim() : '';
+  if (!name) throw badRequest('name is required');
+  if (name.length > 100) throw badRequest('name must be at most 100 characters');
+  return { name, scopes: parseScopes(b.scopes) };
+}
+
+const ID = /^\d{1,15}$/;
+
+/** Ids are integers in REST; anything else is 400 `Invalid id` (as in content). */
+export function parseId(raw: unknown): number {
+  const s = typeof raw === 'number' ? String(raw) : raw;
+  if (typeof s !== 'string' || !ID.test(s) || Number(s) === 0) throw badRequest('Invalid id');
+  return Number(s);
+}

@@ -1,0 +1,104 @@
+import { createHash } from 'node:crypto';
+import { HaloError } from '@halo/kit';
+
+/** Refresh tokens and API keys are stored only as this digest; a database leak reveals neither. */
+export const sha256Hex = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+
+export const INVALID_REFRESH_TOKEN = 'Invalid refresh token';
+export const INVALID_CREDENTIALS = 'Email atau password salah';
+export const INVALID_API_KEY = 'Invalid API key';
+export const TOO_MANY_ATTEMPTS = 'Too many attempts';
+
+// ── The refresh cookie ────────────────────────────────────────────────────────────────────────
+
+export const REFRESH_COOKIE = 'refresh_token';
+/** Only auth's own routes ever see the cookie (refresh and logout live under /auth). */
+export const REFRESH_COOKIE_PATH = '/auth';
+
+/** `Set-Cookie` for a refresh token: HttpOnly, SameSite=Strict, Secure unless the dev mode says otherwise. */
+export function refreshCookie(token: string, maxAgeSeconds: number, secure: boolean): string {
+  const attrs = ['HttpOnly', ...(secure ? ['Secure'] : []), 'SameSite=Strict', `Path=${REFRESH_COOKIE_PATH}`];
+  return `${REFRESH_COOKIE}=${token}; ${attrs.join('; ')}; Max-Age=${Math.max(0, Math.floor(maxAgeSeconds))}`;
+}
+
+/** The same cookie with Max-Age=0: the browser drops it. */
+export const clearedRefreshCookie = (secure: boolean) => refreshCookie('', 0, secure);
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The refresh token from a `Cookie` header, or null when absent or not shaped like one of ours. */
+export function refreshTokenFrom(cookieHeader: string | undefined): string | null {
+  if (!cookieHeader) return null;
+  for (const part of cookieHeader.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0 || part.slice(0, eq).trim() !== REFRESH_COOKIE) continue;
+    const value = part.slice(eq + 1).trim();
+    if (UUID.test(value)) return value.toLowerCase();
+  }
+  return null;
+}
+
+// ── Refresh-token rotation ────────────────────────────────────────────────────────────────────
+
+export interface StoredRefreshToken {
+  familyId: string;
+  userId: number;
+  expiresAt: Date;
+  rotatedAt: Date | null;
+  revokedAt: Date | null;
+}
+
+/**
+ * What presenting a stored refresh token means. `reuse`: the token was already exchanged once, so
+ * two parties hold the family (one of them stole it) — the whole family must be revoked.
+ */
+export function refreshDecision(row: StoredRefreshToken | null, now: Date): 'rotate' | 'reuse' | 'invalid' {
+  if (!row || row.revokedAt) return 'invalid';
+  if (row.rotatedAt) return 'reuse';
+  if (row.expiresAt.getTime() <= now.getTime()) return 'invalid';
+  return 'rotate';
+}
+
+// ── Cross-site requests on cookie routes ──────────────────────────────────────────────────────
+
+/**
+ * Refresh and logout act on a cookie the browser attaches by itself, so a request another site
+ * makes the browser send must be refused: `Sec-Fetch-Site: cross-site`, or an `Origin` that is
+ * neither this service's own (as the client addressed it) nor allowed. No Origin (curl, servers,
+ * same-origin navigations in older browsers) is fine: SameSite=Strict already covers browsers.
+ */
+export function isCrossSite(req: {
+  secFetchSite: string | undefined;
+  origin: string | undefined;
+  ownOrigin: string;
+  allowedOrigins: readonly string[];
+}): boolean {
+  if (req.secFetchSite?.toLowerCase() === 'cross-site') return true;
+  if (req.origin === undefined) return false;
+  const origin = req.origin.trim().toLowerCase();
+  return origin !== req.ownOrigin.toLowerCase() && !req.allowedOrigins.includes(origin);
+}
+
+/** `https://a.example:8443/x` → `https://a.example:8443`; null unless an http(s) origin with nothing else. */
+export function canonicalOrigin(text: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(text.trim());
+  } catch {
+    return null;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+  if (url.pathname !== '/' || url.search || url.hash || url.username || url.password) return null;
+  if (!/^https?:\/\/[^/]+\/?$/i.test(text.trim())) return null;
+  return url.origin;
+}
+
+/** Seconds for `Retry-After`: at least 1, rounded up. */
+export const retryAfterSeconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+
+/** 429 `Too many attempts`; the REST adapter turns `retryAfterSeconds` into a `Retry-After` header. */
+export class TooManyAttempts extends HaloError {
+  constructor(readonly retryAfterSeconds: number) {
+    super('TOO_MANY_REQUESTS', TOO_MANY_ATTEMPTS);
+  }
+}

@@ -1,0 +1,127 @@
+import { spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { ConfigError } from '@halo/kit';
+import { loadAuthConfig } from '../src/config';
+import { TEST_JWT_SECRET } from './helpers';
+
+const base = { HALO_ENV: 'test', JWT_SECRET: TEST_JWT_SECRET };
+const load = (extra: Record<string, string | undefined> = {}) => loadAuthConfig({ ...base, ...extra });
+const fails = (extra: Record<string, string | undefined>, variable: string) => {
+  expect(() => load(extra)).toThrow(ConfigError);
+  expect(() => load(extra)).toThrow(new RegExp(`^Invalid configuration: ${variable}: `));
+};
+
+describe('JWT_SECRET', () => {
+  it.each([
+    ['missing', undefined],
+    ['empty', ''],
+    ['short', 'too-short'],
+    ['31 bytes', 'x'.repeat(31)],
+  ])('%s → a ConfigError naming JWT_SECRET, without the value', (_, secret) => {
+    fails({ JWT_SECRET: secret }, 'JWT_SECRET');
+    try {
+      load({ JWT_SECRET: secret });
+    } catch (err) {
+      if (secret) expect((err as Error).message).not.toContain(secret);
+    }
+  });
+
+  it('32 bytes is enough', () => {
+    expect(load({ JWT_SECRET: 'x'.repeat(32) }).JWT_SECRET).toBe('x'.repeat(32));
+  });
+
+  it('a short secret stops the real process at start-up with one line naming JWT_SECRET', () => {
+    const main = resolve(__dirname, '../dist/main.js');
+    const run = spawnSync(process.execPath, [main], {
+      env: { PATH: process.env.PATH, HALO_ENV: 'test', JWT_SECRET: 'short', LOG_LEVEL: 'silent' },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(run.status).toBe(1);
+    expect(run.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^auth: Invalid configuration: JWT_SECRET: /)]);
+    expect(run.stderr).not.toContain('short');
+  });
+});
+
+describe('durations', () => {
+  it.each([
+    [undefined, 900],
+    ['900', 900],
+    ['15m', 900],
+    ['24h', 86_400],
+    ['30s', 30],
+    ['7d', 604_800],
+  ])('ACCESS_TOKEN_TTL=%s → %i s', (value, seconds) => {
+    expect(load({ ACCESS_TOKEN_TTL: value }).ACCESS_TOKEN_TTL).toBe(seconds);
+  });
+
+  it.each(['0', '-5', '15 minutes', '1.5h', 'abc', '15x'])('ACCESS_TOKEN_TTL=%s is refused', (value) => {
+    fails({ ACCESS_TOKEN_TTL: value }, 'ACCESS_TOKEN_TTL');
+  });
+
+  it('API_KEY_TOKEN_TTL defaults to 5 minutes and is validated the same way', () => {
+    expect(load().API_KEY_TOKEN_TTL).toBe(300);
+    fails({ API_KEY_TOKEN_TTL: 'soon' }, 'API_KEY_TOKEN_TTL');
+  });
+
+  it('REFRESH_TOKEN_TTL_DAYS defaults to 30 and must be a positive integer', () => {
+    expect(load().REFRESH_TOKEN_TTL_DAYS).toBe(30);
+    fails({ REFRESH_TOKEN_TTL_DAYS: '0' }, 'REFRESH_TOKEN_TTL_DAYS');
+  });
+});
+
+describe('COOKIE_SECURE', () => {
+  it.each([
+    ['production', undefined, true],
+    ['test', undefined, true],
+    ['development', undefined, false],
+    ['development', 'true', true],
+    ['production', 'false', false],
+  ])('HALO_ENV=%s COOKIE_SECURE=%s → %s', (haloEnv, value, expected) => {
+    expect(load({ HALO_ENV: haloEnv, COOKIE_SECURE: value }).COOKIE_SECURE).toBe(expected);
+  });
+});
+
+describe('ALLOWED_ORIGINS', () => {
+  it('defaults to none and normalises a comma list', () => {
+    expect(load().ALLOWED_ORIGINS).toEqual([]);
+    expect(load({ ALLOWED_ORIGINS: ' https://App.Example.com , http://localhost:5173/' }).ALLOWED_ORIGINS).toEqual([
+      'https://app.example.com',
+      'http://localhost:5173',
+    ]);
+  });
+
+  it.each(['app.example.com', 'https://app.example.com/path', 'ftp://x.example', '*'])('refuses %s', (value) => {
+    fails({ ALLOWED_ORIGINS: value }, 'ALLOWED_ORIGINS');
+  });
+});
+
+describe('the rest', () => {
+  it('has the documented defaults', () => {
+    expect(load()).toMatchObject({
+      HTTP_PORT: 4001,
+      GRPC_PORT: 5001,
+      LOGIN_MAX_FAILS_PER_EMAIL: 5,
+      LOGIN_MAX_FAILS_PER_IP: 20,
+      LOGIN_WINDOW_S: 900,
+      CONTENT_GRPC_ADDR: '127.0.0.1:5002',
+      TRUST_PROXY: 'loopback, linklocal, uniquelocal',
+      SEED_DEMO_DATA: false,
+    });
+    expect(load().REDIS_URL).toBeUndefined();
+  });
+
+  it('validates REDIS_URL, TRUST_PROXY and the login limits', () => {
+    fails({ REDIS_URL: 'http://127.0.0.1:6379' }, 'REDIS_URL');
+    fails({ TRUST_PROXY: 'not an address' }, 'TRUST_PROXY');
+    fails({ LOGIN_MAX_FAILS_PER_EMAIL: '0' }, 'LOGIN_MAX_FAILS_PER_EMAIL');
+    expect(load({ TRUST_PROXY: 'false' }).TRUST_PROXY).toBe(false);
+    expect(load({ TRUST_PROXY: '1' }).TRUST_PROXY).toBe(1);
+  });
+
+  it('SEED_DEMO_DATA: on by default only in development, refused in production', () => {
+    expect(load({ HALO_ENV: 'development' }).SEED_DEMO_DATA).toBe(true);
+    expect(load({ HALO_ENV: 'test', SEED_DEMO_DATA: 'true' }).SEED_DEMO_DATA).toBe(true);
+    fails({ HALO_ENV: 'production', SEED_DEMO_DATA: 'true' }, 'SEED_DEMO_DATA');
+  });
+});
