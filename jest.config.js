@@ -3,6 +3,12 @@
 // PGlite's CommonJS build loads its WASM parts with dynamic import(), which Jest's CommonJS sandbox
 // refuses; transforming it turns those into require() calls.
 const ESM_ONLY = ['jose', 'openid-client', 'oauth4webapi', 'graphql-ws', '@electric-sql/pglite'];
+// oidc-provider 8 (the dev OpenID provider, tools/src/dev-oidc.ts) and the ESM-only packages it loads.
+const OIDC_PROVIDER_ESM = [
+  'oidc-provider', 'quick-lru', 'nanoid', 'got', '@sindresorhus/is', 'p-cancelable', '@szmarczak/http-timer',
+  'cacheable-request', 'normalize-url', 'responselike', 'lowercase-keys', 'mimic-response', 'form-data-encoder',
+  'cacheable-lookup',
+];
 
 /** @type {import('jest').Config} */
 module.exports = {
@@ -16,7 +22,7 @@ module.exports = {
       { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } },
     ],
   },
-  transformIgnorePatterns: [`/node_modules/(?!(${ESM_ONLY.join('|')})/)`],
+  transformIgnorePatterns: [`/node_modules/(?!(${[...ESM_ONLY, ...OIDC_PROVIDER_ESM].join('|')})/)`],
   moduleNameMapper: {
     '^@halo/kit$': '<rootDir>/packages/kit/src/index.ts',
     '^@halo/kit/testing$': '<rootDir>/packages/kit/src/testing.ts',

@@ -65,3 +65,44 @@ export function capturingLogger(level = 'info') {
   });
   return { logger: pino({ level }, stream), lines };
 }
+
+/**
+ * A minimal browser for driving redirect flows in tests (OAuth, cookies): a cookie jar per origin,
+ * manual redirects, form posts.
+ */
+export class TestBrowser {
+  readonly jar = new Map<string, Map<string, string>>();
+
+  async request(url: string, form?: Record<string, string>): Promise<Response> {
+    const u = new URL(url);
+    const jar = this.jar.get(u.origin) ?? new Map<string, string>();
+    this.jar.set(u.origin, jar);
+    const cookie = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
+    const res = await fetch(u, {
+      method: form ? 'POST' : 'GET',
+      redirect: 'manual',
+      headers: { ...(cookie ? { cookie } : {}), ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+      ...(form ? { body: new URLSearchParams(form).toString() } : {}),
+    });
+    for (const line of res.headers.getSetCookie()) {
+      const [pair = '', ...attrs] = line.split(';');
+      const eq = pair.indexOf('=');
+      const name = pair.slice(0, eq).trim();
+      if (attrs.some((a) => /^\s*max-age=0\s*$/i.test(a) || /^\s*expires=Thu, 01 Jan 1970/i.test(a))) jar.delete(name);
+      else jar.set(name, pair.slice(eq + 1).trim());
+    }
+    return res;
+  }
+
+  /** Follows redirects while they stay on `origin`; returns the last response and where it points. */
+  async follow(url: string, origin: string): Promise<{ res: Response; url: string }> {
+    let res = await this.request(url);
+    for (let hops = 0; hops < 10 && res.status >= 300 && res.status < 400; hops++) {
+      const next = new URL(res.headers.get('location')!, url).href;
+      if (new URL(next).origin !== origin) return { res, url: next };
+      url = next;
+      res = await this.request(url);
+    }
+    return { res, url };
+  }
+}

@@ -31,6 +31,7 @@ import { ApiKeys } from './domain/api-keys';
 import { authSchema, type GraphQLContext } from './graphql/resolvers';
 import { apiKeyServiceBinding } from './grpc/api-key-service';
 import { contentUsers } from './grpc/content-users';
+import { linkIdentity, OAuthFlows, OAuthProviders, oauthRoutes } from './oauth';
 import { restRoutes } from './rest/routes';
 import { createLoginLimiter } from './security/login-limiter';
 import { createPasswordHasher } from './security/passwords';
@@ -47,19 +48,6 @@ export interface AuthService {
   httpPort: number;
   grpcPort: number;
   stop(): Promise<void>;
-}
-
-/**
- * What the OAuth/OIDC routes (services/auth/src/oauth/) get to work with: the accounts use cases
- * (`findOrCreateUserByEmail`) and the sessions (`issueLogin`, also importable from ./session).
- */
-export interface OAuthHooks {
-  config: AuthConfig;
-  db: Db;
-  logger: Logger;
-  lifecycle: Lifecycle;
-  accounts: Accounts;
-  sessions: Sessions;
 }
 
 /**
@@ -172,14 +160,21 @@ export async function startAuthService(config: AuthConfig, logger: Logger, opts:
       }),
     );
 
-    // ── OAuth / OIDC mount point (services/auth/src/oauth/, wired separately) ────────────────────
-    // The OAuth routes mount here: after /graphql, before the REST routes and the 404 handler.
-    //   const hooks: OAuthHooks = { config, db, logger, lifecycle, accounts, sessions };
-    //   app.use('/auth/oauth', oauthRoutes({ …, onLogin: async (identity, req, res) => {
-    //     const user = await accounts.findOrCreateUserByEmail({ email, name }, req.id);
-    //     await sessions.issueLogin(res, user); // or issueLogin(res, user) from ./session
-    //   } }));
-    // ────────────────────────────────────────────────────────────────────────────────────────────
+    // OAuth 2.0 / OIDC login: after /graphql, before the REST routes and the 404 handler.
+    const flows = new OAuthFlows({ db, providers: new OAuthProviders(config.OAUTH_PROVIDERS, { logger }), logger });
+    app.use(
+      '/auth/oauth',
+      oauthRoutes({
+        flows,
+        cookieSecure: config.COOKIE_SECURE,
+        // A verified email links (or creates) the local user; then the same answer as /auth/login.
+        onLogin: async (identity, req, res) => {
+          const user = await accounts.findOrCreateUserByEmail(identity, req.id);
+          await linkIdentity(db, identity, user.id);
+          await sessions.issueLogin(res, user);
+        },
+      }),
+    );
 
     app.use(restRoutes({ accounts, apiKeys, sessions, jwtSecret: config.JWT_SECRET }));
     finishHttpApp(app);

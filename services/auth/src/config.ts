@@ -1,3 +1,4 @@
+import { parseOAuthProviders } from './oauth/providers';
 import express from 'express';
 import {
   assertSigningSecret,
@@ -103,6 +104,8 @@ export function loadAuthConfig(source: Record<string, string | undefined> = proc
   return {
     ...config,
     JWT_SECRET: secret,
+    /** OAuth/OIDC providers from OAUTH_PROVIDERS + OAUTH_<NAME>_*; a bad one stops start-up here. */
+    OAUTH_PROVIDERS: parseOAuthProviders(source),
     COOKIE_SECURE: config.COOKIE_SECURE ?? config.HALO_ENV !== 'development',
     SEED_DEMO_DATA: config.SEED_DEMO_DATA ?? config.HALO_ENV === 'development',
   };

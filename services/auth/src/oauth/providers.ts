@@ -1,0 +1,183 @@
+import { ConfigError, loadConfig, unavailable, z, type Logger } from '@halo/kit';
+import {
+  allowInsecureRequests,
+  ClientSecretBasic,
+  ClientSecretPost,
+  discovery,
+  enableNonRepudiationChecks,
+  type ClientAuth,
+  type Configuration,
+} from 'openid-client';
+
+/**
+ * OAuth 2.0 / OIDC login, the auth service's side (CONTRACT.md, "OAuth 2.0 / OIDC login").
+ *
+ * - providers.ts (this file): which OpenID providers exist, from the environment, and their
+ *   discovered metadata. `OAUTH_PROVIDERS=dev,google` plus, per provider, `OAUTH_<NAME>_ISSUER`,
+ *   `_CLIENT_ID`, `_CLIENT_SECRET` and `_REDIRECT_URI` (all required). Discovery happens on first
+ *   use, not at start-up (the dev provider may start after auth), and a failed discovery is retried
+ *   by the next request.
+ * - flow.ts: the authorization code flow with state, nonce and PKCE (S256). The per-flow secrets
+ *   live server-side in `oauth_flows`; a cookie binds the flow to the browser.
+ * - identities.ts: the (provider, subject) → local user links.
+ * - routes.ts: `GET /:provider/start` and `GET /:provider/callback`; what a verified identity
+ *   becomes (link or create the user, answer like /auth/login) is the service's `onLogin`.
+ *
+ * openid-client does the protocol work: it checks the authorization response (state, `iss`),
+ * exchanges the code with the PKCE verifier, and verifies the id_token — signature against the
+ * provider's JWKS (`enableNonRepudiationChecks`: the library skips it by default for a token that
+ * came straight from the token endpoint over TLS, and the dev provider is plain http), iss, aud,
+ * exp, iat and nonce.
+ */
+
+export interface OAuthProviderSettings {
+  /** Lower-case name as it appears in the paths, e.g. `dev` in /auth/oauth/dev/start. */
+  name: string;
+  issuer: URL;
+  clientId: string;
+  clientSecret: string;
+  /** Where the provider sends the browser back: this provider's public callback URL. */
+  redirectUri: URL;
+}
+
+const NAME = /^[a-z][a-z0-9]{0,31}$/;
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+export const isLoopback = (url: URL) => LOOPBACK_HOSTS.has(url.hostname);
+
+/** https, or http on loopback only (the dev provider); anything else stops start-up. */
+const endpointUrl = () =>
+  z.url({ message: 'must be a URL' }).transform((value, ctx) => {
+    const url = new URL(value);
+    if (url.protocol === 'https:' || (url.protocol === 'http:' && isLoopback(url))) return url;
+    ctx.addIssue({ code: 'custom', message: 'must be an https URL (plain http only on loopback)' });
+    return z.NEVER;
+  });
+
+/** Reads and validates the provider settings; a missing or bad variable is a ConfigError naming it. */
+export function parseOAuthProviders(env: Record<string, string | undefined> = process.env): OAuthProviderSettings[] {
+  const names = (env.OAUTH_PROVIDERS ?? '')
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
+  const seen = new Set<string>();
+  return names.map((name) => {
+    if (!NAME.test(name) || seen.has(name)) {
+      const why = seen.has(name) ? 'is listed twice' : 'must be letters and digits, starting with a letter';
+      throw new ConfigError(`Invalid configuration: OAUTH_PROVIDERS: ${JSON.stringify(name)} ${why}`);
+    }
+    seen.add(name);
+    const prefix = `OAUTH_${name.toUpperCase()}_`;
+    const required = z.string({ message: 'is required' }).min(1, 'is required');
+    const c = loadConfig(
+      {
+        [`${prefix}ISSUER`]: endpointUrl(),
+        [`${prefix}CLIENT_ID`]: required,
+        [`${prefix}CLIENT_SECRET`]: required,
+        [`${prefix}REDIRECT_URI`]: endpointUrl(),
+      },
+      env,
+    ) as Record<string, unknown>;
+    return {
+      name,
+      issuer: c[`${prefix}ISSUER`] as URL,
+      clientId: c[`${prefix}CLIENT_ID`] as string,
+      clientSecret: c[`${prefix}CLIENT_SECRET`] as string,
+      redirectUri: c[`${prefix}REDIRECT_URI`] as URL,
+    };
+  });
+}
+
+export interface OAuthProvidersOptions {
+  logger?: Logger;
+  /** Per-request timeout for discovery, token and JWKS requests, in seconds. */
+  timeoutSeconds?: number;
+}
+
+/** The configured providers, each discovered lazily and at most once (retried after a failure). */
+export class OAuthProviders {
+  private readonly byName: Map<string, OAuthProviderSettings>;
+  private readonly discovered = new Map<string, Promise<Configuration>>();
+
+  constructor(
+    settings: readonly OAuthProviderSettings[],
+    private readonly opts: OAuthProvidersOptions = {},
+  ) {
+    this.byName = new Map(settings.map((s) => [s.name, s]));
+  }
+
+  get names(): string[] {
+    return [...this.byName.keys()];
+  }
+
+  settings(name: string): OAuthProviderSettings | undefined {
+    return this.byName.get(name);
+  }
+
+  /** The provider's openid-client configuration; 503 `OAuth provider unavailable` while discovery fails. */
+  configuration(name: string): Promise<Configuration> {
+    const settings = this.byName.get(name);
+    if (!settings) return Promise.reject(new Error(`unknown OAuth provider ${name}`));
+    let pending = this.discovered.get(name);
+    if (!pending) {
+      pending = this.discover(settings);
+      this.discovered.set(name, pending);
+      // Forget a failure, so the next request tries again.
+      const mine = pending;
+      mine.catch(() => {
+        if (this.discovered.get(name) === mine) this.discovered.delete(name);
+      });
+    }
+    return pending;
+  }
+
+  /**
+   * Drops the discovered configuration (and with it openid-client's JWKS cache), so the next use
+   * discovers afresh: after the provider rotated its keys (the dev provider does on every restart).
+   */
+  forget(name: string): void {
+    this.discovered.delete(name);
+  }
+
+  private async discover(s: OAuthProviderSettings): Promise<Configuration> {
+    try {
+      const config = await discovery(s.issuer, s.clientId, { client_secret: s.clientSecret }, clientAuth(s.clientSecret), {
+        execute: isLoopback(s.issuer) ? [allowInsecureRequests, enableNonRepudiationChecks] : [enableNonRepudiationChecks],
+        timeout: this.opts.timeoutSeconds ?? 10,
+      });
+      this.opts.logger?.info({ provider: s.name, issuer: s.issuer.href }, 'OAuth provider discovered');
+      return config;
+    } catch (err) {
+      this.opts.logger?.warn({ provider: s.name, issuer: s.issuer.href, err: errorSummary(err) }, 'OAuth provider discovery failed');
+      throw unavailable('OAuth provider unavailable');
+    }
+  }
+}
+
+/**
+ * client_secret_post when the provider offers it (the spec's token request posts client_id and
+ * client_secret), otherwise client_secret_basic, the OIDC default.
+ */
+function clientAuth(secret: string): ClientAuth {
+  const post = ClientSecretPost(secret);
+  const basic = ClientSecretBasic(secret);
+  return (as, client, body, headers) =>
+    (as.token_endpoint_auth_methods_supported?.includes('client_secret_post') ? post : basic)(as, client, body, headers);
+}
+
+/** An error's name, code and message, for logs: never its cause, which can hold tokens. */
+export function errorSummary(err: unknown): { name?: string; code?: string; message?: string } {
+  const e = err as { name?: unknown; code?: unknown; message?: unknown } | null;
+  return {
+    ...(typeof e?.name === 'string' ? { name: e.name } : {}),
+    ...(typeof e?.code === 'string' ? { code: e.code } : {}),
+    ...(typeof e?.message === 'string' ? { message: e.message } : {}),
+  };
+}
+
+/** `OAUTH_PROVIDERS` and friends → the providers (none when the variable is empty or unset). */
+export function loadOAuthProviders(
+  env: Record<string, string | undefined> = process.env,
+  opts: OAuthProvidersOptions = {},
+): OAuthProviders {
+  return new OAuthProviders(parseOAuthProviders(env), opts);
+}
