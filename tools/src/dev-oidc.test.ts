@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { ConfigError } from '@halo/kit';
+import { TestBrowser } from '@halo/kit/testing';
 import { accountFor, loadDevOidcConfig, startDevOidcProvider, type DevOidcProvider } from './dev-oidc';
 
 const CLIENT_ID = 'halo-test';
@@ -20,48 +21,6 @@ beforeAll(async () => {
   meta = (await (await fetch(`${oidc.issuer}/.well-known/openid-configuration`)).json()) as Record<string, string>;
 });
 afterAll(() => oidc.close());
-
-/** A browser, minus the browser: cookies by origin, redirects followed by hand. */
-class Browser {
-  private readonly jar = new Map<string, Map<string, string>>();
-
-  async request(url: string, init: { method?: string; form?: Record<string, string> } = {}): Promise<Response> {
-    const u = new URL(url);
-    const cookies = [...(this.jar.get(u.origin) ?? new Map<string, string>())].map(([k, v]) => `${k}=${v}`).join('; ');
-    const res = await fetch(u, {
-      method: init.method ?? (init.form ? 'POST' : 'GET'),
-      redirect: 'manual',
-      headers: {
-        ...(cookies ? { cookie: cookies } : {}),
-        ...(init.form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
-      },
-      ...(init.form ? { body: new URLSearchParams(init.form).toString() } : {}),
-    });
-    const jar = this.jar.get(u.origin) ?? new Map<string, string>();
-    this.jar.set(u.origin, jar);
-    for (const line of res.headers.getSetCookie()) {
-      const [pair = '', ...attrs] = line.split(';');
-      const eq = pair.indexOf('=');
-      const name = pair.slice(0, eq).trim();
-      const gone = attrs.some((a) => /^\s*max-age=0\s*$/i.test(a) || /^\s*expires=Thu, 01 Jan 1970/i.test(a));
-      if (gone) jar.delete(name);
-      else jar.set(name, pair.slice(eq + 1).trim());
-    }
-    return res;
-  }
-
-  /** Follows redirects while they stay on `origin`; returns the last response and its URL. */
-  async follow(url: string, origin: string): Promise<{ res: Response; url: string }> {
-    let res = await this.request(url);
-    for (let hops = 0; hops < 10 && res.status >= 300 && res.status < 400; hops++) {
-      const next = new URL(res.headers.get('location')!, url).href;
-      if (new URL(next).origin !== origin) return { res, url: next };
-      url = next;
-      res = await this.request(url);
-    }
-    return { res, url };
-  }
-}
 
 interface Authz {
   url: string;
@@ -91,14 +50,14 @@ function authorizationRequest(extra: Record<string, string> = {}): Authz {
 }
 
 /** Authorization request → login form → POST → back at the client's redirect_uri. */
-async function signIn(email: string, authz = authorizationRequest()): Promise<{ callback: URL; browser: Browser }> {
-  const browser = new Browser();
+async function signIn(email: string, authz = authorizationRequest()): Promise<{ callback: URL; browser: TestBrowser }> {
+  const browser = new TestBrowser();
   const form = await browser.follow(authz.url, oidc.issuer);
   expect(form.res.status).toBe(200);
   const page = await form.res.text();
   expect(page).toContain('Sign in');
   const action = /action="([^"]+\/login)"/.exec(page)![1]!;
-  const posted = await browser.request(new URL(action, form.url).href, { form: { email } });
+  const posted = await browser.request(new URL(action, form.url).href, { email });
   expect(posted.status).toBe(303);
   const done = await browser.follow(new URL(posted.headers.get('location')!, form.url).href, oidc.issuer);
   expect(done.url.startsWith(REDIRECT_URI)).toBe(true);
@@ -192,7 +151,7 @@ describe('dev OpenID provider', () => {
   it('requires PKCE with S256', async () => {
     for (const extra of [{ code_challenge: '' }, { code_challenge_method: 'plain' }] as Record<string, string>[]) {
       const { url } = authorizationRequest(extra);
-      const done = await new Browser().follow(url, oidc.issuer);
+      const done = await new TestBrowser().follow(url, oidc.issuer);
       const back = new URL(done.url);
       expect(back.href.startsWith(REDIRECT_URI)).toBe(true);
       expect(back.searchParams.get('error')).toBe('invalid_request');
@@ -201,10 +160,10 @@ describe('dev OpenID provider', () => {
 
   it('returns access_denied to the client when the user cancels', async () => {
     const authz = authorizationRequest();
-    const browser = new Browser();
+    const browser = new TestBrowser();
     const form = await browser.follow(authz.url, oidc.issuer);
     const action = /action="([^"]+\/abort)"/.exec(await form.res.text())![1]!;
-    const posted = await browser.request(new URL(action, form.url).href, { form: {} });
+    const posted = await browser.request(new URL(action, form.url).href, {});
     const done = await browser.follow(new URL(posted.headers.get('location')!, form.url).href, oidc.issuer);
     const back = new URL(done.url);
     expect(back.searchParams.get('error')).toBe('access_denied');
@@ -212,14 +171,14 @@ describe('dev OpenID provider', () => {
   });
 
   it('keeps the form on an unusable login name and never redirects to an unregistered redirect_uri', async () => {
-    const browser = new Browser();
+    const browser = new TestBrowser();
     const form = await browser.follow(authorizationRequest().url, oidc.issuer);
     const action = /action="([^"]+\/login)"/.exec(await form.res.text())![1]!;
-    const res = await browser.request(new URL(action, form.url).href, { form: { email: 'not an email' } });
+    const res = await browser.request(new URL(action, form.url).href, { email: 'not an email' });
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('Enter an email address.');
 
-    const evil = await new Browser().request(authorizationRequest({ redirect_uri: 'http://127.0.0.1:9/evil' }).url);
+    const evil = await new TestBrowser().request(authorizationRequest({ redirect_uri: 'http://127.0.0.1:9/evil' }).url);
     expect(evil.status).toBe(400);
     expect(evil.headers.get('location')).toBeNull();
   });
