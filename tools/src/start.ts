@@ -4,7 +4,7 @@ import { startSystem, type ProcessName } from './launcher';
  * `npm start`: all of Halo on one machine with nothing but Node. Services use embedded PGlite
  * (data under .data/<service>) unless DATABASE_URL is set, and the demo data is seeded.
  */
-const COLORS: Record<ProcessName, string> = { gateway: '35', auth: '33', content: '36', oidc: '32' };
+const COLORS: Partial<Record<ProcessName, string>> = { gateway: '35', auth: '33', content: '36', oidc: '32' };
 
 function printLine(name: ProcessName, line: string): void {
   const tag = process.stdout.isTTY ? `\x1b[${COLORS[name] ?? '33'}m${name.padEnd(8)}\x1b[0m` : name.padEnd(8);

@@ -1,27 +1,18 @@
 import { resolve } from 'node:path';
-import { ApolloServer } from '@apollo/server';
-import {
-  ApolloServerPluginInlineTraceDisabled,
-  ApolloServerPluginSchemaReportingDisabled,
-  ApolloServerPluginUsageReportingDisabled,
-} from '@apollo/server/plugin/disabled';
-import { expressMiddleware } from '@as-integrations/express5';
 import {
   createHttpApp,
-  finishHttpApp,
-  formatGraphQLError,
-  graphqlCaller,
-  Lifecycle,
-  migrate,
-  openDb,
   openRedis,
+  openServiceDb,
   redisReady,
-  serveHttp,
+  serveService,
   signAccessToken,
-  startGrpcServer,
+  startSubgraph,
+  subgraphMiddleware,
+  withLifecycle,
   type Db,
   type Logger,
   type Redis,
+  type StartedService,
 } from '@halo/kit';
 import type { AuthConfig } from './config';
 import { seedDemoCredentials } from './db/seed';
@@ -42,13 +33,7 @@ export const MIGRATIONS_DIR = resolve(__dirname, '../migrations');
 /** Expired refresh-token families are deleted this often. */
 const PURGE_INTERVAL_MS = 60 * 60_000;
 
-export interface AuthService {
-  lifecycle: Lifecycle;
-  db: Db;
-  httpPort: number;
-  grpcPort: number;
-  stop(): Promise<void>;
-}
+export type AuthService = StartedService;
 
 /**
  * Wires the auth service: database (+ migrations, + demo credentials in dev), the login limiter
@@ -56,20 +41,9 @@ export interface AuthService {
  * GraphQL subgraph and the gRPC ApiKeyService — then starts serving.
  * Pass `db` to reuse an open database (tests give each file its own throwaway schema).
  */
-export async function startAuthService(config: AuthConfig, logger: Logger, opts: { db?: Db } = {}): Promise<AuthService> {
-  const lifecycle = new Lifecycle(logger);
-  try {
-    const db =
-      opts.db ??
-      (await openDb({
-        url: config.DATABASE_URL,
-        dataDir: config.DATA_DIR ?? resolve('.data', SERVICE_NAME),
-        schema: config.DB_SCHEMA ?? SERVICE_NAME,
-        poolSize: config.DB_POOL_SIZE,
-        logger,
-      }));
-    if (!opts.db) lifecycle.register('database', () => db.close());
-    await migrate(db, MIGRATIONS_DIR, logger);
+export function startAuthService(config: AuthConfig, logger: Logger, opts: { db?: Db } = {}): Promise<AuthService> {
+  return withLifecycle(logger, config.SHUTDOWN_TIMEOUT_MS, async (lifecycle) => {
+    const db = await openServiceDb(SERVICE_NAME, config, { logger, lifecycle, migrationsDir: MIGRATIONS_DIR, given: opts.db });
 
     const users = contentUsers(config.CONTENT_GRPC_ADDR, config.GRPC_DEADLINE_MS);
     lifecycle.register('content client', () => users.close());
@@ -129,18 +103,7 @@ export async function startAuthService(config: AuthConfig, logger: Logger, opts:
     purge.unref();
     lifecycle.register('refresh token purge', () => clearInterval(purge));
 
-    const apollo = new ApolloServer<GraphQLContext>({
-      schema: authSchema(accounts),
-      formatError: formatGraphQLError(logger),
-      // Halo reports nothing to Apollo's servers, and federated tracing (ftv1) is off.
-      plugins: [
-        ApolloServerPluginUsageReportingDisabled(),
-        ApolloServerPluginSchemaReportingDisabled(),
-        ApolloServerPluginInlineTraceDisabled(),
-      ],
-    });
-    await apollo.start();
-    lifecycle.register('graphql', () => apollo.stop());
+    const apollo = await startSubgraph<GraphQLContext>({ schema: authSchema(accounts), logger, lifecycle });
 
     const ready = async () => {
       await db.ping();
@@ -150,15 +113,7 @@ export async function startAuthService(config: AuthConfig, logger: Logger, opts:
     // The client address for the per-IP login limit comes from X-Forwarded-For set by trusted proxies.
     app.set('trust proxy', config.TRUST_PROXY);
     attachSessions(app, sessions);
-    app.use(
-      '/graphql',
-      expressMiddleware(apollo, {
-        context: async ({ req }) => ({
-          requestId: req.id,
-          caller: graphqlCaller(req.headers.authorization, config.JWT_SECRET),
-        }),
-      }),
-    );
+    app.use('/graphql', subgraphMiddleware(apollo, config.JWT_SECRET, () => ({})));
 
     // OAuth 2.0 / OIDC login: after /graphql, before the REST routes and the 404 handler.
     const flows = new OAuthFlows({ db, providers: new OAuthProviders(config.OAUTH_PROVIDERS, { logger }), logger });
@@ -177,30 +132,6 @@ export async function startAuthService(config: AuthConfig, logger: Logger, opts:
     );
 
     app.use(restRoutes({ accounts, apiKeys, sessions, jwtSecret: config.JWT_SECRET }));
-    finishHttpApp(app);
-
-    const grpcServer = await startGrpcServer({
-      port: config.GRPC_PORT,
-      services: [apiKeyServiceBinding(apiKeys, logger)],
-      logger,
-    });
-    lifecycle.register('grpc server', () => grpcServer.shutdown(config.SHUTDOWN_TIMEOUT_MS));
-    const { port } = await serveHttp(app, {
-      port: config.HTTP_PORT,
-      host: config.HTTP_HOST,
-      lifecycle,
-      logger,
-      drainMs: config.SHUTDOWN_TIMEOUT_MS,
-    });
-    return {
-      lifecycle,
-      db,
-      httpPort: port,
-      grpcPort: grpcServer.port,
-      stop: () => lifecycle.shutdown(config.SHUTDOWN_TIMEOUT_MS),
-    };
-  } catch (err) {
-    await lifecycle.shutdown(config.SHUTDOWN_TIMEOUT_MS);
-    throw err;
-  }
+    return serveService({ app, grpcServices: [apiKeyServiceBinding(apiKeys, logger)], config, lifecycle, logger, db });
+  });
 }
