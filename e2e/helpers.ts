@@ -8,7 +8,11 @@ import { startSystem, type RunningSystem } from '../tools/src/launcher';
  * instance. Returns the system and a cleanup that stops it and drops its throwaway schemas.
  */
 export async function startE2ESystem(opts: { portOffset: number; postgres: boolean; dataDir?: string; devOidc?: boolean }) {
-  const schemas = { content: throwawaySchema('e2e_content'), auth: throwawaySchema('e2e_auth') };
+  const schemas = {
+    content: throwawaySchema('e2e_content'),
+    auth: throwawaySchema('e2e_auth'),
+    catalog: throwawaySchema('e2e_catalog'),
+  };
   const logs: string[] = [];
   const dropAll = async () => {
     if (opts.postgres) for (const schema of Object.values(schemas)) await dropSchema(schema);
@@ -28,6 +32,7 @@ export async function startE2ESystem(opts: { portOffset: number; postgres: boole
     envFor: {
       content: opts.postgres ? { DB_SCHEMA: schemas.content } : { DATA_DIR: `${opts.dataDir}/content` },
       auth: opts.postgres ? { DB_SCHEMA: schemas.auth } : { DATA_DIR: `${opts.dataDir}/auth` },
+      catalog: opts.postgres ? { DB_SCHEMA: schemas.catalog } : { DATA_DIR: `${opts.dataDir}/catalog` },
     },
     onLog: (name, line) => logs.push(`${name}| ${line}`),
   }).catch(async (err: unknown) => {

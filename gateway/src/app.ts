@@ -16,7 +16,8 @@ import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } fr
 import type { GatewayConfig } from './config';
 import { createGraphQL } from './graphql';
 import { createServiceProxies, type ServiceProxies } from './proxy';
-import { createRouteTable, ROUTES, type RouteDef } from './routes';
+import { ROUTES, type RouteDef } from './routes';
+import { createVersioning, migrationGuides } from './versioning';
 
 export interface Gateway {
   server: Server;
@@ -37,7 +38,8 @@ const notFound = (_req: IncomingMessage, res: ServerResponse) => sendJson(res, 4
  */
 export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   const lifecycle = new Lifecycle(logger);
-  const routes = createRouteTable(ROUTES);
+  const routes = createVersioning(ROUTES, config.versioning);
+  const guides = migrationGuides();
   const proxies = createServiceProxies({
     targets: config.serviceUrls,
     timeoutMs: config.UPSTREAM_TIMEOUT_MS,
@@ -72,8 +74,11 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     if (logger.isLevelEnabled('info')) accessLog(logger, req, res, requestId, path);
     if (path === '/graphql') return graphql.handle(req, res, requestId);
 
-    const match = routes.match(req.method ?? 'GET', path);
+    const match = routes.match(req, url, q, path);
+    if (match.headers) for (const name in match.headers) res.setHeader(name, match.headers[name]!);
     if (match.kind === 'route') {
+      // A versioned request goes to the path that serves its version (e.g. /api/v2/products → /v2/products).
+      if (match.url !== undefined) req.url = match.url;
       if (!match.route.auth) return proxyRest(match.route, req, res, proxies, config.BODY_LIMIT, logger);
       // Protected: no caller, no proxying (CONTRACT.md: 401 Token required / Invalid token).
       return void callers.resolve(req, requestId).then(
@@ -87,6 +92,9 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     if (match.kind === 'method-not-allowed') {
       return sendJson(res, 405, { error: 'Method not allowed' }, { allow: match.allow });
     }
+    if (match.kind === 'unsupported-version') return sendJson(res, 400, { error: match.error });
+    // The migration guides that deprecation `Link` headers point to.
+    if (guides.serve(req, res, path)) return;
     return notFound(req, res);
   });
   // Longer than common load-balancer idle timeouts, so they close idle connections first.

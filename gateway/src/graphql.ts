@@ -8,7 +8,7 @@ import {
   type GraphQLDataSourceProcessOptions,
   type SupergraphSdlHook,
 } from '@apollo/gateway';
-import { ApolloServer, HeaderMap } from '@apollo/server';
+import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import {
   ApolloServerPluginSchemaReportingDisabled,
   ApolloServerPluginUsageReportingDisabled,
@@ -173,6 +173,23 @@ export function formatGatewayError(logger: Logger) {
 }
 
 /**
+ * `Cache-Control` comes from the subgraphs: each sends the policy its `@cacheControl` hints give,
+ * and @apollo/gateway keeps the most restrictive (RemoteGraphQLDataSource honours subgraph
+ * Cache-Control by default; Apollo Server's cache-control plugin writes the header). What no
+ * subgraph can know is that the caller is authenticated: such an answer must never sit in a
+ * shared cache, so it is private (CONTRACT.md "GraphQL").
+ */
+const privateForCallersPlugin: ApolloServerPlugin<GraphQLContext> = {
+  async requestDidStart() {
+    return {
+      async didResolveOperation({ contextValue, overallCachePolicy }) {
+        if (contextValue.caller) overallCachePolicy.restrict({ scope: 'PRIVATE' });
+      },
+    };
+  },
+};
+
+/**
  * Federated GraphQL with @apollo/gateway behind @apollo/server, served straight from node:http
  * (no express): `handle` turns the request into Apollo's HTTPGraphQLRequest and writes back its
  * HTTPGraphQLResponse.
@@ -216,6 +233,7 @@ export function createGraphQL({ callers, supergraphPath, serviceUrls, bodyLimit,
       ApolloServerPluginUsageReportingDisabled(),
       ApolloServerPluginSchemaReportingDisabled(),
       authenticatedPlugin<GraphQLContext>(() => policy),
+      privateForCallersPlugin,
     ],
   });
 

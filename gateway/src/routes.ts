@@ -18,6 +18,11 @@ export interface RouteDef {
    * `Invalid API key`) before it reaches the service; the service checks roles and scopes.
    */
   auth?: true;
+  /**
+   * The API versions the route exists in (default `[1]`: unversioned, and `/api/v1/…`). The
+   * service serves version N of it at that version's upstream prefix + path (src/versioning.ts).
+   */
+  versions?: readonly number[];
 }
 
 /** Every REST route a client can reach through the gateway (CONTRACT.md, ARCHITECTURE.md). */
@@ -37,7 +42,15 @@ export const ROUTES: readonly RouteDef[] = [
   { service: 'content', method: 'GET', path: '/users/:userId/posts' },
   { service: 'content', method: 'GET', path: '/posts/:id' },
   { service: 'content', method: 'GET', path: '/posts/:id/comments' },
+  { service: 'catalog', method: 'GET', path: '/products', versions: [1, 2] },
+  { service: 'catalog', method: 'POST', path: '/products', auth: true, versions: [1, 2] },
+  { service: 'catalog', method: 'GET', path: '/products/:id', versions: [1, 2] },
+  { service: 'catalog', method: 'PUT', path: '/products/:id', auth: true, versions: [1, 2] },
+  { service: 'catalog', method: 'DELETE', path: '/products/:id', auth: true, versions: [1, 2] },
 ];
+
+/** The versions a route exists in. */
+export const versionsOf = (route: RouteDef): readonly number[] => route.versions ?? [1];
 
 export type RouteMatch =
   | { kind: 'route'; route: RouteDef; params: Record<string, string | undefined> }
@@ -55,11 +68,11 @@ const NO_QUERY = Object.freeze({});
 const noop = () => undefined;
 
 /**
- * Builds the route table once. Each path is registered for every method with one shared entry,
- * so a single lookup tells "route", "known path, wrong method" (405) and "unknown" (404) apart.
- * HEAD is served wherever GET is.
+ * Builds the route table of one API version once (default 1: the unversioned routes). Each path
+ * is registered for every method with one shared entry, so a single lookup tells "route", "known
+ * path, wrong method" (405) and "unknown" (404) apart. HEAD is served wherever GET is.
  */
-export function createRouteTable(routes: readonly RouteDef[] = ROUTES) {
+export function createRouteTable(routes: readonly RouteDef[] = ROUTES, version = 1) {
   const router = FindMyWay({
     caseSensitive: true,
     ignoreTrailingSlash: false,
@@ -68,6 +81,7 @@ export function createRouteTable(routes: readonly RouteDef[] = ROUTES) {
   });
   const entries = new Map<string, PathEntry>();
   for (const route of routes) {
+    if (!versionsOf(route).includes(version)) continue;
     let entry = entries.get(route.path);
     if (!entry) {
       entry = { byMethod: new Map(), allow: '' };

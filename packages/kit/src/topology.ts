@@ -8,6 +8,7 @@ export const GATEWAY_PORT = 4000;
 export const SERVICES = {
   auth: { httpPort: 4001, grpcPort: 5001 },
   content: { httpPort: 4002, grpcPort: 5002 },
+  catalog: { httpPort: 4003, grpcPort: 5003 },
 } as const;
 
 /** The dev OpenID provider that `npm start` runs on loopback (never in production). */

@@ -1,0 +1,246 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { resolve } from 'node:path';
+import { sendJson } from '@halo/kit';
+import { createRouteTable, versionsOf, type RouteDef, type RouteMatch, type RouteTable } from './routes';
+
+/**
+ * REST API versioning at the edge (CONTRACT.md "Versioning"), driven by data:
+ *
+ * - Unversioned paths are the default version (1); `/api/v<N>/<path>` is version N of `<path>`.
+ * - On an unversioned path, `?version=<N>` or `Accept: application/vnd.halo.v<N>+json` picks N.
+ * - A selector naming a version that is not configured, or malformed (`v0`, `v2x`, `abc`), is
+ *   400 `Unsupported API version`; selectors that disagree are 400 `Conflicting API versions`.
+ * - A route exists in the versions its RouteDef lists (`versions`, default `[1]`); version N of
+ *   it is proxied to `<upstreamPrefix of N><path>` (v2 of `/products/7` → catalog's `/v2/products/7`).
+ *   A configured version without the route is 404, as for any unknown route.
+ * - A version can be deprecated per path prefix: its responses there carry `Deprecation: true`,
+ *   `Sunset: <HTTP-date>` and `Link: <guide>; rel="successor-version"`.
+ * - `Vary: Accept` on the routes that exist in more than one version, and on every answer whose
+ *   version the Accept header chose, so a shared cache never serves one version for another.
+ *
+ * The unversioned hot path costs three cheap tests (path prefix, `version=` in the query string,
+ * a regex over Accept) and one Map lookup; every header object is built once, at start-up.
+ */
+
+export interface Deprecation {
+  /** A public path prefix, matched on segment boundaries: `/products` covers `/products/:id`. */
+  pathPrefix: string;
+  /** When the deprecated version stops answering there: an HTTP-date (IMF-fixdate). */
+  sunset: string;
+  /** The migration guide: an absolute URL, or a path on the gateway. */
+  link: string;
+}
+
+export interface VersionConfig {
+  /** Where services serve this version of a route: `<upstreamPrefix><path>` (`''`: the path itself). */
+  upstreamPrefix: string;
+  deprecations?: readonly Deprecation[];
+}
+
+export interface VersioningConfig {
+  /** The version of a request without any selector. */
+  defaultVersion: number;
+  versions: Readonly<Record<number, VersionConfig>>;
+}
+
+export const UNSUPPORTED_VERSION = 'Unsupported API version';
+export const CONFLICTING_VERSIONS = 'Conflicting API versions';
+
+type Headers = Readonly<Record<string, string>>;
+
+export type VersionedMatch = (RouteMatch | { kind: 'unsupported-version'; error: string }) & {
+  /** Headers the version adds to the response (deprecation notice, Vary), when there are any. */
+  headers?: Headers;
+  /** The upstream path and query, when they differ from the request's. */
+  url?: string;
+};
+
+const VARY_ACCEPT: Headers = Object.freeze({ vary: 'Accept' });
+/** In `Accept: application/vnd.halo.v2+json` the version token is what follows `.v` up to `+`, `;` or `,`. */
+const ACCEPT_SELECTOR = /vnd\.halo\.v/i;
+const ACCEPT_VERSIONS = /vnd\.halo\.v([^+;,\s]*)/gi;
+const VERSION_TOKEN = /^[1-9]\d{0,5}$/;
+
+const isDigit = (c: number) => c >= 48 && c <= 57;
+
+const IMF_FIXDATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+const ISO_UTC_DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?Z)?$/;
+
+/** `Wed, 01 Sep 2027 00:00:00 GMT` from an HTTP-date or an ISO-8601 UTC date (`2027-09-01`, `…T00:00:00Z`); null otherwise. */
+export function toHttpDate(value: string): string | null {
+  const v = value.trim();
+  if (!IMF_FIXDATE.test(v) && !ISO_UTC_DATE.test(v)) return null;
+  const ms = Date.parse(v);
+  if (Number.isNaN(ms)) return null;
+  const date = new Date(ms);
+  // A real calendar day, and for an HTTP-date its real weekday: no `2027-02-30`, no `Mon, 01 Sep 2027`.
+  if (v.endsWith('GMT') ? date.toUTCString() !== v : date.toISOString().slice(0, 10) !== v.slice(0, 10)) return null;
+  return date.toUTCString();
+}
+
+function deprecationHeaders(d: Deprecation): Headers {
+  return { deprecation: 'true', sunset: d.sunset, link: `<${d.link}>; rel="successor-version"` };
+}
+
+const covers = (prefix: string, path: string) => path === prefix || path.startsWith(prefix.endsWith('/') ? prefix : `${prefix}/`);
+
+export function createVersioning(routes: readonly RouteDef[], config: VersioningConfig) {
+  const versions = new Map(Object.entries(config.versions).map(([n, v]) => [Number(n), v]));
+  if (!versions.has(config.defaultVersion)) {
+    throw new Error(`API version ${config.defaultVersion} (the default) is not configured`);
+  }
+  for (const route of routes) {
+    for (const v of versionsOf(route)) {
+      if (!versions.has(v)) throw new Error(`${route.method} ${route.path} lists API version ${v}, which is not configured`);
+    }
+  }
+
+  // Per version: its route table, and the headers of each of its routes (only those that have any).
+  const tables = new Map<number, RouteTable>();
+  const headers = new Map<number, Map<RouteDef, Headers>>();
+  for (const [n, version] of versions) {
+    tables.set(n, createRouteTable(routes, n));
+    const byRoute = new Map<RouteDef, Headers>();
+    for (const route of routes) {
+      if (!versionsOf(route).includes(n)) continue;
+      const notice = version.deprecations?.find((d) => covers(d.pathPrefix, route.path));
+      const h: Record<string, string> = {
+        ...(notice ? deprecationHeaders(notice) : {}),
+        ...(versionsOf(route).length > 1 ? VARY_ACCEPT : {}),
+      };
+      if (Object.keys(h).length > 0) byRoute.set(route, Object.freeze(h));
+    }
+    headers.set(n, byRoute);
+  }
+  const defaultTable = tables.get(config.defaultVersion)!;
+  const defaultHeaders = headers.get(config.defaultVersion)!;
+
+  const parse = (token: string): number | null => {
+    if (!VERSION_TOKEN.test(token)) return null;
+    const n = Number(token);
+    return versions.has(n) ? n : null;
+  };
+
+  /** The slow path: a request that names a version one way or another. */
+  function selected(method: string, url: string, q: number, path: string, accept: string | undefined): VersionedMatch {
+    const named: number[] = [];
+    let valid = true;
+    const add = (token: string) => {
+      const n = parse(token);
+      if (n === null) valid = false;
+      else named.push(n);
+    };
+
+    let publicPath = path;
+    if (path.startsWith('/api/v') && isDigit(path.charCodeAt(6))) {
+      const end = path.indexOf('/', 5);
+      add(path.slice(6, end === -1 ? undefined : end));
+      publicPath = end === -1 ? '/' : path.slice(end);
+    }
+    let search = q === -1 ? '' : url.slice(q);
+    if (q !== -1 && url.includes('version=', q)) {
+      const kept: string[] = [];
+      let found = false;
+      for (const part of url.slice(q + 1).split('&')) {
+        // The name as written (the cheap test above looks for it literally); the value decoded.
+        const eq = part.indexOf('=');
+        if (eq !== -1 && part.slice(0, eq) === 'version') {
+          found = true;
+          add(decodeParam(part.slice(eq + 1)));
+        } else if (part) {
+          kept.push(part);
+        }
+      }
+      if (found) search = kept.length > 0 ? `?${kept.join('&')}` : '';
+    }
+    const byAccept = accept !== undefined && ACCEPT_SELECTOR.test(accept);
+    if (byAccept) for (const m of accept.matchAll(ACCEPT_VERSIONS)) add(m[1]!);
+
+    const vary = byAccept ? VARY_ACCEPT : undefined;
+    if (!valid) return withHeaders({ kind: 'unsupported-version', error: UNSUPPORTED_VERSION }, vary);
+    if (new Set(named).size > 1) return withHeaders({ kind: 'unsupported-version', error: CONFLICTING_VERSIONS }, vary);
+    const version = named[0] ?? config.defaultVersion;
+
+    const match: VersionedMatch = tables.get(version)!.match(method, publicPath);
+    if (match.kind !== 'route') return withHeaders(match, vary);
+    const own = headers.get(version)!.get(match.route);
+    const h = own && vary && !own.vary ? { ...own, ...vary } : (own ?? vary);
+    if (h) match.headers = h;
+    const upstream = `${versions.get(version)!.upstreamPrefix}${publicPath}${search}`;
+    if (upstream !== url) match.url = upstream;
+    return match;
+  }
+
+  return {
+    /** Replaces the plain route-table lookup: the route (and how to forward it) for this request. */
+    match(req: IncomingMessage, url: string, q: number, path: string): VersionedMatch {
+      const method = req.method ?? 'GET';
+      const accept = req.headers.accept;
+      const selects =
+        (path.startsWith('/api/v') && isDigit(path.charCodeAt(6))) ||
+        (q !== -1 && url.includes('version=', q)) ||
+        (accept !== undefined && ACCEPT_SELECTOR.test(accept));
+      if (selects) return selected(method, url, q, path, accept);
+      const match: VersionedMatch = defaultTable.match(method, path);
+      if (match.kind === 'route') {
+        // A route match is a fresh object per lookup: adding to it costs no allocation.
+        const h = defaultHeaders.get(match.route);
+        if (h) match.headers = h;
+      }
+      return match;
+    },
+  };
+}
+
+export type Versioning = ReturnType<typeof createVersioning>;
+
+/** A copy with headers: a not-found match is a shared constant and must never be mutated. */
+function withHeaders(match: VersionedMatch, headers: Headers | undefined): VersionedMatch {
+  return headers ? { ...match, headers } : match;
+}
+
+function decodeParam(s: string): string {
+  try {
+    return decodeURIComponent(s.replace(/\+/g, ' '));
+  } catch {
+    return s;
+  }
+}
+
+/** Where the repository's migration guides live (served by the gateway so a `Link` always resolves). */
+export const DEFAULT_GUIDES_DIR = resolve(__dirname, '../../docs/migrations');
+export const GUIDES_PATH = '/docs/migrations/';
+
+/**
+ * The migration guides a deprecation's `Link` points to, read once at start-up and served as
+ * `text/markdown` at `/docs/migrations/<file>.md`. A missing directory serves nothing.
+ */
+export function migrationGuides(dir: string = DEFAULT_GUIDES_DIR) {
+  const guides = new Map<string, Buffer>();
+  let files: string[] = [];
+  try {
+    files = readdirSync(dir).filter((f) => f.endsWith('.md'));
+  } catch {
+    // No guides shipped with this build.
+  }
+  for (const f of files) guides.set(`${GUIDES_PATH}${f}`, readFileSync(resolve(dir, f)));
+  return {
+    /** Answers the request when `path` is a guide; false otherwise. */
+    serve(req: IncomingMessage, res: ServerResponse, path: string): boolean {
+      const body = guides.get(path);
+      if (!body) return false;
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        sendJson(res, 405, { error: 'Method not allowed' }, { allow: 'GET, HEAD' });
+        return true;
+      }
+      res.writeHead(200, {
+        'content-type': 'text/markdown; charset=utf-8',
+        'content-length': body.length,
+        'cache-control': 'public, max-age=3600',
+      });
+      res.end(req.method === 'HEAD' ? undefined : body);
+      return true;
+    },
+  };
+}

@@ -1,0 +1,87 @@
+import { badRequest, notFound, requireAdmin, type Caller } from '@halo/kit';
+import type { ListQuery, MoneyField, Product, ProductFields, ProductPage } from './model';
+import {
+  connectionArgs,
+  listQuery,
+  newProductFields,
+  offsetOf,
+  pageMeta,
+  parseId,
+  productChanges,
+  toConnection,
+  type RawListQuery,
+} from './rules';
+
+/** What the domain needs from storage; `CatalogStore` implements it over SQL. */
+export interface CatalogRepo {
+  /** One page in the query's order, and the number of matching rows (two reads, run together). */
+  page(q: ListQuery, offset: number): Promise<Product[]>;
+  count(category: string | null): Promise<number>;
+  /** Keyset page in id order: up to `limit` products with id > `afterId`. */
+  afterId(limit: number, afterId: number | null, category: string | null): Promise<Product[]>;
+  byIds(ids: readonly number[]): Promise<Product[]>;
+  insert(p: ProductFields): Promise<Product>;
+  update(id: number, changes: Partial<ProductFields>): Promise<Product | null>;
+  delete(id: number): Promise<boolean>;
+}
+
+/** Writes need an admin token, or an API key (whose token carries scopes) with `catalog:write`. */
+export const WRITE_SCOPE = 'catalog:write';
+/** Largest batch of a by-ids lookup (gRPC GetProducts). */
+export const MAX_IDS = 1000;
+
+/**
+ * The catalog use cases, once, for every transport: REST (v1 and v2), GraphQL and gRPC call
+ * these and only translate the results. Authorisation lives here too, so no adapter can forget it.
+ */
+export class Catalog {
+  constructor(private readonly repo: CatalogRepo) {}
+
+  /** `GET /products`, `products(...)`: raw parameters in, the spec's page + meta out. */
+  async listProducts(raw: RawListQuery): Promise<ProductPage> {
+    const q = listQuery(raw);
+    const [data, total] = await Promise.all([this.repo.page(q, offsetOf(q)), this.repo.count(q.category)]);
+    return { data, meta: pageMeta(q, total) };
+  }
+
+  /** `productConnection(first, after, category)`: a Relay connection over keyset pagination by id. */
+  async productConnection(args: { first?: number | null; after?: string | null; category?: string | null }) {
+    const { first, after } = connectionArgs(args);
+    const rows = first === 0 ? [] : await this.repo.afterId(first + 1, after, args.category || null);
+    return toConnection(rows, first);
+  }
+
+  /** Ids arrive as the transport has them (REST path string, GraphQL ID, gRPC int64): 400 `Invalid id` otherwise. */
+  async getProduct(rawId: unknown): Promise<Product> {
+    const [product] = await this.repo.byIds([parseId(rawId)]);
+    if (!product) throw notFound();
+    return product;
+  }
+
+  /** Products that exist, in the order asked; unknown ids are left out. */
+  async productsByIds(rawIds: readonly unknown[]): Promise<Product[]> {
+    if (rawIds.length > MAX_IDS) throw badRequest(`At most ${MAX_IDS} ids`);
+    const ids = rawIds.map(parseId);
+    const found = new Map((await this.repo.byIds(ids)).map((p) => [p.id, p]));
+    return ids.flatMap((id) => found.get(id) ?? []);
+  }
+
+  /** Order of checks: who (401/403), then what (400), then which (404). */
+  async createProduct(caller: Caller | null, body: unknown, money: MoneyField = 'price'): Promise<Product> {
+    requireAdmin(caller, WRITE_SCOPE);
+    return this.repo.insert(newProductFields(body, money));
+  }
+
+  async updateProduct(caller: Caller | null, rawId: unknown, body: unknown, money: MoneyField = 'price'): Promise<Product> {
+    requireAdmin(caller, WRITE_SCOPE);
+    const id = parseId(rawId);
+    const updated = await this.repo.update(id, productChanges(body, money));
+    if (!updated) throw notFound();
+    return updated;
+  }
+
+  async deleteProduct(caller: Caller | null, rawId: unknown): Promise<void> {
+    requireAdmin(caller, WRITE_SCOPE);
+    if (!(await this.repo.delete(parseId(rawId)))) throw notFound();
+  }
+}

@@ -1,0 +1,25 @@
+import { unary, type GrpcServiceBinding, type Logger } from '@halo/kit';
+import { catalog as pb } from '@halo/proto';
+import type { Catalog } from '../domain/catalog';
+import type { Product } from '../domain/model';
+
+const toPb = (p: Product): pb.Product => ({
+  id: p.id,
+  name: p.name,
+  description: p.description,
+  category: p.category,
+  priceCents: p.priceCents,
+  createdAt: p.createdAt,
+  updatedAt: p.updatedAt,
+});
+
+/** `halo.catalog.v1.ProductService`: product lookups for other services (payments), over the same use cases. */
+export function productServiceBinding(catalog: Catalog, logger: Logger): GrpcServiceBinding {
+  const implementation: pb.ProductServiceServer = {
+    getProduct: unary(logger, async (req: pb.GetProductRequest) => ({ product: toPb(await catalog.getProduct(req.id)) })),
+    getProducts: unary(logger, async (req: pb.GetProductsRequest) => ({
+      products: (await catalog.productsByIds(req.ids)).map(toPb),
+    })),
+  };
+  return { name: 'halo.catalog.v1.ProductService', definition: pb.ProductServiceService, implementation };
+}

@@ -1,0 +1,146 @@
+import { createLogger, signAccessToken, type Db, type Logger } from '@halo/kit';
+import { openTestDb, TEST_JWT_SECRET } from '@halo/kit/testing';
+import { startCatalogService, type CatalogService } from '../src/app';
+import { loadCatalogConfig } from '../src/config';
+
+export type TestDb = Db & { drop(): Promise<void> };
+
+export interface TestCatalog {
+  db: TestDb;
+  service: CatalogService;
+  logger: Logger;
+  /** `http://127.0.0.1:<port>` of the running REST + GraphQL server. */
+  base: string;
+  /** Stops the service, then drops the file's schema. */
+  close(): Promise<void>;
+}
+
+export const testConfig = (extra: Record<string, string> = {}) =>
+  loadCatalogConfig({
+    HALO_ENV: 'test',
+    HTTP_PORT: '0',
+    GRPC_PORT: '0',
+    HTTP_HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    JWT_SECRET: TEST_JWT_SECRET,
+    ...extra,
+  });
+
+/** The real service, in-process, on a throwaway Postgres schema of its own (one per test file). */
+export async function startTestCatalog(extra: Record<string, string> = {}): Promise<TestCatalog> {
+  const logger = createLogger('catalog', 'silent');
+  const db = await openTestDb('catalog');
+  let service: CatalogService;
+  try {
+    service = await startCatalogService(testConfig(extra), logger, { db });
+  } catch (err) {
+    await db.drop();
+    throw err;
+  }
+  return {
+    db,
+    service,
+    logger,
+    base: `http://127.0.0.1:${service.httpPort}`,
+    async close() {
+      try {
+        await service.stop();
+      } finally {
+        await db.drop();
+      }
+    },
+  };
+}
+
+/** A fixed clock for created_at values, so time order never depends on when the test runs. */
+export const at = (minutes: number, base = '2025-06-01T12:00:00.000Z') =>
+  new Date(Date.parse(base) + minutes * 60_000).toISOString();
+
+export interface Row {
+  name: string;
+  category: string;
+  /** Cents. */
+  price: number;
+  createdAt: string;
+  description?: string;
+}
+
+export interface InsertedProduct extends Row {
+  id: number;
+}
+
+/** Inserts many products in one statement, in the order given (ids ascend with it). */
+export async function insertProducts(db: Db, rows: Row[]): Promise<InsertedProduct[]> {
+  const { rows: out } = await db.query<{ id: number; ord: number }>(
+    `INSERT INTO products (name, category, price, description, created_at, updated_at)
+     SELECT name, category, cents / 100.0, description, created_at, created_at
+     FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[]) WITH ORDINALITY
+       AS t(name, category, cents, description, created_at, ord)
+     ORDER BY ord
+     RETURNING id`,
+    [
+      rows.map((r) => r.name),
+      rows.map((r) => r.category),
+      rows.map((r) => r.price),
+      rows.map((r) => r.description ?? ''),
+      rows.map((r) => r.createdAt),
+    ],
+  );
+  const ids = out.map((r) => r.id).sort((a, b) => a - b);
+  return rows.map((r, i) => ({ ...r, id: ids[i]! }));
+}
+
+export interface GraphQLBody<D = Record<string, unknown>> {
+  data?: D | null;
+  errors?: { message: string; path?: (string | number)[]; extensions?: { code?: string } & Record<string, unknown> }[];
+}
+
+/** POSTs one GraphQL operation as JSON, the way the gateway calls a subgraph. */
+export async function gql<D = Record<string, any>>( // any: every query has its own shape, asserted by the test
+  base: string,
+  query: string,
+  variables?: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; body: GraphQLBody<D> }> {
+  const res = await fetch(`${base}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ query, variables }),
+  });
+  return { status: res.status, headers: res.headers, body: (await res.json()) as GraphQLBody<D> };
+}
+
+/**
+ * `Authorization` headers for the callers the contract distinguishes, signed with the test secret
+ * the way auth issues them (an API key is exchanged for a token that carries its scopes).
+ */
+const token = (role: 'user' | 'admin', scope?: string) =>
+  signAccessToken(
+    { sub: role === 'admin' ? '1' : '2', name: role, role, ...(scope === undefined ? {} : { scope, akid: 'k1' }) },
+    TEST_JWT_SECRET,
+    300,
+  );
+export const AS = {
+  admin: () => ({ authorization: `Bearer ${token('admin')}` }),
+  user: () => ({ authorization: `Bearer ${token('user')}` }),
+  writeKey: () => ({ authorization: `Bearer ${token('admin', 'catalog:write')}` }),
+  otherKey: () => ({ authorization: `Bearer ${token('admin', 'profile:read')}` }),
+  userKey: () => ({ authorization: `Bearer ${token('user', 'catalog:write')}` }),
+  badToken: () => ({ authorization: 'Bearer not-a-token' }),
+  foreign: () => ({
+    authorization: `Bearer ${signAccessToken({ sub: '1', name: 'x', role: 'admin' }, 'someone-elses-secret-of-32-bytes-or-more', 300)}`,
+  }),
+};
+
+/** One REST call; the body is parsed when there is one. */
+export async function call(base: string, method: string, path: string, init: { body?: unknown; headers?: Record<string, string> } = {}) {
+  const headers: Record<string, string> = { ...init.headers };
+  let body: string | undefined;
+  if (init.body !== undefined) {
+    headers['content-type'] ??= 'application/json';
+    body = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
+  }
+  const res = await fetch(`${base}${path}`, { method, headers, body });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, body: text ? (JSON.parse(text) as Record<string, any>) : undefined }; // any: asserted per test
+}
