@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
+import { SERVICE_NAMES } from '@halo/kit';
 import { dropSchema } from '@halo/kit/testing';
 import { startSystem, type RunningSystem } from '@halo/tools';
 
@@ -28,6 +29,8 @@ interface Row {
   p99: number;
   errors: number;
 }
+
+const PRODUCTS = '/products?category=books&sort=price&order=desc&page=1&limit=10';
 
 const NESTED_QUERY = JSON.stringify({
   query: '{ users { id name posts { id title author { id name } comments { id body author { name } } } } }',
@@ -79,7 +82,12 @@ async function main(): Promise<void> {
         DATABASE_URL: process.env.DATABASE_URL,
       },
       // Postgres mode works in a throwaway schema (dropped below); PGlite in a temp directory.
-      envFor: { content: { DATA_DIR: join(dataDir, 'content'), DB_SCHEMA: MODE === 'postgres' ? benchSchema : undefined } },
+      envFor: Object.fromEntries(
+        SERVICE_NAMES.map((name) => [
+          name,
+          { DATA_DIR: join(dataDir, name), DB_SCHEMA: MODE === 'postgres' ? `${benchSchema}_${name}` : undefined },
+        ]),
+      ),
       onLog: (name, line) => process.stderr.write(`${name}| ${line}\n`),
     });
     const readySecs = (Date.now() - started) / 1000;
@@ -88,6 +96,7 @@ async function main(): Promise<void> {
 
     const gw = system.gatewayUrl;
     const content = system.processes.find((p) => p.name === 'content')!.url;
+    const catalog = system.processes.find((p) => p.name === 'catalog')!.url;
     const idle = Object.fromEntries(system.processes.map((p) => [p.name, memOf(p.child.pid!).rss]));
 
     const gql = { method: 'POST' as const, body: NESTED_QUERY, headers: { 'content-type': 'application/json' } };
@@ -101,6 +110,8 @@ async function main(): Promise<void> {
     await run('REST /hello via gateway', `${gw}/hello`);
     await run('REST /posts/2 direct', `${content}/posts/2`);
     await run('REST /posts/2 via gateway', `${gw}/posts/2`);
+    await run('REST /products (filter+sort) direct', `${catalog}${PRODUCTS}`);
+    await run('REST /products (filter+sort) via gateway', `${gw}${PRODUCTS}`);
     await run('GraphQL nested direct (subgraph)', `${content}/graphql`, gql);
     await run('GraphQL nested via gateway', `${gw}/graphql`, gql);
 
@@ -113,7 +124,7 @@ async function main(): Promise<void> {
     ceiling?.kill();
     await system?.stop();
     rmSync(dataDir, { recursive: true, force: true });
-    if (MODE === 'postgres') await dropSchema(benchSchema, process.env.DATABASE_URL!);
+    if (MODE === 'postgres') for (const name of SERVICE_NAMES) await dropSchema(`${benchSchema}_${name}`, process.env.DATABASE_URL!);
   }
 }
 
@@ -123,6 +134,7 @@ function render(rows: Row[], mem: { name: string; idle: number; peak: number }[]
   const ratios = [
     ['REST /hello: gateway ÷ direct', ratio('REST /hello via gateway', 'REST /hello direct'), '≥ 0.5'],
     ['REST /posts/2: gateway ÷ direct', ratio('REST /posts/2 via gateway', 'REST /posts/2 direct'), '≥ 0.5'],
+    ['REST /products: gateway ÷ direct', ratio('REST /products (filter+sort) via gateway', 'REST /products (filter+sort) direct'), '≥ 0.5'],
     ['GraphQL nested: gateway ÷ subgraph', ratio('GraphQL nested via gateway', 'GraphQL nested direct (subgraph)'), '—'],
     ['REST /hello direct ÷ raw node:http', ratio('REST /hello direct', 'raw node:http (ceiling)'), '—'],
     ['REST /hello via gateway ÷ raw node:http', ratio('REST /hello via gateway', 'raw node:http (ceiling)'), '—'],
