@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
   DEV_OIDC_PORT,
+  ensurePgliteTemplate,
   GATEWAY_PORT,
   grpcAddrVar,
   SERVICE_NAMES,
@@ -83,6 +84,13 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
   const o = { ...opts, env: { ...common, ...opts.env } };
 
   try {
+    // Embedded mode: one empty PGlite cluster, made once, that every new service database copies.
+    const databaseUrl = o.env.DATABASE_URL ?? process.env.DATABASE_URL;
+    if (!databaseUrl) {
+      const template = resolve(ROOT, '.data', '.pglite-template');
+      ensurePgliteTemplate(template);
+      o.env = { PGLITE_TEMPLATE_DIR: template, ...o.env };
+    }
     const early: RunningProcess[] = [];
     if (opts.devOidc ?? dev) {
       const port = DEV_OIDC_PORT + offset;

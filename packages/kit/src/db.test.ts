@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDb } from './db';
+import { ensurePgliteTemplate, initPgliteDataDir, isPgliteCluster, openDb } from './db';
 import { dropSchema, openTestDb, TEST_DATABASE_URL, TEST_ENGINES, throwawaySchema, type TestDb } from './testing';
 
 const engines = TEST_ENGINES;
@@ -242,6 +242,33 @@ describe('Db on pglite with a data directory', () => {
       await expect(other.query('SELECT body FROM notes')).rejects.toThrow(/does not exist/);
     } finally {
       await other.close();
+    }
+  }, 60_000);
+
+  it('a new data directory copied from a template cluster is a working, independent database', async () => {
+    const template = join(dataDir, 'template');
+    ensurePgliteTemplate(template);
+    expect(isPgliteCluster(template)).toBe(true);
+    const a = join(dataDir, 'from-template-a');
+    const b = join(dataDir, 'from-template-b');
+    initPgliteDataDir(a, template);
+    initPgliteDataDir(b, template);
+    const dbA = await openDb({ dataDir: a, schema: 'svc' });
+    const dbB = await openDb({ dataDir: b, schema: 'svc' });
+    try {
+      await dbA.exec(`CREATE TABLE t (v int); INSERT INTO t VALUES (1)`);
+      expect((await dbA.query('SELECT v FROM t')).rows).toEqual([{ v: 1 }]);
+      await expect(dbB.query('SELECT v FROM t')).rejects.toThrow(/does not exist/);
+    } finally {
+      await dbA.close();
+      await dbB.close();
+    }
+    // The template itself stays empty.
+    const again = await openDb({ dataDir: template, schema: 'svc' });
+    try {
+      await expect(again.query('SELECT v FROM t')).rejects.toThrow(/does not exist/);
+    } finally {
+      await again.close();
     }
   }, 60_000);
 });
