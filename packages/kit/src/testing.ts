@@ -3,6 +3,7 @@ import { Writable } from 'node:stream';
 import pg from 'pg';
 import pino from 'pino';
 import { openDb, type Db } from './db';
+import { createLogger, type Logger } from './logger';
 
 /** The real Postgres used by the test suites (CI starts it; see README). */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -106,3 +107,56 @@ export class TestBrowser {
     return { res, url };
   }
 }
+
+/** The environment every in-process test service starts with (ports chosen by the OS). */
+export const TEST_SERVICE_ENV: Readonly<Record<string, string>> = Object.freeze({
+  HALO_ENV: 'test',
+  HTTP_PORT: '0',
+  GRPC_PORT: '0',
+  HTTP_HOST: '127.0.0.1',
+  LOG_LEVEL: 'silent',
+  JWT_SECRET: TEST_JWT_SECRET,
+});
+
+export interface TestService<S> {
+  db: TestDb;
+  service: S;
+  logger: Logger;
+  /** `http://127.0.0.1:<port>` of the running REST + GraphQL server. */
+  base: string;
+  /** Stops the service, then drops the file's schema. */
+  close(): Promise<void>;
+}
+
+/** A real service, in-process, on a throwaway Postgres schema of its own (one per test file). */
+export async function startTestService<S extends { httpPort: number; stop(): Promise<void> }>(
+  name: string,
+  start: (logger: Logger, db: Db) => Promise<S>,
+): Promise<TestService<S>> {
+  const logger = createLogger(name, 'silent');
+  const db = await openTestDb(name);
+  let service: S;
+  try {
+    service = await start(logger, db);
+  } catch (err) {
+    await db.drop();
+    throw err;
+  }
+  return {
+    db,
+    service,
+    logger,
+    base: `http://127.0.0.1:${service.httpPort}`,
+    async close() {
+      try {
+        await service.stop();
+      } finally {
+        await db.drop();
+      }
+    },
+  };
+}
+
+/** A fixed clock for created_at values, so ordering never depends on when a test runs. */
+export const minutesAfter = (minutes: number, base = '2025-06-01T12:00:00.000Z') =>
+  new Date(Date.parse(base) + minutes * 60_000).toISOString();

@@ -1,5 +1,5 @@
 import { createLogger, type Logger } from '@halo/kit';
-import { openTestDb, TEST_JWT_SECRET, type TestDb } from '@halo/kit/testing';
+import { openTestDb, TEST_JWT_SECRET, TEST_SERVICE_ENV, type TestDb } from '@halo/kit/testing';
 import { startContentService, type ContentService } from '../../content/src/app';
 import { loadContentConfig } from '../../content/src/config';
 import { startAuthService, type AuthService } from '../src/app';
@@ -7,14 +7,7 @@ import { loadAuthConfig } from '../src/config';
 
 export { TEST_JWT_SECRET };
 
-const COMMON = {
-  HALO_ENV: 'test',
-  HTTP_PORT: '0',
-  GRPC_PORT: '0',
-  HTTP_HOST: '127.0.0.1',
-  LOG_LEVEL: 'silent',
-  JWT_SECRET: TEST_JWT_SECRET,
-};
+const COMMON = TEST_SERVICE_ENV;
 
 export const authTestConfig = (contentGrpcPort: number, extra: Record<string, string> = {}) =>
   loadAuthConfig({ ...COMMON, CONTENT_GRPC_ADDR: `127.0.0.1:${contentGrpcPort}`, ...extra });

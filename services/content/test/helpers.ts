@@ -1,60 +1,20 @@
-import { createLogger, signAccessToken, type Db, type Logger } from '@halo/kit';
-import { openTestDb, TEST_JWT_SECRET } from '@halo/kit/testing';
+import { signAccessToken, type Db } from '@halo/kit';
+import { minutesAfter, startTestService, TEST_JWT_SECRET, TEST_SERVICE_ENV, type TestService } from '@halo/kit/testing';
+
+export type { TestDb } from '@halo/kit/testing';
 import { startContentService, type ContentService } from '../src/app';
 import { loadContentConfig } from '../src/config';
 
-export type TestDb = Db & { drop(): Promise<void> };
+export type TestContent = TestService<ContentService>;
 
-export interface TestContent {
-  db: TestDb;
-  service: ContentService;
-  logger: Logger;
-  /** `http://127.0.0.1:<port>` of the running REST + GraphQL server. */
-  base: string;
-  /** Stops the service, then drops the file's schema. */
-  close(): Promise<void>;
-}
-
-export const testConfig = (extra: Record<string, string> = {}) =>
-  loadContentConfig({
-    HALO_ENV: 'test',
-    HTTP_PORT: '0',
-    GRPC_PORT: '0',
-    HTTP_HOST: '127.0.0.1',
-    LOG_LEVEL: 'silent',
-    JWT_SECRET: TEST_JWT_SECRET,
-    ...extra,
-  });
+export const testConfig = (extra: Record<string, string> = {}) => loadContentConfig({ ...TEST_SERVICE_ENV, ...extra });
 
 /** The real service, in-process, on a throwaway Postgres schema of its own (one per test file). */
-export async function startTestContent(): Promise<TestContent> {
-  const logger = createLogger('content', 'silent');
-  const db = await openTestDb('content');
-  let service: ContentService;
-  try {
-    service = await startContentService(testConfig(), logger, { db });
-  } catch (err) {
-    await db.drop();
-    throw err;
-  }
-  return {
-    db,
-    service,
-    logger,
-    base: `http://127.0.0.1:${service.httpPort}`,
-    async close() {
-      try {
-        await service.stop();
-      } finally {
-        await db.drop();
-      }
-    },
-  };
-}
+export const startTestContent = (extra: Record<string, string> = {}): Promise<TestContent> =>
+  startTestService('content', (logger, db) => startContentService(testConfig(extra), logger, { db }));
 
-/** A fixed clock for created_at values, so "newest first" never depends on when the test runs. */
-export const at = (minutes: number, base = '2025-06-01T12:00:00.000Z') =>
-  new Date(Date.parse(base) + minutes * 60_000).toISOString();
+/** A fixed clock for created_at values, so ordering never depends on when the test runs. */
+export const at = minutesAfter;
 
 export interface InsertedUser {
   id: number;
