@@ -1,32 +1,13 @@
 import { content } from '@halo/proto';
-import { service as healthService } from 'grpc-health-check';
 import pino from 'pino';
 import { HaloError, notFound } from './errors';
-import { callUnary, clientChannelOptions, grpc, startGrpcServer, unary, type RunningGrpcServer } from './grpc';
+import { callUnary, checkHealth, clientChannelOptions, grpc, HealthClient, startGrpcServer, unary, type RunningGrpcServer } from './grpc';
 import { capturingLogger } from './testing';
 
 const USER_SERVICE = 'halo.content.v1.UserService';
 
-
-// The standard grpc.health.v1 client, built from the definition grpc-health-check ships.
-type HealthResponse = { status: string };
-interface HealthClient extends grpc.Client {
-  Check(
-    req: { service: string },
-    options: Partial<grpc.CallOptions>,
-    callback: (err: grpc.ServiceError | null, res: HealthResponse) => void,
-  ): grpc.ClientUnaryCall;
-  Watch(req: { service: string }): grpc.ClientReadableStream<HealthResponse>;
-}
-const HealthClient = grpc.makeGenericClientConstructor(
-  healthService as grpc.ServiceDefinition,
-  'grpc.health.v1.Health',
-) as unknown as new (address: string, credentials: grpc.ChannelCredentials) => HealthClient;
-
-function healthCheck(client: HealthClient, service: string): Promise<HealthResponse> {
-  return new Promise((resolve, reject) => {
-    client.Check({ service }, { deadline: Date.now() + 5_000 }, (err, res) => (err ? reject(err) : resolve(res)));
-  });
+function healthCheck(client: HealthClient, service: string): Promise<{ status: string }> {
+  return checkHealth(client, service, { defaultDeadlineMs: 5_000 }).then((status) => ({ status }));
 }
 
 /** A handler that never answers until the test says so. */
@@ -183,7 +164,7 @@ describe('gRPC server shutdown', () => {
       const watch = health.Watch({ service: USER_SERVICE });
       watch.on('error', () => undefined); // cancelled when the server goes away
       const firstStatus = new Promise<void>((resolve) => watch.once('data', () => resolve()));
-      watch.on('data', (res: HealthResponse) => statuses.push(res.status));
+      watch.on('data', (res: { status: string }) => statuses.push(res.status));
       await firstStatus;
 
       // The open Watch keeps the server busy, so shutdown has to force it after its grace period.

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { HealthImplementation } from 'grpc-health-check';
+import { HealthImplementation, service as healthService } from 'grpc-health-check';
 import { fromGrpcError, toGrpcError } from './errors';
 import type { Logger } from './logger';
 import { saneRequestId } from './request-id';
@@ -123,3 +123,24 @@ export const clientChannelOptions: grpc.ChannelOptions = {
   'grpc.keepalive_time_ms': 30_000,
   'grpc.keepalive_timeout_ms': 10_000,
 };
+
+/** A `grpc.health.v1.Health` client (probes, peers' readiness, tests), from grpc-health-check's definition. */
+export interface HealthClient extends grpc.Client {
+  Check(
+    request: { service: string },
+    metadata: grpc.Metadata,
+    options: Partial<grpc.CallOptions>,
+    callback: (err: grpc.ServiceError | null, res: { status: string }) => void,
+  ): grpc.ClientUnaryCall;
+  Watch(request: { service: string }): grpc.ClientReadableStream<{ status: string }>;
+}
+
+export const HealthClient = grpc.makeGenericClientConstructor(
+  healthService as grpc.ServiceDefinition,
+  'grpc.health.v1.Health',
+) as unknown as new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ClientOptions) => HealthClient;
+
+/** The serving status of `service` ('' = the whole server) at `client`, with the usual deadline. */
+export function checkHealth(client: HealthClient, service: string, opts: CallOptions & { defaultDeadlineMs: number }): Promise<string> {
+  return callUnary(client, client.Check, { service }, opts).then((r) => r.status);
+}

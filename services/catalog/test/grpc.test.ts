@@ -1,6 +1,5 @@
-import { callUnary, grpc } from '@halo/kit';
+import { callUnary, grpc, HealthClient } from '@halo/kit';
 import { catalog } from '@halo/proto';
-import { service as healthService } from 'grpc-health-check';
 import { at, insertProducts, startTestCatalog, type InsertedProduct, type TestCatalog } from './helpers';
 
 /** `halo.catalog.v1.ProductService` over a real gRPC connection (payments will call it for orders). */
@@ -12,18 +11,6 @@ let products: InsertedProduct[];
 
 const OPTS = { defaultDeadlineMs: 2000, requestId: 'catalog-test-1' };
 
-interface HealthClient extends grpc.Client {
-  Check(
-    request: { service: string },
-    metadata: grpc.Metadata,
-    options: Partial<grpc.CallOptions>,
-    callback: (err: grpc.ServiceError | null, res: { status: string }) => void,
-  ): grpc.ClientUnaryCall;
-}
-const HealthClient = grpc.makeGenericClientConstructor(
-  healthService as grpc.ServiceDefinition,
-  'grpc.health.v1.Health',
-) as unknown as new (address: string, credentials: grpc.ChannelCredentials) => HealthClient;
 
 beforeAll(async () => {
   t = await startTestCatalog();

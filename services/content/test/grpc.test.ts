@@ -1,6 +1,5 @@
-import { callUnary, grpc, HaloError } from '@halo/kit';
+import { callUnary, grpc, HaloError, HealthClient } from '@halo/kit';
 import { content } from '@halo/proto';
-import { service as healthService } from 'grpc-health-check';
 import { insertUsers, startTestContent, type InsertedUser, type TestContent } from './helpers';
 
 let t: TestContent;
@@ -12,19 +11,6 @@ let cy: InsertedUser;
 
 const OPTS = { defaultDeadlineMs: 2000, requestId: 'test-1' };
 
-/** The standard grpc.health.v1.Health client, built from the definition grpc-health-check ships. */
-interface HealthClient extends grpc.Client {
-  Check(
-    request: { service: string },
-    metadata: grpc.Metadata,
-    options: Partial<grpc.CallOptions>,
-    callback: (err: grpc.ServiceError | null, res: { status: string }) => void,
-  ): grpc.ClientUnaryCall;
-}
-const HealthClient = grpc.makeGenericClientConstructor(
-  healthService as grpc.ServiceDefinition,
-  'grpc.health.v1.Health',
-) as unknown as new (address: string, credentials: grpc.ChannelCredentials) => HealthClient;
 
 const check = (service: string) => callUnary(health, health.Check, { service }, OPTS);
 
