@@ -144,7 +144,7 @@ describe('gRPC server and client helpers', () => {
   });
 
   it('answers NOT_FOUND for a service it does not serve', async () => {
-    await expect(healthCheck(health, 'halo.nope.v1.Nope')).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
+    await expect(healthCheck(health, 'halo.nope.v1.Nope')).rejects.toMatchObject({ kind: 'NOT_FOUND' });
   });
 });
 
@@ -172,7 +172,7 @@ describe('gRPC server shutdown', () => {
       stopped = true;
       expect(statuses).toEqual(['SERVING', 'NOT_SERVING']);
 
-      await expect(healthCheck(health, '')).rejects.toMatchObject({ code: grpc.status.UNAVAILABLE });
+      await expect(healthCheck(health, '')).rejects.toMatchObject({ kind: 'UNAVAILABLE' });
       const err = await callUnary(client, client.getUser, { id: 1 }, { defaultDeadlineMs: 2_000 }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(HaloError);
       expect((err as HaloError).kind).toBe('UNAVAILABLE');
