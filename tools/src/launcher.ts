@@ -14,7 +14,7 @@ import {
 import { DEV_JWT_SECRET, DEV_OIDC_CLIENT_ID, DEV_OIDC_CLIENT_SECRET } from './dev-defaults';
 
 /**
- * Starts Halo as separate processes on loopback — every service, then the gateway — and waits
+ * Starts Halo as separate processes on loopback — every service and the gateway — and waits
  * until each answers `/readyz`. `npm start`, the e2e suite and the benchmark all use this, so
  * the way Halo is started in tests is the way a newcomer starts it.
  */
@@ -116,8 +116,8 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
       const grpc = SERVICES[name].grpcPort + offset;
       return launch(name, { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_PORT: String(grpc) }, peers[serviceUrlVar(name)]!, '/readyz', o, running, `127.0.0.1:${grpc}`);
     });
-    await Promise.all([...early, ...services].map((p) => waitReady(p, readyTimeoutMs)));
-
+    // The gateway needs only its supergraph file to start, so it starts alongside the services;
+    // the system is ready when every process is.
     const gateway = launch(
       'gateway',
       { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(gwPort), NODE_OPTIONS: gatewayNodeOptions(o) },
@@ -126,7 +126,7 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
       o,
       running,
     );
-    await waitReady(gateway, readyTimeoutMs);
+    await Promise.all([...early, ...services, gateway].map((p) => waitReady(p, readyTimeoutMs)));
     return { gatewayUrl: gateway.url, processes: running, stop };
   } catch (err) {
     await stop();
