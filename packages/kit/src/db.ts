@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { cpSync, existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import type { Logger } from './logger';
@@ -159,17 +159,16 @@ export function initPgliteDataDir(dataDir: string, template = process.env.PGLITE
     cpSync(template, dataDir, { recursive: true });
     return;
   }
-  mkdirSync(dataDir, { recursive: true });
-  const script =
-    'const { PGlite } = require(process.argv[1]);' +
-    'new PGlite({ dataDir: process.argv[2] }).waitReady.then(function () { process.exit(0); },' +
-    ' function (e) { console.error(e && e.message); process.exit(1); });';
-  const result = spawnSync(process.execPath, ['-e', script, require.resolve('@electric-sql/pglite'), dataDir], {
-    encoding: 'utf8',
-    timeout: 120_000,
-  });
+  runPgliteInit([dataDir]);
+}
+
+/** `packages/kit/bin/pglite-init.js`: plain JS, so `npm start` can run it during the build. */
+export const PGLITE_INIT_SCRIPT = resolve(__dirname, '../bin/pglite-init.js');
+
+function runPgliteInit(args: string[]): void {
+  const result = spawnSync(process.execPath, [PGLITE_INIT_SCRIPT, ...args], { encoding: 'utf8', timeout: 120_000 });
   if (result.status !== 0) {
-    throw new Error(`Could not initialise the embedded database in ${dataDir}: ${result.stderr || result.error?.message}`);
+    throw new Error(`Could not initialise the embedded database in ${args.at(-1)}: ${result.stderr || result.error?.message}`);
   }
 }
 
@@ -180,14 +179,5 @@ export const isPgliteCluster = (dir: string) => existsSync(join(dir, 'PG_VERSION
  * beside it and renamed into place, so concurrent launchers never see half a template.
  */
 export function ensurePgliteTemplate(dir: string): void {
-  if (isPgliteCluster(dir)) return;
-  const building = `${dir}.${process.pid}.tmp`;
-  rmSync(building, { recursive: true, force: true });
-  initPgliteDataDir(building, undefined);
-  try {
-    renameSync(building, dir);
-  } catch (err) {
-    rmSync(building, { recursive: true, force: true });
-    if (!isPgliteCluster(dir)) throw err;
-  }
+  if (!isPgliteCluster(dir)) runPgliteInit(['--atomic', dir]);
 }
