@@ -11,3 +11,4 @@ export * from './migrate';
 export * from './redis';
 export * from './topology';
 export * from './service';
+export * from './ids';

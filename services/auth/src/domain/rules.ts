@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { badRequest } from '@halo/kit';
+import { badRequest, parseId as parseKitId } from '@halo/kit';
 
 /** A user as content owns it (auth keeps credentials only). Timestamps are ISO-8601 UTC. */
 export interface User {
@@ -109,11 +109,9 @@ export function apiKeyInput(body: unknown): { name: string; scopes: Scope[] } {
   return { name, scopes: parseScopes(b.scopes) };
 }
 
-const ID = /^\d{1,15}$/;
-
-/** Ids are integers in REST; anything else is 400 `Invalid id` (as in content). */
+/** The kit's id rule (400 `Invalid id`), and no id here is 0 (identity columns start at 1). */
 export function parseId(raw: unknown): number {
-  const s = typeof raw === 'number' ? String(raw) : raw;
-  if (typeof s !== 'string' || !ID.test(s) || Number(s) === 0) throw badRequest('Invalid id');
-  return Number(s);
+  const id = parseKitId(raw);
+  if (id === 0) throw badRequest('Invalid id');
+  return id;
 }

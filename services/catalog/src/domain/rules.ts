@@ -19,14 +19,8 @@ export const MAX_NAME = 200;
 export const MAX_CATEGORY = 50;
 export const MAX_DESCRIPTION = 5000;
 
-const ID = /^\d{1,15}$/;
-
-/** Ids are integers in REST and ID strings in GraphQL; anything else is 400 `Invalid id`. */
-export function parseId(raw: unknown): number {
-  const s = typeof raw === 'number' ? String(raw) : raw;
-  if (typeof s !== 'string' || !ID.test(s)) throw badRequest('Invalid id');
-  return Number(s);
-}
+/** Ids are parsed by the kit (400 `Invalid id`), the same in every service. */
+export { parseId } from '@halo/kit';
 
 const DIGITS = /^\d+$/;
 

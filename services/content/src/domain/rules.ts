@@ -8,14 +8,8 @@ export function greeting(name: unknown): string {
 
 export const HELLO = 'Halo Dunia!';
 
-const ID = /^\d{1,15}$/;
-
-/** Ids are integers in REST and ID strings in GraphQL; anything else is 400 `Invalid id`. */
-export function parseId(raw: unknown): number {
-  const s = typeof raw === 'number' ? String(raw) : raw;
-  if (typeof s !== 'string' || !ID.test(s)) throw badRequest('Invalid id');
-  return Number(s);
-}
+/** Ids are parsed by the kit (400 `Invalid id`), the same in every service. */
+export { parseId } from '@halo/kit';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
