@@ -12,3 +12,4 @@ export * from './redis';
 export * from './topology';
 export * from './service';
 export * from './ids';
+export * from './email';

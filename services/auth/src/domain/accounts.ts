@@ -1,4 +1,4 @@
-import { conflict, isHaloError, requireCaller, requireScope, unauthenticated, type Caller, type Logger } from '@halo/kit';
+import { conflict, isHaloError, normaliseEmail, requireCaller, requireScope, unauthenticated, type Caller, type Logger } from '@halo/kit';
 import { loginInput, registration, type User } from './rules';
 import { INVALID_CREDENTIALS } from './tokens';
 
@@ -113,7 +113,7 @@ export class Accounts {
    */
   async findOrCreateUserByEmail(input: { email: string; name: string }, requestId: string): Promise<User> {
     const { users } = this.deps;
-    const email = input.email.trim().toLowerCase();
+    const email = normaliseEmail(input.email);
     const existing = await users.byEmail(email, requestId);
     if (existing) return existing;
     try {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { badRequest, parseId as parseKitId } from '@halo/kit';
+import { badRequest, isEmailAddress, normaliseEmail, parseId as parseKitId } from '@halo/kit';
 
 /** A user as content owns it (auth keeps credentials only). Timestamps are ISO-8601 UTC. */
 export interface User {
@@ -14,11 +14,6 @@ export interface User {
 export const MIN_PASSWORD_LENGTH = 8;
 /** argon2 pre-hashes any length, but nobody types a kilobyte: a cap keeps request cost bounded. */
 export const MAX_PASSWORD_LENGTH = 1024;
-
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-
-/** Emails are compared trimmed and lower-cased everywhere (content stores them that way too). */
-export const normaliseEmail = (email: string) => email.trim().toLowerCase();
 
 export function passwordPolicy(password: unknown): string {
   if (typeof password !== 'string' || password === '') throw badRequest('password is required');
@@ -45,7 +40,7 @@ export function registration(body: unknown): Registration {
   if (name.length > 100) throw badRequest('name must be at most 100 characters');
   const email = typeof b.email === 'string' ? normaliseEmail(b.email) : '';
   if (!email) throw badRequest('email is required');
-  if (email.length > 254 || !EMAIL.test(email)) throw badRequest('email is invalid');
+  if (!isEmailAddress(email)) throw badRequest('email is invalid');
   return { name, email, password: passwordPolicy(b.password) };
 }
 

@@ -1,4 +1,4 @@
-import { conflict, notFound } from '@halo/kit';
+import { conflict, normaliseEmail, notFound } from '@halo/kit';
 import { embeddedAuthor, type Comment, type Post, type User } from './model';
 import { connectionArgs, newUser, toConnection, type Cursor, type NewUser } from './rules';
 
@@ -34,7 +34,7 @@ export class Content {
   }
 
   async userByEmail(email: string): Promise<User> {
-    const user = await this.repo.userByEmail(email.trim().toLowerCase());
+    const user = await this.repo.userByEmail(normaliseEmail(email));
     if (!user) throw notFound();
     return user;
   }

@@ -1,4 +1,4 @@
-import { badRequest } from '@halo/kit';
+import { badRequest, isEmailAddress, normaliseEmail } from '@halo/kit';
 
 /** CONTRACT.md: `POST /greet` needs a non-empty string name. */
 export function greeting(name: unknown): string {
@@ -11,7 +11,6 @@ export const HELLO = 'Halo Dunia!';
 /** Ids are parsed by the kit (400 `Invalid id`), the same in every service. */
 export { parseId } from '@halo/kit';
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 export interface NewUser {
   name: string;
@@ -25,9 +24,9 @@ export function newUser(input: { name?: unknown; email?: unknown; avatar?: unkno
   const name = typeof input.name === 'string' ? input.name.trim() : '';
   if (!name) throw badRequest('name is required');
   if (name.length > 100) throw badRequest('name must be at most 100 characters');
-  const email = typeof input.email === 'string' ? input.email.trim().toLowerCase() : '';
+  const email = typeof input.email === 'string' ? normaliseEmail(input.email) : '';
   if (!email) throw badRequest('email is required');
-  if (email.length > 254 || !EMAIL.test(email)) throw badRequest('email is invalid');
+  if (!isEmailAddress(email)) throw badRequest('email is invalid');
   const avatar = typeof input.avatar === 'string' && input.avatar.trim() ? input.avatar.trim() : null;
   const role = input.role === 'admin' ? 'admin' : 'user';
   return { name, email, avatar, role };
