@@ -1,8 +1,6 @@
 // One Jest run for the whole monorepo. Tests run from TypeScript sources through SWC (no type
 // checking here; `npm run build` type-checks). ESM-only dependencies are transformed to CommonJS.
-// PGlite's CommonJS build loads its WASM parts with dynamic import(), which Jest's CommonJS sandbox
-// refuses; transforming it turns those into require() calls.
-const ESM_ONLY = ['jose', 'openid-client', 'oauth4webapi', 'graphql-ws', '@electric-sql/pglite'];
+const ESM_ONLY = ['jose', 'openid-client', 'oauth4webapi', 'graphql-ws'];
 // oidc-provider 8 (the dev OpenID provider, tools/src/dev-oidc.ts) and the ESM-only packages it loads.
 const OIDC_PROVIDER_ESM = [
   'oidc-provider', 'quick-lru', 'nanoid', 'got', '@sindresorhus/is', 'p-cancelable', '@szmarczak/http-timer',
@@ -26,6 +24,7 @@ module.exports = {
   moduleNameMapper: {
     '^@halo/kit$': '<rootDir>/packages/kit/src/index.ts',
     '^@halo/kit/testing$': '<rootDir>/packages/kit/src/testing.ts',
+    '^@halo/kit/launch$': '<rootDir>/packages/kit/src/launch.ts',
     '^@halo/proto$': '<rootDir>/packages/proto/src/index.ts',
   },
   testTimeout: 30_000,

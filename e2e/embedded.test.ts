@@ -1,15 +1,21 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import pg from 'pg';
 import { startE2ESystem } from './helpers';
 
 /**
- * The front door: with no DATABASE_URL the system runs on embedded PGlite, seeds the demo data,
- * and a restart on the same data directory neither duplicates nor loses rows.
+ * The front door: with no DATABASE_URL the launcher runs one embedded PostgreSQL, each service
+ * on its own role and schema; it seeds the demo data, a restart on the same data directory
+ * neither duplicates nor loses rows, a launcher killed with SIGKILL leaves nothing that blocks
+ * the next start, and two systems on one machine do not collide.
  */
-const dataDir = mkdtempSync(join(tmpdir(), 'halo-e2e-embedded-'));
+const root = mkdtempSync(join(tmpdir(), 'halo-e2e-embedded-'));
+// Run as root, the embedded PostgreSQL runs as user postgres, which must reach its data directory.
+chmodSync(root, 0o755);
 
-afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 async function snapshot(url: string) {
   const res = await fetch(`${url}/graphql`, {
@@ -21,9 +27,21 @@ async function snapshot(url: string) {
     .users;
 }
 
-it('boots on PGlite with the demo data, and a restart keeps it without duplicates', async () => {
-  const first = await startE2ESystem({ portOffset: 400, postgres: false, dataDir });
+async function query(url: string, sql: string): Promise<unknown[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(sql)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+it('seeds and serves; each service role sees only its own schema; a restart keeps the data and rotates passwords', async () => {
+  const dataDir = join(root, 'restart');
+  const first = await startE2ESystem({ portOffset: 400, dataDir });
   let before;
+  let oldContentUrl: string;
   try {
     expect(await (await fetch(`${first.url}/hello`)).json()).toEqual({ message: 'Halo Dunia!' });
     before = await snapshot(first.url);
@@ -31,13 +49,81 @@ it('boots on PGlite with the demo data, and a restart keeps it without duplicate
     expect(before.find((u) => u.email === 'admin@halo.local')?.role).toBe('admin');
     for (const u of before) expect(u.posts.length).toBeGreaterThan(0);
     expect(before.flatMap((u) => u.posts).some((p) => p.comments.length > 0)).toBe(true);
+
+    const urls = first.system.postgres!.databaseUrls;
+    oldContentUrl = urls.content;
+    expect(new URL(urls.content).username).toBe('content');
+    expect(await query(urls.content, 'SELECT count(*)::int AS n FROM users')).toEqual([{ n: before.length }]);
+    await expect(query(urls.content, 'SELECT * FROM auth.credentials')).rejects.toThrow(/permission denied for schema auth/);
+    await expect(query(urls.auth, 'SELECT * FROM content.users')).rejects.toThrow(/permission denied for schema content/);
+    await expect(query(urls.catalog, 'CREATE TABLE public.t (v int)')).rejects.toThrow(/permission denied for schema public/);
   } finally {
     await first.stop();
   }
-  const second = await startE2ESystem({ portOffset: 400, postgres: false, dataDir });
+  const second = await startE2ESystem({ portOffset: 400, dataDir });
   try {
     expect(await snapshot(second.url)).toEqual(before);
+    // Every start hands out new passwords: a URL from an earlier run no longer opens anything.
+    const stale = new URL(oldContentUrl);
+    stale.port = String(second.system.postgres!.port);
+    await expect(query(stale.href, 'SELECT 1')).rejects.toThrow(/password authentication failed/);
+    expect(await query(second.system.postgres!.databaseUrls.content, 'SELECT 1 AS ok')).toEqual([{ ok: 1 }]);
   } finally {
     await second.stop();
   }
 }, 120_000);
+
+/** `npm start` itself (built), as a separate process tree, on its own ports and data directory. */
+function npmStart(offset: number, dataDir: string): { child: ChildProcess; ready: Promise<void>; output: () => string } {
+  const child = spawn(process.execPath, [resolve(__dirname, '../tools/dist/start.js')], {
+    env: { ...process.env, DATABASE_URL: '', HALO_ENV: 'development', HALO_PORT_OFFSET: String(offset), HALO_DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const ready = new Promise<void>((ok, fail) => {
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      if (out.includes('Halo is ready')) ok();
+    });
+    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.once('exit', (code) => fail(new Error(`npm start exited (${code}):\n${out.slice(-3000)}`)));
+  });
+  return { child, ready, output: () => out };
+}
+
+const exited = (child: ChildProcess) =>
+  child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once('exit', () => r()));
+
+it('recovers after the launcher is killed with SIGKILL, while another system runs beside it', async () => {
+  const dataDir = join(root, 'killed');
+  const gateway = 'http://127.0.0.1:4450';
+  const first = npmStart(450, dataDir);
+  await first.ready;
+  // A second, independent system on the same machine at the same time: its own Postgres and ports.
+  const beside = await startE2ESystem({ portOffset: 420 });
+  try {
+    expect(beside.system.postgres!.port).not.toBe(5432);
+    expect(await (await fetch(`${gateway}/hello`)).json()).toEqual({ message: 'Halo Dunia!' });
+    expect((await (await fetch(`${beside.url}/hello`)).json()) as unknown).toEqual({ message: 'Halo Dunia!' });
+    const users = await snapshot(gateway);
+
+    first.child.kill('SIGKILL');
+    await exited(first.child);
+    // The services notice the launcher is gone and stop, freeing their ports; its Postgres is
+    // left running (own process group) until the next start takes the data directory back.
+    const second = npmStart(450, dataDir);
+    try {
+      await second.ready;
+      expect(second.output()).toMatch(/stopping PostgreSQL \(pid \d+\) left running by an earlier launcher/);
+      expect(await snapshot(gateway)).toEqual(users);
+      // The other system was never disturbed.
+      expect((await fetch(`${beside.url}/hello`)).status).toBe(200);
+    } finally {
+      second.child.kill('SIGTERM');
+      await exited(second.child);
+    }
+  } finally {
+    first.child.kill('SIGKILL');
+    await beside.stop();
+  }
+}, 150_000);

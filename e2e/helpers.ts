@@ -1,3 +1,6 @@
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { signAccessToken } from '@halo/kit';
 import { dropSchema, TEST_JWT_SECRET, throwawaySchema } from '@halo/kit/testing';
 import { startSystem, type RunningSystem } from '../tools/src/launcher';
@@ -5,9 +8,16 @@ import { startSystem, type RunningSystem } from '../tools/src/launcher';
 /**
  * Starts the real, built system (`npm run build` first) as separate processes — the same
  * launcher as `npm start` — on ports offset from the defaults so it can run beside a dev
- * instance. Returns the system and a cleanup that stops it and drops its throwaway schemas.
+ * instance. By default it runs exactly as `npm start` does: one embedded PostgreSQL (in a
+ * temporary directory unless `dataDir` is given) with a role per service. `postgres: true` runs
+ * it as production does instead: DATABASE_URL = the machine's server, throwaway schemas.
+ * Returns the system and a cleanup that stops it and removes what it made.
  */
-export async function startE2ESystem(opts: { portOffset: number; postgres: boolean; dataDir?: string; devOidc?: boolean }) {
+export async function startE2ESystem(opts: { portOffset: number; postgres?: boolean; dataDir?: string; devOidc?: boolean }) {
+  const ownDir = !opts.postgres && !opts.dataDir ? mkdtempSync(join(tmpdir(), 'halo-e2e-')) : undefined;
+  // Run as root, the embedded PostgreSQL runs as user postgres, which must reach its data directory.
+  if (ownDir) chmodSync(ownDir, 0o755);
+  const dataDir = opts.dataDir ?? ownDir;
   const schemas = {
     content: throwawaySchema('e2e_content'),
     auth: throwawaySchema('e2e_auth'),
@@ -16,6 +26,7 @@ export async function startE2ESystem(opts: { portOffset: number; postgres: boole
   const logs: string[] = [];
   const dropAll = async () => {
     if (opts.postgres) for (const schema of Object.values(schemas)) await dropSchema(schema);
+    if (ownDir) rmSync(ownDir, { recursive: true, force: true });
   };
   const system: RunningSystem = await startSystem({
     portOffset: opts.portOffset,
@@ -29,11 +40,10 @@ export async function startE2ESystem(opts: { portOffset: number; postgres: boole
         ? { DATABASE_URL: process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test' }
         : { DATABASE_URL: '' }),
     },
-    envFor: {
-      content: opts.postgres ? { DB_SCHEMA: schemas.content } : { DATA_DIR: `${opts.dataDir}/content` },
-      auth: opts.postgres ? { DB_SCHEMA: schemas.auth } : { DATA_DIR: `${opts.dataDir}/auth` },
-      catalog: opts.postgres ? { DB_SCHEMA: schemas.catalog } : { DATA_DIR: `${opts.dataDir}/catalog` },
-    },
+    ...(dataDir ? { postgresDataDir: join(dataDir, 'postgres') } : {}),
+    envFor: opts.postgres
+      ? { content: { DB_SCHEMA: schemas.content }, auth: { DB_SCHEMA: schemas.auth }, catalog: { DB_SCHEMA: schemas.catalog } }
+      : {},
     onLog: (name, line) => logs.push(`${name}| ${line}`),
   }).catch(async (err: unknown) => {
     // The processes may have created their schemas before one of them failed.

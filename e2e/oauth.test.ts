@@ -9,7 +9,7 @@ let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 let url: string;
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 600, postgres: true, devOidc: true });
+  sys = await startE2ESystem({ portOffset: 600, devOidc: true });
   url = sys.url;
 }, 90_000);
 

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
@@ -19,7 +19,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const PORT_OFFSET = Number(process.env.BENCH_PORT_OFFSET ?? 200);
 const OUT = resolve(ROOT, 'docs/benchmarks.md');
 /** Which database the services run on; each mode keeps its own section of docs/benchmarks.md. */
-const MODE = process.env.DATABASE_URL ? 'postgres' : 'pglite';
+const MODE = process.env.DATABASE_URL ? 'postgres' : 'embedded';
 
 interface Row {
   name: string;
@@ -68,6 +68,7 @@ function startCeiling(port: number): Promise<ChildProcess> {
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'halo-bench-'));
+  chmodSync(dataDir, 0o755); // the embedded PostgreSQL may run as user postgres
   const benchSchema = `bench_${process.pid}`;
   const started = Date.now();
   let system: RunningSystem | undefined;
@@ -81,12 +82,10 @@ async function main(): Promise<void> {
         LOG_LEVEL: 'warn',
         DATABASE_URL: process.env.DATABASE_URL,
       },
-      // Postgres mode works in a throwaway schema (dropped below); PGlite in a temp directory.
+      // Postgres mode works in a throwaway schema (dropped below); the embedded server in a temp directory.
+      postgresDataDir: join(dataDir, 'postgres'),
       envFor: Object.fromEntries(
-        SERVICE_NAMES.map((name) => [
-          name,
-          { DATA_DIR: join(dataDir, name), DB_SCHEMA: MODE === 'postgres' ? `${benchSchema}_${name}` : undefined },
-        ]),
+        SERVICE_NAMES.map((name) => [name, { DB_SCHEMA: MODE === 'postgres' ? `${benchSchema}_${name}` : undefined }]),
       ),
       onLog: (name, line) => process.stderr.write(`${name}| ${line}\n`),
     });
@@ -141,7 +140,7 @@ function render(rows: Row[], mem: { name: string; idle: number; peak: number }[]
   ] as const;
   const cpu = cpus();
   const lines = [
-    `## ${MODE === 'postgres' ? 'Production mode: PostgreSQL (`DATABASE_URL`)' : 'Embedded mode: PGlite (`npm start` default)'}`,
+    `## ${MODE === 'postgres' ? 'Production mode: PostgreSQL (`DATABASE_URL`)' : 'Embedded mode: one embedded PostgreSQL (`npm start` default)'}`,
     '',
     `- Command: \`${MODE === 'postgres' ? 'DATABASE_URL=postgres://… ' : ''}npm run bench\``,
     `- Date: ${new Date().toISOString()}`,

@@ -1,15 +1,42 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * `npm start`: builds Halo and, for the embedded mode, prepares the empty PGlite cluster that
- * every service database is copied from — both at once, since each takes seconds on its own —
- * then hands over to the launcher (tools/src/start.ts). Plain JavaScript: it runs before the build.
+ * `npm start` (and, with --build-only, the `prepare` step of `npm ci`): builds Halo when a source file changed since the last build, then hands over to
+ * the launcher (tools/src/start.ts). The check is a walk over file times (milliseconds), so a
+ * warm start does not pay for loading the TypeScript compiler just to hear "nothing to do".
+ * Plain JavaScript: it runs before the build.
  */
 const { spawn } = require('node:child_process');
-const { join, resolve } = require('node:path');
+const { mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } = require('node:fs');
+const { dirname, join, resolve } = require('node:path');
 
 const root = resolve(__dirname, '../..');
-const template = join(root, '.data', '.pglite-template');
+const stamp = join(root, 'node_modules', '.cache', 'halo', 'build-stamp');
+/** What a build reads: sources, protos, and the files that configure the build. */
+const INPUTS = ['packages', 'services', 'gateway', 'tools', 'loadtest', 'proto'];
+const SKIP = new Set(['node_modules', 'dist', 'gen', 'test', '.data']);
+
+function newestInput(dir, newest = 0) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (SKIP.has(entry.name) || entry.name.startsWith('.')) continue;
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) newest = newestInput(path, newest);
+    else if (/\.(ts|proto|json|ya?ml|graphql|sql)$/.test(entry.name) && !entry.name.endsWith('.test.ts')) {
+      newest = Math.max(newest, statSync(path).mtimeMs);
+    }
+  }
+  return newest;
+}
+
+function upToDate() {
+  try {
+    const built = statSync(stamp).mtimeMs;
+    const topLevel = ['package.json', 'package-lock.json', 'tsconfig.base.json', 'tsconfig.json'].map((f) => statSync(join(root, f)).mtimeMs);
+    return Math.max(...topLevel, ...INPUTS.map((d) => newestInput(join(root, d)))) < built;
+  } catch {
+    return false; // no stamp yet, or a file vanished mid-walk: build
+  }
+}
 
 function run(command, args) {
   return new Promise((ok, fail) => {
@@ -19,13 +46,19 @@ function run(command, args) {
   });
 }
 
-const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-const steps = [run(npm, ['run', 'build', '--silent'])];
-if (!process.env.DATABASE_URL) {
-  steps.push(run(process.execPath, [join(root, 'packages/kit/bin/pglite-init.js'), '--atomic', template]));
+async function build() {
+  if (upToDate()) return;
+  const startedAt = new Date();
+  await run(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['run', 'build', '--silent']);
+  // Stamped with the time the build began, so an edit made during the build triggers the next one.
+  mkdirSync(dirname(stamp), { recursive: true });
+  writeFileSync(stamp, '');
+  utimesSync(stamp, startedAt, startedAt);
 }
-Promise.all(steps).then(
-  () => require('../dist/start.js'),
+
+const buildOnly = process.argv.includes('--build-only');
+build().then(
+  () => (buildOnly ? undefined : require('../dist/start.js')),
   (err) => {
     process.stderr.write(`Halo could not start: ${err.message}\n`);
     process.exit(1);

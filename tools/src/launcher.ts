@@ -1,17 +1,21 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
   DEV_OIDC_PORT,
-  ensurePgliteTemplate,
   GATEWAY_PORT,
   grpcAddrVar,
+  provisionServiceRoles,
+  roleUrl,
   SERVICE_NAMES,
   SERVICES,
   serviceUrlVar,
   type ServiceName,
-} from '@halo/kit';
+  type ServiceRole,
+} from '@halo/kit/launch';
 import { DEV_JWT_SECRET, DEV_OIDC_CLIENT_ID, DEV_OIDC_CLIENT_SECRET } from './dev-defaults';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres';
 
 /**
  * Starts Halo as separate processes on loopback — every service and the gateway — and waits
@@ -20,7 +24,11 @@ import { DEV_JWT_SECRET, DEV_OIDC_CLIENT_ID, DEV_OIDC_CLIENT_SECRET } from './de
  */
 const ROOT = resolve(__dirname, '../..');
 
-export type ProcessName = ServiceName | 'gateway' | 'oidc';
+export type ProcessName = ServiceName | 'gateway' | 'oidc' | 'postgres';
+
+/** The embedded mode's database, as the services see it. */
+export const EMBEDDED_DATABASE = 'halo';
+export const DEFAULT_POSTGRES_DIR = resolve(ROOT, '.data', 'postgres');
 
 export interface LaunchOptions {
   /** Extra environment for every process (on top of this process's environment). */
@@ -32,6 +40,11 @@ export interface LaunchOptions {
   /** What to do with each log line of the children. */
   onLog?: (name: ProcessName, line: string) => void;
   readyTimeoutMs?: number;
+  /**
+   * Embedded mode (no DATABASE_URL): where the PostgreSQL cluster keeps its files.
+   * Default `.data/postgres` in the checkout.
+   */
+  postgresDataDir?: string;
   /**
    * Runs the dev OpenID provider and registers it with auth as provider `dev`. Defaults to on
    * exactly when HALO_ENV is development (the `npm start` default); never meant for production.
@@ -51,6 +64,8 @@ export interface RunningProcess {
 export interface RunningSystem {
   gatewayUrl: string;
   processes: RunningProcess[];
+  /** Embedded mode only: the server and each service's own DATABASE_URL. */
+  postgres?: EmbeddedPostgres & { databaseUrls: Record<ServiceName, string> };
   stop(): Promise<void>;
 }
 
@@ -67,7 +82,12 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
   const haloEnv = opts.env?.HALO_ENV ?? process.env.HALO_ENV;
   const dev = haloEnv === 'development';
   const running: RunningProcess[] = [];
-  const stop = () => stopAll(running);
+  let postgres: RunningSystem['postgres'];
+  const stop = async () => {
+    await stopAll(running);
+    // Last: the services have drained and closed their pools.
+    await postgres?.stop();
+  };
 
   // Every process learns every peer's HTTP and gRPC address (e.g. CONTENT_URL, CONTENT_GRPC_ADDR).
   const peers: Record<string, string> = {};
@@ -84,13 +104,8 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
   const o = { ...opts, env: { ...common, ...opts.env } };
 
   try {
-    // Embedded mode: one empty PGlite cluster, made once, that every new service database copies.
-    const databaseUrl = o.env.DATABASE_URL ?? process.env.DATABASE_URL;
-    if (!databaseUrl) {
-      const template = resolve(ROOT, '.data', '.pglite-template');
-      ensurePgliteTemplate(template);
-      o.env = { PGLITE_TEMPLATE_DIR: template, ...o.env };
-    }
+    // The dev OpenID provider and the gateway (which needs only its supergraph file) need no
+    // database, so they boot while Postgres starts; the system is ready when every process is.
     const early: RunningProcess[] = [];
     if (opts.devOidc ?? dev) {
       const port = DEV_OIDC_PORT + offset;
@@ -111,13 +126,6 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
         },
       };
     }
-    const services = SERVICE_NAMES.map((name) => {
-      const http = SERVICES[name].httpPort + offset;
-      const grpc = SERVICES[name].grpcPort + offset;
-      return launch(name, { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_PORT: String(grpc) }, peers[serviceUrlVar(name)]!, '/readyz', o, running, `127.0.0.1:${grpc}`);
-    });
-    // The gateway needs only its supergraph file to start, so it starts alongside the services;
-    // the system is ready when every process is.
     const gateway = launch(
       'gateway',
       { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(gwPort), NODE_OPTIONS: gatewayNodeOptions(o) },
@@ -126,10 +134,39 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
       o,
       running,
     );
-    await Promise.all([...early, ...services, gateway].map((p) => waitReady(p, readyTimeoutMs)));
-    return { gatewayUrl: gateway.url, processes: running, stop };
+    early.push(gateway);
+
+    // The one place that decides "embedded or not": without DATABASE_URL, one PostgreSQL server of
+    // our own, and each service connects with its own role to its own schema, as in production.
+    if (!(o.env.DATABASE_URL ?? process.env.DATABASE_URL)) {
+      postgres = await startPostgres(opts.postgresDataDir ?? DEFAULT_POSTGRES_DIR, opts.onLog);
+      const urls = postgres.databaseUrls;
+      o.envFor = { ...o.envFor };
+      for (const name of SERVICE_NAMES) o.envFor[name] = { ...o.envFor[name], DATABASE_URL: urls[name] };
+    }
+    const services = SERVICE_NAMES.map((name) => {
+      const http = SERVICES[name].httpPort + offset;
+      const grpc = SERVICES[name].grpcPort + offset;
+      return launch(name, { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_PORT: String(grpc) }, peers[serviceUrlVar(name)]!, '/readyz', o, running, `127.0.0.1:${grpc}`);
+    });
+    await Promise.all([...early, ...services].map((p) => waitReady(p, readyTimeoutMs)));
+    return { gatewayUrl: gateway.url, processes: running, ...(postgres ? { postgres } : {}), stop };
   } catch (err) {
     await stop();
+    throw err;
+  }
+}
+
+/** Starts the embedded server and (re)provisions one role per service, with fresh passwords. */
+async function startPostgres(dataDir: string, onLog: LaunchOptions['onLog']): Promise<NonNullable<RunningSystem['postgres']>> {
+  const server = await startEmbeddedPostgres({ dataDir, onLog: (line) => onLog?.('postgres', line) });
+  try {
+    const roles: ServiceRole[] = SERVICE_NAMES.map((name) => ({ name, password: randomBytes(18).toString('base64url') }));
+    await provisionServiceRoles(server.adminUrl, EMBEDDED_DATABASE, roles);
+    const databaseUrls = Object.fromEntries(roles.map((r) => [r.name, roleUrl(server.adminUrl, r, EMBEDDED_DATABASE)])) as Record<ServiceName, string>;
+    return Object.assign(server, { databaseUrls });
+  } catch (err) {
+    await server.stop();
     throw err;
   }
 }
@@ -157,7 +194,8 @@ function launch(
   const child = spawn(process.execPath, [entry(name)], {
     cwd: ROOT,
     env: { ...process.env, ...opts.env, ...opts.envFor?.[name], ...ports },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    // The IPC channel is how a child notices that the launcher died (kit: installSignalHandlers).
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   const onLog = opts.onLog ?? (() => undefined);
   for (const stream of [child.stdout, child.stderr]) {
@@ -187,7 +225,7 @@ async function waitReady(proc: RunningProcess, timeoutMs: number): Promise<void>
 
 /** SIGTERM (graceful drain) first, SIGKILL for anything still alive after 15 s; gateway first. */
 async function stopAll(running: RunningProcess[]): Promise<void> {
-  const order = [...running].reverse();
+  const order = [...running].reverse().sort((a, b) => Number(b.name === 'gateway') - Number(a.name === 'gateway'));
   for (const { child } of order) {
     if (child.exitCode !== null || child.signalCode !== null) continue;
     await new Promise<void>((done) => {

@@ -1,20 +1,45 @@
+import { resolve } from 'node:path';
+import { prettyFactory } from 'pino-pretty';
 import { startSystem, type ProcessName } from './launcher';
 
 /**
- * `npm start`: all of Halo on one machine with nothing but Node. Services use embedded PGlite
- * (data under .data/<service>) unless DATABASE_URL is set, and the demo data is seeded.
+ * `npm start`: all of Halo on one machine with nothing but Node. Without DATABASE_URL one embedded
+ * PostgreSQL server runs too (data under .data/postgres), and the demo data is seeded.
  */
-const COLORS: Partial<Record<ProcessName, string>> = { gateway: '35', auth: '33', content: '36', oidc: '32' };
+const COLORS: Partial<Record<ProcessName, string>> = {
+  gateway: '35',
+  auth: '33',
+  content: '36',
+  catalog: '34',
+  oidc: '32',
+  postgres: '90',
+};
+
+// Services write JSON logs everywhere; only this terminal turns them into one readable line each.
+const tty = process.stdout.isTTY === true;
+const pretty = prettyFactory({
+  colorize: tty,
+  singleLine: true,
+  translateTime: 'SYS:HH:MM:ss.l',
+  ignore: 'pid,hostname,name',
+});
 
 function printLine(name: ProcessName, line: string): void {
-  const tag = process.stdout.isTTY ? `\x1b[${COLORS[name] ?? '33'}m${name.padEnd(8)}\x1b[0m` : name.padEnd(8);
-  process.stdout.write(`${tag}| ${line}\n`);
+  const tag = tty ? `\x1b[${COLORS[name] ?? '33'}m${name.padEnd(8)}\x1b[0m` : name.padEnd(8);
+  const text = line.startsWith('{') ? pretty(line).trimEnd() : line;
+  process.stdout.write(`${tag}| ${text}\n`);
 }
 
 async function main(): Promise<void> {
   const started = Date.now();
+  // Two checkouts on one machine: each has its own .data; HALO_PORT_OFFSET moves every port.
+  const offset = Number(process.env.HALO_PORT_OFFSET ?? 0);
+  if (!Number.isInteger(offset) || offset < 0 || offset > 50_000) throw new Error(`HALO_PORT_OFFSET must be an integer from 0 to 50000 (got ${process.env.HALO_PORT_OFFSET})`);
+  const dataDir = process.env.HALO_DATA_DIR;
   const system = await startSystem({
     env: { HALO_ENV: process.env.HALO_ENV ?? 'development' },
+    portOffset: offset,
+    ...(dataDir ? { postgresDataDir: resolve(dataDir, 'postgres') } : {}),
     onLog: printLine,
   });
   const secs = ((Date.now() - started) / 1000).toFixed(1);
@@ -24,6 +49,7 @@ async function main(): Promise<void> {
     `Halo is ready (${secs} s).`,
     `  Gateway, REST + GraphQL   ${gw}`,
     `  GraphQL endpoint          ${gw}/graphql`,
+    ...(system.postgres ? [`  PostgreSQL (embedded)     127.0.0.1:${system.postgres.port}, data in ${system.postgres.dataDir}`] : []),
     ...system.processes
       .filter((p) => p.name !== 'gateway')
       .map((p) => `  ${p.name.padEnd(24)}  ${p.url}${p.grpcAddr ? `  (gRPC ${p.grpcAddr})` : ''}`),

@@ -2,11 +2,13 @@ import { ConfigError, env, loadConfig, parseBytes, serviceConfigShape } from './
 
 const shape = serviceConfigShape({ httpPort: 4002, grpcPort: 5002 });
 const SECRET = 'x'.repeat(32);
+/** The one variable without a default. */
+const DB = { DATABASE_URL: 'postgres://u@db:5432/halo' };
 
 /** The error loadConfig throws for `vars`, so its message can be inspected. */
 function configError(vars: Record<string, string>): ConfigError {
   try {
-    loadConfig(shape, vars);
+    loadConfig(shape, { ...DB, ...vars });
   } catch (err) {
     expect(err).toBeInstanceOf(ConfigError);
     return err as ConfigError;
@@ -15,14 +17,13 @@ function configError(vars: Record<string, string>): ConfigError {
 }
 
 describe('loadConfig', () => {
-  it('fills defaults when nothing is set', () => {
-    expect(loadConfig(shape, {})).toEqual({
+  it('fills defaults when only the database is set', () => {
+    expect(loadConfig(shape, DB)).toEqual({
       HALO_ENV: 'production',
       HTTP_HOST: '0.0.0.0',
       HTTP_PORT: 4002,
       GRPC_PORT: 5002,
-      DATABASE_URL: undefined,
-      DATA_DIR: undefined,
+      DATABASE_URL: DB.DATABASE_URL,
       DB_POOL_SIZE: 10,
       LOG_LEVEL: 'info',
       BODY_LIMIT: 1024 * 1024,
@@ -61,11 +62,17 @@ describe('loadConfig', () => {
   });
 
   it('treats an empty variable as unset', () => {
-    const cfg = loadConfig(shape, { HTTP_PORT: '', DATABASE_URL: '', JWT_SECRET: '', BODY_LIMIT: '' });
+    const cfg = loadConfig(shape, { ...DB, HTTP_PORT: '', JWT_SECRET: '', BODY_LIMIT: '' });
     expect(cfg.HTTP_PORT).toBe(4002);
-    expect(cfg.DATABASE_URL).toBeUndefined();
     expect(cfg.JWT_SECRET).toBeUndefined();
     expect(cfg.BODY_LIMIT).toBe(1024 * 1024);
+  });
+
+  it('requires DATABASE_URL, and says that npm start sets it', () => {
+    for (const value of [undefined, '']) {
+      const err = configError({ DATABASE_URL: value as unknown as string });
+      expect(err.message).toBe('Invalid configuration: DATABASE_URL: is required (npm start sets it for you) (is not set)');
+    }
   });
 
   it('rejects a bad value with one line naming the variable and the value', () => {

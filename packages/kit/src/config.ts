@@ -83,11 +83,12 @@ export function serviceConfigShape(defaults: { httpPort: number; grpcPort?: numb
     HTTP_HOST: env.str('0.0.0.0'),
     HTTP_PORT: env.port(defaults.httpPort),
     GRPC_PORT: env.port(defaults.grpcPort ?? 0),
-    DATABASE_URL: env.url(),
+    /** The service's own role on its database; `npm start` sets it to its embedded server. */
+    DATABASE_URL: z.url({
+      error: (issue) => (issue.input === undefined ? 'is required (npm start sets it for you)' : 'must be a postgres:// URL'),
+    }),
     /** The Postgres schema the service owns; defaults to the service's name (tests use throwaway ones). */
     DB_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier').optional(),
-    /** Where embedded PGlite keeps its files when DATABASE_URL is not set. */
-    DATA_DIR: z.string().optional(),
     DB_POOL_SIZE: env.int(10, 1),
     LOG_LEVEL: env.logLevel(),
     BODY_LIMIT: env.bytes('1mb'),

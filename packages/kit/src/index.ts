@@ -13,3 +13,4 @@ export * from './topology';
 export * from './service';
 export * from './ids';
 export * from './email';
+export * from './db-roles';

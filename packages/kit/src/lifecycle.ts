@@ -61,6 +61,13 @@ export class Lifecycle {
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
+    // Started by the embedded launcher (an IPC channel): when the launcher dies, even by SIGKILL,
+    // the channel closes and the service drains and exits instead of holding its ports. The
+    // channel is unref'd so it never keeps a finished process alive.
+    if (process.channel) {
+      process.channel.unref();
+      process.once('disconnect', () => onSignal('SIGTERM'));
+    }
   }
 }
 

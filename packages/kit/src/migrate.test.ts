@@ -3,9 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDb, type Db } from './db';
 import { migrate } from './migrate';
-import { openTestDb, TEST_DATABASE_URL, TEST_ENGINES, type TestDb } from './testing';
-
-const engines = TEST_ENGINES;
+import { openTestDb, TEST_DATABASE_URL, type TestDb } from './testing';
 
 const dirs: string[] = [];
 function migrationsDir(files: Record<string, string>): string {
@@ -26,7 +24,8 @@ const tableExists = async (db: Db, table: string) =>
 const recorded = async (db: Db) =>
   (await db.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name')).rows.map((r) => r.name);
 
-describe.each(engines)('migrate on %s', (_engine, open) => {
+describe('migrate', () => {
+  const open = openTestDb;
   let db: TestDb;
   let dir: string;
 

@@ -10,7 +10,7 @@ import type { Logger } from './logger';
  */
 export async function migrate(db: Db, dir: string, logger?: Logger): Promise<string[]> {
   return db.session(async (conn) => {
-    if (db.engine === 'postgres') await conn.query('SELECT pg_advisory_lock(hashtext($1))', [db.schema]);
+    await conn.query('SELECT pg_advisory_lock(hashtext($1))', [db.schema]);
     try {
       await conn.exec(
         `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -33,7 +33,7 @@ export async function migrate(db: Db, dir: string, logger?: Logger): Promise<str
       for (const m of applied) logger?.info({ migration: m.name, schema: db.schema }, 'migration applied');
       return applied.map((m) => m.name);
     } finally {
-      if (db.engine === 'postgres') await conn.query('SELECT pg_advisory_unlock(hashtext($1))', [db.schema]);
+      await conn.query('SELECT pg_advisory_unlock(hashtext($1))', [db.schema]);
     }
   });
 }

@@ -1,5 +1,4 @@
 import { createServer, type Server } from 'node:http';
-import { resolve } from 'node:path';
 import { ApolloServer, type BaseContext } from '@apollo/server';
 import {
   ApolloServerPluginInlineTraceDisabled,
@@ -93,8 +92,7 @@ export async function runService<C extends { LOG_LEVEL: string; SHUTDOWN_TIMEOUT
 
 /** The settings every service's wiring reads (all from `serviceConfigShape`). */
 export interface ServiceRuntimeConfig {
-  DATABASE_URL?: string | undefined;
-  DATA_DIR?: string | undefined;
+  DATABASE_URL: string;
   DB_SCHEMA?: string | undefined;
   DB_POOL_SIZE: number;
   HTTP_HOST: string;
@@ -127,8 +125,8 @@ export async function withLifecycle<T>(logger: Logger, timeoutMs: number, build:
 }
 
 /**
- * The service's own database — `DATABASE_URL` (schema `DB_SCHEMA`, default the service name) or
- * embedded PGlite under `DATA_DIR` (default `.data/<service>`) — migrated to the latest version.
+ * The service's own database — `DATABASE_URL`, schema `DB_SCHEMA` (default: the service's name) —
+ * migrated to the latest version.
  * A `given` database (tests) is migrated but not closed by the service.
  */
 export async function openServiceDb(
@@ -140,7 +138,6 @@ export async function openServiceDb(
     opts.given ??
     (await openDb({
       url: config.DATABASE_URL,
-      dataDir: config.DATA_DIR ?? resolve('.data', name),
       schema: config.DB_SCHEMA ?? name,
       poolSize: config.DB_POOL_SIZE,
       logger: opts.logger,

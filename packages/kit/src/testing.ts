@@ -43,18 +43,6 @@ export async function dropSchema(schema: string, url: string = TEST_DATABASE_URL
 
 export type TestDb = Db & { drop(): Promise<void> };
 
-/** Both engines behind one factory, so a behaviour can be proved on each (`describe.each`). */
-export const TEST_ENGINES: [Db['engine'], (prefix: string) => Promise<TestDb>][] = [
-  ['postgres', (prefix) => openTestDb(prefix)],
-  [
-    'pglite',
-    async (prefix) => {
-      const db = await openDb({ schema: throwawaySchema(prefix) });
-      return Object.assign(db, { drop: () => db.close() });
-    },
-  ],
-];
-
 /** A real pino logger whose lines are kept, so tests can assert on what was logged. */
 export function capturingLogger(level = 'info') {
   const lines: Record<string, unknown>[] = [];
@@ -116,6 +104,7 @@ export const TEST_SERVICE_ENV: Readonly<Record<string, string>> = Object.freeze(
   HTTP_HOST: '127.0.0.1',
   LOG_LEVEL: 'silent',
   JWT_SECRET: TEST_JWT_SECRET,
+  DATABASE_URL: TEST_DATABASE_URL,
 });
 
 export interface TestService<S> {

@@ -4,7 +4,7 @@ import { ConfigError } from '@halo/kit';
 import { loadAuthConfig } from '../src/config';
 import { TEST_JWT_SECRET } from './helpers';
 
-const base = { HALO_ENV: 'test', JWT_SECRET: TEST_JWT_SECRET };
+const base = { HALO_ENV: 'test', JWT_SECRET: TEST_JWT_SECRET, DATABASE_URL: 'postgres://auth@db:5432/halo' };
 const load = (extra: Record<string, string | undefined> = {}) => loadAuthConfig({ ...base, ...extra });
 const fails = (extra: Record<string, string | undefined>, variable: string) => {
   expect(() => load(extra)).toThrow(ConfigError);
@@ -33,7 +33,7 @@ describe('JWT_SECRET', () => {
   it('a short secret stops the real process at start-up with one line naming JWT_SECRET', () => {
     const main = resolve(__dirname, '../dist/main.js');
     const run = spawnSync(process.execPath, [main], {
-      env: { PATH: process.env.PATH, HALO_ENV: 'test', JWT_SECRET: 'short', LOG_LEVEL: 'silent' },
+      env: { PATH: process.env.PATH, HALO_ENV: 'test', JWT_SECRET: 'short', LOG_LEVEL: 'silent', DATABASE_URL: base.DATABASE_URL },
       encoding: 'utf8',
       timeout: 20_000,
     });

@@ -6,6 +6,9 @@ import { DEMO_COUNT, seedDemoData } from '../src/db/seed';
 import { SORT_SQL } from '../src/db/store';
 import { testConfig, type TestDb } from './helpers';
 
+/** Config needs a database URL; these tests only read other settings. */
+const DB = 'postgres://svc@db:5432/halo';
+
 const logger = createLogger('catalog', 'silent');
 let db: TestDb;
 
@@ -125,13 +128,13 @@ describe('demo seed', () => {
 
 describe('SEED_DEMO_DATA', () => {
   it('defaults to on only in development', () => {
-    expect(loadCatalogConfig({ HALO_ENV: 'development' }).SEED_DEMO_DATA).toBe(true);
-    expect(loadCatalogConfig({ HALO_ENV: 'test' }).SEED_DEMO_DATA).toBe(false);
-    expect(loadCatalogConfig({}).SEED_DEMO_DATA).toBe(false);
+    expect(loadCatalogConfig({ DATABASE_URL: DB, HALO_ENV: 'development' }).SEED_DEMO_DATA).toBe(true);
+    expect(loadCatalogConfig({ DATABASE_URL: DB, HALO_ENV: 'test' }).SEED_DEMO_DATA).toBe(false);
+    expect(loadCatalogConfig({ DATABASE_URL: DB }).SEED_DEMO_DATA).toBe(false);
   });
 
   it('is refused in production', () => {
-    expect(() => loadCatalogConfig({ HALO_ENV: 'production', SEED_DEMO_DATA: 'true' })).toThrow(ConfigError);
-    expect(() => loadCatalogConfig({ HALO_ENV: 'production', SEED_DEMO_DATA: 'true' })).toThrow(/SEED_DEMO_DATA/);
+    expect(() => loadCatalogConfig({ DATABASE_URL: DB, HALO_ENV: 'production', SEED_DEMO_DATA: 'true' })).toThrow(ConfigError);
+    expect(() => loadCatalogConfig({ DATABASE_URL: DB, HALO_ENV: 'production', SEED_DEMO_DATA: 'true' })).toThrow(/SEED_DEMO_DATA/);
   });
 });

@@ -5,6 +5,9 @@ import { loadContentConfig } from '../src/config';
 import { seedDemoData } from '../src/db/seed';
 import { testConfig, type TestDb } from './helpers';
 
+/** Config needs a database URL; these tests only read other settings. */
+const DB = 'postgres://svc@db:5432/halo';
+
 const logger = createLogger('content', 'silent');
 let db: TestDb;
 
@@ -86,15 +89,15 @@ describe('demo seed', () => {
 describe('config', () => {
   it('refuses SEED_DEMO_DATA=true when HALO_ENV=production, naming the variable', () => {
     for (const value of ['true', '1']) {
-      const load = () => loadContentConfig({ HALO_ENV: 'production', SEED_DEMO_DATA: value });
+      const load = () => loadContentConfig({ DATABASE_URL: DB, HALO_ENV: 'production', SEED_DEMO_DATA: value });
       expect(load).toThrow(ConfigError);
       expect(load).toThrow(/SEED_DEMO_DATA/);
     }
   });
 
   it('rejects a SEED_DEMO_DATA that is not a boolean, naming the variable', () => {
-    expect(() => loadContentConfig({ HALO_ENV: 'development', SEED_DEMO_DATA: 'yes' })).toThrow(ConfigError);
-    expect(() => loadContentConfig({ HALO_ENV: 'development', SEED_DEMO_DATA: 'yes' })).toThrow(/SEED_DEMO_DATA/);
+    expect(() => loadContentConfig({ DATABASE_URL: DB, HALO_ENV: 'development', SEED_DEMO_DATA: 'yes' })).toThrow(ConfigError);
+    expect(() => loadContentConfig({ DATABASE_URL: DB, HALO_ENV: 'development', SEED_DEMO_DATA: 'yes' })).toThrow(/SEED_DEMO_DATA/);
   });
 
   it.each([
@@ -107,6 +110,6 @@ describe('config', () => {
     ['test', 'true', true],
     ['production', 'false', false],
   ])('HALO_ENV=%s SEED_DEMO_DATA=%s → %s', (haloEnv, seed, expected) => {
-    expect(loadContentConfig({ HALO_ENV: haloEnv, SEED_DEMO_DATA: seed }).SEED_DEMO_DATA).toBe(expected);
+    expect(loadContentConfig({ DATABASE_URL: DB, HALO_ENV: haloEnv, SEED_DEMO_DATA: seed }).SEED_DEMO_DATA).toBe(expected);
   });
 });
