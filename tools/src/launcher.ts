@@ -98,6 +98,10 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
   const gwPort = GATEWAY_PORT + offset;
   const common: Record<string, string | undefined> = {
     ...peers,
+    // glibc raises its mmap threshold after the first large free, so argon2's 19 MiB buffers
+    // (auth's password hashing) then come from the heap and stay resident: a service that seeded
+    // three passwords idled at ~150 MB instead of ~110 MB. A fixed threshold returns them.
+    MALLOC_MMAP_THRESHOLD_: process.env.MALLOC_MMAP_THRESHOLD_ ?? '1048576',
     // The dev secret only ever comes from here, and only in development.
     ...(dev && !opts.env?.JWT_SECRET && !process.env.JWT_SECRET ? { JWT_SECRET: DEV_JWT_SECRET } : {}),
   };
