@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { signAccessToken } from '@halo/kit';
 import { dropSchema, TEST_JWT_SECRET, throwawaySchema } from '@halo/kit/testing';
-import { startSystem, type RunningSystem } from '../tools/src/launcher';
+import { startSystem, type LaunchOptions, type RunningSystem } from '../tools/src/launcher';
 
 /**
  * Starts the real, built system (`npm run build` first) as separate processes — the same
@@ -13,7 +13,14 @@ import { startSystem, type RunningSystem } from '../tools/src/launcher';
  * it as production does instead: DATABASE_URL = the machine's server, throwaway schemas.
  * Returns the system and a cleanup that stops it and removes what it made.
  */
-export async function startE2ESystem(opts: { portOffset: number; postgres?: boolean; dataDir?: string; devOidc?: boolean }) {
+export async function startE2ESystem(opts: {
+  portOffset: number;
+  postgres?: boolean;
+  dataDir?: string;
+  devOidc?: boolean;
+  restart?: LaunchOptions['restart'];
+  envFor?: LaunchOptions['envFor'];
+}) {
   const ownDir = !opts.postgres && !opts.dataDir ? mkdtempSync(join(tmpdir(), 'halo-e2e-')) : undefined;
   // Run as root, the embedded PostgreSQL runs as user postgres, which must reach its data directory.
   if (ownDir) chmodSync(ownDir, 0o755);
@@ -41,9 +48,11 @@ export async function startE2ESystem(opts: { portOffset: number; postgres?: bool
         : { DATABASE_URL: '' }),
     },
     ...(dataDir ? { postgresDataDir: join(dataDir, 'postgres') } : {}),
-    envFor: opts.postgres
-      ? { content: { DB_SCHEMA: schemas.content }, auth: { DB_SCHEMA: schemas.auth }, catalog: { DB_SCHEMA: schemas.catalog } }
-      : {},
+    envFor: {
+      ...(opts.postgres ? { content: { DB_SCHEMA: schemas.content }, auth: { DB_SCHEMA: schemas.auth }, catalog: { DB_SCHEMA: schemas.catalog } } : {}),
+      ...opts.envFor,
+    },
+    ...(opts.restart ? { restart: opts.restart } : {}),
     onLog: (name, line) => logs.push(`${name}| ${line}`),
   }).catch(async (err: unknown) => {
     // The processes may have created their schemas before one of them failed.

@@ -5,7 +5,9 @@ import { createInterface } from 'node:readline';
 import {
   DEV_OIDC_PORT,
   GATEWAY_PORT,
+  generateServiceKey,
   grpcAddrVar,
+  grpcCallersOf,
   provisionServiceRoles,
   roleUrl,
   SERVICE_NAMES,
@@ -24,7 +26,19 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgre
  */
 const ROOT = resolve(__dirname, '../..');
 
-export type ProcessName = ServiceName | 'gateway' | 'oidc' | 'postgres';
+export type ProcessName = ServiceName | 'gateway' | 'oidc' | 'postgres' | 'launcher';
+
+/**
+ * A crashed process is restarted after `initialDelayMs`, doubling per recent crash up to
+ * `maxDelayMs`; `maxCrashes` within `windowMs` is a crash loop, and the launcher gives up.
+ */
+export interface RestartPolicy {
+  initialDelayMs: number;
+  maxDelayMs: number;
+  maxCrashes: number;
+  windowMs: number;
+}
+export const DEFAULT_RESTART_POLICY: RestartPolicy = { initialDelayMs: 500, maxDelayMs: 10_000, maxCrashes: 5, windowMs: 60_000 };
 
 /** The embedded mode's database, as the services see it. */
 export const EMBEDDED_DATABASE = 'halo';
@@ -37,7 +51,14 @@ export interface LaunchOptions {
   envFor?: Partial<Record<ProcessName, Record<string, string | undefined>>>;
   /** Added to every default port, so a test system can run beside `npm start`. */
   portOffset?: number;
-  /** What to do with each log line of the children. */
+  /** Restart policy for crashed processes (default DEFAULT_RESTART_POLICY). */
+  restart?: Partial<RestartPolicy>;
+  /**
+   * Called once when the system stopped by itself after it was ready: a crash loop, or the
+   * embedded PostgreSQL gone. Everything has been stopped by then.
+   */
+  onGiveUp?: (name: ProcessName, message: string) => void;
+  /** What to do with each log line of the children (and the launcher's own, as `launcher`). */
   onLog?: (name: ProcessName, line: string) => void;
   readyTimeoutMs?: number;
   /**
@@ -54,7 +75,10 @@ export interface LaunchOptions {
 
 export interface RunningProcess {
   name: ProcessName;
+  /** The current process: a new one after each restart. */
   child: ChildProcess;
+  /** How many times it was restarted after a crash. */
+  restarts: number;
   url: string;
   grpcAddr?: string;
   /** The path that answers 200 once the process is ready. */
@@ -83,10 +107,27 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
   const dev = haloEnv === 'development';
   const running: RunningProcess[] = [];
   let postgres: RunningSystem['postgres'];
-  const stop = async () => {
-    await stopAll(running);
-    // Last: the services have drained and closed their pools.
-    await postgres?.stop();
+  let stopped: Promise<void> | undefined;
+  const stop = () =>
+    (stopped ??= (async () => {
+      supervisor.stopping = true;
+      await stopAll(running);
+      // Last: the services have drained and closed their pools.
+      await postgres?.stop();
+    })());
+  let ready = false;
+  const supervisor: Supervisor = {
+    stopping: false,
+    gaveUp: undefined,
+    policy: { ...DEFAULT_RESTART_POLICY, ...opts.restart },
+    log: (line) => opts.onLog?.('launcher', line),
+    giveUp(name, message) {
+      if (this.stopping) return;
+      this.gaveUp = new Error(message);
+      this.log(message);
+      // Before "ready", startSystem itself reports the failure (its waitReady sees `gaveUp`).
+      void stop().then(() => ready && opts.onGiveUp?.(name, message));
+    },
   };
 
   // Every process learns every peer's HTTP and gRPC address (e.g. CONTENT_URL, CONTENT_GRPC_ADDR).
@@ -105,7 +146,20 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
     // The dev secret only ever comes from here, and only in development.
     ...(dev && !opts.env?.JWT_SECRET && !process.env.JWT_SECRET ? { JWT_SECRET: DEV_JWT_SECRET } : {}),
   };
-  const o = { ...opts, env: { ...common, ...opts.env } };
+  const o = { ...opts, env: { ...common, ...opts.env }, envFor: { ...opts.envFor }, supervisor };
+  // Service identity: a fresh Ed25519 key per process at every start, and each gRPC server gets
+  // the public keys of exactly the processes that call it (docs/service-identity.md).
+  const keys = Object.fromEntries(
+    (['gateway', ...SERVICE_NAMES] as const).map((name) => [name, generateServiceKey(name, `dev-${randomBytes(4).toString('hex')}`)]),
+  );
+  for (const name of ['gateway', ...SERVICE_NAMES] as const) {
+    const trusted = name === 'gateway' ? [] : grpcCallersOf(name).map((caller) => keys[caller]!.publicJwk);
+    o.envFor[name] = {
+      SERVICE_SIGNING_KEY: JSON.stringify(keys[name]!.privateJwk),
+      ...(name === 'gateway' ? {} : { SERVICE_TRUSTED_KEYS: JSON.stringify({ keys: trusted }) }),
+      ...o.envFor[name],
+    };
+  }
 
   try {
     // The dev OpenID provider and the gateway (which needs only its supergraph file) need no
@@ -144,6 +198,10 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
     // our own, and each service connects with its own role to its own schema, as in production.
     if (!(o.env.DATABASE_URL ?? process.env.DATABASE_URL)) {
       postgres = await startPostgres(opts.postgresDataDir ?? DEFAULT_POSTGRES_DIR, opts.onLog);
+      const pgChild = postgres.child;
+      pgChild.once('exit', (code, signal) =>
+        supervisor.giveUp('postgres', `PostgreSQL exited unexpectedly (${signal ?? `code ${code}`}); stopping Halo.`),
+      );
       const urls = postgres.databaseUrls;
       o.envFor = { ...o.envFor };
       for (const name of SERVICE_NAMES) o.envFor[name] = { ...o.envFor[name], DATABASE_URL: urls[name] };
@@ -153,7 +211,8 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
       const grpc = SERVICES[name].grpcPort + offset;
       return launch(name, { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_PORT: String(grpc) }, peers[serviceUrlVar(name)]!, '/readyz', o, running, `127.0.0.1:${grpc}`);
     });
-    await Promise.all([...early, ...services].map((p) => waitReady(p, readyTimeoutMs)));
+    await Promise.all([...early, ...services].map((p) => waitReady(p, readyTimeoutMs, supervisor)));
+    ready = true;
     return { gatewayUrl: gateway.url, processes: running, ...(postgres ? { postgres } : {}), stop };
   } catch (err) {
     await stop();
@@ -186,36 +245,77 @@ function gatewayNodeOptions(opts: LaunchOptions): string {
   return opts.envFor?.gateway?.NODE_OPTIONS ?? opts.env?.NODE_OPTIONS ?? process.env.NODE_OPTIONS ?? GATEWAY_NODE_OPTIONS;
 }
 
+interface Supervisor {
+  stopping: boolean;
+  /** Set when a crash loop (or a lost PostgreSQL) made the launcher give up. */
+  gaveUp: Error | undefined;
+  policy: RestartPolicy;
+  log(line: string): void;
+  giveUp(name: ProcessName, message: string): void;
+}
+
+/**
+ * Spawns one process and keeps it running: a crash is followed by a restart with backoff
+ * (0.5 s doubling to 10 s by default), and a crash loop (5 crashes in 60 s) stops the system.
+ */
 function launch(
   name: ProcessName,
   ports: Record<string, string>,
   url: string,
   readyPath: string,
-  opts: LaunchOptions,
+  opts: LaunchOptions & { supervisor: Supervisor },
   running: RunningProcess[],
   grpcAddr?: string,
 ): RunningProcess {
-  const child = spawn(process.execPath, [entry(name)], {
-    cwd: ROOT,
-    env: { ...process.env, ...opts.env, ...opts.envFor?.[name], ...ports },
-    // The IPC channel is how a child notices that the launcher died (kit: installSignalHandlers).
-    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-  });
+  const { supervisor } = opts;
   const onLog = opts.onLog ?? (() => undefined);
-  for (const stream of [child.stdout, child.stderr]) {
-    if (stream) createInterface({ input: stream }).on('line', (line) => onLog(name, line));
-  }
-  const proc: RunningProcess = { name, child, url, readyPath, ...(grpcAddr ? { grpcAddr } : {}) };
+  const crashes: number[] = [];
+  const spawnChild = (): ChildProcess => {
+    const child = spawn(process.execPath, [entry(name)], {
+      cwd: ROOT,
+      env: { ...process.env, ...opts.env, ...opts.envFor?.[name], ...ports },
+      // The IPC channel is how a child notices that the launcher died (kit: installSignalHandlers).
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    for (const stream of [child.stdout, child.stderr]) {
+      if (stream) createInterface({ input: stream }).on('line', (line) => onLog(name, line));
+    }
+    child.once('exit', (code, signal) => {
+      if (supervisor.stopping) return;
+      const now = Date.now();
+      crashes.push(now);
+      while (crashes.length && crashes[0]! < now - supervisor.policy.windowMs) crashes.shift();
+      const how = signal ?? `code ${code}`;
+      const { maxCrashes, windowMs, initialDelayMs, maxDelayMs } = supervisor.policy;
+      if (crashes.length >= maxCrashes) {
+        supervisor.giveUp(name, `${name} crashed ${crashes.length} times within ${windowMs / 1000} s (last: ${how}); giving up and stopping Halo.`);
+        return;
+      }
+      const delay = Math.min(initialDelayMs * 2 ** (crashes.length - 1), maxDelayMs);
+      supervisor.log(`${name} exited unexpectedly (${how}); restarting in ${(delay / 1000).toFixed(1)} s (crash ${crashes.length} of ${maxCrashes} allowed within ${windowMs / 1000} s)`);
+      setTimeout(() => {
+        if (supervisor.stopping) return;
+        proc.child = spawnChild();
+        proc.restarts++;
+        void waitReady(proc, 60_000, supervisor).then(
+          () => supervisor.log(`${name} is back (restart ${proc.restarts})`),
+          () => undefined, // its own exit is handled above; giving up stops everything
+        );
+      }, delay).unref();
+    });
+    return child;
+  };
+  const proc: RunningProcess = { name, child: spawnChild(), restarts: 0, url, readyPath, ...(grpcAddr ? { grpcAddr } : {}) };
   running.push(proc);
   return proc;
 }
 
-async function waitReady(proc: RunningProcess, timeoutMs: number): Promise<void> {
+/** Until the process answers its ready path; restarts in between are the supervisor's business. */
+async function waitReady(proc: RunningProcess, timeoutMs: number, supervisor: Supervisor): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (proc.child.exitCode !== null || proc.child.signalCode !== null) {
-      throw new Error(`${proc.name} exited (code ${proc.child.exitCode ?? proc.child.signalCode}) before it was ready`);
-    }
+    if (supervisor.gaveUp) throw supervisor.gaveUp;
+    if (supervisor.stopping) throw new Error(`${proc.name}: stopped before it was ready`);
     try {
       const res = await fetch(`${proc.url}${proc.readyPath}`, { signal: AbortSignal.timeout(1_000) });
       if (res.ok) return;
@@ -230,7 +330,8 @@ async function waitReady(proc: RunningProcess, timeoutMs: number): Promise<void>
 /** SIGTERM (graceful drain) first, SIGKILL for anything still alive after 15 s; gateway first. */
 async function stopAll(running: RunningProcess[]): Promise<void> {
   const order = [...running].reverse().sort((a, b) => Number(b.name === 'gateway') - Number(a.name === 'gateway'));
-  for (const { child } of order) {
+  for (const proc of order) {
+    const child = proc.child;
     if (child.exitCode !== null || child.signalCode !== null) continue;
     await new Promise<void>((done) => {
       const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);

@@ -13,6 +13,7 @@ const COLORS: Partial<Record<ProcessName, string>> = {
   catalog: '34',
   oidc: '32',
   postgres: '90',
+  launcher: '1',
 };
 
 // Services write JSON logs everywhere; only this terminal turns them into one readable line each.
@@ -41,6 +42,11 @@ async function main(): Promise<void> {
     portOffset: offset,
     ...(dataDir ? { postgresDataDir: resolve(dataDir, 'postgres') } : {}),
     onLog: printLine,
+    // A crashed service is restarted by the launcher; only a crash loop (or a lost database) ends it.
+    onGiveUp: (_name, message) => {
+      process.stderr.write(`\n${message}\n`);
+      process.exit(1);
+    },
   });
   const secs = ((Date.now() - started) / 1000).toFixed(1);
   const gw = system.gatewayUrl;
@@ -71,14 +77,6 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', shutdown);
   process.on('SIGTERM', shutdown);
-  for (const p of system.processes) {
-    p.child.once('exit', (code) => {
-      if (stopping) return;
-      process.stderr.write(`${p.name} exited unexpectedly (code ${code}); stopping the rest.\n`);
-      stopping = true;
-      void system.stop().then(() => process.exit(1));
-    });
-  }
 }
 
 main().catch((err: unknown) => {

@@ -4,3 +4,4 @@
  */
 export * from './topology';
 export * from './db-roles';
+export { generateServiceKey, type ServiceKeyPair } from './service-keys';

@@ -24,3 +24,19 @@ export const grpcAddrVar = (name: ServiceName) => `${name.toUpperCase()}_GRPC_AD
 
 export const defaultServiceUrl = (name: ServiceName) => `http://127.0.0.1:${SERVICES[name].httpPort}`;
 export const defaultGrpcAddr = (name: ServiceName) => `127.0.0.1:${SERVICES[name].grpcPort}`;
+
+/**
+ * Which gRPC servers each process calls. The per-method `access` tables beside each binding say
+ * who may call what; this says whose public keys each server needs (docs/service-identity.md),
+ * and so where the embedded launcher hands out keys.
+ */
+export const GRPC_CALLS: Readonly<Record<ServiceName | 'gateway', readonly ServiceName[]>> = {
+  gateway: ['auth'],
+  auth: ['content'],
+  content: [],
+  catalog: [],
+};
+
+/** The processes that call `name` over gRPC. */
+export const grpcCallersOf = (name: ServiceName): (ServiceName | 'gateway')[] =>
+  (Object.keys(GRPC_CALLS) as (ServiceName | 'gateway')[]).filter((from) => GRPC_CALLS[from].includes(name));
