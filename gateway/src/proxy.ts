@@ -19,6 +19,9 @@ import {
  * piping the (already consumed) request stream; see `bufferedBodyPlugin`.
  */
 const bodies = new WeakMap<IncomingMessage, Buffer>();
+/** Connection errors that mean "the service is not there" rather than "it answered badly". */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
 /** Requests whose upstream went idle past the timeout: their error is a 504, not a 502. */
 const timedOut = new WeakSet<IncomingMessage>();
 
@@ -82,6 +85,8 @@ export function createServiceProxies({ targets, timeoutMs, logger }: ProxyOption
             if (!('writeHead' in res)) return void res.destroy();
             if (res.headersSent) return void res.destroy();
             if (isTimeout) sendJson(res, 504, { error: 'Gateway timeout' });
+            // Nobody listening (a service down or restarting): say so, and fast (docs/api/conventions.md).
+            else if (UNREACHABLE.has(code ?? '')) sendJson(res, 503, { error: 'Service unavailable' });
             else sendJson(res, 502, { error: 'Bad gateway' });
           },
         },

@@ -324,22 +324,22 @@ describe('access log', () => {
 });
 
 describe('upstream failures', () => {
-  it('502 when the service refuses the connection', async () => {
+  it('503 Service unavailable when the service refuses the connection (down or restarting)', async () => {
     const down = await startGateway({
       CONTENT_URL: `http://127.0.0.1:${await closedPort()}`,
       SUPERGRAPH_PATH: supergraph.path,
     });
     try {
       const get = await fetch(`${down.url}/hello`);
-      expect(get.status).toBe(502);
-      expect(await get.json()).toEqual({ error: 'Bad gateway' });
+      expect(get.status).toBe(503);
+      expect(await get.json()).toEqual({ error: 'Service unavailable' });
       const post = await fetch(`${down.url}/greet`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: '{"name":"Budi"}',
       });
-      expect(post.status).toBe(502);
-      expect(await post.json()).toEqual({ error: 'Bad gateway' });
+      expect(post.status).toBe(503);
+      expect(await post.json()).toEqual({ error: 'Service unavailable' });
     } finally {
       await down.stop();
     }
