@@ -14,10 +14,12 @@ import {
 import { createCallerResolver } from './auth';
 import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from './body';
 import type { GatewayConfig } from './config';
+import { acceptOpenApi, createDocs } from './docs';
 import { createGraphQL } from './graphql';
 import { createServiceProxies, type ServiceProxies } from './proxy';
-import { ROUTES, type RouteDef } from './routes';
-import { createVersioning, migrationGuides } from './versioning';
+import { parseRouteTable, type RouteDef } from './routes';
+import { createVersioning, migrationGuides, type Versioning } from './versioning';
+import { watchComposedFile } from './watched-file';
 
 export interface Gateway {
   server: Server;
@@ -33,12 +35,36 @@ const notFound = (_req: IncomingMessage, res: ServerResponse) => sendJson(res, 4
 
 /**
  * The single ingress: one raw node:http server. Per request it settles the request id, then
- * dispatches: health → (access log) → GraphQL → the REST route table → 404. Nothing on the REST path parses
+ * dispatches: health → (access log) → GraphQL → the REST route table → migration guides and the
+ * API's documents (`/`, `/openapi.json`, `/docs`) → 404. Nothing on the REST path parses
  * more than the route table needs, and bodiless requests stream through untouched.
  */
 export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   const lifecycle = new Lifecycle(logger);
-  const routes = createVersioning(ROUTES, config.versioning);
+  // The composed route table and OpenAPI document, reloaded when `npm run compose` (or a
+  // ConfigMap) changes them, like the supergraph: a service's new route needs no gateway release.
+  const routeTable = watchComposedFile<Versioning>({
+    path: config.ROUTES_PATH,
+    variable: 'ROUTES_PATH',
+    what: 'route table',
+    logger,
+    accept: (text) => {
+      const table = parseRouteTable(text);
+      return createVersioning(table.routes, table);
+    },
+    onChange: (next) => {
+      routes = next;
+    },
+  });
+  let routes = routeTable.current();
+  const openapi = watchComposedFile({
+    path: config.OPENAPI_PATH,
+    variable: 'OPENAPI_PATH',
+    what: 'OpenAPI document',
+    logger,
+    accept: acceptOpenApi,
+  });
+  const docs = createDocs({ openapi: openapi.current, graphiql: config.HALO_ENV === 'development' });
   const guides = migrationGuides();
   const proxies = createServiceProxies({
     targets: config.serviceUrls,
@@ -72,7 +98,11 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     // Probes come every few seconds and are not worth a log line each.
     if (path === '/healthz' || path === '/readyz') return health(req, res, () => notFound(req, res));
     if (logger.isLevelEnabled('info')) accessLog(logger, req, res, requestId, path);
-    if (path === '/graphql') return graphql.handle(req, res, requestId);
+    if (path === '/graphql') {
+      // A browser opening /graphql in development gets GraphiQL; everything else is an operation.
+      if (docs.graphiql(req, res)) return;
+      return graphql.handle(req, res, requestId);
+    }
 
     const match = routes.match(req, url, q, path);
     if (match.headers) for (const name in match.headers) res.setHeader(name, match.headers[name]!);
@@ -93,14 +123,19 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
       return sendJson(res, 405, { error: 'Method not allowed' }, { allow: match.allow });
     }
     if (match.kind === 'unsupported-version') return sendJson(res, 400, { error: match.error });
-    // The migration guides that deprecation `Link` headers point to.
+    // The migration guides that deprecation `Link` headers point to; the API's own documents.
     if (guides.serve(req, res, path)) return;
+    if (docs.serve(req, res, path)) return;
     return notFound(req, res);
   });
   // Longer than common load-balancer idle timeouts, so they close idle connections first.
   server.keepAliveTimeout = 65_000;
 
   // Released in reverse: the server drains first, then GraphQL stops, then the upstream pools go.
+  lifecycle.register('composed files', () => {
+    routeTable.stop();
+    openapi.stop();
+  });
   lifecycle.register('upstream pools', () => {
     proxies.close();
     callers.close();

@@ -10,27 +10,12 @@ import {
   z,
   type ServiceName,
 } from '@halo/kit';
-import { toHttpDate, type VersioningConfig } from './versioning';
+import { DEFAULT_ROUTES_PATH } from './routes';
 
 /** The composed supergraph committed beside the package (`npm run compose` writes it). */
 export const DEFAULT_SUPERGRAPH_PATH = resolve(__dirname, '../supergraph.graphql');
-
-/** v1 of the products routes: announced with v2 (issue 4), switched off nine months later. */
-export const DEFAULT_V1_PRODUCTS_SUNSET = 'Wed, 01 Sep 2027 00:00:00 GMT';
-export const V1_TO_V2_GUIDE = '/docs/migrations/v1-to-v2.md';
-
-const httpDate = (fallback: string) =>
-  z
-    .string()
-    .default(fallback)
-    .transform((v, ctx) => {
-      const date = toHttpDate(v);
-      if (date === null) {
-        ctx.addIssue({ code: 'custom', message: 'must be an HTTP-date (Wed, 01 Sep 2027 00:00:00 GMT) or an ISO-8601 date' });
-        return z.NEVER;
-      }
-      return date;
-    });
+/** The composed OpenAPI document committed beside the package (`npm run compose` writes it). */
+export const DEFAULT_OPENAPI_PATH = resolve(__dirname, '../openapi.json');
 
 export const gatewayConfigShape = {
   HALO_ENV: env.haloEnv(),
@@ -47,14 +32,10 @@ export const gatewayConfigShape = {
   /** auth's gRPC address, for exchanging `X-API-Key` for a token. */
   AUTH_GRPC_ADDR: env.str(defaultGrpcAddr('auth')),
   GRPC_DEADLINE_MS: env.int(2_000, 1),
-  /** Version 1 of the products routes answers with Deprecation, Sunset and Link (CONTRACT.md). */
-  API_V1_PRODUCTS_DEPRECATED: env.bool(true),
-  API_V1_PRODUCTS_SUNSET: httpDate(DEFAULT_V1_PRODUCTS_SUNSET),
-  /** The migration guide the Link header names: an absolute URL, or a path the gateway serves. */
-  API_V1_PRODUCTS_LINK: z
-    .string()
-    .regex(/^(https?:\/\/|\/)[^\s<>]*$/, 'must be an absolute URL or a path starting with /')
-    .default(V1_TO_V2_GUIDE),
+  /** The composed REST route table (versions and deprecations included) to serve and watch. */
+  ROUTES_PATH: z.string().default(DEFAULT_ROUTES_PATH),
+  /** The composed OpenAPI document served at `/openapi.json` and rendered at `/docs`. */
+  OPENAPI_PATH: z.string().default(DEFAULT_OPENAPI_PATH),
 };
 
 /** One optional `<SERVICE>_URL` per service of the topology table, e.g. `CONTENT_URL`. */
@@ -74,24 +55,5 @@ export function loadGatewayConfig(source: Record<string, string | undefined> = p
   for (const name of SERVICE_NAMES) {
     serviceUrls[name] = (urls[serviceUrlVar(name)] ?? defaultServiceUrl(name)).replace(/\/+$/, '');
   }
-  return { ...config, serviceUrls, versioning: versioningConfig(config) };
-}
-
-/**
- * The REST API versions (src/versioning.ts). Version 2 exists for the routes whose RouteDef lists
- * it, served by their service under `/v2`; version 1 of the products routes is deprecated.
- */
-function versioningConfig(config: z.infer<z.ZodObject<typeof gatewayConfigShape>>): VersioningConfig {
-  return {
-    defaultVersion: 1,
-    versions: {
-      1: {
-        upstreamPrefix: '',
-        deprecations: config.API_V1_PRODUCTS_DEPRECATED
-          ? [{ pathPrefix: '/products', sunset: config.API_V1_PRODUCTS_SUNSET, link: config.API_V1_PRODUCTS_LINK }]
-          : [],
-      },
-      2: { upstreamPrefix: '/v2' },
-    },
-  };
+  return { ...config, serviceUrls };
 }

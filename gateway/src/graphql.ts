@@ -10,6 +10,7 @@ import {
 } from '@apollo/gateway';
 import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import {
+  ApolloServerPluginLandingPageDisabled,
   ApolloServerPluginSchemaReportingDisabled,
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
@@ -232,6 +233,8 @@ export function createGraphQL({ callers, supergraphPath, serviceUrls, bodyLimit,
     plugins: [
       ApolloServerPluginUsageReportingDisabled(),
       ApolloServerPluginSchemaReportingDisabled(),
+      // Apollo's landing page loads Apollo Sandbox from a CDN; development gets GraphiQL (src/docs.ts).
+      ApolloServerPluginLandingPageDisabled(),
       authenticatedPlugin<GraphQLContext>(() => policy),
       privateForCallersPlugin,
     ],

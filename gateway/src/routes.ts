@@ -1,53 +1,34 @@
+import { resolve } from 'node:path';
 import FindMyWay from 'find-my-way';
-import type { ServiceName } from '@halo/kit';
-
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+import { composedRouteTableSchema, type ComposedRoute, type ComposedRouteTable } from '@halo/kit';
 
 /**
- * One public REST route and the service that answers it. The gateway forwards the request
- * unchanged; later options (auth checks, version aliases) are added as optional members here,
- * so a route stays one line of this table.
+ * One public REST route and the service that answers it, as the composed route table
+ * (gateway/routes.json, from the services' manifests by `npm run compose`) lists it. The gateway
+ * forwards the request unchanged.
+ *
+ * - `auth`: the gateway refuses the request without a caller (401 `Token required` / `Invalid
+ *   token` / `Invalid API key`) before it reaches the service; the service checks roles and scopes.
+ * - `versions`: the API versions the route exists in (default `[1]`: unversioned, and `/api/v1/…`).
+ *   The service serves version N of it at that version's upstream prefix + path (src/versioning.ts).
+ * - `deprecated`: per version, the notice its responses carry (`Deprecation`, `Sunset`, `Link`).
  */
-export interface RouteDef {
-  service: ServiceName;
-  method: HttpMethod;
-  /** find-my-way syntax: `/posts/:id`. */
-  path: string;
-  /**
-   * The gateway refuses the request without a caller (401 `Token required` / `Invalid token` /
-   * `Invalid API key`) before it reaches the service; the service checks roles and scopes.
-   */
-  auth?: true;
-  /**
-   * The API versions the route exists in (default `[1]`: unversioned, and `/api/v1/…`). The
-   * service serves version N of it at that version's upstream prefix + path (src/versioning.ts).
-   */
-  versions?: readonly number[];
-}
+export type RouteDef = Readonly<ComposedRoute>;
+export type HttpMethod = RouteDef['method'];
+export type RouteTableFile = ComposedRouteTable;
 
-/** Every REST route a client can reach through the gateway (CONTRACT.md, ARCHITECTURE.md). */
-export const ROUTES: readonly RouteDef[] = [
-  { service: 'auth', method: 'POST', path: '/auth/register' },
-  { service: 'auth', method: 'POST', path: '/auth/login' },
-  { service: 'auth', method: 'POST', path: '/auth/refresh' },
-  { service: 'auth', method: 'POST', path: '/auth/logout' },
-  { service: 'auth', method: 'GET', path: '/profile', auth: true },
-  { service: 'auth', method: 'GET', path: '/auth/api-keys', auth: true },
-  { service: 'auth', method: 'POST', path: '/auth/api-keys', auth: true },
-  { service: 'auth', method: 'DELETE', path: '/auth/api-keys/:id', auth: true },
-  { service: 'auth', method: 'GET', path: '/auth/oauth/:provider/start' },
-  { service: 'auth', method: 'GET', path: '/auth/oauth/:provider/callback' },
-  { service: 'content', method: 'GET', path: '/hello' },
-  { service: 'content', method: 'POST', path: '/greet' },
-  { service: 'content', method: 'GET', path: '/users/:userId/posts' },
-  { service: 'content', method: 'GET', path: '/posts/:id' },
-  { service: 'content', method: 'GET', path: '/posts/:id/comments' },
-  { service: 'catalog', method: 'GET', path: '/products', versions: [1, 2] },
-  { service: 'catalog', method: 'POST', path: '/products', auth: true, versions: [1, 2] },
-  { service: 'catalog', method: 'GET', path: '/products/:id', versions: [1, 2] },
-  { service: 'catalog', method: 'PUT', path: '/products/:id', auth: true, versions: [1, 2] },
-  { service: 'catalog', method: 'DELETE', path: '/products/:id', auth: true, versions: [1, 2] },
-];
+/** The composed route table committed beside the package (`npm run compose` writes it). */
+export const DEFAULT_ROUTES_PATH = resolve(__dirname, '../routes.json');
+
+/** Parses and checks a composed route table (the format kit's `composeRouteTable` writes). */
+export function parseRouteTable(text: string): RouteTableFile {
+  const parsed = composedRouteTableSchema.safeParse(JSON.parse(text));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`invalid route table at ${issue.path.join('.') || '(root)'}: ${issue.message}`);
+  }
+  return parsed.data;
+}
 
 /** The versions a route exists in. */
 export const versionsOf = (route: RouteDef): readonly number[] => route.versions ?? [1];
@@ -72,7 +53,7 @@ const noop = () => undefined;
  * is registered for every method with one shared entry, so a single lookup tells "route", "known
  * path, wrong method" (405) and "unknown" (404) apart. HEAD is served wherever GET is.
  */
-export function createRouteTable(routes: readonly RouteDef[] = ROUTES, version = 1) {
+export function createRouteTable(routes: readonly RouteDef[], version = 1) {
   const router = FindMyWay({
     caseSensitive: true,
     ignoreTrailingSlash: false,

@@ -1,32 +1,32 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { resolve } from 'node:path';
-import { sendJson } from '@halo/kit';
+import { sendJson, toHttpDate } from '@halo/kit';
 import { createRouteTable, versionsOf, type RouteDef, type RouteMatch, type RouteTable } from './routes';
 
 /**
- * REST API versioning at the edge (CONTRACT.md "Versioning"), driven by data:
+ * REST API versioning at the edge (docs/api/conventions.md "Versioning"), driven by the composed
+ * route table (gateway/routes.json), i.e. by what each service declares in its own manifest:
  *
  * - Unversioned paths are the default version (1); `/api/v<N>/<path>` is version N of `<path>`.
  * - On an unversioned path, `?version=<N>` or `Accept: application/vnd.halo.v<N>+json` picks N.
- * - A selector naming a version that is not configured, or malformed (`v0`, `v2x`, `abc`), is
+ * - A selector naming a version no route exists in, or malformed (`v0`, `v2x`, `abc`), is
  *   400 `Unsupported API version`; selectors that disagree are 400 `Conflicting API versions`.
  * - A route exists in the versions its RouteDef lists (`versions`, default `[1]`); version N of
  *   it is proxied to `<upstreamPrefix of N><path>` (v2 of `/products/7` → catalog's `/v2/products/7`).
- *   A configured version without the route is 404, as for any unknown route.
- * - A version can be deprecated per path prefix: its responses there carry `Deprecation: true`,
+ *   A known version without the route is 404, as for any unknown route.
+ * - A route's version can be deprecated (`deprecated[N]`): its responses carry `Deprecation: true`,
  *   `Sunset: <HTTP-date>` and `Link: <guide>; rel="successor-version"`.
  * - `Vary: Accept` on the routes that exist in more than one version, and on every answer whose
  *   version the Accept header chose, so a shared cache never serves one version for another.
  *
  * The unversioned hot path costs three cheap tests (path prefix, `version=` in the query string,
- * a regex over Accept) and one Map lookup; every header object is built once, at start-up.
+ * a regex over Accept) and one Map lookup; every header object is built once, when the table is.
  */
 
+/** A version's retirement notice, as the route table carries it. */
 export interface Deprecation {
-  /** A public path prefix, matched on segment boundaries: `/products` covers `/products/:id`. */
-  pathPrefix: string;
-  /** When the deprecated version stops answering there: an HTTP-date (IMF-fixdate). */
+  /** When the deprecated version stops answering: an HTTP-date (IMF-fixdate). */
   sunset: string;
   /** The migration guide: an absolute URL, or a path on the gateway. */
   link: string;
@@ -35,7 +35,6 @@ export interface Deprecation {
 export interface VersionConfig {
   /** Where services serve this version of a route: `<upstreamPrefix><path>` (`''`: the path itself). */
   upstreamPrefix: string;
-  deprecations?: readonly Deprecation[];
 }
 
 export interface VersioningConfig {
@@ -43,6 +42,9 @@ export interface VersioningConfig {
   defaultVersion: number;
   versions: Readonly<Record<number, VersionConfig>>;
 }
+
+/** The HTTP-date rule lives with the manifests (kit); the gateway only ever reads HTTP-dates. */
+export { toHttpDate };
 
 export const UNSUPPORTED_VERSION = 'Unsupported API version';
 export const CONFLICTING_VERSIONS = 'Conflicting API versions';
@@ -64,26 +66,9 @@ const VERSION_TOKEN = /^[1-9]\d{0,5}$/;
 
 const isDigit = (c: number) => c >= 48 && c <= 57;
 
-const IMF_FIXDATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/;
-const ISO_UTC_DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?Z)?$/;
-
-/** `Wed, 01 Sep 2027 00:00:00 GMT` from an HTTP-date or an ISO-8601 UTC date (`2027-09-01`, `…T00:00:00Z`); null otherwise. */
-export function toHttpDate(value: string): string | null {
-  const v = value.trim();
-  if (!IMF_FIXDATE.test(v) && !ISO_UTC_DATE.test(v)) return null;
-  const ms = Date.parse(v);
-  if (Number.isNaN(ms)) return null;
-  const date = new Date(ms);
-  // A real calendar day, and for an HTTP-date its real weekday: no `2027-02-30`, no `Mon, 01 Sep 2027`.
-  if (v.endsWith('GMT') ? date.toUTCString() !== v : date.toISOString().slice(0, 10) !== v.slice(0, 10)) return null;
-  return date.toUTCString();
-}
-
 function deprecationHeaders(d: Deprecation): Headers {
   return { deprecation: 'true', sunset: d.sunset, link: `<${d.link}>; rel="successor-version"` };
 }
-
-const covers = (prefix: string, path: string) => path === prefix || path.startsWith(prefix.endsWith('/') ? prefix : `${prefix}/`);
 
 export function createVersioning(routes: readonly RouteDef[], config: VersioningConfig) {
   const versions = new Map(Object.entries(config.versions).map(([n, v]) => [Number(n), v]));
@@ -99,12 +84,12 @@ export function createVersioning(routes: readonly RouteDef[], config: Versioning
   // Per version: its route table, and the headers of each of its routes (only those that have any).
   const tables = new Map<number, RouteTable>();
   const headers = new Map<number, Map<RouteDef, Headers>>();
-  for (const [n, version] of versions) {
+  for (const n of versions.keys()) {
     tables.set(n, createRouteTable(routes, n));
     const byRoute = new Map<RouteDef, Headers>();
     for (const route of routes) {
       if (!versionsOf(route).includes(n)) continue;
-      const notice = version.deprecations?.find((d) => covers(d.pathPrefix, route.path));
+      const notice = route.deprecated?.[n];
       const h: Record<string, string> = {
         ...(notice ? deprecationHeaders(notice) : {}),
         ...(versionsOf(route).length > 1 ? VARY_ACCEPT : {}),

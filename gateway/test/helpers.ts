@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +7,7 @@ import { createLogger, listen, type Logger } from '@halo/kit';
 import { parse } from 'graphql';
 import { createGateway, type Gateway } from '../src/app';
 import { loadGatewayConfig } from '../src/config';
+import { DEFAULT_ROUTES_PATH, parseRouteTable, type RouteTableFile } from '../src/routes';
 
 /** Composes a supergraph from subgraph SDLs, failing loudly when composition fails. */
 export function composeSupergraph(subgraphs: { name: string; sdl: string; url: string }[]): string {
@@ -25,6 +26,24 @@ export function tempSupergraph(sdl: string) {
     write: (next: string) => writeFileSync(path, next),
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+/** The committed route table (gateway/routes.json), parsed; tests change copies of it. */
+export function committedRouteTable(): RouteTableFile {
+  return parseRouteTable(readFileSync(DEFAULT_ROUTES_PATH, 'utf8'));
+}
+
+/** A temporary route table file: the committed one, changed by `change`; `write` replaces it. */
+export function tempRouteTable(change: (table: RouteTableFile) => void = () => undefined) {
+  const dir = mkdtempSync(join(tmpdir(), 'halo-routes-'));
+  const path = join(dir, 'routes.json');
+  const write = (next: (table: RouteTableFile) => void) => {
+    const table = committedRouteTable();
+    next(table);
+    writeFileSync(path, `${JSON.stringify(table, null, 2)}\n`);
+  };
+  write(change);
+  return { path, write, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** A minimal subgraph, for tests that only need the gateway to start. */

@@ -1,7 +1,11 @@
-import { createRouteTable, ROUTES, type RouteDef } from '../src/routes';
+import { readFileSync } from 'node:fs';
+import { createRouteTable, DEFAULT_ROUTES_PATH, parseRouteTable, type RouteDef } from '../src/routes';
+
+/** The committed route table, composed from the services' manifests (`npm run compose`). */
+const ROUTES = parseRouteTable(readFileSync(DEFAULT_ROUTES_PATH, 'utf8')).routes;
 
 describe('route table', () => {
-  const table = createRouteTable();
+  const table = createRouteTable(ROUTES);
 
   it('matches every declared route, with its params', () => {
     for (const route of ROUTES) {
@@ -39,5 +43,49 @@ describe('route table', () => {
   it('refuses a duplicate route', () => {
     const route: RouteDef = { service: 'content', method: 'GET', path: '/hello' };
     expect(() => createRouteTable([route, route])).toThrow('Duplicate route: GET /hello');
+  });
+});
+
+describe('the composed route table file', () => {
+  it('holds every public route, with its owner, protection and versions', () => {
+    const key = (r: RouteDef) => `${r.method} ${r.path} → ${r.service}${r.auth ? ' (auth)' : ''}${r.versions ? ` v${r.versions.join(',')}` : ''}`;
+    expect(ROUTES.map(key).sort()).toEqual(
+      [
+        'POST /auth/register → auth',
+        'POST /auth/login → auth',
+        'POST /auth/refresh → auth',
+        'POST /auth/logout → auth',
+        'GET /profile → auth (auth)',
+        'GET /auth/api-keys → auth (auth)',
+        'POST /auth/api-keys → auth (auth)',
+        'DELETE /auth/api-keys/:id → auth (auth)',
+        'GET /auth/oauth/:provider/start → auth',
+        'GET /auth/oauth/:provider/callback → auth',
+        'GET /hello → content',
+        'POST /greet → content',
+        'GET /users/:userId/posts → content',
+        'GET /posts/:id → content',
+        'GET /posts/:id/comments → content',
+        'GET /products → catalog v1,2',
+        'POST /products → catalog (auth) v1,2',
+        'GET /products/:id → catalog v1,2',
+        'PUT /products/:id → catalog (auth) v1,2',
+        'DELETE /products/:id → catalog (auth) v1,2',
+      ].sort(),
+    );
+  });
+
+  it('is checked when read: a malformed table names the problem', () => {
+    const good = JSON.parse(readFileSync(DEFAULT_ROUTES_PATH, 'utf8')) as { routes: Record<string, unknown>[] };
+    const broken = (change: (t: typeof good) => void) => {
+      const copy = structuredClone(good);
+      change(copy);
+      return () => parseRouteTable(JSON.stringify(copy));
+    };
+    expect(broken((t) => (t.routes[0]!.service = 'billing'))).toThrow(/routes\.0\.service/);
+    expect(broken((t) => (t.routes[0]!.method = 'TRACE'))).toThrow(/routes\.0\.method/);
+    expect(broken((t) => (t.routes[0]!.path = 'no-slash'))).toThrow(/routes\.0\.path/);
+    expect(broken((t) => (t.routes[0]!.deprecated = { 1: { sunset: '2027-09-01', link: '/x' } }))).toThrow(/must be an HTTP-date/);
+    expect(() => parseRouteTable('{')).toThrow(SyntaxError);
   });
 });

@@ -1,9 +1,18 @@
-import { ConfigError, signAccessToken } from '@halo/kit';
+import { signAccessToken } from '@halo/kit';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
-import { loadGatewayConfig } from '../src/config';
-import type { RouteDef } from '../src/routes';
+import type { RouteDef, RouteTableFile } from '../src/routes';
 import { createVersioning, toHttpDate } from '../src/versioning';
-import { closedPort, composeSupergraph, MINIMAL_SUBGRAPH_SDL, startEcho, startGateway, tempSupergraph, type Echoed, type RunningGateway } from './helpers';
+import {
+  closedPort,
+  composeSupergraph,
+  MINIMAL_SUBGRAPH_SDL,
+  startEcho,
+  startGateway,
+  tempRouteTable,
+  tempSupergraph,
+  type Echoed,
+  type RunningGateway,
+} from './helpers';
 
 /**
  * REST API versioning at the gateway, against a plain echo upstream standing in for every service:
@@ -325,9 +334,14 @@ describe('the migration guide behind the Link header', () => {
   });
 });
 
-describe('configuration', () => {
-  it('the sunset and link are configurable; ISO dates become HTTP-dates', async () => {
-    const other = await gatewayWith({ API_V1_PRODUCTS_SUNSET: '2028-03-01', API_V1_PRODUCTS_LINK: 'https://docs.example.com/halo/v1-to-v2' });
+describe('configuration: the notice comes from the owning service (its manifest, through the route table)', () => {
+  const products = (t: RouteTableFile) => t.routes.filter((r) => r.service === 'catalog');
+
+  it('the sunset and link are the route table’s; its ISO dates are composed into HTTP-dates', async () => {
+    const table = tempRouteTable((t) => {
+      for (const r of products(t)) r.deprecated = { 1: { sunset: toHttpDate('2028-03-01')!, link: 'https://docs.example.com/halo/v1-to-v2' } };
+    });
+    const other = await gatewayWith({ ROUTES_PATH: table.path });
     try {
       const res = await call('/products', {}, other);
       expect(res.headers.get('sunset')).toBe('Wed, 01 Mar 2028 00:00:00 GMT');
@@ -335,11 +349,15 @@ describe('configuration', () => {
       expect(res.headers.get('deprecation')).toBe('true');
     } finally {
       await other.stop();
+      table.remove();
     }
   });
 
-  it('the notice can be switched off; v2 and Vary stay', async () => {
-    const other = await gatewayWith({ API_V1_PRODUCTS_DEPRECATED: 'false' });
+  it('a table without the notice has none; v2 and Vary stay', async () => {
+    const table = tempRouteTable((t) => {
+      for (const r of products(t)) delete r.deprecated;
+    });
+    const other = await gatewayWith({ ROUTES_PATH: table.path });
     try {
       const v1 = await call('/products', {}, other);
       expectDeprecated(v1.headers, false);
@@ -347,19 +365,22 @@ describe('configuration', () => {
       expect((await call('/api/v2/products', {}, other)).upstream).toBe('/v2/products');
     } finally {
       await other.stop();
+      table.remove();
     }
   });
 
   it.each([
-    ['API_V1_PRODUCTS_SUNSET', 'next year'],
-    ['API_V1_PRODUCTS_SUNSET', 'Mon, 01 Sep 2027 00:00:00 GMT'],
-    ['API_V1_PRODUCTS_SUNSET', '2027-02-30'],
-    ['API_V1_PRODUCTS_LINK', 'docs/v2.md'],
-    ['API_V1_PRODUCTS_LINK', '/docs/a>b'],
-    ['API_V1_PRODUCTS_DEPRECATED', 'maybe'],
-  ])('%s=%s stops start-up with a line naming the variable', (name, value) => {
-    expect(() => loadGatewayConfig({ [name]: value })).toThrow(ConfigError);
-    expect(() => loadGatewayConfig({ [name]: value })).toThrow(new RegExp(`^Invalid configuration: ${name}:`));
+    ['a sunset that is no HTTP-date', (t: RouteTableFile) => (products(t)[0]!.deprecated = { 1: { sunset: '2027-09-01', link: '/x' } }), /must be an HTTP-date/],
+    ['a relative link', (t: RouteTableFile) => (products(t)[0]!.deprecated = { 1: { sunset: SUNSET, link: 'docs/v2.md' } }), /link/],
+    ['a version without its upstream', (t: RouteTableFile) => delete t.versions['2'], /lists API version 2, which is not configured/],
+  ])('a route table with %s stops start-up with a line naming the file', async (_what, change, message) => {
+    const table = tempRouteTable(change);
+    try {
+      await expect(gatewayWith({ ROUTES_PATH: table.path })).rejects.toThrow(/^Cannot load the route table at .*routes\.json \(ROUTES_PATH\): /);
+      await expect(gatewayWith({ ROUTES_PATH: table.path })).rejects.toThrow(message);
+    } finally {
+      table.remove();
+    }
   });
 
   it('HTTP-dates are checked, ISO dates converted', () => {
@@ -380,14 +401,15 @@ describe('configuration', () => {
   });
 
   it('versions and prefixes are data: a v3 of one route maps where its config says', async () => {
+    const notice = { 1: { sunset: SUNSET, link: 'https://x.example/guide' } };
     const routes: RouteDef[] = [
-      { service: 'catalog', method: 'GET', path: '/things', versions: [1, 3] },
-      { service: 'catalog', method: 'GET', path: '/other' },
+      { service: 'catalog', method: 'GET', path: '/things', versions: [1, 3], deprecated: notice },
+      { service: 'catalog', method: 'GET', path: '/other', deprecated: notice },
     ];
     const v = createVersioning(routes, {
       defaultVersion: 1,
       versions: {
-        1: { upstreamPrefix: '', deprecations: [{ pathPrefix: '/', sunset: SUNSET, link: 'https://x.example/guide' }] },
+        1: { upstreamPrefix: '' },
         3: { upstreamPrefix: '/internal/v3' },
       },
     });

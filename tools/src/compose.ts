@@ -3,11 +3,14 @@ import { relative, resolve } from 'node:path';
 import { composeServices } from '@apollo/composition';
 import { defaultServiceUrl, SERVICE_NAMES } from '@halo/kit';
 import { parse } from 'graphql';
+import { composeRest, OPENAPI_FILE, ROUTES_FILE } from './compose-rest';
 
 /**
- * `npm run compose`: composes every service's `schema.graphql` into the supergraph the gateway
- * serves (gateway/supergraph.graphql, committed). `--check` recomposes and fails if the committed
- * file is stale or composition breaks, which is how CI catches a subgraph change nobody composed.
+ * `npm run compose`: composes what the services declare in their own folders into the files the
+ * gateway serves, all committed: every `schema.graphql` into the supergraph
+ * (gateway/supergraph.graphql), every REST manifest into the route table and the OpenAPI document
+ * (gateway/routes.json, gateway/openapi.json; src/compose-rest.ts). `--check` recomposes and fails
+ * if a committed file is stale or composition breaks, which is how CI catches a change nobody composed.
  */
 const ROOT = resolve(__dirname, '../..');
 export const SUPERGRAPH_FILE = resolve(ROOT, 'gateway/supergraph.graphql');
@@ -29,23 +32,32 @@ export function composeSupergraph(): { sdl: string } | { errors: string[] } {
 
 function main(): void {
   const check = process.argv.includes('--check');
-  const result = composeSupergraph();
-  const file = relative(process.cwd(), SUPERGRAPH_FILE);
-  if ('errors' in result) {
-    process.stderr.write(`Composition failed:\n${result.errors.map((e) => `  - ${e}`).join('\n')}\n`);
+  const supergraph = composeSupergraph();
+  const rest = composeRest();
+  const failed = [
+    ...('errors' in supergraph ? [`Composition failed:\n${supergraph.errors.map((e) => `  - ${e}`).join('\n')}`] : []),
+    ...('errors' in rest ? [`REST composition failed:\n${rest.errors.map((e) => `  - ${e}`).join('\n')}`] : []),
+  ];
+  if ('errors' in supergraph || 'errors' in rest) {
+    process.stderr.write(`${failed.join('\n')}\n`);
     process.exit(1);
   }
+  const outputs: [string, string][] = [
+    [SUPERGRAPH_FILE, supergraph.sdl],
+    [ROUTES_FILE, rest.routes],
+    [OPENAPI_FILE, rest.openapi],
+  ];
   if (check) {
-    const current = existsSync(SUPERGRAPH_FILE) ? readFileSync(SUPERGRAPH_FILE, 'utf8') : '';
-    if (current !== result.sdl) {
-      process.stderr.write(`${file} is stale: run \`npm run compose\` and commit the result.\n`);
-      process.exit(1);
-    }
-    process.stdout.write(`${file} is up to date.\n`);
+    const stale = outputs.filter(([path, content]) => (existsSync(path) ? readFileSync(path, 'utf8') : '') !== content);
+    for (const [path] of stale) process.stderr.write(`${relative(process.cwd(), path)} is stale: run \`npm run compose\` and commit the result.\n`);
+    if (stale.length > 0) process.exit(1);
+    for (const [path] of outputs) process.stdout.write(`${relative(process.cwd(), path)} is up to date.\n`);
     return;
   }
-  writeFileSync(SUPERGRAPH_FILE, result.sdl);
-  process.stdout.write(`Wrote ${file}.\n`);
+  for (const [path, content] of outputs) {
+    writeFileSync(path, content);
+    process.stdout.write(`Wrote ${relative(process.cwd(), path)}.\n`);
+  }
 }
 
 if (require.main === module) main();

@@ -49,6 +49,12 @@ export const unavailable = (message = 'Service unavailable') => new HaloError('U
 
 export const isHaloError = (err: unknown): err is HaloError => err instanceof HaloError;
 
+/** The one not-found rule: a lookup that found nothing is 404 `Not found` in every transport. */
+export function found<T>(value: T | null | undefined): T {
+  if (value === null || value === undefined) throw notFound();
+  return value;
+}
+
 /** REST: status + `{ error }` body. Unknown errors become a bare 500 with no detail. */
 export function toRestError(err: unknown): { status: number; body: { error: string } & Record<string, unknown> } {
   if (isHaloError(err)) return { status: err.httpStatus, body: { error: err.message, ...err.extra } };

@@ -2,37 +2,42 @@ import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation, service as healthService } from 'grpc-health-check';
 import { fromGrpcError, toGrpcError } from './errors';
 import type { Logger } from './logger';
+import { currentRequestId, runInRequest, type RequestContext } from './request-context';
 import { saneRequestId } from './request-id';
 
 export { grpc };
 
 export const REQUEST_ID_KEY = 'x-request-id';
 
-/** What a handler learns about the call besides its request message. */
-export interface GrpcCallContext {
-  requestId: string;
+/** What a handler learns about the call besides its request message (it is also the request context). */
+export interface GrpcCallContext extends RequestContext {
   metadata: grpc.Metadata;
+  /** The server's logger; inside the call it writes the request id on every line by itself. */
   logger: Logger;
 }
 
 type UnaryHandler<Req, Res> = (request: Req, ctx: GrpcCallContext) => Promise<Res>;
 
 /**
- * Adapts an async handler to grpc-js: reads the request id from metadata, and maps thrown errors
- * through the kit's single error table (unknown errors become INTERNAL and are logged).
+ * Adapts an async handler to grpc-js: reads the request id from metadata into the request context
+ * (so logs and onward calls carry it), and maps thrown errors through the kit's single error table
+ * (unknown errors become INTERNAL and are logged).
  */
 export function unary<Req, Res>(logger: Logger, handler: UnaryHandler<Req, Res>): grpc.handleUnaryCall<Req, Res> {
   return (call, callback) => {
-    const requestId = saneRequestId(call.metadata.get(REQUEST_ID_KEY)[0]);
-    const log = logger.child({ requestId });
-    handler(call.request, { requestId, metadata: call.metadata, logger: log }).then(
-      (res) => callback(null, res),
-      (err: unknown) => {
-        const mapped = toGrpcError(err);
-        if (mapped.code === grpc.status.INTERNAL) log.error({ err }, 'gRPC handler failed');
-        callback({ code: mapped.code, details: mapped.details, metadata: new grpc.Metadata() });
-      },
-    );
+    const ctx: GrpcCallContext = { requestId: saneRequestId(call.metadata.get(REQUEST_ID_KEY)[0]), metadata: call.metadata, logger };
+    const fail = (err: unknown) => {
+      const mapped = toGrpcError(err);
+      if (mapped.code === grpc.status.INTERNAL) logger.error({ err }, 'gRPC handler failed');
+      callback({ code: mapped.code, details: mapped.details, metadata: new grpc.Metadata() });
+    };
+    runInRequest(ctx, () => {
+      try {
+        handler(call.request, ctx).then((res) => callback(null, res), fail);
+      } catch (err) {
+        fail(err);
+      }
+    });
   };
 }
 
@@ -97,13 +102,13 @@ type UnaryMethod<Req, Res> = (
 ) => grpc.ClientUnaryCall;
 
 export interface CallOptions {
-  /** Propagated as `x-request-id` metadata. */
+  /** Sent as `x-request-id` metadata; defaults to the id of the request being served (request context). */
   requestId?: string | undefined;
   /** Every call has a deadline; this overrides the client's default. */
   deadlineMs?: number;
 }
 
-/** A typed, promise-returning unary call with a deadline and request-id metadata. */
+/** A typed, promise-returning unary call with a deadline and the request id as metadata. */
 export function callUnary<Req, Res>(
   client: grpc.Client,
   method: UnaryMethod<Req, Res>,
@@ -111,7 +116,8 @@ export function callUnary<Req, Res>(
   opts: CallOptions & { defaultDeadlineMs: number },
 ): Promise<Res> {
   const metadata = new grpc.Metadata();
-  if (opts.requestId) metadata.set(REQUEST_ID_KEY, opts.requestId);
+  const requestId = opts.requestId ?? currentRequestId();
+  if (requestId) metadata.set(REQUEST_ID_KEY, requestId);
   const deadline = new Date(Date.now() + (opts.deadlineMs ?? opts.defaultDeadlineMs));
   return new Promise((resolve, reject) => {
     method.call(client, request, metadata, { deadline }, (err, res) => (err ? reject(fromGrpcError(err)) : resolve(res)));

@@ -3,6 +3,7 @@ import express, { type ErrorRequestHandler, type RequestHandler, type Router } f
 import { HaloError, isHaloError, toRestError } from './errors';
 import type { Lifecycle } from './lifecycle';
 import type { Logger } from './logger';
+import { runInRequest } from './request-context';
 import { REQUEST_ID_HEADER, saneRequestId } from './request-id';
 
 export { REQUEST_ID_HEADER };
@@ -11,6 +12,7 @@ declare module 'express-serve-static-core' {
   interface Request {
     /** The request id: the caller's `X-Request-Id` when it is sane, otherwise a fresh UUID. */
     id: string;
+    /** The service's logger; inside the request it writes the request id on every line by itself. */
     log: Logger;
   }
 }
@@ -47,21 +49,25 @@ export function healthCheck(lifecycle: Lifecycle, ready: () => Promise<void>) {
   };
 }
 
-/** Request id, child logger and one access-log line per request. */
+/**
+ * Request id (kept in the request context for everything the request runs, so logs and outgoing
+ * gRPC calls carry it) and one access-log line per request.
+ */
 export function requestContext(logger: Logger): RequestHandler {
   return (req, res, next) => {
-    const id = requestIdOf(req);
-    req.id = id;
-    req.log = logger.child({ requestId: id });
-    res.setHeader('X-Request-Id', id);
+    const requestId = requestIdOf(req);
+    req.id = requestId;
+    req.log = logger;
+    res.setHeader('X-Request-Id', requestId);
     if (logger.isLevelEnabled('info')) {
       const start = process.hrtime.bigint();
       res.once('finish', () => {
         const ms = Number(process.hrtime.bigint() - start) / 1e6;
-        req.log.info({ method: req.method, url: req.originalUrl, status: res.statusCode, ms }, 'request');
+        // Named explicitly: 'finish' can fire after the request's async context has ended.
+        logger.info({ requestId, method: req.method, url: req.originalUrl, status: res.statusCode, ms }, 'request');
       });
     }
-    next();
+    runInRequest({ requestId }, next);
   };
 }
 

@@ -11,3 +11,16 @@ export function parseId(raw: unknown): number {
   if (typeof s !== 'string' || !ID.test(s)) throw badRequest('Invalid id');
   return Number(s);
 }
+
+/** Rows looked up by id, answered in the order of `ids` with null where none was found (a DataLoader batch's shape). */
+export function alignById<T extends { id: number }>(ids: readonly number[], rows: readonly T[]): (T | null)[] {
+  const found = new Map(rows.map((row) => [row.id, row]));
+  return ids.map((id) => found.get(id) ?? null);
+}
+
+/** Rows grouped under each key, in the order of `keys` (an empty list for a key with none). */
+export function groupByKey<T>(keys: readonly number[], rows: readonly T[], keyOf: (row: T) => number): T[][] {
+  const groups = new Map<number, T[]>(keys.map((k) => [k, []]));
+  for (const row of rows) groups.get(keyOf(row))?.push(row);
+  return keys.map((k) => groups.get(k)!);
+}

@@ -1,14 +1,28 @@
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
+import { currentRequestId } from './request-context';
 
 export type { Logger };
 
-/** Structured JSON logs; secrets are redacted wherever they could appear. */
-export function createLogger(name: string, level: string = process.env.LOG_LEVEL ?? 'info'): Logger {
-  return pino({
+/** Returned outside a request, so the merge below can skip the copy. */
+const OUTSIDE: Record<string, never> = Object.freeze({});
+
+/**
+ * Structured JSON logs; secrets are redacted wherever they could appear. Inside a request every
+ * line gets its `requestId` from the request context (a per-line mixin: one small object per line
+ * inside a request, nothing outside one), so no code passes the id or makes a child logger for it.
+ */
+export function createLogger(name: string, level: string = process.env.LOG_LEVEL ?? 'info', destination?: DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
     name,
     level,
     base: { service: name },
     timestamp: pino.stdTimeFunctions.isoTime,
+    mixin: () => {
+      const requestId = currentRequestId();
+      return requestId === undefined ? OUTSIDE : { requestId };
+    },
+    // A field the line sets itself wins; the frozen OUTSIDE object is never written to.
+    mixinMergeStrategy: (fields: object, mixed: object) => (mixed === OUTSIDE ? fields : Object.assign(mixed, fields)),
     redact: {
       paths: [
         'req.headers.authorization',
@@ -21,5 +35,6 @@ export function createLogger(name: string, level: string = process.env.LOG_LEVEL
       ],
       censor: '[redacted]',
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

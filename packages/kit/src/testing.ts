@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import pg from 'pg';
-import pino from 'pino';
 import { openDb, type Db } from './db';
+import type { DefinedService, RunningService } from './define-service';
 import { createLogger, type Logger } from './logger';
 
 /** The real Postgres used by the test suites (CI starts it; see README). */
@@ -43,8 +43,8 @@ export async function dropSchema(schema: string, url: string = TEST_DATABASE_URL
 
 export type TestDb = Db & { drop(): Promise<void> };
 
-/** A real pino logger whose lines are kept, so tests can assert on what was logged. */
-export function capturingLogger(level = 'info') {
+/** The kit's logger (request ids included) whose lines are kept, so tests can assert on what was logged. */
+export function capturingLogger(level = 'info', name = 'test') {
   const lines: Record<string, unknown>[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -52,7 +52,7 @@ export function capturingLogger(level = 'info') {
       done();
     },
   });
-  return { logger: pino({ level }, stream), lines };
+  return { logger: createLogger(name, level, stream), lines };
 }
 
 /**
@@ -118,15 +118,16 @@ export interface TestService<S> {
 }
 
 /** A real service, in-process, on a throwaway Postgres schema of its own (one per test file). */
-export async function startTestService<S extends { httpPort: number; stop(): Promise<void> }>(
-  name: string,
-  start: (logger: Logger, db: Db) => Promise<S>,
-): Promise<TestService<S>> {
-  const logger = createLogger(name, 'silent');
-  const db = await openTestDb(name);
-  let service: S;
+export async function startTestService<C, D>(
+  definition: DefinedService<C, D>,
+  env: Record<string, string> = {},
+): Promise<TestService<RunningService<D>>> {
+  const config = definition.loadConfig({ ...TEST_SERVICE_ENV, ...env });
+  const logger = createLogger(definition.name, 'silent');
+  const db = await openTestDb(definition.name);
+  let service: RunningService<D>;
   try {
-    service = await start(logger, db);
+    service = await definition.start(config, logger, { db });
   } catch (err) {
     await db.drop();
     throw err;
@@ -145,6 +146,44 @@ export async function startTestService<S extends { httpPort: number; stop(): Pro
     },
   };
 }
+
+export interface GraphQLBody<D = Record<string, unknown>> {
+  data?: D | null;
+  errors?: { message: string; path?: (string | number)[]; extensions?: { code?: string } & Record<string, unknown> }[];
+}
+
+/**
+ * POSTs one GraphQL operation as JSON, the way the gateway calls a subgraph. `data` defaults to
+ * `any` because every query has its own shape and the tests assert that shape themselves.
+ */
+export async function postGraphQL<D = Record<string, any>>( // any: see above
+  base: string,
+  query: string,
+  variables?: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; body: GraphQLBody<D> }> {
+  const res = await fetch(`${base}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ query, variables }),
+  });
+  return { status: res.status, headers: res.headers, body: (await res.json()) as GraphQLBody<D> };
+}
+
+/**
+ * The demo-seed rule (kit: loadServiceConfig) as a table, for the kit's test and any service's:
+ * HALO_ENV, SEED_DEMO_DATA → whether demo data is seeded.
+ */
+export const SEED_RULE_CASES: readonly [haloEnv: string | undefined, seed: string | undefined, seeded: boolean][] = [
+  ['development', undefined, true],
+  ['test', undefined, false],
+  ['production', undefined, false],
+  [undefined, undefined, false], // HALO_ENV defaults to production
+  ['development', 'false', false],
+  ['development', '', true], // empty means "not set"
+  ['test', 'true', true],
+  ['production', 'false', false],
+];
 
 /** A fixed clock for created_at values, so ordering never depends on when a test runs. */
 export const minutesAfter = (minutes: number, base = '2025-06-01T12:00:00.000Z') =>

@@ -1,17 +1,8 @@
-import { parseOAuthProviders } from './oauth/providers';
 import express from 'express';
-import {
-  assertSigningSecret,
-  ConfigError,
-  defaultGrpcAddr,
-  env,
-  loadConfig,
-  SERVICES,
-  serviceConfigShape,
-  z,
-} from '@halo/kit';
+import { assertSigningSecret, ConfigError, defaultGrpcAddr, env, z, type ServiceConfig } from '@halo/kit';
 import { canonicalOrigin } from './domain/tokens';
 import { parseDuration } from './domain/ttl';
+import { parseOAuthProviders } from './oauth/providers';
 
 const duration = (fallback: string) =>
   z
@@ -59,8 +50,8 @@ const trustProxy = () =>
       return value;
     });
 
+/** Auth's own variables; the kit adds the ones every service reads (ports, DATABASE_URL, SEED_DEMO_DATA…). */
 export const authConfigShape = {
-  ...serviceConfigShape(SERVICES.auth),
   /** Lifetime of the access tokens issued at login and refresh (`900`, `15m`, `24h`). */
   ACCESS_TOKEN_TTL: duration('15m'),
   /** Absolute lifetime of a refresh-token family (rotation keeps the family's first expiry). */
@@ -82,14 +73,10 @@ export const authConfigShape = {
   /** Which proxies' X-Forwarded-For to believe for the client address (the gateway's, on a private network). */
   TRUST_PROXY: trustProxy(),
   CONTENT_GRPC_ADDR: env.str(defaultGrpcAddr('content')),
-  /** Demo credentials for content's demo users; defaults to on only when HALO_ENV=development. */
-  SEED_DEMO_DATA: env.flag(),
 };
 
-export type AuthConfig = ReturnType<typeof loadAuthConfig>;
-
-export function loadAuthConfig(source: Record<string, string | undefined> = process.env) {
-  const config = loadConfig(authConfigShape, source);
+/** After the kit's validation: the rules that span variables, and the OAuth providers. */
+export function refineAuthConfig(config: ServiceConfig<typeof authConfigShape>, source: Record<string, string | undefined>) {
   // auth signs tokens, so unlike the other services it cannot run without a secret.
   let secret: string;
   try {
@@ -98,15 +85,11 @@ export function loadAuthConfig(source: Record<string, string | undefined> = proc
     const shown = config.JWT_SECRET === undefined ? 'is not set' : 'got <redacted>';
     throw new ConfigError(`Invalid configuration: JWT_SECRET: must be at least 32 bytes of random data (${shown})`);
   }
-  if (config.SEED_DEMO_DATA && config.HALO_ENV === 'production') {
-    throw new ConfigError('Invalid configuration: SEED_DEMO_DATA: demo data is never seeded when HALO_ENV=production');
-  }
   return {
     ...config,
     JWT_SECRET: secret,
     /** OAuth/OIDC providers from OAUTH_PROVIDERS + OAUTH_<NAME>_*; a bad one stops start-up here. */
     OAUTH_PROVIDERS: parseOAuthProviders(source),
     COOKIE_SECURE: config.COOKIE_SECURE ?? config.HALO_ENV !== 'development',
-    SEED_DEMO_DATA: config.SEED_DEMO_DATA ?? config.HALO_ENV === 'development',
   };
 }

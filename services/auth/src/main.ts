@@ -1,5 +1,3 @@
-import { runService } from '@halo/kit';
-import { startAuthService, SERVICE_NAME } from './app';
-import { loadAuthConfig } from './config';
+import { authService } from './service';
 
-void runService(SERVICE_NAME, () => loadAuthConfig(), startAuthService);
+void authService.main();

@@ -1,11 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { ConfigError } from '@halo/kit';
-import { loadAuthConfig } from '../src/config';
+import { authService } from '../src/service';
 import { TEST_JWT_SECRET } from './helpers';
 
 const base = { HALO_ENV: 'test', JWT_SECRET: TEST_JWT_SECRET, DATABASE_URL: 'postgres://auth@db:5432/halo' };
-const load = (extra: Record<string, string | undefined> = {}) => loadAuthConfig({ ...base, ...extra });
+const load = (extra: Record<string, string | undefined> = {}) => authService.loadConfig({ ...base, ...extra });
 const fails = (extra: Record<string, string | undefined>, variable: string) => {
   expect(() => load(extra)).toThrow(ConfigError);
   expect(() => load(extra)).toThrow(new RegExp(`^Invalid configuration: ${variable}: `));

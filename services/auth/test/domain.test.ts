@@ -9,17 +9,8 @@ import {
   passwordPolicy,
   registration,
 } from '../src/domain/rules';
-import {
-  canonicalOrigin,
-  clearedRefreshCookie,
-  isCrossSite,
-  refreshCookie,
-  refreshDecision,
-  refreshTokenFrom,
-  retryAfterSeconds,
-  sha256Hex,
-  type StoredRefreshToken,
-} from '../src/domain/tokens';
+import { canonicalOrigin, isCrossSite, refreshDecision, retryAfterSeconds, sha256Hex, type StoredRefreshToken } from '../src/domain/tokens';
+import { clearedRefreshCookie, refreshCookie, refreshTokenFrom } from '../src/http/cookies';
 import { addressKey } from '../src/domain/limits';
 import { parseDuration } from '../src/domain/ttl';
 

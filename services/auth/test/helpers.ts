@@ -1,16 +1,15 @@
 import { createLogger, type Logger } from '@halo/kit';
-import { openTestDb, TEST_JWT_SECRET, TEST_SERVICE_ENV, type TestDb } from '@halo/kit/testing';
-import { startContentService, type ContentService } from '../../content/src/app';
-import { loadContentConfig } from '../../content/src/config';
-import { startAuthService, type AuthService } from '../src/app';
-import { loadAuthConfig } from '../src/config';
+import { openTestDb, postGraphQL, TEST_JWT_SECRET, TEST_SERVICE_ENV, type TestDb } from '@halo/kit/testing';
+// The real content service through its package (built by `npm run build`), never its sources.
+import { contentService, type ContentService } from '@halo/content';
+import { authService, type AuthService } from '../src/service';
 
 export { TEST_JWT_SECRET };
 
 const COMMON = TEST_SERVICE_ENV;
 
 export const authTestConfig = (contentGrpcPort: number, extra: Record<string, string> = {}) =>
-  loadAuthConfig({ ...COMMON, CONTENT_GRPC_ADDR: `127.0.0.1:${contentGrpcPort}`, ...extra });
+  authService.loadConfig({ ...COMMON, CONTENT_GRPC_ADDR: `127.0.0.1:${contentGrpcPort}`, ...extra });
 
 /** The real content service (it owns the users) and the real auth service, in-process, each on a throwaway schema. */
 export interface TestSystem {
@@ -32,8 +31,10 @@ export interface TestSystem {
 export async function startTestSystem(
   authEnv: Record<string, string> = {},
   contentEnv: Record<string, string> = {},
+  /** Auth's logger (e.g. a capturing one); content's stays silent. */
+  logger: Logger = createLogger('auth-test', 'silent'),
 ): Promise<TestSystem> {
-  const logger = createLogger('auth-test', 'silent');
+  const contentLogger = createLogger('content-test', 'silent');
   const contentDb = await openTestDb('content');
   const authDb = await openTestDb('auth');
   const stops: (() => Promise<void>)[] = [];
@@ -43,10 +44,10 @@ export async function startTestSystem(
     await contentDb.drop();
   };
   try {
-    const content = await startContentService(loadContentConfig({ ...COMMON, ...contentEnv }), logger, { db: contentDb });
+    const content = await contentService.start(contentService.loadConfig({ ...COMMON, ...contentEnv }), contentLogger, { db: contentDb });
     stops.push(() => content.stop());
     const startAuth = async (extra: Record<string, string> = {}) => {
-      const service = await startAuthService(authTestConfig(content.grpcPort, { ...authEnv, ...extra }), logger, { db: authDb });
+      const service = await authService.start(authTestConfig(content.grpcPort, { ...authEnv, ...extra }), logger, { db: authDb });
       stops.push(() => service.stop());
       return { service, base: `http://127.0.0.1:${service.httpPort}` };
     };
@@ -140,20 +141,5 @@ export function decodeJwt(token: string): { header: Record<string, unknown>; pay
   };
 }
 
-export interface GraphQLBody<D = Record<string, any>> {
-  data?: D | null;
-  errors?: { message: string; path?: (string | number)[]; extensions?: { code?: string } & Record<string, unknown> }[];
-}
-
-export async function gql<D = Record<string, any>>(
-  base: string,
-  query: string,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; body: GraphQLBody<D> }> {
-  const res = await fetch(`${base}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify({ query }),
-  });
-  return { status: res.status, body: (await res.json()) as GraphQLBody<D> };
-}
+/** One GraphQL operation against auth's subgraph. */
+export const gql = (base: string, query: string, headers: Record<string, string> = {}) => postGraphQL(base, query, undefined, headers);

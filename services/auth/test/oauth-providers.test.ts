@@ -1,6 +1,7 @@
 import { ConfigError, HaloError } from '@halo/kit';
-import { clearedStateCookie, identityFromClaims, parseOAuthProviders, stateCookie } from '../src/oauth';
-import { cookieValue } from '../src/oauth/routes';
+import { identityFromClaims } from '../src/domain/identities';
+import { clearedStateCookie, cookieValue, stateCookie } from '../src/http/cookies';
+import { parseOAuthProviders } from '../src/oauth/providers';
 
 const dev = {
   OAUTH_PROVIDERS: 'dev',
@@ -80,9 +81,9 @@ describe('OAuth identity from verified claims', () => {
 
 describe('OAuth state cookie', () => {
   it('is HttpOnly, SameSite=Lax, scoped to /auth/oauth for 10 minutes, Secure unless told otherwise', () => {
-    expect(stateCookie('abc')).toBe('oauth_state=abc; Path=/auth/oauth; Max-Age=600; HttpOnly; SameSite=Lax; Secure');
-    expect(stateCookie('abc', false)).toBe('oauth_state=abc; Path=/auth/oauth; Max-Age=600; HttpOnly; SameSite=Lax');
-    expect(clearedStateCookie()).toBe('oauth_state=; Path=/auth/oauth; Max-Age=0; HttpOnly; SameSite=Lax; Secure');
+    expect(stateCookie('abc')).toBe('oauth_state=abc; HttpOnly; Secure; SameSite=Lax; Path=/auth/oauth; Max-Age=600');
+    expect(stateCookie('abc', false)).toBe('oauth_state=abc; HttpOnly; SameSite=Lax; Path=/auth/oauth; Max-Age=600');
+    expect(clearedStateCookie()).toBe('oauth_state=; HttpOnly; Secure; SameSite=Lax; Path=/auth/oauth; Max-Age=0');
   });
 
   it('is read from a Cookie header', () => {

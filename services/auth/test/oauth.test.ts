@@ -4,15 +4,11 @@ import { resolve } from 'node:path';
 import { closeHttpServer, createHttpApp, createLogger, finishHttpApp, Lifecycle, listen, migrate } from '@halo/kit';
 import { openTestDb, type TestDb, TestBrowser } from '@halo/kit/testing';
 import { startDevOidcProvider, type DevOidcProvider } from '../../../tools/src/dev-oidc';
-import {
-  linkIdentity,
-  loadOAuthProviders,
-  OAuthFlows,
-  oauthRoutes,
-  userIdForIdentity,
-  type OAuthIdentity,
-  type OAuthProviders,
-} from '../src/oauth';
+import { AuthStore } from '../src/db/store';
+import type { OAuthIdentity } from '../src/domain/identities';
+import { oauthRoutes } from '../src/http/oauth-routes';
+import { OAuthFlows } from '../src/oauth/flow';
+import { loadOAuthProviders, type OAuthProviders } from '../src/oauth/providers';
 
 /**
  * The OAuth/OIDC login end to end, non-interactively, against REAL dev OpenID providers:
@@ -27,6 +23,7 @@ const CLIENT_SECRET = randomBytes(24).toString('base64url');
 const logger = createLogger('auth-oauth-test', 'silent');
 
 let db: TestDb;
+let store: AuthStore;
 let providers: OAuthProviders;
 let appServer: Server;
 let appBase: string;
@@ -46,6 +43,7 @@ const providerOptions = (redirect: string) => ({ host: '127.0.0.1', port: 0, cli
 beforeAll(async () => {
   db = await openTestDb('auth_oauth');
   await migrate(db, resolve(__dirname, '../migrations'));
+  store = new AuthStore(db);
 
   // The redirect URIs must be registered before the providers start: listen first, wire the app after.
   appServer = createServer();
@@ -76,7 +74,7 @@ beforeAll(async () => {
     });
   }
   providers = loadOAuthProviders(vars, { logger });
-  const flows = new OAuthFlows({ db, providers, logger });
+  const flows = new OAuthFlows({ store, providers, logger });
   const lifecycle = new Lifecycle(logger);
   const app = createHttpApp({ logger, lifecycle, ready: async () => undefined, bodyLimit: 1 << 20 });
   app.use(
@@ -87,8 +85,8 @@ beforeAll(async () => {
       // What the auth service does, minus the user table: link (or reuse) a user id, answer 200.
       async onLogin(identity, _req, res) {
         logins.push(identity);
-        const userId = (await userIdForIdentity(db, identity.provider, identity.subject)) ?? nextUserId++;
-        await linkIdentity(db, identity, userId);
+        const userId = (await store.userIdForIdentity(identity.provider, identity.subject)) ?? nextUserId++;
+        await store.linkIdentity(identity, userId);
         res.status(200).json({ userId, identity });
       },
     }),
@@ -195,7 +193,7 @@ describe('OAuth login against the dev OpenID provider', () => {
 
     const [cookie, ...others] = res.headers.getSetCookie();
     expect(others).toEqual([]);
-    expect(cookie).toBe(`oauth_state=${state}; Path=/auth/oauth; Max-Age=600; HttpOnly; SameSite=Lax`);
+    expect(cookie).toBe(`oauth_state=${state}; HttpOnly; SameSite=Lax; Path=/auth/oauth; Max-Age=600`);
 
     // Server-side: only the hash of the state, with the verifier and nonce, expiring in 10 minutes.
     const { rows } = await db.query<Record<string, unknown>>(
@@ -218,7 +216,7 @@ describe('OAuth login against the dev OpenID provider', () => {
     const identity = { provider: 'dev', subject: 'alice@halo.local', email: 'alice@halo.local', name: 'Alice' };
     expect(await res.json()).toEqual({ userId: expect.any(Number), identity });
     expect(logins.at(-1)).toEqual(identity);
-    expect(res.headers.getSetCookie()).toContain('oauth_state=; Path=/auth/oauth; Max-Age=0; HttpOnly; SameSite=Lax');
+    expect(res.headers.getSetCookie()).toContain('oauth_state=; HttpOnly; SameSite=Lax; Path=/auth/oauth; Max-Age=0');
     expect(browser.jar.get(appBase)?.has('oauth_state')).toBe(false);
     expect((await db.query('SELECT 1 FROM oauth_flows WHERE state_hash = $1', [sha256(state)])).rowCount).toBe(0);
   });
@@ -229,8 +227,8 @@ describe('OAuth login against the dev OpenID provider', () => {
     const second = await throughProvider('dev', 'bob@halo.local');
     const b = (await (await second.browser.request(second.callbackUrl)).json()) as { userId: number };
     expect(b.userId).toBe(a.userId);
-    expect(await userIdForIdentity(db, 'dev', 'bob@halo.local')).toBe(a.userId);
-    expect(await userIdForIdentity(db, 'dev', 'nobody@halo.local')).toBeNull();
+    expect(await store.userIdForIdentity('dev', 'bob@halo.local')).toBe(a.userId);
+    expect(await store.userIdForIdentity('dev', 'nobody@halo.local')).toBeNull();
   });
 
   it('refuses a callback whose state differs from the cookie', async () => {

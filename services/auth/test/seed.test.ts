@@ -1,7 +1,7 @@
 import { capturingLogger } from '@halo/kit/testing';
 import { seedDemoCredentials } from '../src/db/seed';
 import { AuthStore } from '../src/db/store';
-import { contentUsers } from '../src/grpc/content-users';
+import { contentUsers } from '../src/grpc/clients/content-users';
 import { createPasswordHasher } from '../src/security/passwords';
 import { decodeJwt, login, startTestSystem, type TestSystem } from './helpers';
 

@@ -1,3 +1,4 @@
+import { capturingLogger } from '@halo/kit/testing';
 import { cookie, decodeJwt, http, login, post, refreshCookieOf, signUp, startTestSystem, type TestSystem } from './helpers';
 
 let sys: TestSystem;
@@ -178,5 +179,23 @@ describe('COOKIE_SECURE=false (embedded dev mode over plain http)', () => {
     const me = await signUp(dev.base);
     const res = await login(dev.base, me.email, me.password);
     expect(res.headers.get('set-cookie')).toBe(`refresh_token=${res.refreshToken}; HttpOnly; SameSite=Strict; Path=/auth; Max-Age=2592000`);
+  });
+});
+
+describe('logs', () => {
+  it('the reuse warning carries the id of the request that presented the old token (request context, no parameter)', async () => {
+    const { logger, lines } = capturingLogger('warn', 'auth');
+    const own = await startTestSystem({}, {}, logger);
+    try {
+      const me = await signUp(own.base);
+      expect((await post(own.base, '/auth/refresh', undefined, cookie(me.refreshToken))).status).toBe(200);
+      const reuse = await post(own.base, '/auth/refresh', undefined, { ...cookie(me.refreshToken), 'x-request-id': 'reuse-trace-1' });
+      expect(reuse.status).toBe(401);
+      expect(lines).toContainEqual(
+        expect.objectContaining({ level: 40, msg: 'refresh token reused; family revoked', requestId: 'reuse-trace-1', userId: me.user.id }),
+      );
+    } finally {
+      await own.close();
+    }
   });
 });

@@ -1,5 +1,3 @@
-import { runService } from '@halo/kit';
-import { startCatalogService, SERVICE_NAME } from './app';
-import { loadCatalogConfig } from './config';
+import { catalogService } from './service';
 
-void runService(SERVICE_NAME, () => loadCatalogConfig(), startCatalogService);
+void catalogService.main();

@@ -1,17 +1,15 @@
 import { signAccessToken, type Db } from '@halo/kit';
-import { minutesAfter, startTestService, TEST_JWT_SECRET, TEST_SERVICE_ENV, type TestService } from '@halo/kit/testing';
+import { minutesAfter, postGraphQL, startTestService, TEST_JWT_SECRET, TEST_SERVICE_ENV, type TestService } from '@halo/kit/testing';
+import { catalogService, type CatalogService } from '../src/service';
 
 export type { TestDb } from '@halo/kit/testing';
-import { startCatalogService, type CatalogService } from '../src/app';
-import { loadCatalogConfig } from '../src/config';
 
 export type TestCatalog = TestService<CatalogService>;
 
-export const testConfig = (extra: Record<string, string> = {}) => loadCatalogConfig({ ...TEST_SERVICE_ENV, ...extra });
+export const testConfig = (extra: Record<string, string> = {}) => catalogService.loadConfig({ ...TEST_SERVICE_ENV, ...extra });
 
 /** The real service, in-process, on a throwaway Postgres schema of its own (one per test file). */
-export const startTestCatalog = (extra: Record<string, string> = {}): Promise<TestCatalog> =>
-  startTestService('catalog', (logger, db) => startCatalogService(testConfig(extra), logger, { db }));
+export const startTestCatalog = (extra: Record<string, string> = {}): Promise<TestCatalog> => startTestService(catalogService, extra);
 
 /** A fixed clock for created_at values, so ordering never depends on when the test runs. */
 export const at = minutesAfter;
@@ -50,25 +48,8 @@ export async function insertProducts(db: Db, rows: Row[]): Promise<InsertedProdu
   return rows.map((r, i) => ({ ...r, id: ids[i]! }));
 }
 
-export interface GraphQLBody<D = Record<string, unknown>> {
-  data?: D | null;
-  errors?: { message: string; path?: (string | number)[]; extensions?: { code?: string } & Record<string, unknown> }[];
-}
-
 /** POSTs one GraphQL operation as JSON, the way the gateway calls a subgraph. */
-export async function gql<D = Record<string, any>>( // any: every query has its own shape, asserted by the test
-  base: string,
-  query: string,
-  variables?: Record<string, unknown>,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; headers: Headers; body: GraphQLBody<D> }> {
-  const res = await fetch(`${base}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify({ query, variables }),
-  });
-  return { status: res.status, headers: res.headers, body: (await res.json()) as GraphQLBody<D> };
-}
+export const gql = postGraphQL;
 
 /**
  * `Authorization` headers for the callers the contract distinguishes, signed with the test secret

@@ -1,15 +1,16 @@
 import { ConfigError, createLogger, migrate } from '@halo/kit';
 import { openTestDb } from '@halo/kit/testing';
-import { MIGRATIONS_DIR, startCatalogService } from '../src/app';
-import { loadCatalogConfig } from '../src/config';
 import { DEMO_COUNT, seedDemoData } from '../src/db/seed';
 import { SORT_SQL } from '../src/db/store';
+import { catalogService } from '../src/service';
 import { testConfig, type TestDb } from './helpers';
 
 /** Config needs a database URL; these tests only read other settings. */
 const DB = 'postgres://svc@db:5432/halo';
 
 const logger = createLogger('catalog', 'silent');
+const MIGRATIONS_DIR = catalogService.migrationsDir;
+const loadCatalogConfig = catalogService.loadConfig;
 let db: TestDb;
 
 interface Snapshot {
@@ -119,7 +120,7 @@ describe('demo seed', () => {
   it('a service restart with SEED_DEMO_DATA=true neither duplicates nor loses rows', async () => {
     const before = await snapshot();
     for (let i = 0; i < 2; i++) {
-      const service = await startCatalogService(testConfig({ SEED_DEMO_DATA: 'true' }), logger, { db });
+      const service = await catalogService.start(testConfig({ SEED_DEMO_DATA: 'true' }), logger, { db });
       await service.stop();
     }
     expect(await snapshot()).toEqual(before);

@@ -1,5 +1,3 @@
-import { runService } from '@halo/kit';
-import { startContentService, SERVICE_NAME } from './app';
-import { loadContentConfig } from './config';
+import { contentService } from './service';
 
-void runService(SERVICE_NAME, () => loadContentConfig(), startContentService);
+void contentService.main();

@@ -1,17 +1,15 @@
 import { signAccessToken, type Db } from '@halo/kit';
-import { minutesAfter, startTestService, TEST_JWT_SECRET, TEST_SERVICE_ENV, type TestService } from '@halo/kit/testing';
+import { minutesAfter, postGraphQL, startTestService, TEST_JWT_SECRET, TEST_SERVICE_ENV, type TestService } from '@halo/kit/testing';
+import { contentService, type ContentService } from '../src/service';
 
 export type { TestDb } from '@halo/kit/testing';
-import { startContentService, type ContentService } from '../src/app';
-import { loadContentConfig } from '../src/config';
 
 export type TestContent = TestService<ContentService>;
 
-export const testConfig = (extra: Record<string, string> = {}) => loadContentConfig({ ...TEST_SERVICE_ENV, ...extra });
+export const testConfig = (extra: Record<string, string> = {}) => contentService.loadConfig({ ...TEST_SERVICE_ENV, ...extra });
 
 /** The real service, in-process, on a throwaway Postgres schema of its own (one per test file). */
-export const startTestContent = (extra: Record<string, string> = {}): Promise<TestContent> =>
-  startTestService('content', (logger, db) => startContentService(testConfig(extra), logger, { db }));
+export const startTestContent = (extra: Record<string, string> = {}): Promise<TestContent> => startTestService(contentService, extra);
 
 /** A fixed clock for created_at values, so ordering never depends on when the test runs. */
 export const at = minutesAfter;
@@ -80,28 +78,8 @@ export async function insertComments(
   return rowCount;
 }
 
-export interface GraphQLBody<D = Record<string, unknown>> {
-  data?: D | null;
-  errors?: { message: string; path?: (string | number)[]; extensions?: { code?: string } & Record<string, unknown> }[];
-}
-
-/**
- * POSTs one GraphQL operation as JSON, the way the gateway calls a subgraph. `data` defaults to
- * `any` because every query has its own shape and the tests assert that shape themselves.
- */
-export async function gql<D = Record<string, any>>(
-  base: string,
-  query: string,
-  variables?: Record<string, unknown>,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; body: GraphQLBody<D> }> {
-  const res = await fetch(`${base}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify({ query, variables }),
-  });
-  return { status: res.status, body: (await res.json()) as GraphQLBody<D> };
-}
+/** POSTs one GraphQL operation as JSON, the way the gateway calls a subgraph. */
+export const gql = postGraphQL;
 
 /** `Authorization` header for a token signed with the test secret (as auth would issue it). */
 export function bearer(role: 'user' | 'admin', extra: { scope?: string; akid?: string } = {}): Record<string, string> {

@@ -1,14 +1,15 @@
 import { ConfigError, createLogger, migrate } from '@halo/kit';
-import { openTestDb } from '@halo/kit/testing';
-import { MIGRATIONS_DIR, startContentService } from '../src/app';
-import { loadContentConfig } from '../src/config';
+import { openTestDb, SEED_RULE_CASES } from '@halo/kit/testing';
 import { seedDemoData } from '../src/db/seed';
+import { contentService } from '../src/service';
 import { testConfig, type TestDb } from './helpers';
 
 /** Config needs a database URL; these tests only read other settings. */
 const DB = 'postgres://svc@db:5432/halo';
 
 const logger = createLogger('content', 'silent');
+const MIGRATIONS_DIR = contentService.migrationsDir;
+const loadContentConfig = contentService.loadConfig;
 let db: TestDb;
 
 async function counts(): Promise<{ users: number; posts: number; comments: number }> {
@@ -73,7 +74,7 @@ describe('demo seed', () => {
   it('a restart of the service with SEED_DEMO_DATA=true keeps the same rows', async () => {
     const before = await counts();
     for (let i = 0; i < 2; i++) {
-      const service = await startContentService(testConfig({ SEED_DEMO_DATA: 'true' }), logger, { db });
+      const service = await contentService.start(testConfig({ SEED_DEMO_DATA: 'true' }), logger, { db });
       try {
         const res = await fetch(`http://127.0.0.1:${service.httpPort}/users/1/posts`);
         expect(res.status).toBe(200);
@@ -100,16 +101,7 @@ describe('config', () => {
     expect(() => loadContentConfig({ DATABASE_URL: DB, HALO_ENV: 'development', SEED_DEMO_DATA: 'yes' })).toThrow(/SEED_DEMO_DATA/);
   });
 
-  it.each([
-    ['development', undefined, true],
-    ['test', undefined, false],
-    ['production', undefined, false],
-    [undefined, undefined, false], // HALO_ENV defaults to production
-    ['development', 'false', false],
-    ['development', '', true], // empty means "not set"
-    ['test', 'true', true],
-    ['production', 'false', false],
-  ])('HALO_ENV=%s SEED_DEMO_DATA=%s → %s', (haloEnv, seed, expected) => {
+  it.each(SEED_RULE_CASES)('HALO_ENV=%s SEED_DEMO_DATA=%s → %s', (haloEnv, seed, expected) => {
     expect(loadContentConfig({ DATABASE_URL: DB, HALO_ENV: haloEnv, SEED_DEMO_DATA: seed }).SEED_DEMO_DATA).toBe(expected);
   });
 });

@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isHaloError, type Logger } from '@halo/kit';
+import { isHaloError, type Logger, type User } from '@halo/kit';
 import type { PasswordHasher, UserDirectory } from '../domain/accounts';
-import type { User } from '../domain/rules';
 import type { AuthStore } from './store';
 
 /**
@@ -43,7 +42,7 @@ export async function seedDemoCredentials(deps: {
 async function lookUp(users: UserDirectory, email: string, until: number): Promise<User | null> {
   for (;;) {
     try {
-      const user = await users.byEmail(email, 'seed', 5_000);
+      const user = await users.byEmail(email, 5_000);
       if (user) return user;
     } catch (err) {
       if (!isHaloError(err) || err.kind !== 'UNAVAILABLE') throw err;

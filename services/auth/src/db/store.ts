@@ -1,6 +1,10 @@
 import type { Db, Queryable } from '@halo/kit';
-import type { ApiKeyRecord } from '../domain/api-keys';
-import { refreshDecision, type StoredRefreshToken } from '../domain/tokens';
+import type { CredentialRepo, IdentityRepo } from '../domain/accounts';
+import type { ApiKeyRecord, ApiKeyRepo } from '../domain/api-keys';
+import type { OAuthIdentity } from '../domain/identities';
+import type { RefreshTokenRepo } from '../domain/sessions';
+import { refreshDecision, type RotateResult, type StoredRefreshToken } from '../domain/tokens';
+import type { OAuthFlowRepo } from '../oauth/flow';
 
 interface RefreshRow {
   family_id: string;
@@ -42,13 +46,8 @@ const toApiKey = (r: ApiKeyRow): ApiKeyRecord => ({
 const REFRESH_COLS = 'family_id, user_id, expires_at, rotated_at, revoked_at';
 const API_KEY_COLS = 'id, owner_id, name, prefix, scopes, created_at, last_used_at, revoked_at';
 
-export type RotateResult =
-  | { kind: 'rotated'; userId: number; expiresAt: Date }
-  | { kind: 'reuse'; familyId: string }
-  | { kind: 'invalid' };
-
 /** Every SQL statement of the auth service (parameterised; secrets arrive here already hashed). */
-export class AuthStore {
+export class AuthStore implements CredentialRepo, RefreshTokenRepo, ApiKeyRepo, IdentityRepo, OAuthFlowRepo {
   constructor(private readonly db: Db) {}
 
   // ── credentials ──
@@ -194,5 +193,45 @@ export class AuthStore {
 
   async touchApiKey(id: number): Promise<void> {
     await this.db.query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [id]);
+  }
+
+  // ── OAuth login ──
+
+  async insertOAuthFlow(f: { stateHash: string; provider: string; codeVerifier: string; nonce: string; ttlSeconds: number }): Promise<void> {
+    // Abandoned flows go as new ones come (the index on expires_at keeps this cheap).
+    await this.db.query('DELETE FROM oauth_flows WHERE expires_at < now()');
+    await this.db.query(
+      `INSERT INTO oauth_flows (state_hash, provider, code_verifier, nonce, expires_at)
+       VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))`,
+      [f.stateHash, f.provider, f.codeVerifier, f.nonce, f.ttlSeconds],
+    );
+  }
+
+  async takeOAuthFlow(stateHash: string): Promise<{ provider: string; codeVerifier: string; nonce: string; live: boolean } | null> {
+    const { rows } = await this.db.query<{ provider: string; code_verifier: string; nonce: string; live: boolean }>(
+      `DELETE FROM oauth_flows WHERE state_hash = $1
+       RETURNING provider, code_verifier, nonce, expires_at > now() AS live`,
+      [stateHash],
+    );
+    const r = rows[0];
+    return r ? { provider: r.provider, codeVerifier: r.code_verifier, nonce: r.nonce, live: r.live } : null;
+  }
+
+  /** The local user linked to a provider account, or null. */
+  async userIdForIdentity(provider: string, subject: string): Promise<number | null> {
+    const { rows } = await this.db.query<{ user_id: number }>(
+      'SELECT user_id FROM oauth_identities WHERE provider = $1 AND subject = $2',
+      [provider, subject],
+    );
+    return rows[0]?.user_id ?? null;
+  }
+
+  /** Links a provider account to a local user, or updates the link (a new user id, the current email). */
+  async linkIdentity(identity: OAuthIdentity, userId: number): Promise<void> {
+    await this.db.query(
+      `INSERT INTO oauth_identities (provider, subject, user_id, email) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (provider, subject) DO UPDATE SET user_id = EXCLUDED.user_id, email = EXCLUDED.email`,
+      [identity.provider, identity.subject, userId, identity.email],
+    );
   }
 }

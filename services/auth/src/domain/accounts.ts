@@ -1,22 +1,39 @@
-import { conflict, isHaloError, normaliseEmail, requireCaller, requireScope, unauthenticated, type Caller, type Logger } from '@halo/kit';
-import { loginInput, registration, type User } from './rules';
+import {
+  conflict,
+  isHaloError,
+  normaliseEmail,
+  requireCaller,
+  requireScope,
+  unauthenticated,
+  type Caller,
+  type Logger,
+  type User,
+} from '@halo/kit';
+import type { OAuthIdentity } from './identities';
+import { loginInput, registration } from './rules';
 import { INVALID_CREDENTIALS } from './tokens';
 
 /** Content's users, over gRPC (content owns them; auth never stores a name or an email). */
 export interface UserDirectory {
   /** NOT_FOUND when unknown. */
-  byId(id: number, requestId: string): Promise<User>;
+  byId(id: number): Promise<User>;
   /** null when unknown; `deadlineMs` overrides the usual deadline (the start-up seed waits longer). */
-  byEmail(email: string, requestId: string, deadlineMs?: number): Promise<User | null>;
+  byEmail(email: string, deadlineMs?: number): Promise<User | null>;
   /** CONFLICT when the email is taken. */
-  create(input: { name: string; email: string }, requestId: string): Promise<User>;
-  delete(id: number, requestId: string): Promise<void>;
+  create(input: { name: string; email: string }): Promise<User>;
+  delete(id: number): Promise<void>;
 }
 
 export interface CredentialRepo {
   passwordHash(userId: number): Promise<string | null>;
   insertCredentials(userId: number, passwordHash: string): Promise<void>;
   updatePasswordHash(userId: number, passwordHash: string): Promise<void>;
+}
+
+/** Provider accounts linked to local users: (provider, subject) → user id. */
+export interface IdentityRepo {
+  userIdForIdentity(provider: string, subject: string): Promise<number | null>;
+  linkIdentity(identity: OAuthIdentity, userId: number): Promise<void>;
 }
 
 export interface PasswordHasher {
@@ -41,6 +58,7 @@ export class Accounts {
     private readonly deps: {
       users: UserDirectory;
       credentials: CredentialRepo;
+      identities: IdentityRepo;
       passwords: PasswordHasher;
       limiter: LoginLimiter;
       logger: Logger;
@@ -51,13 +69,13 @@ export class Accounts {
    * Creates the user in content, then their credentials here. If the second step fails the user is
    * deleted again (compensation), so a failed registration leaves nothing half-written.
    */
-  async register(body: unknown, requestId: string): Promise<User> {
+  async register(body: unknown): Promise<User> {
     const input = registration(body);
     // Hash first: nothing to undo if it fails, and the window between the two writes stays short.
     const hash = await this.deps.passwords.hash(input.password);
     let user: User;
     try {
-      user = await this.deps.users.create({ name: input.name, email: input.email }, requestId);
+      user = await this.deps.users.create({ name: input.name, email: input.email });
     } catch (err) {
       if (isHaloError(err) && err.kind === 'CONFLICT') throw conflict('Email already registered');
       throw err;
@@ -65,8 +83,8 @@ export class Accounts {
     try {
       await this.deps.credentials.insertCredentials(user.id, hash);
     } catch (err) {
-      await this.deps.users.delete(user.id, requestId).catch((undoErr: unknown) =>
-        this.deps.logger.error({ err: undoErr, userId: user.id, requestId }, 'registration compensation failed: user left without credentials'),
+      await this.deps.users.delete(user.id).catch((undoErr: unknown) =>
+        this.deps.logger.error({ err: undoErr, userId: user.id }, 'registration compensation failed: user left without credentials'),
       );
       throw err;
     }
@@ -78,10 +96,10 @@ export class Accounts {
    * not even that the password was right. An unknown email costs one argon2 verification too, and
    * both failures give the same answer.
    */
-  async login(body: unknown, ip: string, requestId: string): Promise<User> {
+  async login(body: unknown, ip: string): Promise<User> {
     const { email, password } = loginInput(body);
     await this.deps.limiter.before(email, ip);
-    const user = await this.deps.users.byEmail(email, requestId);
+    const user = await this.deps.users.byEmail(email);
     const hash = user ? await this.deps.credentials.passwordHash(user.id) : null;
     if (!user || !hash) {
       await this.deps.passwords.verifyDummy(password);
@@ -97,9 +115,8 @@ export class Accounts {
   }
 
   /** The caller's own user. An API-key token needs scope `profile:read` (403 otherwise). */
-  async profile(caller: Caller | null, requestId: string): Promise<User> {
-    const c = this.me(caller);
-    return this.deps.users.byId(c.id, requestId);
+  async profile(caller: Caller | null): Promise<User> {
+    return this.deps.users.byId(this.me(caller).id);
   }
 
   /** Who the caller is: 401 when anonymous, 403 for an API-key token without `profile:read`. */
@@ -108,19 +125,38 @@ export class Accounts {
   }
 
   /**
-   * For the OAuth login: the user with this (provider-verified) email, created without a password
-   * when there is none. A concurrent sign-up of the same email ends with the user that won.
+   * The OAuth login: the local user this provider account is linked to; on a first login (or when
+   * that user is gone) the user with the provider-verified email, created without a password when
+   * there is none. The link is then written, so later logins follow the provider's stable subject
+   * even after the email at the provider changes.
    */
-  async findOrCreateUserByEmail(input: { email: string; name: string }, requestId: string): Promise<User> {
+  async signInWith(identity: OAuthIdentity): Promise<User> {
+    const linked = await this.deps.identities.userIdForIdentity(identity.provider, identity.subject);
+    const user = (linked !== null && (await this.existingUser(linked))) || (await this.findOrCreateUserByEmail(identity));
+    await this.deps.identities.linkIdentity(identity, user.id);
+    return user;
+  }
+
+  private async existingUser(id: number): Promise<User | null> {
+    try {
+      return await this.deps.users.byId(id);
+    } catch (err) {
+      if (isHaloError(err) && err.kind === 'NOT_FOUND') return null;
+      throw err;
+    }
+  }
+
+  /** A concurrent sign-up of the same email ends with the user that won. */
+  private async findOrCreateUserByEmail(input: { email: string; name: string }): Promise<User> {
     const { users } = this.deps;
     const email = normaliseEmail(input.email);
-    const existing = await users.byEmail(email, requestId);
+    const existing = await users.byEmail(email);
     if (existing) return existing;
     try {
-      return await users.create({ email, name: input.name.trim() || email.split('@')[0]! }, requestId);
+      return await users.create({ email, name: input.name.trim() || email.split('@')[0]! });
     } catch (err) {
       if (!isHaloError(err) || err.kind !== 'CONFLICT') throw err;
-      const winner = await users.byEmail(email, requestId);
+      const winner = await users.byEmail(email);
       if (!winner) throw err;
       return winner;
     }

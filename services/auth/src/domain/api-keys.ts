@@ -1,4 +1,4 @@
-import { forbidden, isHaloError, notFound, requireAdmin, unauthenticated, type Caller } from '@halo/kit';
+import { forbidden, isHaloError, notFound, requireAdmin, unauthenticated, type Caller, type Role } from '@halo/kit';
 import type { UserDirectory } from './accounts';
 import { apiKeyInput, generateApiKey, isApiKeyFormat, type Scope } from './rules';
 import { INVALID_API_KEY, sha256Hex } from './tokens';
@@ -22,11 +22,8 @@ export interface ApiKeyRepo {
   touchApiKey(id: number): Promise<void>;
 }
 
-/** Signs an access token for `ttlSeconds` (the adapter binds the secret). */
-export type TokenSigner = (
-  claims: { sub: string; name: string; role: 'user' | 'admin'; scope?: string; akid?: string },
-  ttlSeconds: number,
-) => string;
+/** Signs an access token for `ttlSeconds` (the wiring binds the secret). */
+export type TokenSigner = (claims: { sub: string; name: string; role: Role; scope?: string; akid?: string }, ttlSeconds: number) => string;
 
 /** `last_used_at` is a hint for people, not an audit log: at most one write per key per minute. */
 export const LAST_USED_RESOLUTION_MS = 60_000;
@@ -67,13 +64,13 @@ export class ApiKeys {
    * A key → a short-lived access token for its owner, restricted to the key's scopes. Unknown,
    * malformed and revoked keys, and keys whose owner is gone, are all `Invalid API key`.
    */
-  async exchange(apiKey: string, requestId: string, now = Date.now()): Promise<{ accessToken: string; expiresIn: number }> {
+  async exchange(apiKey: string, now = Date.now()): Promise<{ accessToken: string; expiresIn: number }> {
     if (!isApiKeyFormat(apiKey)) throw unauthenticated(INVALID_API_KEY);
     const record = await this.deps.repo.activeApiKeyByHash(sha256Hex(apiKey));
     if (!record) throw unauthenticated(INVALID_API_KEY);
     let owner;
     try {
-      owner = await this.deps.users.byId(record.ownerId, requestId);
+      owner = await this.deps.users.byId(record.ownerId);
     } catch (err) {
       if (isHaloError(err) && err.kind === 'NOT_FOUND') throw unauthenticated(INVALID_API_KEY);
       throw err;

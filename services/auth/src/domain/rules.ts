@@ -1,15 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { badRequest, isEmailAddress, normaliseEmail, parseId as parseKitId } from '@halo/kit';
-
-/** A user as content owns it (auth keeps credentials only). Timestamps are ISO-8601 UTC. */
-export interface User {
-  id: number;
-  name: string;
-  email: string;
-  avatar: string | null;
-  role: 'user' | 'admin';
-  createdAt: string;
-}
+import { badRequest, emailAddress, normaliseEmail, parseId as parseKitId, requiredText, userName } from '@halo/kit';
 
 export const MIN_PASSWORD_LENGTH = 8;
 /** argon2 pre-hashes any length, but nobody types a kilobyte: a cap keeps request cost bounded. */
@@ -35,12 +25,9 @@ export interface Registration {
 /** `POST /auth/register`: the first invalid field wins, in the order name, email, password. */
 export function registration(body: unknown): Registration {
   const b = asObject(body);
-  const name = typeof b.name === 'string' ? b.name.trim() : '';
-  if (!name) throw badRequest('name is required');
-  if (name.length > 100) throw badRequest('name must be at most 100 characters');
-  const email = typeof b.email === 'string' ? normaliseEmail(b.email) : '';
-  if (!email) throw badRequest('email is required');
-  if (!isEmailAddress(email)) throw badRequest('email is invalid');
+  // The kit's user rules, so content (which stores the user) could never refuse what auth accepted.
+  const name = userName(b.name);
+  const email = emailAddress(b.email);
   return { name, email, password: passwordPolicy(b.password) };
 }
 
@@ -94,14 +81,13 @@ export function generateApiKey(): { key: string; prefix: string } {
   return { key, prefix: key.slice(0, API_KEY_DISPLAY_LENGTH) };
 }
 
+export const MAX_API_KEY_NAME = 100;
+
 export const isApiKeyFormat = (key: unknown): key is string => typeof key === 'string' && API_KEY_FORMAT.test(key);
 
 export function apiKeyInput(body: unknown): { name: string; scopes: Scope[] } {
   const b = asObject(body);
-  const name = typeof b.name === 'string' ? b.name.trim() : '';
-  if (!name) throw badRequest('name is required');
-  if (name.length > 100) throw badRequest('name must be at most 100 characters');
-  return { name, scopes: parseScopes(b.scopes) };
+  return { name: requiredText(b.name, 'name', MAX_API_KEY_NAME), scopes: parseScopes(b.scopes) };
 }
 
 /** The kit's id rule (400 `Invalid id`), and no id here is 0 (identity columns start at 1). */

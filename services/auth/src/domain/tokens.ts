@@ -9,35 +9,6 @@ export const INVALID_CREDENTIALS = 'Email atau password salah';
 export const INVALID_API_KEY = 'Invalid API key';
 export const TOO_MANY_ATTEMPTS = 'Too many attempts';
 
-// ── The refresh cookie ────────────────────────────────────────────────────────────────────────
-
-export const REFRESH_COOKIE = 'refresh_token';
-/** Only auth's own routes ever see the cookie (refresh and logout live under /auth). */
-export const REFRESH_COOKIE_PATH = '/auth';
-
-/** `Set-Cookie` for a refresh token: HttpOnly, SameSite=Strict, Secure unless the dev mode says otherwise. */
-export function refreshCookie(token: string, maxAgeSeconds: number, secure: boolean): string {
-  const attrs = ['HttpOnly', ...(secure ? ['Secure'] : []), 'SameSite=Strict', `Path=${REFRESH_COOKIE_PATH}`];
-  return `${REFRESH_COOKIE}=${token}; ${attrs.join('; ')}; Max-Age=${Math.max(0, Math.floor(maxAgeSeconds))}`;
-}
-
-/** The same cookie with Max-Age=0: the browser drops it. */
-export const clearedRefreshCookie = (secure: boolean) => refreshCookie('', 0, secure);
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** The refresh token from a `Cookie` header, or null when absent or not shaped like one of ours. */
-export function refreshTokenFrom(cookieHeader: string | undefined): string | null {
-  if (!cookieHeader) return null;
-  for (const part of cookieHeader.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq < 0 || part.slice(0, eq).trim() !== REFRESH_COOKIE) continue;
-    const value = part.slice(eq + 1).trim();
-    if (UUID.test(value)) return value.toLowerCase();
-  }
-  return null;
-}
-
 // ── Refresh-token rotation ────────────────────────────────────────────────────────────────────
 
 export interface StoredRefreshToken {
@@ -47,6 +18,12 @@ export interface StoredRefreshToken {
   rotatedAt: Date | null;
   revokedAt: Date | null;
 }
+
+/** What the rotation of one token did, atomically (see AuthStore.rotateRefreshToken). */
+export type RotateResult =
+  | { kind: 'rotated'; userId: number; expiresAt: Date }
+  | { kind: 'reuse'; familyId: string }
+  | { kind: 'invalid' };
 
 /**
  * What presenting a stored refresh token means. `reuse`: the token was already exchanged once, so

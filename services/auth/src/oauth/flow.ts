@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { badRequest, forbidden, notFound, unauthenticated, unavailable, type HaloError, type Logger, type Queryable } from '@halo/kit';
+import { badRequest, notFound, unauthenticated, unavailable, type HaloError, type Logger } from '@halo/kit';
 import {
   AuthorizationResponseError,
   authorizationCodeGrant,
@@ -13,7 +13,8 @@ import {
   WWWAuthenticateChallengeError,
   type IDToken,
 } from 'openid-client';
-import type { OAuthIdentity } from './identities';
+import { identityFromClaims, type OAuthIdentity } from '../domain/identities';
+import { sha256Hex } from '../domain/tokens';
 import { errorSummary, type OAuthProviders } from './providers';
 
 /**
@@ -33,21 +34,19 @@ import { errorSummary, type OAuthProviders } from './providers';
  * no verified email → 403 `Email not verified`; provider unreachable → 503.
  */
 
-export const OAUTH_STATE_COOKIE = 'oauth_state';
-export const OAUTH_COOKIE_PATH = '/auth/oauth';
 export const FLOW_TTL_SECONDS = 600;
 const SCOPE = 'openid email profile';
 
-export function stateCookie(state: string, secure = true): string {
-  return `${OAUTH_STATE_COOKIE}=${state}; Path=${OAUTH_COOKIE_PATH}; Max-Age=${FLOW_TTL_SECONDS}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
-}
-
-export function clearedStateCookie(secure = true): string {
-  return `${OAUTH_STATE_COOKIE}=; Path=${OAUTH_COOKIE_PATH}; Max-Age=0; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+/** A login in progress, server-side (`oauth_flows`), keyed by the sha256 of its state. */
+export interface OAuthFlowRepo {
+  /** Saves a flow for `ttlSeconds`; abandoned flows are swept as new ones come. */
+  insertOAuthFlow(f: { stateHash: string; provider: string; codeVerifier: string; nonce: string; ttlSeconds: number }): Promise<void>;
+  /** Deletes the flow and answers it (first use wins, so a callback cannot be replayed), null when there is none. */
+  takeOAuthFlow(stateHash: string): Promise<{ provider: string; codeVerifier: string; nonce: string; live: boolean } | null>;
 }
 
 export interface OAuthFlowsDeps {
-  db: Queryable;
+  store: OAuthFlowRepo;
   providers: OAuthProviders;
   logger?: Logger;
 }
@@ -55,32 +54,24 @@ export interface OAuthFlowsDeps {
 export interface StartedFlow {
   /** The provider's authorization URL, for a 302. */
   redirectUrl: string;
-  /** The `Set-Cookie` value binding the flow to this browser. */
-  stateCookie: string;
+  /** The state to bind to this browser (the adapter puts it in the `oauth_state` cookie). */
+  state: string;
 }
 
-const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 const invalidState = () => badRequest('Invalid state');
 
 export class OAuthFlows {
   constructor(private readonly deps: OAuthFlowsDeps) {}
 
   /** Unknown provider → 404; provider unreachable → 503. */
-  async start(provider: string, opts: { cookieSecure?: boolean } = {}): Promise<StartedFlow> {
+  async start(provider: string): Promise<StartedFlow> {
     const settings = this.deps.providers.settings(provider);
     if (!settings) throw notFound();
     const config = await this.deps.providers.configuration(provider);
     const state = randomState();
     const nonce = randomNonce();
     const codeVerifier = randomPKCECodeVerifier();
-    const { db } = this.deps;
-    // Abandoned flows go as new ones come (the index on expires_at keeps this cheap).
-    await db.query('DELETE FROM oauth_flows WHERE expires_at < now()');
-    await db.query(
-      `INSERT INTO oauth_flows (state_hash, provider, code_verifier, nonce, expires_at)
-       VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))`,
-      [sha256(state), provider, codeVerifier, nonce, FLOW_TTL_SECONDS],
-    );
+    await this.deps.store.insertOAuthFlow({ stateHash: sha256Hex(state), provider, codeVerifier, nonce, ttlSeconds: FLOW_TTL_SECONDS });
     const url = buildAuthorizationUrl(config, {
       redirect_uri: settings.redirectUri.href,
       scope: SCOPE,
@@ -89,7 +80,7 @@ export class OAuthFlows {
       code_challenge: await calculatePKCECodeChallenge(codeVerifier),
       code_challenge_method: 'S256',
     });
-    return { redirectUrl: url.href, stateCookie: stateCookie(state, opts.cookieSecure ?? true) };
+    return { redirectUrl: url.href, state };
   }
 
   /**
@@ -104,12 +95,7 @@ export class OAuthFlows {
     const state = query.getAll('state').length === 1 ? query.get('state') : null;
     if (!state || !cookieState || !sameString(state, cookieState)) throw invalidState();
 
-    const { rows } = await this.deps.db.query<{ provider: string; code_verifier: string; nonce: string; live: boolean }>(
-      `DELETE FROM oauth_flows WHERE state_hash = $1
-       RETURNING provider, code_verifier, nonce, expires_at > now() AS live`,
-      [sha256(state)],
-    );
-    const flow = rows[0];
+    const flow = await this.deps.store.takeOAuthFlow(sha256Hex(state));
     if (!flow || !flow.live || flow.provider !== provider) throw invalidState();
 
     const error = query.get('error');
@@ -125,7 +111,7 @@ export class OAuthFlows {
     let claims: IDToken | undefined;
     try {
       const tokens = await authorizationCodeGrant(config, currentUrl, {
-        pkceCodeVerifier: flow.code_verifier,
+        pkceCodeVerifier: flow.codeVerifier,
         expectedState: state,
         expectedNonce: flow.nonce,
         idTokenExpected: true,
@@ -141,19 +127,6 @@ export class OAuthFlows {
     if (!claims) throw unauthenticated('Invalid id_token');
     return identityFromClaims(provider, claims);
   }
-}
-
-/** What a verified id_token says about the user; 403 unless it carries a verified email. */
-export function identityFromClaims(provider: string, claims: Record<string, unknown>): OAuthIdentity {
-  const { sub, email, email_verified: verified, name } = claims;
-  if (typeof sub !== 'string' || !sub) throw unauthenticated('Invalid id_token');
-  // A few providers send the boolean as a string.
-  if (typeof email !== 'string' || !/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254 || (verified !== true && verified !== 'true')) {
-    throw forbidden('Email not verified');
-  }
-  const normalized = email.toLowerCase();
-  const display = typeof name === 'string' && name.trim() ? name.trim() : normalized.split('@')[0]!;
-  return { provider, subject: sub, email: normalized, name: display.slice(0, 100) };
 }
 
 /** Maps an openid-client failure during the code exchange to the contract's answer (null: a bug, 500). */

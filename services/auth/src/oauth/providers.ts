@@ -18,10 +18,11 @@ import {
  *   use, not at start-up (the dev provider may start after auth), and a failed discovery is retried
  *   by the next request.
  * - flow.ts: the authorization code flow with state, nonce and PKCE (S256). The per-flow secrets
- *   live server-side in `oauth_flows`; a cookie binds the flow to the browser.
- * - identities.ts: the (provider, subject) → local user links.
- * - routes.ts: `GET /:provider/start` and `GET /:provider/callback`; what a verified identity
- *   becomes (link or create the user, answer like /auth/login) is the service's `onLogin`.
+ *   live server-side in `oauth_flows` (db/store.ts); a cookie binds the flow to the browser.
+ * - domain/identities.ts: what a verified id_token says; domain/accounts.ts `signInWith`: which
+ *   local user it is (the linked one, else by verified email) and the (provider, subject) link.
+ * - http/oauth-routes.ts: `GET /:provider/start` and `GET /:provider/callback`; what a verified
+ *   identity becomes (the user, answered like /auth/login) is the service's `onLogin`.
  *
  * openid-client does the protocol work: it checks the authorization response (state, `iss`),
  * exchanges the code with the PKCE verifier, and verifies the id_token — signature against the
@@ -103,10 +104,6 @@ export class OAuthProviders {
     private readonly opts: OAuthProvidersOptions = {},
   ) {
     this.byName = new Map(settings.map((s) => [s.name, s]));
-  }
-
-  get names(): string[] {
-    return [...this.byName.keys()];
   }
 
   settings(name: string): OAuthProviderSettings | undefined {

@@ -1,10 +1,11 @@
-import { Router, type Request, type RequestHandler, type Response } from 'express';
-import { callerFromHeader, route } from '@halo/kit';
+import { Router, type Request } from 'express';
+import { callerFromHeader, mountRestRoutes, type RestHandler, type User } from '@halo/kit';
 import type { Accounts } from '../domain/accounts';
 import type { ApiKeyRecord, ApiKeys } from '../domain/api-keys';
-import { parseId, type User } from '../domain/rules';
+import { parseId } from '../domain/rules';
 import { TooManyAttempts } from '../domain/tokens';
-import type { Sessions } from '../session';
+import type { HttpSessions } from '../http/sessions';
+import { restManifest } from './manifest';
 
 /** REST records use snake_case and integer ids (CONTRACT.md). Never a password or a hash. */
 export const profileJson = (u: User) => ({
@@ -28,60 +29,60 @@ export const apiKeyJson = (k: ApiKeyRecord) => ({
   revoked_at: k.revokedAt,
 });
 
-export function restRoutes(deps: { accounts: Accounts; apiKeys: ApiKeys; sessions: Sessions; jwtSecret: string }): Router {
+/** The handlers of src/rest/manifest.ts (the OAuth routes are src/http/oauth-routes.ts's). */
+export function restRoutes(deps: { accounts: Accounts; apiKeys: ApiKeys; sessions: HttpSessions; jwtSecret: string }): Router {
   const { accounts, apiKeys, sessions, jwtSecret } = deps;
   const caller = (req: Request) => callerFromHeader(req.headers.authorization, jwtSecret);
-  const router = Router();
+  // Who comes before what: only a key manager learns whether a body or an id is valid. The domain checks again.
+  const keyManager = (req: Request) => apiKeys.manager(caller(req));
 
-  route(router, '/auth/register', {
-    post: async (req, res) => {
-      const user = await accounts.register(req.body, req.id);
+  return mountRestRoutes(Router(), restManifest, {
+    register: async (_req, res, { body }) => {
+      const user = await accounts.register(body);
       res.status(201).json({ user: { id: user.id, name: user.name, email: user.email } });
     },
-  });
-  route(router, '/auth/login', {
-    post: withRetryAfter(async (req, res) => {
-      sessions.assertSameSite(req);
-      // req.ip honours X-Forwarded-For from trusted proxies only (TRUST_PROXY), i.e. the gateway.
-      const user = await accounts.login(req.body, req.ip ?? 'unknown', req.id);
-      await sessions.issueLogin(res, user);
-    }),
-  });
-  route(router, '/auth/refresh', { post: (req, res) => sessions.refresh(req, res) });
-  route(router, '/auth/logout', { post: (req, res) => sessions.logout(req, res) });
-  route(router, '/profile', {
-    get: async (req, res) => {
-      res.json(profileJson(await accounts.profile(caller(req), req.id)));
+    login: {
+      // A cross-site login is 403 before its body is looked at.
+      authorize: (req) => sessions.assertSameSite(req),
+      handle: withRetryAfter(async (req, res, { body }) => {
+        // req.ip honours X-Forwarded-For from trusted proxies only (TRUST_PROXY), i.e. the gateway.
+        const user = await accounts.login(body, req.ip ?? 'unknown');
+        await sessions.issueLogin(res, user);
+      }),
     },
-  });
-  route(router, '/auth/api-keys', {
-    get: async (req, res) => {
+    refresh: (req, res) => sessions.refresh(req, res),
+    logout: (req, res) => sessions.logout(req, res),
+    profile: async (req, res) => {
+      res.json(profileJson(await accounts.profile(caller(req))));
+    },
+    listApiKeys: async (req, res) => {
       res.json({ data: (await apiKeys.list(caller(req))).map(apiKeyJson) });
     },
-    post: async (req, res) => {
-      const { record, key } = await apiKeys.create(caller(req), req.body);
-      const { id, name, prefix, scopes, created_at } = apiKeyJson(record);
-      res.setHeader('Cache-Control', 'no-store');
-      res.status(201).json({ data: { id, name, prefix, scopes, created_at, key } });
+    createApiKey: {
+      authorize: keyManager,
+      handle: async (req, res, { body }) => {
+        const { record, key } = await apiKeys.create(caller(req), body);
+        const { id, name, prefix, scopes, created_at } = apiKeyJson(record);
+        res.setHeader('Cache-Control', 'no-store');
+        res.status(201).json({ data: { id, name, prefix, scopes, created_at, key } });
+      },
+    },
+    revokeApiKey: {
+      // An anonymous caller gets 401 even for a malformed id.
+      authorize: keyManager,
+      handle: async (req, res, { params }) => {
+        await apiKeys.revoke(caller(req), parseId(params.id));
+        res.status(204).end();
+      },
     },
   });
-  route(router, '/auth/api-keys/:id', {
-    delete: async (req, res) => {
-      // Who first: an anonymous caller gets 401 even for a malformed id.
-      const who = caller(req);
-      apiKeys.manager(who);
-      await apiKeys.revoke(who, parseId(req.params.id));
-      res.status(204).end();
-    },
-  });
-  return router;
 }
 
 /** 429 answers carry `Retry-After`; the kit's error mapper writes the status and body. */
-function withRetryAfter(handler: (req: Request, res: Response) => Promise<void>): RequestHandler {
-  return async (req, res) => {
+function withRetryAfter(handler: RestHandler): RestHandler {
+  return async (req, res, input) => {
     try {
-      await handler(req, res);
+      await handler(req, res, input);
     } catch (err) {
       if (err instanceof TooManyAttempts) res.setHeader('Retry-After', String(err.retryAfterSeconds));
       throw err;

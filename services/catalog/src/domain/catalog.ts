@@ -1,16 +1,6 @@
-import { badRequest, notFound, requireAdmin, type Caller } from '@halo/kit';
+import { alignById, badRequest, found, keysetConnection, notFound, requireAdmin, type Caller, type ConnectionArgs } from '@halo/kit';
 import type { ListQuery, MoneyField, Product, ProductFields, ProductPage } from './model';
-import {
-  connectionArgs,
-  listQuery,
-  newProductFields,
-  offsetOf,
-  pageMeta,
-  parseId,
-  productChanges,
-  toConnection,
-  type RawListQuery,
-} from './rules';
+import { listQuery, newProductFields, offsetOf, pageMeta, parseId, PRODUCT_CURSOR, productChanges, type RawListQuery } from './rules';
 
 /** What the domain needs from storage; `CatalogStore` implements it over SQL. */
 export interface CatalogRepo {
@@ -45,25 +35,24 @@ export class Catalog {
   }
 
   /** `productConnection(first, after, category)`: a Relay connection over keyset pagination by id. */
-  async productConnection(args: { first?: number | null; after?: string | null; category?: string | null }) {
-    const { first, after } = connectionArgs(args);
-    const rows = first === 0 ? [] : await this.repo.afterId(first + 1, after, args.category || null);
-    return toConnection(rows, first);
+  productConnection(args: ConnectionArgs & { category?: string | null }) {
+    return keysetConnection(PRODUCT_CURSOR, args, (limit, after) => this.repo.afterId(limit, after?.id ?? null, args.category || null));
+  }
+
+  /** Products by id, null where unknown: one statement for a whole batch (what the DataLoader calls). */
+  async lookUpProducts(ids: readonly number[]): Promise<(Product | null)[]> {
+    return alignById(ids, await this.repo.byIds(ids));
   }
 
   /** Ids arrive as the transport has them (REST path string, GraphQL ID, gRPC int64): 400 `Invalid id` otherwise. */
   async getProduct(rawId: unknown): Promise<Product> {
-    const [product] = await this.repo.byIds([parseId(rawId)]);
-    if (!product) throw notFound();
-    return product;
+    return found((await this.lookUpProducts([parseId(rawId)]))[0]);
   }
 
   /** Products that exist, in the order asked; unknown ids are left out. */
   async productsByIds(rawIds: readonly unknown[]): Promise<Product[]> {
     if (rawIds.length > MAX_IDS) throw badRequest(`At most ${MAX_IDS} ids`);
-    const ids = rawIds.map(parseId);
-    const found = new Map((await this.repo.byIds(ids)).map((p) => [p.id, p]));
-    return ids.flatMap((id) => found.get(id) ?? []);
+    return (await this.lookUpProducts(rawIds.map(parseId))).filter((p): p is Product => p !== null);
   }
 
   /** Order of checks: who (401/403), then what (400), then which (404). */

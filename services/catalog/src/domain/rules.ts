@@ -1,4 +1,4 @@
-import { badRequest } from '@halo/kit';
+import { badRequest, idCursor, requiredText } from '@halo/kit';
 import {
   ORDERS,
   SORT_KEYS,
@@ -103,13 +103,6 @@ function priceCents(raw: unknown, field: MoneyField): number {
   return cents;
 }
 
-function text(raw: unknown, field: string, max: number): string {
-  const s = typeof raw === 'string' ? raw.trim() : '';
-  if (!s) throw badRequest(`${field} is required`);
-  if (s.length > max) throw badRequest(`${field} must be at most ${max} characters`);
-  return s;
-}
-
 function description(raw: unknown): string {
   if (raw === undefined || raw === null) return '';
   if (typeof raw !== 'string') throw badRequest('description must be a string');
@@ -127,9 +120,9 @@ const asBody = (raw: unknown): Body => (typeof raw === 'object' && raw !== null 
  */
 export function newProductFields(raw: unknown, money: MoneyField = 'price'): ProductFields {
   const body = asBody(raw);
-  const name = text(body.name, 'name', MAX_NAME);
+  const name = requiredText(body.name, 'name', MAX_NAME);
   const desc = description(body.description);
-  const category = text(body.category, 'category', MAX_CATEGORY);
+  const category = requiredText(body.category, 'category', MAX_CATEGORY);
   if (absent(body[money])) throw badRequest(`${money} is required`);
   return { name, description: desc, category, priceCents: priceCents(body[money], money) };
 }
@@ -138,36 +131,13 @@ export function newProductFields(raw: unknown, money: MoneyField = 'price'): Pro
 export function productChanges(raw: unknown, money: MoneyField = 'price'): Partial<ProductFields> {
   const body = asBody(raw);
   const changes: Partial<ProductFields> = {};
-  if (body.name !== undefined) changes.name = text(body.name, 'name', MAX_NAME);
+  if (body.name !== undefined) changes.name = requiredText(body.name, 'name', MAX_NAME);
   if (body.description !== undefined) changes.description = description(body.description);
-  if (body.category !== undefined) changes.category = text(body.category, 'category', MAX_CATEGORY);
+  if (body.category !== undefined) changes.category = requiredText(body.category, 'category', MAX_CATEGORY);
   if (body[money] !== undefined) changes.priceCents = priceCents(body[money], money);
   if (Object.keys(changes).length === 0) throw badRequest('No fields to update');
   return changes;
 }
 
-/** A keyset position for `productConnection`: products come in id order. */
-const CURSOR_PREFIX = 'product:';
-
-/** Cursors are opaque to clients: base64url of a prefixed id, never a bare offset. */
-export const encodeCursor = (id: number) => Buffer.from(`${CURSOR_PREFIX}${id}`, 'utf8').toString('base64url');
-
-export function decodeCursor(raw: string): number {
-  const text = Buffer.from(raw, 'base64url').toString('utf8');
-  const m = text.startsWith(CURSOR_PREFIX) ? /^(\d{1,15})$/.exec(text.slice(CURSOR_PREFIX.length)) : null;
-  if (!m || encodeCursor(Number(m[1])) !== raw) throw badRequest('Invalid cursor');
-  return Number(m[1]);
-}
-
-/** `productConnection(first, after)`: first defaults to 10, must be 0–100; `after` must be a cursor we issued. */
-export function connectionArgs(args: { first?: number | null; after?: string | null }): { first: number; after: number | null } {
-  const first = args.first ?? DEFAULT_LIMIT;
-  if (!Number.isInteger(first) || first < 0 || first > MAX_LIMIT) throw badRequest(`first must be between 0 and ${MAX_LIMIT}`);
-  return { first, after: args.after ? decodeCursor(args.after) : null };
-}
-
-/** A connection from `first + 1` rows fetched past the cursor (the extra row means "more"). */
-export function toConnection<T extends { id: number }>(rows: T[], first: number) {
-  const edges = rows.slice(0, first).map((node) => ({ cursor: encodeCursor(node.id), node }));
-  return { edges, pageInfo: { hasNextPage: rows.length > first, endCursor: edges.at(-1)?.cursor ?? null } };
-}
+/** `productConnection` pages in id order: a position is the last id seen. */
+export const PRODUCT_CURSOR = idCursor('product:');

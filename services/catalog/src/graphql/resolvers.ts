@@ -1,8 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { buildSubgraphSchema } from '@apollo/subgraph';
-import { notFound, type Caller } from '@halo/kit';
-import { parse, type GraphQLSchema } from 'graphql';
+import { found, type Caller } from '@halo/kit';
+import type { DocumentNode, GraphQLSchema } from 'graphql';
 import type { Catalog } from '../domain/catalog';
 import type { Order, Product, SortKey } from '../domain/model';
 import { centsToPrice, parseId } from '../domain/rules';
@@ -13,9 +11,6 @@ export interface GraphQLContext {
   caller: Caller | null;
   loaders: Loaders;
 }
-
-/** The subgraph SDL is a file of its own (services/catalog/schema.graphql) that composition reads too. */
-export const SCHEMA_PATH = resolve(__dirname, '../../schema.graphql');
 
 /** GraphQL enum values → the domain's (REST's) sort and order names. */
 const SORT: Record<string, SortKey> = { ID: 'id', NAME: 'name', PRICE: 'price', CREATED_AT: 'created_at' };
@@ -35,8 +30,11 @@ interface ProductsArgs {
   order?: string | null;
 }
 
-export function catalogSchema(catalog: Catalog): GraphQLSchema {
-  const typeDefs = parse(readFileSync(SCHEMA_PATH, 'utf8'));
+/**
+ * The subgraph over the domain: lists and writes call use cases (authorisation is theirs), single
+ * products go through the request's loader (a domain batch method) with the domain's not-found rule.
+ */
+export function catalogSchema(typeDefs: DocumentNode, catalog: Catalog): GraphQLSchema {
   const resolvers = {
     Query: {
       products: async (_: unknown, args: ProductsArgs, ctx: GraphQLContext) => {
@@ -55,11 +53,7 @@ export function catalogSchema(catalog: Catalog): GraphQLSchema {
         ctx.loaders.primeProducts(conn.edges.map((e) => e.node));
         return conn;
       },
-      product: async (_: unknown, args: { id: string }, ctx: GraphQLContext) => {
-        const product = await ctx.loaders.productById.load(parseId(args.id));
-        if (!product) throw notFound();
-        return product;
-      },
+      product: (_: unknown, args: { id: string }, ctx: GraphQLContext) => ctx.loaders.productById.load(parseId(args.id)).then(found),
     },
     Mutation: {
       createProduct: (_: unknown, args: { input: unknown }, ctx: GraphQLContext) => catalog.createProduct(ctx.caller, args.input),

@@ -1,8 +1,9 @@
 import { Router, type Request } from 'express';
-import { callerFromHeader, route } from '@halo/kit';
-import type { Catalog } from '../domain/catalog';
+import { callerFromHeader, mountRestRoutes, requireAdmin } from '@halo/kit';
+import { WRITE_SCOPE, type Catalog } from '../domain/catalog';
 import type { MoneyField, Product } from '../domain/model';
 import { centsToPrice } from '../domain/rules';
+import { restManifest } from './manifest';
 
 /** REST v1 (the unversioned routes): snake_case, integer ids, `price` as a number with ≤ 2 decimals. */
 export const productJsonV1 = (p: Product) => ({
@@ -31,48 +32,53 @@ export const productJsonV2 = (p: Product) => ({
 });
 
 interface Representation {
-  prefix: string;
   json: (p: Product) => Record<string, unknown>;
   money: MoneyField;
 }
 
-const VERSIONS: Representation[] = [
-  { prefix: '', json: productJsonV1, money: 'price' },
-  { prefix: '/v2', json: productJsonV2, money: 'price_cents' },
-];
+/** Same routes, same use cases, one representation per API version (src/rest/manifest.ts). */
+const VERSIONS: Record<number, Representation> = {
+  1: { json: productJsonV1, money: 'price' },
+  2: { json: productJsonV2, money: 'price_cents' },
+};
 
 export function restRoutes(catalog: Catalog, jwtSecret: string | undefined): Router {
-  const router = Router();
   // Reads are public and never look at credentials; writes verify the token here again (the
   // gateway already did) and the domain decides admin/scope.
   const caller = (req: Request) => callerFromHeader(req.headers.authorization, jwtSecret);
+  // Who comes before what (the domain's order of checks): a caller who may not write gets 403
+  // whatever the body or id says. The domain checks again, for every other transport.
+  const writer = (req: Request) => requireAdmin(caller(req), WRITE_SCOPE);
+  const rep = (version: number) => VERSIONS[version]!;
 
-  // Same routes, same use cases, two representations.
-  for (const { prefix, json, money } of VERSIONS) {
-    route(router, `${prefix}/products`, {
-      get: async (req, res) => {
-        const { page, limit, category, sort, order } = req.query;
-        const result = await catalog.listProducts({ page, limit, category, sort, order });
-        res.json({ data: result.data.map(json), meta: result.meta });
+  return mountRestRoutes(Router(), restManifest, {
+    listProducts: async (_req, res, { version, query }) => {
+      const result = await catalog.listProducts(query);
+      res.json({ data: result.data.map(rep(version).json), meta: result.meta });
+    },
+    createProduct: {
+      authorize: writer,
+      handle: async (req, res, { version, body }) => {
+        const product = await catalog.createProduct(caller(req), body, rep(version).money);
+        res.status(201).json({ data: rep(version).json(product) });
       },
-      post: async (req, res) => {
-        const product = await catalog.createProduct(caller(req), req.body, money);
-        res.status(201).json({ data: json(product) });
+    },
+    getProduct: async (_req, res, { version, params }) => {
+      res.json({ data: rep(version).json(await catalog.getProduct(params.id)) });
+    },
+    updateProduct: {
+      authorize: writer,
+      handle: async (req, res, { version, params, body }) => {
+        const product = await catalog.updateProduct(caller(req), params.id, body, rep(version).money);
+        res.json({ data: rep(version).json(product) });
       },
-    });
-    route(router, `${prefix}/products/:id`, {
-      get: async (req, res) => {
-        res.json({ data: json(await catalog.getProduct(req.params.id)) });
-      },
-      put: async (req, res) => {
-        const product = await catalog.updateProduct(caller(req), req.params.id, req.body, money);
-        res.json({ data: json(product) });
-      },
-      delete: async (req, res) => {
-        await catalog.deleteProduct(caller(req), req.params.id);
+    },
+    deleteProduct: {
+      authorize: writer,
+      handle: async (req, res, { params }) => {
+        await catalog.deleteProduct(caller(req), params.id);
         res.status(204).end();
       },
-    });
-  }
-  return router;
+    },
+  });
 }

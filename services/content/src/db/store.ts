@@ -1,6 +1,6 @@
 import type { Db, Queryable } from '@halo/kit';
 import type { Comment, Post, User } from '../domain/model';
-import type { Cursor, NewUser } from '../domain/rules';
+import type { NewUser, PostPosition } from '../domain/rules';
 
 interface UserRow {
   id: number;
@@ -113,7 +113,7 @@ export class ContentStore {
   }
 
   /** Keyset page of all posts, newest first: `limit` rows strictly after `after`. */
-  async postsPage(limit: number, after: Cursor | null): Promise<Post[]> {
+  async postsPage(limit: number, after: PostPosition | null): Promise<Post[]> {
     const { rows } = after
       ? await this.db.query<PostRow>(
           `SELECT ${POST_COLS} FROM posts WHERE (created_at, id) < ($1::timestamptz, $2::bigint)

@@ -1,6 +1,6 @@
-import { conflict, normaliseEmail, notFound } from '@halo/kit';
+import { alignById, conflict, found, groupByKey, keysetConnection, normaliseEmail, notFound, requireAdmin, type Caller, type ConnectionArgs } from '@halo/kit';
 import { embeddedAuthor, type Comment, type Post, type User } from './model';
-import { connectionArgs, newUser, toConnection, type Cursor, type NewUser } from './rules';
+import { newUser, POST_CURSOR, type NewUser, type PostPosition } from './rules';
 
 /** What the domain needs from storage; `ContentStore` implements it over SQL. */
 export interface ContentRepo {
@@ -12,38 +12,74 @@ export interface ContentRepo {
   postsByIds(ids: readonly number[]): Promise<Post[]>;
   postsByUserIds(userIds: readonly number[]): Promise<Post[]>;
   commentsByPostIds(postIds: readonly number[]): Promise<Comment[]>;
-  postsPage(limit: number, after: Cursor | null): Promise<Post[]>;
+  postsPage(limit: number, after: PostPosition | null): Promise<Post[]>;
 }
 
+/** Creating a user directly (GraphQL `createUser`) is for admins; an API key also needs this scope. */
+export const USERS_WRITE_SCOPE = 'users:write';
+
+type NewUserInput = Parameters<typeof newUser>[0];
+
 /**
- * The content use cases, once, for every transport: REST routes, GraphQL resolvers and the gRPC
- * server all call these and only translate the results.
+ * The content use cases, once, for every transport: REST routes, GraphQL resolvers (through their
+ * DataLoaders, which call the batch methods) and the gRPC server all call these and only translate
+ * the results. Not-found and authorisation are decided here.
  */
 export class Content {
   constructor(private readonly repo: ContentRepo) {}
 
-  async user(id: number): Promise<User> {
-    const [user] = await this.repo.usersByIds([id]);
-    if (!user) throw notFound();
-    return user;
+  // ── Batch reads: one statement for any number of keys, answered in key order ──
+
+  /** Users by id, null where unknown. */
+  async lookUpUsers(ids: readonly number[]): Promise<(User | null)[]> {
+    return alignById(ids, await this.repo.usersByIds(ids));
   }
 
+  /** Posts by id, null where unknown. */
+  async lookUpPosts(ids: readonly number[]): Promise<(Post | null)[]> {
+    return alignById(ids, await this.repo.postsByIds(ids));
+  }
+
+  /** Each user's posts, newest first. */
+  async postsOfUsers(userIds: readonly number[]): Promise<Post[][]> {
+    return groupByKey(userIds, await this.repo.postsByUserIds(userIds), (p) => p.userId);
+  }
+
+  /** Each post's comments, oldest first. */
+  async commentsOfPosts(postIds: readonly number[]): Promise<Comment[][]> {
+    return groupByKey(postIds, await this.repo.commentsByPostIds(postIds), (c) => c.postId);
+  }
+
+  // ── Use cases ──
+
+  async user(id: number): Promise<User> {
+    return found((await this.lookUpUsers([id]))[0]);
+  }
+
+  /** The users that exist, in the order asked; unknown ids are left out. */
   async usersByIds(ids: readonly number[]): Promise<User[]> {
-    const found = new Map((await this.repo.usersByIds(ids)).map((u) => [u.id, u]));
-    return ids.flatMap((id) => found.get(id) ?? []);
+    return (await this.lookUpUsers(ids)).filter((u): u is User => u !== null);
   }
 
   async userByEmail(email: string): Promise<User> {
-    const user = await this.repo.userByEmail(normaliseEmail(email));
-    if (!user) throw notFound();
-    return user;
+    return found(await this.repo.userByEmail(normaliseEmail(email)));
   }
 
   users(): Promise<User[]> {
     return this.repo.allUsers();
   }
 
-  async createUser(input: Parameters<typeof newUser>[0]): Promise<User> {
+  /** An admin creates a user. Order of checks: who (401/403), then what (400), then the email's uniqueness (409). */
+  async createUser(caller: Caller | null, input: NewUserInput): Promise<User> {
+    requireAdmin(caller, USERS_WRITE_SCOPE);
+    return this.registerUser(input);
+  }
+
+  /**
+   * A user signs up through auth (registration, first OAuth login). Over gRPC only: the caller
+   * is a service, not a person, so there is no user to authorise.
+   */
+  async registerUser(input: NewUserInput): Promise<User> {
     const created = await this.repo.insertUser(newUser(input));
     if (!created) throw conflict('Email already registered');
     return created;
@@ -57,19 +93,18 @@ export class Content {
   /** `GET /users/:userId/posts`: newest first; 404 for an unknown user. */
   async postsOfUser(userId: number): Promise<Post[]> {
     await this.user(userId);
-    return this.repo.postsByUserIds([userId]);
+    const [posts] = await this.postsOfUsers([userId]);
+    return posts!;
   }
 
   async post(id: number): Promise<Post> {
-    const [post] = await this.repo.postsByIds([id]);
-    if (!post) throw notFound();
-    return post;
+    return found((await this.lookUpPosts([id]))[0]);
   }
 
   /** `GET /posts/:id`: the post with its author and its comments (each with author_name). */
   async postDetail(id: number) {
     const post = await this.post(id);
-    const comments = await this.repo.commentsByPostIds([id]);
+    const [comments = []] = await this.commentsOfPosts([id]);
     const people = await this.usersByIds([...new Set([post.userId, ...comments.map((c) => c.userId)])]);
     const byId = new Map(people.map((u) => [u.id, u]));
     const author = byId.get(post.userId);
@@ -86,10 +121,8 @@ export class Content {
     return detail.comments;
   }
 
-  /** `posts(first, after)` as a Relay connection over keyset pagination. */
-  async postsConnection(args: { first?: number | null; after?: string | null }) {
-    const { first, after } = connectionArgs(args);
-    const rows = first === 0 ? [] : await this.repo.postsPage(first + 1, after);
-    return toConnection(rows, first);
+  /** `posts(first, after)`: all posts newest first, as a Relay connection over keyset pagination. */
+  postsConnection(args: ConnectionArgs) {
+    return keysetConnection(POST_CURSOR, args, (limit, after) => this.repo.postsPage(limit, after));
   }
 }

@@ -1,13 +1,9 @@
-/** Content's records as the domain sees them (timestamps as ISO-8601 UTC strings). */
-export interface User {
-  id: number;
-  name: string;
-  email: string;
-  avatar: string | null;
-  role: 'user' | 'admin';
-  createdAt: string;
-}
+import type { User } from '@halo/kit';
 
+/** Content owns users; their shape is the kit's, the one every service sees. */
+export type { User };
+
+/** Content's records as the domain sees them (timestamps as ISO-8601 UTC strings). */
 export interface Post {
   id: number;
   userId: number;

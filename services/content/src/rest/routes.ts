@@ -1,8 +1,9 @@
 import { Router } from 'express';
-import { route } from '@halo/kit';
+import { mountRestRoutes } from '@halo/kit';
 import type { Content } from '../domain/content';
 import type { Comment, Post } from '../domain/model';
 import { greeting, HELLO, parseId } from '../domain/rules';
+import { restManifest } from './manifest';
 
 /** REST records use snake_case and integer ids (CONTRACT.md). */
 export const postJson = (p: Post) => ({
@@ -21,37 +22,28 @@ export const commentJson = (c: Comment, authorName: string | null) => ({
   author_name: authorName,
 });
 
+/** The handlers of src/rest/manifest.ts; ids and bodies arrive checked against its schemas. */
 export function restRoutes(content: Content): Router {
-  const router = Router();
-  route(router, '/hello', {
-    get: (_req, res) => {
+  return mountRestRoutes(Router(), restManifest, {
+    hello: (_req, res) => {
       res.json({ message: HELLO });
     },
-  });
-  route(router, '/greet', {
-    post: (req, res) => {
-      res.json({ message: greeting((req.body as { name?: unknown } | undefined)?.name) });
+    greet: (_req, res, { body }) => {
+      res.json({ message: greeting((body as { name: unknown }).name) });
     },
-  });
-  route(router, '/users/:userId/posts', {
-    get: async (req, res) => {
-      const posts = await content.postsOfUser(parseId(req.params.userId));
+    postsOfUser: async (_req, res, { params }) => {
+      const posts = await content.postsOfUser(parseId(params.userId));
       res.json({ data: posts.map(postJson) });
     },
-  });
-  route(router, '/posts/:id', {
-    get: async (req, res) => {
-      const { post, author, comments } = await content.postDetail(parseId(req.params.id));
+    getPost: async (_req, res, { params }) => {
+      const { post, author, comments } = await content.postDetail(parseId(params.id));
       res.json({
         data: { ...postJson(post), author, comments: comments.map((c) => commentJson(c.comment, c.authorName)) },
       });
     },
-  });
-  route(router, '/posts/:id/comments', {
-    get: async (req, res) => {
-      const comments = await content.commentsOfPost(parseId(req.params.id));
+    commentsOfPost: async (_req, res, { params }) => {
+      const comments = await content.commentsOfPost(parseId(params.id));
       res.json({ data: comments.map((c) => commentJson(c.comment, c.authorName)) });
     },
   });
-  return router;
 }

@@ -1,11 +1,11 @@
 import { unary, type GrpcServiceBinding, type Logger } from '@halo/kit';
 import { auth as pb } from '@halo/proto';
-import type { ApiKeys } from '../domain/api-keys';
+import type { ApiKeys } from '../../domain/api-keys';
 
 /** `halo.auth.v1.ApiKeyService`: the gateway trades an `X-API-Key` for a short-lived access token. */
 export function apiKeyServiceBinding(apiKeys: ApiKeys, logger: Logger): GrpcServiceBinding {
   const implementation: pb.ApiKeyServiceServer = {
-    exchangeApiKey: unary(logger, (req: pb.ExchangeApiKeyRequest, ctx) => apiKeys.exchange(req.apiKey, ctx.requestId)),
+    exchangeApiKey: unary(logger, (req: pb.ExchangeApiKeyRequest) => apiKeys.exchange(req.apiKey)),
   };
   return { name: 'halo.auth.v1.ApiKeyService', definition: pb.ApiKeyServiceService, implementation };
 }

@@ -1,7 +1,7 @@
 import { unary, type GrpcServiceBinding, type Logger } from '@halo/kit';
 import { catalog as pb } from '@halo/proto';
-import type { Catalog } from '../domain/catalog';
-import type { Product } from '../domain/model';
+import type { Catalog } from '../../domain/catalog';
+import type { Product } from '../../domain/model';
 
 const toPb = (p: Product): pb.Product => ({
   id: p.id,

@@ -1,7 +1,8 @@
 import { Router, type Request, type Response } from 'express';
 import { route } from '@halo/kit';
-import { clearedStateCookie, OAUTH_STATE_COOKIE, type OAuthFlows } from './flow';
-import type { OAuthIdentity } from './identities';
+import type { OAuthIdentity } from '../domain/identities';
+import type { OAuthFlows } from '../oauth/flow';
+import { clearedStateCookie, cookieValue, OAUTH_STATE_COOKIE, stateCookie } from './cookies';
 
 export interface OAuthRoutesOptions {
   flows: OAuthFlows;
@@ -9,8 +10,8 @@ export interface OAuthRoutesOptions {
   cookieSecure: boolean;
   /**
    * Called with the verified identity; answers the request (the service links or creates the
-   * local user by verified email and responds exactly like /auth/login). Its `Set-Cookie` must be
-   * appended (express `res.cookie` does), not set, to keep the state cookie's removal.
+   * local user and responds exactly like /auth/login). Its `Set-Cookie` must be appended
+   * (express `res.cookie` does), not set, to keep the state cookie's removal.
    */
   onLogin(identity: OAuthIdentity, req: Request, res: Response): Promise<void>;
 }
@@ -24,9 +25,9 @@ export function oauthRoutes(opts: OAuthRoutesOptions): Router {
   const router = Router();
   route(router, '/:provider/start', {
     get: async (req, res) => {
-      const { redirectUrl, stateCookie } = await flows.start(String(req.params.provider), { cookieSecure });
+      const { redirectUrl, state } = await flows.start(String(req.params.provider));
       res.setHeader('Cache-Control', 'no-store');
-      res.append('Set-Cookie', stateCookie);
+      res.append('Set-Cookie', stateCookie(state, cookieSecure));
       res.redirect(302, redirectUrl);
     },
   });
@@ -41,13 +42,4 @@ export function oauthRoutes(opts: OAuthRoutesOptions): Router {
     },
   });
   return router;
-}
-
-/** The first cookie of that name in a Cookie header (the most specific path comes first). */
-export function cookieValue(header: string | undefined, name: string): string | undefined {
-  for (const part of (header ?? '').split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim() || undefined;
-  }
-  return undefined;
 }

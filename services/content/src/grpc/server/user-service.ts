@@ -1,8 +1,7 @@
-import { unary, type GrpcServiceBinding, type Logger } from '@halo/kit';
+import { unary, type GrpcServiceBinding, type Logger, type User } from '@halo/kit';
 import { content as pb } from '@halo/proto';
-import type { Content } from '../domain/content';
-import type { User } from '../domain/model';
-import { parseId } from '../domain/rules';
+import type { Content } from '../../domain/content';
+import { parseId } from '../../domain/rules';
 
 const toPb = (u: User): pb.User => ({
   id: u.id,
@@ -13,7 +12,7 @@ const toPb = (u: User): pb.User => ({
   createdAt: u.createdAt,
 });
 
-/** `halo.content.v1.UserService`: user lookups for other services, over the same use cases. */
+/** `halo.content.v1.UserService`: user lookups (and auth's sign-ups) for other services, over the same use cases. */
 export function userServiceBinding(content: Content, logger: Logger): GrpcServiceBinding {
   const implementation: pb.UserServiceServer = {
     getUser: unary(logger, async (req: pb.GetUserRequest) => ({ user: toPb(await content.user(parseId(req.id))) })),
@@ -24,7 +23,7 @@ export function userServiceBinding(content: Content, logger: Logger): GrpcServic
       user: toPb(await content.userByEmail(req.email)),
     })),
     createUser: unary(logger, async (req: pb.CreateUserRequest) => ({
-      user: toPb(await content.createUser({ name: req.name, email: req.email, avatar: req.avatar })),
+      user: toPb(await content.registerUser({ name: req.name, email: req.email, avatar: req.avatar })),
     })),
     deleteUser: unary(logger, async (req: pb.DeleteUserRequest) => {
       await content.deleteUser(parseId(req.id));

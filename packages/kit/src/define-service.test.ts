@@ -1,0 +1,139 @@
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import express from 'express';
+import { buildASTSchema, type GraphQLFieldResolver } from 'graphql';
+import { ConfigError, env } from './config';
+import { defineService, loadServiceConfig } from './define-service';
+import { signAccessToken } from './jwt';
+import { dropSchema, openTestDb, postGraphQL, SEED_RULE_CASES, TEST_DATABASE_URL, TEST_JWT_SECRET, TEST_SERVICE_ENV, type TestDb } from './testing';
+import { createLogger } from './logger';
+
+/** A whole (tiny) service declared with defineService, started for real on a throwaway schema. */
+const root = mkdtempSync(join(tmpdir(), 'halo-define-service-'));
+mkdirSync(join(root, 'migrations'));
+writeFileSync(join(root, 'migrations', '0001_init.sql'), 'CREATE TABLE notes (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text NOT NULL);');
+writeFileSync(join(root, 'schema.graphql'), 'type Query { notes: [String!]! whoami: String! }');
+
+let healthy = true;
+const notes = defineService({
+  name: 'catalog',
+  root,
+  config: { GREETING: env.str('hello') },
+  domain: ({ db, config }) => ({
+    greeting: config.GREETING,
+    list: async () => (await db.query<{ body: string }>('SELECT body FROM notes ORDER BY id')).rows.map((r) => r.body),
+  }),
+  seed: async ({ db, domain }) => {
+    await db.query('INSERT INTO notes (body) VALUES ($1)', [`${domain.greeting} from the seed`]);
+  },
+  ready: async () => {
+    if (!healthy) throw new Error('dependency down');
+  },
+  graphql: {
+    schema: (typeDefs, domain) => {
+      const schema = buildASTSchema(typeDefs);
+      const fields = schema.getQueryType()!.getFields();
+      fields.notes!.resolve = () => domain.list();
+      const whoami: GraphQLFieldResolver<unknown, { greeting: string; requestId: string; caller: { name: string } | null }> = (_, __, ctx) =>
+        `${ctx.greeting} ${ctx.caller?.name ?? 'anonymous'} ${ctx.requestId}`;
+      fields.whoami!.resolve = whoami as GraphQLFieldResolver<unknown, unknown>;
+      return schema;
+    },
+    context: (domain) => ({ greeting: domain.greeting }),
+  },
+  rest: (domain) => express.Router().get('/notes', async (_req, res) => void res.json({ data: await domain.list() })),
+});
+
+let db: TestDb;
+let started: Awaited<ReturnType<typeof notes.start>>;
+let base: string;
+
+beforeAll(async () => {
+  db = await openTestDb('define_service');
+  started = await notes.start(notes.loadConfig({ ...TEST_SERVICE_ENV, SEED_DEMO_DATA: 'true', GREETING: 'halo' }), createLogger('t', 'silent'), { db });
+  base = `http://127.0.0.1:${started.httpPort}`;
+});
+
+afterAll(async () => {
+  await started?.stop();
+  await db?.drop();
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe('defineService', () => {
+  it('migrates, seeds, and serves the REST routes over the domain', async () => {
+    expect((await db.query('SELECT name FROM schema_migrations')).rows).toEqual([{ name: '0001_init.sql' }]);
+    const res = await fetch(`${base}/notes`);
+    expect(await res.json()).toEqual({ data: ['halo from the seed'] });
+  });
+
+  it('serves the schema file with the kit context (request id, verified caller) plus the service’s own', async () => {
+    const token = signAccessToken({ sub: '5', name: 'Rina', role: 'user' }, TEST_JWT_SECRET, 60);
+    const { body } = await postGraphQL(base, '{ notes whoami }', undefined, { authorization: `Bearer ${token}`, 'x-request-id': 'gql-1' });
+    expect(body).toEqual({ data: { notes: ['halo from the seed'], whoami: 'halo Rina gql-1' } });
+    const bad = await postGraphQL(base, '{ whoami }', undefined, { authorization: 'Bearer nope' });
+    expect(bad.status).toBe(401);
+  });
+
+  it('answers health, readiness (database + the service’s check) and 404 the kit’s way', async () => {
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    healthy = false;
+    expect((await fetch(`${base}/readyz`)).status).toBe(503);
+    healthy = true;
+    const missing = await fetch(`${base}/nope`);
+    expect([missing.status, await missing.json()]).toEqual([404, { error: 'Not found' }]);
+    expect(started.grpcPort).toBeGreaterThan(0);
+  });
+
+  it('leaves a given database open when it stops', async () => {
+    const again = await notes.start(notes.loadConfig({ ...TEST_SERVICE_ENV }), createLogger('t', 'silent'), { db });
+    await again.stop();
+    await expect(db.ping()).resolves.toBeUndefined();
+    // SEED_DEMO_DATA is off by default outside development: nothing was added.
+    expect((await db.query('SELECT count(*) AS n FROM notes')).rows).toEqual([{ n: 1 }]);
+  });
+
+  it('closes what it opened when the domain fails to build', async () => {
+    const schema = `t_define_fail_${process.pid}`;
+    const closed: string[] = [];
+    const broken = defineService({
+      name: 'catalog',
+      root,
+      domain: ({ lifecycle }) => {
+        lifecycle.register('a client the domain opened', () => void closed.push('client'));
+        throw new Error('cannot build');
+      },
+    });
+    const config = broken.loadConfig({ ...TEST_SERVICE_ENV, DATABASE_URL: TEST_DATABASE_URL, DB_SCHEMA: schema });
+    try {
+      await expect(broken.start(config, createLogger('t', 'silent'))).rejects.toThrow('cannot build');
+      expect(closed).toEqual(['client']);
+    } finally {
+      await dropSchema(schema);
+    }
+  });
+});
+
+describe('loadServiceConfig: the demo-seed rule, once for every service', () => {
+  const DB = 'postgres://svc@db:5432/halo';
+  const load = (vars: Record<string, string | undefined>) => loadServiceConfig('content', { EXTRA: env.int(3) }, { DATABASE_URL: DB, ...vars });
+
+  it.each(SEED_RULE_CASES)('HALO_ENV=%s SEED_DEMO_DATA=%s → %s', (haloEnv, seed, expected) => {
+    expect(load({ HALO_ENV: haloEnv, SEED_DEMO_DATA: seed }).SEED_DEMO_DATA).toBe(expected);
+  });
+
+  it('refuses SEED_DEMO_DATA=true in production, and a value that is not a boolean, naming the variable', () => {
+    for (const vars of [{ HALO_ENV: 'production', SEED_DEMO_DATA: '1' }, { HALO_ENV: 'development', SEED_DEMO_DATA: 'yes' }]) {
+      expect(() => load(vars)).toThrow(ConfigError);
+      expect(() => load(vars)).toThrow(/^Invalid configuration: SEED_DEMO_DATA: /);
+    }
+  });
+
+  it('reads the kit’s variables with the service’s defaults, and the service’s own', () => {
+    expect(load({})).toMatchObject({ HTTP_PORT: 4002, GRPC_PORT: 5002, DATABASE_URL: DB, EXTRA: 3 });
+    expect(() => load({ EXTRA: 'x' })).toThrow(/^Invalid configuration: EXTRA: /);
+    expect(() => loadServiceConfig('content', {}, {})).toThrow(/^Invalid configuration: DATABASE_URL: is required/);
+  });
+});

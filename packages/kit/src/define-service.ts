@@ -1,0 +1,141 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { BaseContext } from '@apollo/server';
+import type { Express, Request, RequestHandler } from 'express';
+import { parse, type DocumentNode, type GraphQLSchema } from 'graphql';
+import { ConfigError, env, loadConfig, serviceConfigShape, type z } from './config';
+import type { Db } from './db';
+import type { GrpcServiceBinding } from './grpc';
+import type { Lifecycle } from './lifecycle';
+import type { Logger } from './logger';
+import { createHttpApp, openServiceDb, runService, serveService, startSubgraph, subgraphMiddleware, withLifecycle, type StartedService } from './service';
+import { SERVICES, type ServiceName } from './topology';
+
+type Env = Record<string, string | undefined>;
+
+/** What the kit reads for every service: the shared variables plus the demo-seed switch. */
+export function kitConfigShape(name: ServiceName) {
+  return {
+    ...serviceConfigShape(SERVICES[name]),
+    /** Seeds the service's demo data; defaults to on only when HALO_ENV=development, refused in production. */
+    SEED_DEMO_DATA: env.flag(),
+  };
+}
+
+type KitShape = ReturnType<typeof kitConfigShape>;
+
+/** The settings the kit itself reads, SEED_DEMO_DATA resolved to a boolean. */
+export type KitConfig = Omit<z.infer<z.ZodObject<KitShape>>, 'SEED_DEMO_DATA'> & { SEED_DEMO_DATA: boolean };
+
+/** A service's settings: the kit's and the service's own shape `X`. */
+export type ServiceConfig<X extends z.ZodRawShape = {}> = KitConfig & z.infer<z.ZodObject<X>>;
+
+/** Loads and validates a service's settings once; the demo-seed rule lives here and nowhere else. */
+export function loadServiceConfig<X extends z.ZodRawShape = {}>(name: ServiceName, extra?: X, source: Env = process.env): ServiceConfig<X> {
+  const loaded = loadConfig({ ...kitConfigShape(name), ...extra }, source);
+  const seed = (loaded as { SEED_DEMO_DATA?: boolean }).SEED_DEMO_DATA;
+  const haloEnv = (loaded as { HALO_ENV: string }).HALO_ENV;
+  if (seed && haloEnv === 'production') {
+    throw new ConfigError('Invalid configuration: SEED_DEMO_DATA: demo data is never seeded when HALO_ENV=production');
+  }
+  return { ...loaded, SEED_DEMO_DATA: seed ?? haloEnv === 'development' } as unknown as ServiceConfig<X>;
+}
+
+/** What a service's own code gets to build its domain (and, with the domain, to seed). */
+export interface ServiceParts<C> {
+  db: Db;
+  config: C;
+  logger: Logger;
+  /** Register anything the domain opens (clients, timers) here; it is closed in reverse on shutdown. */
+  lifecycle: Lifecycle;
+}
+
+/**
+ * Everything that differs between two Halo services; the kit does the rest (config, database and
+ * migrations, seed, HTTP app with health and request context, the subgraph and its schema file,
+ * gRPC with health, graceful shutdown). See docs/adding-a-service.md.
+ */
+export interface ServiceDefinition<X extends z.ZodRawShape, C extends KitConfig, D> {
+  /** The one short name (a key of `SERVICES`): schema, logger, ports, proto package. */
+  name: ServiceName;
+  /** The service's folder; the kit reads `migrations/` and `schema.graphql` from it. */
+  root: string;
+  /** The service's own variables, validated with the kit's (`env.*` helpers, `z`). */
+  config?: X;
+  /** Rules across variables and derived settings, after validation; throw `ConfigError` naming the variable. */
+  refineConfig?: (config: ServiceConfig<X>, source: Env) => C;
+  /** Builds the domain — the one way in for every transport — and whatever the adapters need beside it. */
+  domain: (parts: ServiceParts<C>) => D | Promise<D>;
+  /** Demo data, after migrations, only when SEED_DEMO_DATA is on. Idempotent. */
+  seed?: (parts: ServiceParts<C> & { domain: D }) => Promise<void>;
+  /** Readiness beyond the database ping (e.g. Redis). */
+  ready?: (domain: D) => Promise<void>;
+  /** Express settings the routes rely on (e.g. `trust proxy`), before any route. */
+  configureHttp?: (app: Express, config: C) => void;
+  /** The subgraph: its schema from `<root>/schema.graphql` (build it with @apollo/subgraph) and per-request context. */
+  graphql?: {
+    schema: (typeDefs: DocumentNode, domain: D) => GraphQLSchema;
+    /** Added to `{ requestId, caller }`, e.g. the request's DataLoaders (over domain batch methods). */
+    context?: (domain: D, req: Request) => object;
+  };
+  /** The REST routes (after /graphql; the kit adds the 404 and the error mapper after them). */
+  rest?: (domain: D, config: C) => RequestHandler;
+  /** gRPC services (the kit adds grpc.health.v1). */
+  grpc?: (domain: D, logger: Logger) => GrpcServiceBinding[];
+}
+
+export interface RunningService<D> extends StartedService {
+  domain: D;
+}
+
+export interface DefinedService<C, D> {
+  readonly name: ServiceName;
+  readonly migrationsDir: string;
+  loadConfig(source?: Env): C;
+  /** Starts the service; a `db` given (tests: a throwaway schema) is migrated but not closed by it. */
+  start(config: C, logger: Logger, opts?: { db?: Db | undefined }): Promise<RunningService<D>>;
+  /** The process entry point: config (one line and exit 1 when bad), start, signals. */
+  main(): Promise<void>;
+}
+
+export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig = ServiceConfig<X>, D = unknown>(
+  def: ServiceDefinition<X, C, D>,
+): DefinedService<C, D> {
+  const migrationsDir = resolve(def.root, 'migrations');
+
+  const loadConfigFor = (source: Env = process.env): C => {
+    const config = loadServiceConfig(def.name, def.config, source);
+    return def.refineConfig ? def.refineConfig(config, source) : (config as unknown as C);
+  };
+
+  const start = (config: C, logger: Logger, opts: { db?: Db | undefined } = {}): Promise<RunningService<D>> =>
+    withLifecycle(logger, config.SHUTDOWN_TIMEOUT_MS, async (lifecycle) => {
+      const db = await openServiceDb(def.name, config, { logger, lifecycle, migrationsDir, given: opts.db });
+      const parts: ServiceParts<C> = { db, config, logger, lifecycle };
+      const domain = await def.domain(parts);
+      if (config.SEED_DEMO_DATA && def.seed) await def.seed({ ...parts, domain });
+
+      const extraReady = def.ready;
+      const ready = extraReady ? async () => (await db.ping(), await extraReady(domain)) : () => db.ping();
+      const app = createHttpApp({ logger, lifecycle, ready, bodyLimit: config.BODY_LIMIT });
+      def.configureHttp?.(app, config);
+      if (def.graphql) {
+        const typeDefs = parse(readFileSync(resolve(def.root, 'schema.graphql'), 'utf8'));
+        const apollo = await startSubgraph<BaseContext>({ schema: def.graphql.schema(typeDefs, domain), logger, lifecycle });
+        const context = def.graphql.context;
+        app.use('/graphql', subgraphMiddleware(apollo, config.JWT_SECRET, (req) => (context ? context(domain, req) : {})));
+      }
+      if (def.rest) app.use(def.rest(domain, config));
+
+      const grpcServices = def.grpc?.(domain, logger) ?? [];
+      return { ...(await serveService({ app, grpcServices, config, lifecycle, logger, db })), domain };
+    });
+
+  return {
+    name: def.name,
+    migrationsDir,
+    loadConfig: loadConfigFor,
+    start,
+    main: () => runService(def.name, () => loadConfigFor(), (config, logger) => start(config, logger)),
+  };
+}

@@ -1,0 +1,358 @@
+import express, { Router } from 'express';
+import request from 'supertest';
+import { z } from 'zod';
+import { badRequest, forbidden } from './errors';
+import { errorHandler, jsonBody, notFoundHandler } from './http';
+import {
+  composeRouteTable,
+  defineRestManifest,
+  idParam,
+  isGatewayPath,
+  mountRestRoutes,
+  restOpenApi,
+  ruleField,
+  toHttpDate,
+  validateRestInput,
+  type RestRoute,
+} from './rest-manifest';
+import { requiredText } from './text';
+
+const SUNSET = 'Wed, 01 Sep 2027 00:00:00 GMT';
+const GUIDE = '/docs/migrations/v1-to-v2.md';
+
+/** A small catalog-like manifest: a list with a query, a read by id, a protected write in two versions. */
+const things = defineRestManifest({
+  service: 'catalog',
+  description: 'Things',
+  routes: [
+    {
+      id: 'listThings',
+      method: 'GET',
+      path: '/things',
+      summary: 'List things',
+      query: z.object({ sort: z.enum(['id', 'name', ''], { error: 'Invalid sort' }).optional() }),
+      responses: { 200: { description: 'A page', schema: z.object({ data: z.array(z.object({ id: z.number() })) }) } },
+      versions: { 1: { deprecated: { sunset: '2027-09-01', link: GUIDE } }, 2: {} },
+    },
+    {
+      id: 'getThing',
+      method: 'GET',
+      path: '/things/:id',
+      summary: 'One thing',
+      params: z.object({ id: idParam() }),
+      responses: { 200: { description: 'The thing' }, 404: { description: '`Not found`' } },
+    },
+    {
+      id: 'createThing',
+      method: 'POST',
+      path: '/things',
+      summary: 'Create a thing',
+      auth: 'required',
+      body: z.object({
+        name: ruleField((v) => requiredText(v, 'name', 5), { type: 'string', minLength: 1, maxLength: 5 }),
+        size: z.number({ error: 'size must be a number' }).optional(),
+      }),
+      responses: { 201: { description: 'Created' } },
+      versions: {
+        1: { deprecated: { sunset: SUNSET, link: GUIDE } },
+        2: { body: z.object({ label: z.string({ error: 'label is required' }) }) },
+      },
+    },
+    {
+      id: 'thingCallback',
+      method: 'GET',
+      path: '/things/:id/callback',
+      summary: 'Answered by another router',
+      mountedElsewhere: 'src/things/router.ts',
+      responses: { 302: { description: 'Redirect' } },
+    },
+  ],
+});
+
+const route = (id: string) => things.routes.find((r) => r.id === id)! as RestRoute;
+
+describe('defineRestManifest', () => {
+  const base = { id: 'x', method: 'GET', path: '/x', summary: 'x', responses: { 200: { description: 'ok' } } } as const;
+  const define = (r: Partial<RestRoute>, more: RestRoute[] = []) =>
+    () => defineRestManifest({ service: 'content', description: 'd', routes: [{ ...base, ...r } as RestRoute, ...more] });
+
+  it('accepts a sound manifest and keeps it as it is', () => {
+    expect(define({})()).toMatchObject({ service: 'content', routes: [{ id: 'x' }] });
+  });
+
+  it.each([
+    ['an id that is not camelCase', { id: 'Bad-id' }, /camelCase/],
+    ['a trailing slash', { path: '/x/' }, /trailing slash/],
+    ['a relative path', { path: 'x' }, /path must be/],
+    ['/graphql', { path: '/graphql' }, /gateway owns/],
+    ['a path under /docs/', { path: '/docs/things' }, /gateway owns/],
+    ['a version selector path', { path: '/api/v2/x' }, /gateway owns/],
+    ['a repeated path parameter', { path: '/x/:id/:id' }, /appears twice/],
+    ['params that are not the path parameters', { path: '/x/:id', params: z.object({ other: z.string() }) }, /exactly the path parameters \(id\)/],
+    ['version 0', { versions: { 0: {} } }, /not a positive integer/],
+    ['no version at all', { versions: {} }, /no version/],
+    ['a sunset that is no date', { versions: { 1: { deprecated: { sunset: 'next year', link: GUIDE } } } }, /sunset must be/],
+    ['a sunset that is no calendar day', { versions: { 1: { deprecated: { sunset: '2027-02-30', link: GUIDE } } } }, /sunset must be/],
+    ['a relative link', { versions: { 1: { deprecated: { sunset: SUNSET, link: 'docs/v2.md' } } } }, /link must be/],
+  ] as [string, Partial<RestRoute>, RegExp][])('refuses %s', (_label, r, message) => {
+    expect(define(r)).toThrow(message);
+  });
+
+  it('refuses a duplicate id and a method + path declared twice for one version', () => {
+    expect(define({}, [{ ...base, path: '/y' } as RestRoute])).toThrow(/duplicate id/);
+    expect(define({}, [{ ...base, id: 'y' } as RestRoute])).toThrow(/declared twice for version 1/);
+    // The same path and method in different versions is fine.
+    expect(define({}, [{ ...base, id: 'y', versions: { 2: {} } } as RestRoute])).not.toThrow();
+  });
+
+  it('knows the gateway’s own paths, and only those', () => {
+    for (const p of ['/', '/graphql', '/openapi.json', '/docs', '/docs/migrations/x.md', '/healthz', '/api/v1/products', '/graphiql/x']) {
+      expect({ p, reserved: isGatewayPath(p) }).toEqual({ p, reserved: true });
+    }
+    for (const p of ['/api/videos', '/api/payments', '/documents', '/graphql-schema', '/products']) {
+      expect({ p, reserved: isGatewayPath(p) }).toEqual({ p, reserved: false });
+    }
+  });
+
+  it('turns ISO dates into HTTP-dates and refuses anything else', () => {
+    expect(toHttpDate(SUNSET)).toBe(SUNSET);
+    expect(toHttpDate('2027-09-01')).toBe(SUNSET);
+    expect(toHttpDate('2027-09-01T00:00:00Z')).toBe(SUNSET);
+    for (const bad of ['', '1', 'Mon, 01 Sep 2027 00:00:00 GMT', '2027-13-01', '2027-09-01T00:00:00+07:00']) expect(toHttpDate(bad)).toBeNull();
+  });
+});
+
+describe('validateRestInput', () => {
+  const create = route('createThing');
+  const message = (fn: () => unknown) => {
+    try {
+      fn();
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return null;
+  };
+
+  it('answers the first problem, in declaration order, with the rule’s own message', () => {
+    expect(message(() => validateRestInput(create, 1, { body: {} }))).toBe('name is required');
+    expect(message(() => validateRestInput(create, 1, { body: { name: '   ' } }))).toBe('name is required');
+    expect(message(() => validateRestInput(create, 1, { body: { name: 'toolong', size: 'x' } }))).toBe('name must be at most 5 characters');
+    expect(message(() => validateRestInput(create, 1, { body: { name: 'ok', size: 'x' } }))).toBe('size must be a number');
+    expect(validateRestInput(create, 1, { body: { name: 'ok', size: 3, extra: true } })).toEqual({
+      version: 1,
+      params: {},
+      query: {},
+      body: { name: 'ok', size: 3 },
+    });
+  });
+
+  it('takes an absent or non-object body as {} for an object schema', () => {
+    for (const body of [undefined, null, 'Budi', 42, ['name']]) {
+      expect(message(() => validateRestInput(create, 1, { body }))).toBe('name is required');
+    }
+  });
+
+  it('uses the version’s own schema', () => {
+    expect(message(() => validateRestInput(create, 2, { body: { name: 'ok' } }))).toBe('label is required');
+    expect(validateRestInput(create, 2, { body: { label: 'x' } }).body).toEqual({ label: 'x' });
+  });
+
+  it('checks params and query: `Invalid id`, a whitelist', () => {
+    const get = route('getThing');
+    for (const id of ['abc', '-1', '1.5', '1e3', '', '1234567890123456']) {
+      expect(message(() => validateRestInput(get, 1, { params: { id } }))).toBe('Invalid id');
+    }
+    expect(validateRestInput(get, 1, { params: { id: '0' } }).params).toEqual({ id: '0' });
+    const positive = z.object({ id: idParam({ min: 1 }) });
+    expect(positive.safeParse({ id: '0' }).success).toBe(false);
+    const list = route('listThings');
+    expect(message(() => validateRestInput(list, 1, { query: { sort: 'price' } }))).toBe('Invalid sort');
+    expect(message(() => validateRestInput(list, 1, { query: { sort: ['id', 'name'] } }))).toBe('Invalid sort');
+    expect(validateRestInput(list, 2, { query: { sort: '' } }).query).toEqual({ sort: '' });
+  });
+
+  it('names the field even where a schema has no message of its own (never zod’s wording)', () => {
+    const bare: RestRoute = {
+      id: 'bare',
+      method: 'POST',
+      path: '/bare',
+      summary: 'bare',
+      body: z.object({ title: z.string(), tags: z.array(z.string()).optional() }),
+      responses: { 200: { description: 'ok' } },
+    };
+    expect(message(() => validateRestInput(bare, 1, { body: {} }))).toBe('title is required');
+    expect(message(() => validateRestInput(bare, 1, { body: { title: 1 } }))).toBe('title is invalid');
+    expect(message(() => validateRestInput(bare, 1, { body: { title: 't', tags: [1] } }))).toBe('tags.0 is invalid');
+  });
+
+  it('passes a rule’s unexpected error through instead of turning it into a 400', () => {
+    const boom = z.object({ x: ruleField(() => { throw new Error('bug'); }, {}) });
+    expect(() => boom.safeParse({ x: 1 })).toThrow('bug');
+  });
+});
+
+describe('mountRestRoutes', () => {
+  const calls: string[] = [];
+  function app(handlers: Parameters<typeof mountRestRoutes<'listThings' | 'getThing' | 'createThing' | 'thingCallback'>>[2]) {
+    const a = express();
+    a.use(jsonBody(1024));
+    a.use(mountRestRoutes(Router(), things, handlers));
+    a.use(notFoundHandler);
+    a.use(errorHandler());
+    return a;
+  }
+  const handlers = {
+    listThings: (_req: express.Request, res: express.Response, input: { version: number; query: unknown }) => {
+      res.json({ version: input.version, query: input.query });
+    },
+    getThing: (_req: express.Request, res: express.Response, input: { params: Record<string, string> }) => {
+      res.json({ id: Number(input.params.id) });
+    },
+    createThing: {
+      authorize: (req: express.Request) => {
+        calls.push('authorize');
+        if (req.headers.authorization !== 'Bearer admin') throw forbidden();
+      },
+      handle: (_req: express.Request, res: express.Response, input: { version: number; body: unknown }) => {
+        calls.push('handle');
+        res.status(201).json({ version: input.version, body: input.body });
+      },
+    },
+  };
+
+  it('mounts each version at its upstream path, with validated input', async () => {
+    const a = app(handlers);
+    expect((await request(a).get('/things?sort=name')).body).toEqual({ version: 1, query: { sort: 'name' } });
+    expect((await request(a).get('/v2/things')).body).toEqual({ version: 2, query: {} });
+    expect((await request(a).get('/things/7')).body).toEqual({ id: 7 });
+    const v2 = await request(a).post('/v2/things').set('authorization', 'Bearer admin').send({ label: 'x', more: 1 });
+    expect(v2.status).toBe(201);
+    expect(v2.body).toEqual({ version: 2, body: { label: 'x' } });
+  });
+
+  it('answers a schema break with the contract’s 400 naming the field; the handler never runs', async () => {
+    const a = app(handlers);
+    calls.length = 0;
+    const res = await request(a).post('/things').set('authorization', 'Bearer admin').send({ name: 'far too long' });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'name must be at most 5 characters' });
+    expect(calls).toEqual(['authorize']);
+    expect((await request(a).get('/things/abc')).body).toEqual({ error: 'Invalid id' });
+    expect((await request(a).get('/things?sort=price')).body).toEqual({ error: 'Invalid sort' });
+  });
+
+  it('asks who before what: a caller who may not gets 403, even with a bad body', async () => {
+    calls.length = 0;
+    const res = await request(app(handlers)).post('/things').send({});
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ error: 'Forbidden' });
+    expect(calls).toEqual(['authorize']);
+  });
+
+  it('keeps 405 with Allow, and does not mount routes answered elsewhere', async () => {
+    const a = app(handlers);
+    const wrong = await request(a).delete('/things');
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.allow).toBe('GET, POST, HEAD');
+    expect((await request(a).get('/things/1/callback')).status).toBe(404);
+  });
+
+  it('refuses a route without a handler and a handler without a route', () => {
+    const { getThing: _missing, ...partial } = handlers;
+    expect(() => app(partial)).toThrow('catalog: no handler for REST route getThing (GET /things/:id)');
+    expect(() => app({ ...handlers, stray: () => undefined } as never)).toThrow('handler stray has no route');
+    expect(() => app({ ...handlers, thingCallback: () => undefined })).toThrow('thingCallback is mounted by src/things/router.ts, not here');
+  });
+
+  it('lets a handler’s own HaloError through to the error mapper', async () => {
+    const a = app({ ...handlers, getThing: () => { throw badRequest('Other'); } });
+    expect((await request(a).get('/things/1')).body).toEqual({ error: 'Other' });
+  });
+});
+
+describe('composeRouteTable', () => {
+  it('merges versions per method and path, with deprecations as HTTP-dates', () => {
+    const table = composeRouteTable([things], 'composed');
+    expect(table).toEqual({
+      $comment: 'composed',
+      defaultVersion: 1,
+      versions: { 1: { upstreamPrefix: '' }, 2: { upstreamPrefix: '/v2' } },
+      routes: [
+        { service: 'catalog', method: 'GET', path: '/things', versions: [1, 2], deprecated: { 1: { sunset: SUNSET, link: GUIDE } } },
+        { service: 'catalog', method: 'POST', path: '/things', auth: true, versions: [1, 2], deprecated: { 1: { sunset: SUNSET, link: GUIDE } } },
+        { service: 'catalog', method: 'GET', path: '/things/:id' },
+        { service: 'catalog', method: 'GET', path: '/things/:id/callback' },
+      ],
+    });
+  });
+
+  it('merges one path declared per version by the same service', () => {
+    const split = defineRestManifest({
+      service: 'content',
+      description: 'd',
+      routes: [
+        { id: 'a', method: 'GET', path: '/a', summary: 'a', responses: { 200: { description: 'ok' } } },
+        { id: 'aV3', method: 'GET', path: '/a', summary: 'a', responses: { 200: { description: 'ok' } }, versions: { 3: {} } },
+      ],
+    });
+    expect(composeRouteTable([split]).routes).toEqual([{ service: 'content', method: 'GET', path: '/a', versions: [1, 3] }]);
+    expect(composeRouteTable([split]).versions).toEqual({ 1: { upstreamPrefix: '' }, 3: { upstreamPrefix: '/v3' } });
+  });
+
+  it('refuses one method and path owned by two services', () => {
+    const other = defineRestManifest({
+      service: 'content',
+      description: 'd',
+      routes: [{ id: 'mine', method: 'GET', path: '/things', summary: 's', responses: { 200: { description: 'ok' } } }],
+    });
+    expect(() => composeRouteTable([things, other])).toThrow('GET /things is declared by catalog (listThings) and by content (mine)');
+  });
+});
+
+describe('restOpenApi', () => {
+  const doc = restOpenApi([things], { title: 'T', version: '1' }) as {
+    openapi: string;
+    paths: Record<string, Record<string, Record<string, unknown>>>;
+  };
+
+  it('lists version 1 at the path and version N at /api/vN, with OpenAPI path templates', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.paths)).toEqual(['/api/v2/things', '/things', '/things/{id}', '/things/{id}/callback']);
+    expect(Object.keys(doc.paths['/things']!)).toEqual(['get', 'post']);
+    expect(doc.paths['/api/v2/things']!.post!.operationId).toBe('createThingV2');
+  });
+
+  it('marks a deprecated version and documents its headers', () => {
+    const list = doc.paths['/things']!.get!;
+    expect(list.deprecated).toBe(true);
+    expect(list.description).toContain(SUNSET);
+    expect(JSON.stringify(list.responses)).toContain(`<${GUIDE}>; rel=\\"successor-version\\"`);
+    expect(doc.paths['/api/v2/things']!.get!.deprecated).toBeUndefined();
+  });
+
+  it('turns the zod schemas into JSON Schema 2020-12 parameters and bodies', () => {
+    const get = doc.paths['/things/{id}']!.get!;
+    expect(get.parameters).toEqual([
+      { name: 'id', in: 'path', required: true, schema: { type: 'integer', minimum: 0, maximum: 999_999_999_999_999 } },
+    ]);
+    expect(get.responses).toMatchObject({ 400: { description: expect.any(String) }, 404: { description: '`Not found`' } });
+    const list = doc.paths['/things']!.get!;
+    expect(list.parameters).toEqual([{ name: 'sort', in: 'query', required: false, schema: { type: 'string', enum: ['id', 'name', ''] } }]);
+    const create = doc.paths['/things']!.post!;
+    expect(create.security).toEqual([{ bearerAuth: [] }, { apiKey: [] }]);
+    expect(create.requestBody).toEqual({
+      required: true,
+      content: {
+        'application/json': {
+          schema: {
+            type: 'object',
+            properties: { name: { type: 'string', minLength: 1, maxLength: 5 }, size: { type: 'number' } },
+            required: ['name'],
+          },
+        },
+      },
+    });
+    expect(create.responses).toMatchObject({ 201: {}, 400: {}, 401: {} });
+    expect(JSON.stringify(doc)).not.toContain('$schema');
+  });
+});

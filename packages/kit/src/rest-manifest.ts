@@ -1,0 +1,534 @@
+import type { Request, RequestHandler, Response, Router } from 'express';
+import { z } from 'zod';
+import { badRequest, isHaloError } from './errors';
+import { route } from './http';
+import { SERVICES, type ServiceName } from './topology';
+
+/**
+ * A service's public REST routes, declared once in its own folder (`src/rest/manifest.ts`):
+ * method, path, auth, the zod schemas of its params, query and body, its responses, the API
+ * versions it exists in and their deprecation. From the same declaration:
+ *
+ * - the service mounts its handlers with validation (`mountRestRoutes`): a request that breaks a
+ *   schema gets the contract's 400 naming the field, before the handler runs;
+ * - `npm run compose` builds the gateway's route table (`composeRouteTable`) and one OpenAPI 3.1
+ *   document (`restOpenApi`); zod 4's JSON Schema output is draft 2020-12, the dialect of OpenAPI 3.1.
+ *
+ * So a service adds a route or deprecates a version in its own folder; the gateway learns it from
+ * the composed files (docs/api/conventions.md, "Versioning").
+ */
+
+export const REST_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+export type RestMethod = (typeof REST_METHODS)[number];
+
+/** A version's retirement notice: `Deprecation: true`, `Sunset: <HTTP-date>`, `Link: <guide>; rel="successor-version"`. */
+export interface RestDeprecation {
+  /** When the version stops answering: an HTTP-date or an ISO-8601 UTC date (`2027-09-01`). */
+  sunset: string;
+  /** The migration guide: an absolute URL, or a path the gateway serves (`/docs/migrations/…`). */
+  link: string;
+}
+
+export interface RestResponse {
+  description: string;
+  /** The JSON body, for the OpenAPI document (responses are not validated at run time). */
+  schema?: z.ZodType;
+}
+
+/** What one API version of a route changes: its deprecation, and schemas that differ from the route's. */
+export interface RestVersion {
+  deprecated?: RestDeprecation;
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  responses?: Readonly<Record<number, RestResponse>>;
+}
+
+export interface RestRoute<Id extends string = string> {
+  /** The OpenAPI operationId (version N ≥ 2 gets a `V<N>` suffix) and the key of its handler. */
+  id: Id;
+  method: RestMethod;
+  /** Express / find-my-way syntax: `/posts/:id`. */
+  path: string;
+  summary: string;
+  description?: string;
+  /**
+   * `required`: the gateway refuses a request without a valid caller (401) before it reaches the
+   * service; roles and scopes stay the service's to check (403).
+   */
+  auth?: 'required';
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  /** The JSON body; an object schema also receives a body that is absent or not an object, as `{}`. */
+  body?: z.ZodType;
+  responses: Readonly<Record<number, RestResponse>>;
+  /** The API versions the route exists in (default: version 1 only). */
+  versions?: Readonly<Record<number, RestVersion>>;
+  /** Answered by a router of the service's own (where, for people); composed, but not mounted here. */
+  mountedElsewhere?: string;
+}
+
+export interface RestManifest<Id extends string = string> {
+  service: ServiceName;
+  /** One line about the service's routes: the OpenAPI tag's description. */
+  description: string;
+  routes: readonly RestRoute<Id>[];
+}
+
+const ROUTE_ID = /^[a-z][A-Za-z0-9]*$/;
+const PATH = /^(\/(:[A-Za-z_][A-Za-z0-9_]*|[A-Za-z0-9._~-]+))+$/;
+const LINK = /^(https?:\/\/|\/)[^\s<>]*$/;
+
+/**
+ * Paths the gateway answers itself: a service may not declare them. `/api/v<N>/…` is how a client
+ * picks a version, so no route path starts with `/api/v`.
+ */
+export const GATEWAY_PATHS: readonly string[] = ['/', '/graphql', '/healthz', '/readyz', '/openapi.json', '/docs'];
+export const GATEWAY_PATH_PREFIXES: readonly string[] = ['/docs/', '/graphiql/'];
+const VERSION_SELECTOR = /^\/api\/v\d/;
+
+export const isGatewayPath = (path: string) =>
+  GATEWAY_PATHS.includes(path) || GATEWAY_PATH_PREFIXES.some((prefix) => path.startsWith(prefix)) || VERSION_SELECTOR.test(path);
+
+/** The path parameters of a route path: `/users/:userId/posts` → `['userId']`. */
+export const pathParams = (path: string): string[] => [...path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]!);
+
+/** The versions of a route, ascending, with what each changes. */
+export function routeVersions(route: RestRoute): [number, RestVersion][] {
+  return Object.entries(route.versions ?? { 1: {} })
+    .map(([n, v]): [number, RestVersion] => [Number(n), v])
+    .sort((a, b) => a[0] - b[0]);
+}
+
+/**
+ * Where a service serves version N of a route: version 1 at the path itself, N ≥ 2 under `/v<N>`
+ * (v2 of `/products/7` is `/v2/products/7`). The gateway maps `/api/v<N>/…` there.
+ */
+export const upstreamPrefix = (version: number): string => (version === 1 ? '' : `/v${version}`);
+
+const IMF_FIXDATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+const ISO_UTC_DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?Z)?$/;
+
+/** `Wed, 01 Sep 2027 00:00:00 GMT` from an HTTP-date or an ISO-8601 UTC date (`2027-09-01`, `…T00:00:00Z`); null otherwise. */
+export function toHttpDate(value: string): string | null {
+  const v = value.trim();
+  if (!IMF_FIXDATE.test(v) && !ISO_UTC_DATE.test(v)) return null;
+  const ms = Date.parse(v);
+  if (Number.isNaN(ms)) return null;
+  const date = new Date(ms);
+  // A real calendar day, and for an HTTP-date its real weekday: no `2027-02-30`, no `Mon, 01 Sep 2027`.
+  if (v.endsWith('GMT') ? date.toUTCString() !== v : date.toISOString().slice(0, 10) !== v.slice(0, 10)) return null;
+  return date.toUTCString();
+}
+
+/**
+ * Checks a manifest once, where it is declared (so a mistake stops the service and `npm run
+ * compose` alike) and returns it unchanged, its route ids kept as literal types for the handlers.
+ */
+export function defineRestManifest<const Id extends string>(manifest: RestManifest<Id>): RestManifest<Id> {
+  const where = (r: RestRoute) => `${manifest.service}: REST route ${r.id} (${r.method} ${r.path})`;
+  if (!Object.hasOwn(SERVICES, manifest.service)) throw new Error(`REST manifest of an unknown service: ${manifest.service}`);
+  const ids = new Set<string>();
+  const seen = new Set<string>();
+  for (const r of manifest.routes) {
+    if (!ROUTE_ID.test(r.id)) throw new Error(`${where(r)}: the id must be camelCase letters and digits`);
+    if (ids.has(r.id)) throw new Error(`${where(r)}: duplicate id`);
+    ids.add(r.id);
+    if (!REST_METHODS.includes(r.method)) throw new Error(`${where(r)}: unknown method`);
+    if (!PATH.test(r.path)) throw new Error(`${where(r)}: the path must be /segments or /:params, without a trailing slash`);
+    if (isGatewayPath(r.path)) throw new Error(`${where(r)}: the gateway owns this path`);
+    const declared = pathParams(r.path);
+    if (new Set(declared).size !== declared.length) throw new Error(`${where(r)}: a path parameter appears twice`);
+    if (r.params) {
+      const keys = Object.keys(r.params.shape);
+      if (keys.length !== declared.length || keys.some((k) => !declared.includes(k))) {
+        throw new Error(`${where(r)}: params must describe exactly the path parameters (${declared.join(', ') || 'none'})`);
+      }
+    }
+    const versions = routeVersions(r);
+    if (versions.length === 0) throw new Error(`${where(r)}: no version`);
+    for (const [n, v] of versions) {
+      if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${where(r)}: version ${n} is not a positive integer`);
+      const key = `${r.method} ${r.path} v${n}`;
+      if (seen.has(key)) throw new Error(`${where(r)}: declared twice for version ${n}`);
+      seen.add(key);
+      if (v.deprecated) {
+        if (toHttpDate(v.deprecated.sunset) === null) {
+          throw new Error(`${where(r)}: version ${n} sunset must be an HTTP-date or an ISO-8601 UTC date`);
+        }
+        if (!LINK.test(v.deprecated.link)) throw new Error(`${where(r)}: version ${n} link must be an absolute URL or a path`);
+      }
+    }
+  }
+  return manifest;
+}
+
+// ── Field schemas ─────────────────────────────────────────────────────────────────────────────
+
+/** JSON Schema keywords that describe a field in the OpenAPI document (merged into zod's output). */
+export type JsonSchemaMeta = Record<string, unknown>;
+
+/**
+ * A field checked by an existing rule: a function that throws the contract's 400 (a HaloError)
+ * for a bad value. The rule's own message becomes the answer, so the wording lives in one place;
+ * `schema` describes the field in the OpenAPI document.
+ */
+export function ruleField(rule: (raw: unknown) => unknown, schema: JsonSchemaMeta): z.ZodType<unknown> {
+  return z
+    .unknown()
+    .superRefine((raw, ctx) => {
+      try {
+        rule(raw);
+      } catch (err) {
+        if (!isHaloError(err) || err.httpStatus !== 400) throw err;
+        ctx.addIssue({ code: 'custom', message: err.message });
+      }
+    })
+    .meta(schema);
+}
+
+const ID_TEXT = /^\d{1,15}$/;
+
+/**
+ * A path id: 1–15 decimal digits, otherwise 400 `Invalid id` (the kit's `parseId` rule). `min: 1`
+ * for services whose ids start at 1 and refuse 0.
+ */
+export function idParam(opts: { min?: 0 | 1 } = {}) {
+  const min = opts.min ?? 0;
+  return z
+    .string()
+    .refine((s) => ID_TEXT.test(s) && Number(s) >= min, 'Invalid id')
+    .meta({ type: 'integer', minimum: min, maximum: 999_999_999_999_999 });
+}
+
+// ── Validation and mounting ───────────────────────────────────────────────────────────────────
+
+/** A request's validated parts, handed to its handler. */
+export interface RestInput {
+  /** The API version the request was routed to. */
+  version: number;
+  params: Record<string, string>;
+  query: Record<string, unknown>;
+  body: unknown;
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** zod's own wording never reaches a client: a field without a message of its own is named like this. */
+const fallbackMessage = (issue: { path?: PropertyKey[]; input?: unknown; code: string }) => {
+  const field = issue.path && issue.path.length > 0 ? issue.path.map(String).join('.') : 'body';
+  return issue.code === 'invalid_type' && issue.input === undefined ? `${field} is required` : `${field} is invalid`;
+};
+
+function check(schema: z.ZodType, value: unknown): unknown {
+  const result = schema.safeParse(value, { error: fallbackMessage });
+  // The first problem, in declaration order: the contract names one field per answer.
+  if (!result.success) throw badRequest(result.error.issues[0]?.message ?? 'Bad request');
+  return result.data;
+}
+
+/** The schemas that apply to one version of a route. */
+export function versionSchemas(route: RestRoute, version: number) {
+  const v = route.versions?.[version] ?? {};
+  return { params: route.params, query: v.query ?? route.query, body: v.body ?? route.body };
+}
+
+/**
+ * Validates a request against one version of a route: params, then query, then body, the first
+ * problem answered as 400 `<message naming the field>` (a HaloError for the error mapper).
+ */
+export function validateRestInput(
+  route: RestRoute,
+  version: number,
+  raw: { params?: unknown; query?: unknown; body?: unknown },
+): RestInput {
+  const s = versionSchemas(route, version);
+  const params = (s.params ? check(s.params, raw.params ?? {}) : (raw.params ?? {})) as Record<string, string>;
+  const query = (s.query ? check(s.query, raw.query ?? {}) : (raw.query ?? {})) as Record<string, unknown>;
+  let body = raw.body;
+  if (s.body) body = check(s.body, s.body instanceof z.ZodObject && !isPlainObject(body) ? {} : body);
+  return { version, params, query, body };
+}
+
+export type RestHandler = (req: Request, res: Response, input: RestInput) => unknown;
+
+/**
+ * A handler, optionally with `authorize`: a check of who may call (401/403) that must come before
+ * validation, as the service's own order of checks says (who, then what, then which).
+ */
+export type RestHandlerSpec = RestHandler | { authorize: (req: Request) => unknown; handle: RestHandler };
+
+/** One handler per route of the manifest that is mounted here (keys checked against its ids). */
+export type RestHandlers<Id extends string> = Partial<Record<Id, RestHandlerSpec>>;
+
+/**
+ * Mounts every route of a manifest (except those `mountedElsewhere`) on `router`, each version at
+ * its upstream path, with a 405 and `Allow` for other methods. A route without a handler, or a
+ * handler without a route, stops the service at start-up: nothing declared can silently 404.
+ */
+export function mountRestRoutes<Id extends string>(
+  router: Router,
+  manifest: RestManifest<Id>,
+  handlers: RestHandlers<Id>,
+): Router {
+  const byPath = new Map<string, Partial<Record<Lowercase<RestMethod>, RequestHandler>>>();
+  const known = new Set<string>();
+  for (const r of manifest.routes) {
+    known.add(r.id);
+    const spec = handlers[r.id];
+    if (r.mountedElsewhere) {
+      if (spec) throw new Error(`${manifest.service}: REST route ${r.id} is mounted by ${r.mountedElsewhere}, not here`);
+      continue;
+    }
+    if (!spec) throw new Error(`${manifest.service}: no handler for REST route ${r.id} (${r.method} ${r.path})`);
+    const { authorize, handle } = typeof spec === 'function' ? { authorize: undefined, handle: spec } : spec;
+    for (const [version] of routeVersions(r)) {
+      const path = `${upstreamPrefix(version)}${r.path}`;
+      const methods = byPath.get(path) ?? {};
+      byPath.set(path, methods);
+      methods[r.method.toLowerCase() as Lowercase<RestMethod>] = async (req, res) => {
+        if (authorize) await authorize(req);
+        const input = validateRestInput(r, version, { params: req.params, query: req.query, body: req.body });
+        await handle(req, res, input);
+      };
+    }
+  }
+  for (const id of Object.keys(handlers)) {
+    if (!known.has(id)) throw new Error(`${manifest.service}: handler ${id} has no route in the REST manifest`);
+  }
+  for (const [path, methods] of byPath) route(router, path, methods);
+  return router;
+}
+
+// ── The composed route table (gateway/routes.json) ────────────────────────────────────────────
+
+/**
+ * The gateway's route table as `npm run compose` writes it and the gateway reads it: the one
+ * format both sides share, so it is checked on both.
+ */
+export const composedRouteSchema = z.strictObject({
+  service: z.enum(Object.keys(SERVICES) as [ServiceName, ...ServiceName[]]),
+  method: z.enum(REST_METHODS),
+  path: z.string().regex(PATH),
+  auth: z.literal(true).optional(),
+  /** Absent: version 1 only. */
+  versions: z.array(z.number().int().positive()).min(1).optional(),
+  /** Per version (a decimal key), its notice; `sunset` is an HTTP-date here. */
+  deprecated: z
+    .record(
+      z.string().regex(/^[1-9]\d*$/),
+      z.strictObject({
+        sunset: z.string().refine((s) => toHttpDate(s) === s, 'must be an HTTP-date'),
+        link: z.string().regex(LINK),
+      }),
+    )
+    .optional(),
+});
+
+export const composedRouteTableSchema = z.strictObject({
+  $comment: z.string().optional(),
+  defaultVersion: z.number().int().positive(),
+  /** Every version some route exists in, with where services serve it. */
+  versions: z.record(z.string().regex(/^[1-9]\d*$/), z.strictObject({ upstreamPrefix: z.string() })),
+  routes: z.array(composedRouteSchema),
+});
+
+export type ComposedRoute = z.infer<typeof composedRouteSchema>;
+export type ComposedRouteTable = z.infer<typeof composedRouteTableSchema>;
+
+/**
+ * The gateway's route table from every service's manifest: one entry per method and path (its
+ * versions merged), sorted, so the file only changes when a route does. Throws on routes that
+ * collide across services.
+ */
+export function composeRouteTable(manifests: readonly RestManifest[], comment?: string): ComposedRouteTable {
+  const entries = new Map<string, ComposedRoute & { id: string }>();
+  const allVersions = new Set<number>([1]);
+  for (const m of manifests) {
+    for (const r of m.routes) {
+      const key = `${r.method} ${r.path}`;
+      const versions = routeVersions(r);
+      let entry = entries.get(key);
+      if (entry && (entry.service !== m.service || Boolean(entry.auth) !== (r.auth === 'required'))) {
+        throw new Error(`${key} is declared by ${entry.service} (${entry.id}) and by ${m.service} (${r.id}) with another owner or auth`);
+      }
+      if (!entry) {
+        entry = { id: r.id, service: m.service, method: r.method, path: r.path, ...(r.auth ? { auth: true as const } : {}) };
+        entries.set(key, entry);
+      }
+      const merged = new Set([...(entry.versions ?? []), ...versions.map(([n]) => n)]);
+      if (merged.size !== (entry.versions?.length ?? 0) + versions.length) throw new Error(`${key} is declared twice for one version`);
+      entry.versions = [...merged].sort((a, b) => a - b);
+      for (const [n, v] of versions) {
+        allVersions.add(n);
+        if (v.deprecated) {
+          entry.deprecated = { ...entry.deprecated, [n]: { sunset: toHttpDate(v.deprecated.sunset)!, link: v.deprecated.link } };
+        }
+      }
+    }
+  }
+  const routes = [...entries.values()]
+    .sort((a, b) => a.service.localeCompare(b.service) || a.path.localeCompare(b.path) || REST_METHODS.indexOf(a.method) - REST_METHODS.indexOf(b.method))
+    .map(({ id: _id, versions, ...r }): ComposedRoute => ({ ...r, ...(versions && (versions.length > 1 || versions[0] !== 1) ? { versions } : {}) }));
+  const versions = Object.fromEntries([...allVersions].sort((a, b) => a - b).map((n) => [String(n), { upstreamPrefix: upstreamPrefix(n) }]));
+  return composedRouteTableSchema.parse({ ...(comment ? { $comment: comment } : {}), defaultVersion: 1, versions, routes });
+}
+
+// ── OpenAPI 3.1 ───────────────────────────────────────────────────────────────────────────────
+
+export type JsonObject = Record<string, unknown>;
+
+export interface OpenApiInfo {
+  title: string;
+  version: string;
+  description?: string;
+}
+
+const ERROR_REF = { $ref: '#/components/schemas/Error' };
+const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: ERROR_REF } } });
+
+/**
+ * zod → JSON Schema 2020-12 (OpenAPI 3.1's dialect), without the `$schema` line each would repeat
+ * and without what only restates a type to a reader: the ±2^53 bounds of every integer, the
+ * regular expression behind `format: date-time`.
+ */
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonObject {
+  const out = z.toJSONSchema(schema, {
+    io,
+    unrepresentable: 'any',
+    target: 'draft-2020-12',
+    override: ({ jsonSchema: js }) => {
+      if (js.minimum === Number.MIN_SAFE_INTEGER) delete js.minimum;
+      if (js.maximum === Number.MAX_SAFE_INTEGER) delete js.maximum;
+      if (js.format === 'date-time') delete js.pattern;
+      // Answers may gain members (a compatible change): a client must not be told to refuse them.
+      if (io === 'output' && js.additionalProperties === false) delete js.additionalProperties;
+    },
+  }) as JsonObject;
+  const { $schema: _dialect, ...rest } = out;
+  return rest;
+}
+
+/** `/users/:userId/posts` → `/users/{userId}/posts`. */
+const openApiPath = (path: string) => path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
+
+function parameters(route: RestRoute, query: z.ZodObject | undefined): JsonObject[] {
+  const out: JsonObject[] = [];
+  const params = route.params ? (jsonSchema(route.params, 'input').properties as Record<string, JsonObject>) : {};
+  for (const name of pathParams(route.path)) {
+    const { description, ...schema } = params[name] ?? { type: 'string' };
+    out.push({ name, in: 'path', required: true, ...(description ? { description } : {}), schema });
+  }
+  if (query) {
+    const q = jsonSchema(query, 'input');
+    const required = new Set((q.required as string[] | undefined) ?? []);
+    for (const [name, s] of Object.entries((q.properties as Record<string, JsonObject>) ?? {})) {
+      const { description, ...schema } = s;
+      out.push({ name, in: 'query', required: required.has(name), ...(description ? { description } : {}), schema });
+    }
+  }
+  return out;
+}
+
+function operation(m: RestManifest, route: RestRoute, version: number, v: RestVersion): JsonObject {
+  const s = versionSchemas(route, version);
+  const responses: JsonObject = {};
+  const declared = { ...route.responses, ...v.responses };
+  const notice = v.deprecated ? { ...v.deprecated, sunset: toHttpDate(v.deprecated.sunset)! } : undefined;
+  const headers = notice
+    ? {
+        Deprecation: { $ref: '#/components/headers/Deprecation' },
+        Sunset: { description: 'When this version stops answering', schema: { type: 'string', const: notice.sunset } },
+        Link: { description: 'The migration guide', schema: { type: 'string', const: `<${notice.link}>; rel="successor-version"` } },
+      }
+    : undefined;
+  for (const [status, r] of Object.entries(declared)) {
+    const isError = Number(status) >= 400;
+    responses[status] = {
+      description: r.description,
+      ...(headers ? { headers } : {}),
+      ...(r.schema
+        ? { content: { 'application/json': { schema: jsonSchema(r.schema, 'output') } } }
+        : isError
+          ? { content: { 'application/json': { schema: ERROR_REF } } }
+          : {}),
+    };
+  }
+  if ((s.params || s.query || s.body) && !responses['400']) responses['400'] = errorResponse('Invalid input: the message names the field');
+  if (route.auth && !responses['401']) responses['401'] = errorResponse('`Token required`, `Invalid token` or `Invalid API key`');
+  const description = [
+    route.description,
+    notice && `Version ${version} is deprecated: it stops answering on ${notice.sunset}. Migration guide: ${notice.link}`,
+  ]
+    .filter(Boolean)
+    .join('\n\n');
+  return {
+    operationId: version === 1 ? route.id : `${route.id}V${version}`,
+    summary: route.summary,
+    ...(description ? { description } : {}),
+    tags: [m.service],
+    ...(notice ? { deprecated: true } : {}),
+    ...(route.auth ? { security: [{ bearerAuth: [] }, { apiKey: [] }] } : {}),
+    ...(() => {
+      const p = parameters(route, s.query);
+      return p.length > 0 ? { parameters: p } : {};
+    })(),
+    ...(s.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(s.body, 'input') } } } } : {}),
+    responses,
+  };
+}
+
+/**
+ * One OpenAPI 3.1 document for every service's routes. Version 1 is the unversioned path; version
+ * N ≥ 2 is listed at `/api/v<N>/<path>` (how the gateway serves it). Paths and operations come
+ * out sorted, so the committed document only changes when a route does.
+ */
+export function restOpenApi(manifests: readonly RestManifest[], info: OpenApiInfo): JsonObject {
+  const paths: Record<string, Record<string, JsonObject>> = {};
+  const operationIds = new Map<string, string>();
+  const sorted = [...manifests].sort((a, b) => a.service.localeCompare(b.service));
+  for (const m of sorted) {
+    for (const r of m.routes) {
+      for (const [n, v] of routeVersions(r)) {
+        const path = openApiPath(n === 1 ? r.path : `/api/v${n}${r.path}`);
+        const item = (paths[path] ??= {});
+        const method = r.method.toLowerCase();
+        if (item[method]) throw new Error(`OpenAPI: ${r.method} ${path} is declared twice`);
+        const op = operation(m, r, n, v);
+        const id = op.operationId as string;
+        if (operationIds.has(id)) throw new Error(`OpenAPI: operationId ${id} is used by ${operationIds.get(id)} and by ${m.service}`);
+        operationIds.set(id, m.service);
+        item[method] = op;
+      }
+    }
+  }
+  const order = REST_METHODS.map((x) => x.toLowerCase());
+  const sortedPaths = Object.fromEntries(
+    Object.keys(paths)
+      .sort()
+      .map((p) => [p, Object.fromEntries(Object.entries(paths[p]!).sort((a, b) => order.indexOf(a[0]) - order.indexOf(b[0])))]),
+  );
+  return {
+    openapi: '3.1.0',
+    info: { title: info.title, version: info.version, ...(info.description ? { description: info.description } : {}) },
+    servers: [{ url: '/' }],
+    tags: sorted.map((m) => ({ name: m.service, description: m.description })),
+    paths: sortedPaths,
+    components: {
+      schemas: {
+        Error: {
+          type: 'object',
+          description: 'Every error: one message, naming the field for a validation error',
+          properties: { error: { type: 'string' } },
+          required: ['error'],
+        },
+      },
+      headers: {
+        Deprecation: { description: 'This version of the route is deprecated', schema: { type: 'string', const: 'true' } },
+      },
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An access token from `POST /auth/login`' },
+        apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'A server-to-server key from `POST /auth/api-keys`' },
+      },
+    },
+  };
+}

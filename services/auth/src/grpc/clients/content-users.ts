@@ -1,0 +1,44 @@
+import { callUnary, clientChannelOptions, grpc, isHaloError, type User } from '@halo/kit';
+import { content as pb } from '@halo/proto';
+import type { UserDirectory } from '../../domain/accounts';
+
+const fromPb = (u: pb.User | undefined): User => {
+  if (!u) throw new Error('content answered without a user');
+  return {
+    id: u.id,
+    name: u.name,
+    email: u.email,
+    avatar: u.avatar || null,
+    role: u.role === 'admin' ? 'admin' : 'user',
+    createdAt: u.createdAt,
+  };
+};
+
+/**
+ * Content's UserService as auth's user directory: every call has a deadline, and the kit sends the
+ * id of the request being served (request context) as metadata.
+ */
+export function contentUsers(address: string, deadlineMs: number): UserDirectory & { close(): void } {
+  const client = new pb.UserServiceClient(address, grpc.credentials.createInsecure(), clientChannelOptions);
+  const opts = { defaultDeadlineMs: deadlineMs };
+  return {
+    async byId(id) {
+      return fromPb((await callUnary(client, client.getUser, { id }, opts)).user);
+    },
+    async byEmail(email, deadline) {
+      try {
+        return fromPb((await callUnary(client, client.getUserByEmail, { email }, deadline ? { ...opts, deadlineMs: deadline } : opts)).user);
+      } catch (err) {
+        if (isHaloError(err) && err.kind === 'NOT_FOUND') return null;
+        throw err;
+      }
+    },
+    async create(input) {
+      return fromPb((await callUnary(client, client.createUser, { name: input.name, email: input.email, avatar: '' }, opts)).user);
+    },
+    async delete(id) {
+      await callUnary(client, client.deleteUser, { id }, opts);
+    },
+    close: () => client.close(),
+  };
+}

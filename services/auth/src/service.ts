@@ -1,0 +1,112 @@
+import { resolve } from 'node:path';
+import { Router, type Response } from 'express';
+import { defineService, openRedis, redisReady, signAccessToken, type Lifecycle, type Logger, type Redis } from '@halo/kit';
+import { authConfigShape, refineAuthConfig } from './config';
+import { seedDemoCredentials } from './db/seed';
+import { AuthStore } from './db/store';
+import { Accounts } from './domain/accounts';
+import { ApiKeys, type TokenSigner } from './domain/api-keys';
+import type { OAuthIdentity } from './domain/identities';
+import { Sessions } from './domain/sessions';
+import { authSchema } from './graphql/resolvers';
+import { contentUsers } from './grpc/clients/content-users';
+import { apiKeyServiceBinding } from './grpc/server/api-key-service';
+import { oauthRoutes } from './http/oauth-routes';
+import { HttpSessions } from './http/sessions';
+import { OAuthFlows } from './oauth/flow';
+import { OAuthProviders } from './oauth/providers';
+import { restRoutes } from './rest/routes';
+import { createLoginLimiter } from './security/login-limiter';
+import { createPasswordHasher } from './security/passwords';
+
+/** Expired refresh-token families are deleted this often. */
+const PURGE_INTERVAL_MS = 60 * 60_000;
+
+/**
+ * Credentials, sessions (JWT + rotating refresh tokens), API keys and OAuth/OIDC login. Users
+ * themselves live in content, reached over gRPC. Redis (optional) holds the login limiter's counters.
+ */
+export const authService = defineService({
+  name: 'auth',
+  root: resolve(__dirname, '..'),
+  config: authConfigShape,
+  refineConfig: refineAuthConfig,
+  domain: async ({ db, config, logger, lifecycle }) => {
+    const users = contentUsers(config.CONTENT_GRPC_ADDR, config.GRPC_DEADLINE_MS);
+    lifecycle.register('content client', () => users.close());
+    const redis = config.REDIS_URL ? await limiterRedis(config.REDIS_URL, logger, lifecycle) : null;
+    const store = new AuthStore(db);
+    schedulePurge(store, logger, lifecycle);
+    const passwords = await createPasswordHasher();
+    const limiter = createLoginLimiter(
+      {
+        maxFailsPerEmail: config.LOGIN_MAX_FAILS_PER_EMAIL,
+        maxFailsPerIp: config.LOGIN_MAX_FAILS_PER_IP,
+        windowSeconds: config.LOGIN_WINDOW_S,
+        // One namespace per database schema, so deployments (and test files) sharing a Redis never mix.
+        keyPrefix: `halo:${db.schema}`,
+      },
+      redis,
+      logger,
+    );
+    const sign: TokenSigner = (claims, ttl) => signAccessToken(claims, config.JWT_SECRET, ttl);
+    const sessions = new Sessions({
+      repo: store,
+      users,
+      sign,
+      accessTokenTtlSeconds: config.ACCESS_TOKEN_TTL,
+      refreshTokenTtlDays: config.REFRESH_TOKEN_TTL_DAYS,
+      logger,
+    });
+    return {
+      store,
+      users,
+      passwords,
+      redis,
+      accounts: new Accounts({ users, credentials: store, identities: store, passwords, limiter, logger }),
+      apiKeys: new ApiKeys({ repo: store, users, sign, tokenTtlSeconds: config.API_KEY_TOKEN_TTL }),
+      sessions,
+      oauth: new OAuthFlows({ store, providers: new OAuthProviders(config.OAUTH_PROVIDERS, { logger }), logger }),
+    };
+  },
+  seed: ({ domain, logger }) => seedDemoCredentials({ ...domain, logger }),
+  // Logins are refused (503, fail closed) while Redis is down, so readiness fails with it.
+  ready: async ({ redis }) => {
+    if (redis) await redis.ping();
+  },
+  // The client address for the per-IP login limit comes from X-Forwarded-For set by trusted proxies.
+  configureHttp: (app, config) => app.set('trust proxy', config.TRUST_PROXY),
+  graphql: { schema: (typeDefs, { accounts }) => authSchema(typeDefs, accounts) },
+  rest: ({ accounts, apiKeys, sessions, oauth }, config) => {
+    const web = new HttpSessions(sessions, { cookieSecure: config.COOKIE_SECURE, allowedOrigins: config.ALLOWED_ORIGINS });
+    // The linked (or verified-email) user, then exactly the answer of /auth/login.
+    const onLogin = async (identity: OAuthIdentity, _req: unknown, res: Response) => web.issueLogin(res, await accounts.signInWith(identity));
+    return Router()
+      .use('/auth/oauth', oauthRoutes({ flows: oauth, cookieSecure: config.COOKIE_SECURE, onLogin }))
+      .use(restRoutes({ accounts, apiKeys, sessions: web, jwtSecret: config.JWT_SECRET }));
+  },
+  grpc: ({ apiKeys }, logger) => [apiKeyServiceBinding(apiKeys, logger)],
+});
+
+export type AuthService = Awaited<ReturnType<typeof authService.start>>;
+
+/** Not fatal when down at start-up: logins answer 503 (fail closed) and /readyz fails until Redis is back. */
+async function limiterRedis(url: string, logger: Logger, lifecycle: Lifecycle): Promise<Redis> {
+  const client = openRedis(url, logger);
+  lifecycle.register('redis', () => {
+    client.disconnect();
+  });
+  if (!(await redisReady(client))) logger.warn('redis not reachable at start-up; logins are refused until it is');
+  return client;
+}
+
+function schedulePurge(store: AuthStore, logger: Logger, lifecycle: Lifecycle): void {
+  const purge = setInterval(() => {
+    store.purgeExpiredRefreshTokens().then(
+      (n) => n && logger.info({ deleted: n }, 'expired refresh tokens purged'),
+      (err: unknown) => logger.warn({ err }, 'refresh token purge failed'),
+    );
+  }, PURGE_INTERVAL_MS);
+  purge.unref();
+  lifecycle.register('refresh token purge', () => clearInterval(purge));
+}
