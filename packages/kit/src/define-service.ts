@@ -6,7 +6,7 @@ import { parse, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { ConfigError, env, loadConfig, serviceConfigShape, type z } from './config';
 import type { Db } from './db';
 import type { GrpcServiceBinding } from './grpc';
-import type { Lifecycle } from './lifecycle';
+import { Lifecycle } from './lifecycle';
 import type { Logger } from './logger';
 import { createHttpApp, openServiceDb, runService, serveService, startSubgraph, subgraphMiddleware, withLifecycle, type StartedService } from './service';
 import { SERVICES, type ServiceName } from './topology';
@@ -19,6 +19,8 @@ export function kitConfigShape(name: ServiceName) {
     ...serviceConfigShape(SERVICES[name]),
     /** Seeds the service's demo data; defaults to on only when HALO_ENV=development, refused in production. */
     SEED_DEMO_DATA: env.flag(),
+    /** Apply the service's migrations and exit 0, serving nothing (the chart's migration Job). */
+    HALO_MIGRATE_ONLY: env.flag(),
   };
 }
 
@@ -92,9 +94,11 @@ export interface DefinedService<C, D> {
   readonly name: ServiceName;
   readonly migrationsDir: string;
   loadConfig(source?: Env): C;
+  /** Applies the service's migrations with its own settings and closes the connection (HALO_MIGRATE_ONLY). */
+  migrate(config: C, logger: Logger): Promise<void>;
   /** Starts the service; a `db` given (tests: a throwaway schema) is migrated but not closed by it. */
   start(config: C, logger: Logger, opts?: { db?: Db | undefined }): Promise<RunningService<D>>;
-  /** The process entry point: config (one line and exit 1 when bad), start, signals. */
+  /** The process entry point: config (one line and exit 1 when bad), start, signals; with HALO_MIGRATE_ONLY, migrate and exit. */
   main(): Promise<void>;
 }
 
@@ -131,11 +135,25 @@ export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig 
       return { ...(await serveService({ app, grpcServices, config, lifecycle, logger, db })), domain };
     });
 
+  const migrateOnly = async (config: C, logger: Logger): Promise<void> => {
+    const lifecycle = new Lifecycle(logger);
+    try {
+      await openServiceDb(def.name, config, { logger, lifecycle, migrationsDir });
+      logger.info({ schema: config.DB_SCHEMA ?? def.name }, 'migrations applied (HALO_MIGRATE_ONLY): exiting');
+    } finally {
+      await lifecycle.shutdown(config.SHUTDOWN_TIMEOUT_MS);
+    }
+  };
+
   return {
     name: def.name,
     migrationsDir,
     loadConfig: loadConfigFor,
+    migrate: migrateOnly,
     start,
-    main: () => runService(def.name, () => loadConfigFor(), (config, logger) => start(config, logger)),
+    main: () =>
+      runService(def.name, () => loadConfigFor(), (config, logger) =>
+        config.HALO_MIGRATE_ONLY ? migrateOnly(config, logger) : start(config, logger),
+      ),
   };
 }

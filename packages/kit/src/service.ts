@@ -68,7 +68,8 @@ export interface RunnableService {
 export async function runService<C extends { LOG_LEVEL: string; SHUTDOWN_TIMEOUT_MS: number }>(
   name: string,
   loadConfig: () => C,
-  start: (config: C, logger: Logger) => Promise<RunnableService>,
+  /** Resolves to the running service, or to nothing for a one-shot run (migrations) that is done. */
+  start: (config: C, logger: Logger) => Promise<RunnableService | void>,
 ): Promise<void> {
   let config: C;
   try {
@@ -83,7 +84,7 @@ export async function runService<C extends { LOG_LEVEL: string; SHUTDOWN_TIMEOUT
   const logger = createLogger(name, config.LOG_LEVEL);
   try {
     const service = await start(config, logger);
-    service.lifecycle.installSignalHandlers(config.SHUTDOWN_TIMEOUT_MS);
+    service?.lifecycle.installSignalHandlers(config.SHUTDOWN_TIMEOUT_MS);
   } catch (err) {
     logger.fatal({ err }, 'failed to start');
     process.exit(1);
