@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createLogger, toHttpDate } from '@halo/kit';
+import { testIdentityEnv } from '@halo/kit/testing';
 import { createGateway, type Gateway } from '../gateway/src/app';
 import { loadGatewayConfig } from '../gateway/src/config';
 import { V1_RETIREMENT } from '../services/catalog/src/rest/manifest';
@@ -89,6 +90,7 @@ describe('GraphiQL', () => {
   it('not in production: the same services behind a production gateway show no IDE', async () => {
     const config = loadGatewayConfig({
       HALO_ENV: 'production',
+      ...testIdentityEnv('gateway'),
       HTTP_HOST: '127.0.0.1',
       HTTP_PORT: '0',
       LOG_LEVEL: 'silent',

@@ -7,6 +7,7 @@ import {
   REQUEST_ID_HEADER,
   requestIdOf,
   sendJson,
+  serviceIdentityFor,
   toRestError,
   TOKEN_REQUIRED,
   type Logger,
@@ -72,6 +73,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     logger,
   });
   const callers = createCallerResolver({
+    identity: serviceIdentityFor('gateway', config),
     jwtSecret: config.JWT_SECRET,
     authGrpcAddr: config.AUTH_GRPC_ADDR,
     deadlineMs: config.GRPC_DEADLINE_MS,

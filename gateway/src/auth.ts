@@ -10,6 +10,7 @@ import {
   TOKEN_REQUIRED,
   type Caller,
   type HaloError,
+  type ServiceIdentity,
 } from '@halo/kit';
 import { auth } from '@halo/proto';
 import {
@@ -45,6 +46,8 @@ export interface CallerResolver {
 }
 
 export function createCallerResolver(opts: {
+  /** The gateway's service identity: its token goes with every call to auth. */
+  identity: ServiceIdentity;
   jwtSecret: string | undefined;
   authGrpcAddr: string;
   deadlineMs: number;
@@ -60,6 +63,7 @@ export function createCallerResolver(opts: {
         const { accessToken } = await callUnary(c, c.exchangeApiKey, { apiKey: apiKey.trim() }, {
           requestId,
           defaultDeadlineMs: opts.deadlineMs,
+          auth: { identity: opts.identity, audience: 'auth' },
         });
         delete req.headers['x-api-key'];
         req.headers.authorization = `Bearer ${accessToken}`;

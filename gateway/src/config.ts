@@ -32,6 +32,8 @@ export const gatewayConfigShape = {
   /** auth's gRPC address, for exchanging `X-API-Key` for a token. */
   AUTH_GRPC_ADDR: env.str(defaultGrpcAddr('auth')),
   GRPC_DEADLINE_MS: env.int(2_000, 1),
+  /** The gateway's private Ed25519 JWK: signs its gRPC calls to auth (docs/service-identity.md). */
+  SERVICE_SIGNING_KEY: z.string().optional(),
   /** The composed REST route table (versions and deprecations included) to serve and watch. */
   ROUTES_PATH: z.string().default(DEFAULT_ROUTES_PATH),
   /** The composed OpenAPI document served at `/openapi.json` and rendered at `/docs`. */

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { composeServices } from '@apollo/composition';
 import { createLogger, listen, type Logger } from '@halo/kit';
+import { testIdentityEnv } from '@halo/kit/testing';
 import { parse } from 'graphql';
 import { createGateway, type Gateway } from '../src/app';
 import { loadGatewayConfig } from '../src/config';
@@ -62,7 +63,7 @@ export interface RunningGateway {
 
 /** Starts the gateway in-process on a free port with the given environment (silent by default). */
 export async function startGateway(env: Record<string, string>, logger?: Logger): Promise<RunningGateway> {
-  const config = loadGatewayConfig({ HTTP_HOST: '127.0.0.1', HTTP_PORT: '0', LOG_LEVEL: 'silent', ...env });
+  const config = loadGatewayConfig({ HTTP_HOST: '127.0.0.1', HTTP_PORT: '0', LOG_LEVEL: 'silent', ...testIdentityEnv('gateway'), ...env });
   logger ??= createLogger('gateway', config.LOG_LEVEL);
   const gateway = createGateway(config, logger);
   const { port } = await gateway.start();

@@ -96,6 +96,10 @@ export function serviceConfigShape(defaults: { httpPort: number; grpcPort?: numb
     GRPC_DEADLINE_MS: env.int(2_000, 1),
     /** HS256 secret shared with auth; when unset the service accepts no tokens at all. */
     JWT_SECRET: z.string().min(32, 'must be at least 32 bytes').optional(),
+    /** This service's private Ed25519 JWK: signs its gRPC calls (docs/service-identity.md). */
+    SERVICE_SIGNING_KEY: z.string().optional(),
+    /** JWKS of the services allowed to call this one over gRPC. */
+    SERVICE_TRUSTED_KEYS: z.string().optional(),
   };
 }
 

@@ -8,6 +8,7 @@ import type { Db } from './db';
 import type { GrpcServiceBinding } from './grpc';
 import { Lifecycle } from './lifecycle';
 import type { Logger } from './logger';
+import { serviceIdentityFor, type ServiceIdentity } from './service-identity';
 import { createHttpApp, openServiceDb, runService, serveService, startSubgraph, subgraphMiddleware, withLifecycle, type StartedService } from './service';
 import { SERVICES, type ServiceName } from './topology';
 
@@ -46,6 +47,8 @@ export function loadServiceConfig<X extends z.ZodRawShape = {}>(name: ServiceNam
 /** What a service's own code gets to build its domain (and, with the domain, to seed). */
 export interface ServiceParts<C> {
   db: Db;
+  /** This service's identity: pass it (with the callee's name) to gRPC clients as `auth`. */
+  identity: ServiceIdentity;
   config: C;
   logger: Logger;
   /** Register anything the domain opens (clients, timers) here; it is closed in reverse on shutdown. */
@@ -114,8 +117,9 @@ export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig 
 
   const start = (config: C, logger: Logger, opts: { db?: Db | undefined } = {}): Promise<RunningService<D>> =>
     withLifecycle(logger, config.SHUTDOWN_TIMEOUT_MS, async (lifecycle) => {
+      const identity = serviceIdentityFor(def.name, config);
       const db = await openServiceDb(def.name, config, { logger, lifecycle, migrationsDir, given: opts.db });
-      const parts: ServiceParts<C> = { db, config, logger, lifecycle };
+      const parts: ServiceParts<C> = { db, identity, config, logger, lifecycle };
       const domain = await def.domain(parts);
       if (config.SEED_DEMO_DATA && def.seed) await def.seed({ ...parts, domain });
 
@@ -132,7 +136,7 @@ export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig 
       if (def.rest) app.use(def.rest(domain, config));
 
       const grpcServices = def.grpc?.(domain, logger) ?? [];
-      return { ...(await serveService({ app, grpcServices, config, lifecycle, logger, db })), domain };
+      return { ...(await serveService({ app, grpcServices, identity, config, lifecycle, logger, db })), domain };
     });
 
   const migrateOnly = async (config: C, logger: Logger): Promise<void> => {

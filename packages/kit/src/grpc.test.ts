@@ -2,7 +2,10 @@ import { content } from '@halo/proto';
 import pino from 'pino';
 import { HaloError, notFound } from './errors';
 import { callUnary, checkHealth, clientChannelOptions, grpc, HealthClient, startGrpcServer, unary, type RunningGrpcServer } from './grpc';
-import { capturingLogger } from './testing';
+import { capturingLogger, testIdentity } from './testing';
+
+/** Every call here is auth's, as in the topology (service identity itself: grpc-identity.test.ts). */
+const AS_AUTH = { identity: testIdentity('auth'), audience: 'content' };
 
 const USER_SERVICE = 'halo.content.v1.UserService';
 
@@ -37,7 +40,8 @@ function startUserService(logger: pino.Logger, handlers: Partial<content.UserSer
   return startGrpcServer({
     host: '127.0.0.1',
     port: 0,
-    services: [{ name: USER_SERVICE, definition: content.UserServiceService, implementation }],
+    services: [{ name: USER_SERVICE, definition: content.UserServiceService, implementation, access: { GetUser: ['auth'], GetUsers: ['auth'], GetUserByEmail: ['auth'], CreateUser: ['auth'], DeleteUser: ['auth'] } }],
+    identity: testIdentity('content'),
     logger,
   });
 }
@@ -78,43 +82,43 @@ describe('gRPC server and client helpers', () => {
   });
 
   it('answers a unary call through callUnary', async () => {
-    const res = await callUnary(client, client.getUser, { id: 7 }, { defaultDeadlineMs: 5_000 });
+    const res = await callUnary(client, client.getUser, { id: 7 }, { defaultDeadlineMs: 5_000, auth: AS_AUTH });
     expect(res.user).toEqual(user(7));
-    const many = await callUnary(client, client.getUsers, { ids: [1, 2] }, { defaultDeadlineMs: 5_000 });
+    const many = await callUnary(client, client.getUsers, { ids: [1, 2] }, { defaultDeadlineMs: 5_000, auth: AS_AUTH });
     expect(many.users.map((u) => u.id)).toEqual([1, 2]);
   });
 
   it('sends the request id as metadata, and the handler sees it and logs with it', async () => {
-    await callUnary(client, client.getUser, { id: 8 }, { requestId: 'req-abc-123', defaultDeadlineMs: 5_000 });
+    await callUnary(client, client.getUser, { id: 8 }, { requestId: 'req-abc-123', defaultDeadlineMs: 5_000, auth: AS_AUTH });
     expect(seenRequestIds.at(-1)).toBe('req-abc-123');
     expect(lines).toContainEqual(expect.objectContaining({ msg: 'getUser', id: 8, requestId: 'req-abc-123' }));
   });
 
   it('gives the handler a fresh request id when the caller sent none', async () => {
-    await callUnary(client, client.getUser, { id: 9 }, { defaultDeadlineMs: 5_000 });
+    await callUnary(client, client.getUser, { id: 9 }, { defaultDeadlineMs: 5_000, auth: AS_AUTH });
     expect(seenRequestIds.at(-1)).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
   });
 
   it('replaces a request id that does not look like one (log injection, oversize)', async () => {
-    await callUnary(client, client.getUser, { id: 10 }, { requestId: 'a b"c', defaultDeadlineMs: 5_000 });
+    await callUnary(client, client.getUser, { id: 10 }, { requestId: 'a b"c', defaultDeadlineMs: 5_000, auth: AS_AUTH });
     expect(seenRequestIds.at(-1)).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-/);
-    await callUnary(client, client.getUser, { id: 11 }, { requestId: 'x'.repeat(500), defaultDeadlineMs: 5_000 });
+    await callUnary(client, client.getUser, { id: 11 }, { requestId: 'x'.repeat(500), defaultDeadlineMs: 5_000, auth: AS_AUTH });
     expect(seenRequestIds.at(-1)).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-/);
   });
 
   it('turns a thrown HaloError into the same HaloError on the client', async () => {
-    const err = await callUnary(client, client.getUser, { id: 404 }, { defaultDeadlineMs: 5_000 }).catch((e: unknown) => e);
+    const err = await callUnary(client, client.getUser, { id: 404 }, { defaultDeadlineMs: 5_000, auth: AS_AUTH }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(HaloError);
     expect((err as HaloError).kind).toBe('NOT_FOUND');
     expect((err as HaloError).message).toBe('No user 404');
-    const byEmail = await callUnary(client, client.getUserByEmail, { email: 'x@y.z' }, { defaultDeadlineMs: 5_000 }).catch(
+    const byEmail = await callUnary(client, client.getUserByEmail, { email: 'x@y.z' }, { defaultDeadlineMs: 5_000, auth: AS_AUTH }).catch(
       (e: unknown) => e,
     );
     expect((byEmail as HaloError).kind).toBe('NOT_FOUND');
   });
 
   it('turns an unexpected error into INTERNAL without its message, and logs it on the server', async () => {
-    const err = await callUnary(client, client.getUser, { id: 500 }, { requestId: 'req-500', defaultDeadlineMs: 5_000 }).catch(
+    const err = await callUnary(client, client.getUser, { id: 500 }, { requestId: 'req-500', defaultDeadlineMs: 5_000, auth: AS_AUTH }).catch(
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(HaloError);
@@ -125,7 +129,7 @@ describe('gRPC server and client helpers', () => {
   });
 
   it('fails a call slower than its deadline as UNAVAILABLE', async () => {
-    const err = await callUnary(client, client.getUser, { id: 999 }, { deadlineMs: 100, defaultDeadlineMs: 60_000 }).catch(
+    const err = await callUnary(client, client.getUser, { id: 999 }, { deadlineMs: 100, defaultDeadlineMs: 60_000, auth: AS_AUTH }).catch(
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(HaloError);
@@ -134,7 +138,7 @@ describe('gRPC server and client helpers', () => {
   });
 
   it('uses the default deadline when the call gives none', async () => {
-    const err = await callUnary(client, client.getUser, { id: 999 }, { defaultDeadlineMs: 100 }).catch((e: unknown) => e);
+    const err = await callUnary(client, client.getUser, { id: 999 }, { defaultDeadlineMs: 100, auth: AS_AUTH }).catch((e: unknown) => e);
     expect((err as HaloError).kind).toBe('UNAVAILABLE');
   });
 
@@ -173,7 +177,7 @@ describe('gRPC server shutdown', () => {
       expect(statuses).toEqual(['SERVING', 'NOT_SERVING']);
 
       await expect(healthCheck(health, '')).rejects.toMatchObject({ kind: 'UNAVAILABLE' });
-      const err = await callUnary(client, client.getUser, { id: 1 }, { defaultDeadlineMs: 2_000 }).catch((e: unknown) => e);
+      const err = await callUnary(client, client.getUser, { id: 1 }, { defaultDeadlineMs: 2_000, auth: AS_AUTH }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(HaloError);
       expect((err as HaloError).kind).toBe('UNAVAILABLE');
     } finally {
@@ -196,7 +200,7 @@ describe('gRPC server shutdown', () => {
     });
     const client = new content.UserServiceClient(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
     try {
-      const call = callUnary(client, client.getUser, { id: 3 }, { defaultDeadlineMs: 10_000 });
+      const call = callUnary(client, client.getUser, { id: 3 }, { defaultDeadlineMs: 10_000, auth: AS_AUTH });
       await started.opened;
       const stopping = server.shutdown(10_000);
       release.open();

@@ -1,7 +1,10 @@
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation, service as healthService } from 'grpc-health-check';
-import { fromGrpcError, toGrpcError } from './errors';
+import { decodeJwt } from 'jose';
+import { ConfigError } from './config';
+import { fromGrpcError, HaloError, isHaloError, toGrpcError } from './errors';
 import type { Logger } from './logger';
+import { authorizeCaller, SERVICE_TOKEN_METADATA, type GrpcAccess, type ServiceIdentity } from './service-identity';
 import { currentRequestId, runInRequest, type RequestContext } from './request-context';
 import { saneRequestId } from './request-id';
 
@@ -46,6 +49,83 @@ export interface GrpcServiceBinding {
   name: string;
   definition: grpc.ServiceDefinition;
   implementation: grpc.UntypedServiceImplementation;
+  /**
+   * Which services may call each method, by its proto name: `{ CreateUser: ['auth'] }`. Every
+   * method of the definition must be listed (`[]` closes one); the server refuses to start
+   * otherwise. docs/service-identity.md.
+   */
+  access: GrpcAccess;
+}
+
+/** Trailer metadata on a refusal by service identity, so the caller can tell it from the method's own 401/403. */
+export const REFUSED_BY_IDENTITY = 'x-halo-refused';
+
+/** A method's proto name from its path: `/halo.content.v1.UserService/GetUser` → `GetUser`. */
+const methodName = (path: string) => path.slice(path.lastIndexOf('/') + 1);
+
+type AnyHandler = (call: grpc.ServerUnaryCall<unknown, unknown> & { emit(event: 'error', err: unknown): boolean }, callback?: grpc.sendUnaryData<unknown>) => void;
+
+/**
+ * Wraps every method of a binding: the call's service token is verified (UNAUTHENTICATED) and its
+ * issuer checked against the method's access list (PERMISSION_DENIED) before the handler runs.
+ * Refusals are logged with the method and the caller (or, for a bad token, the issuer it claims),
+ * never with the token.
+ */
+function guardBinding(binding: GrpcServiceBinding, identity: ServiceIdentity, logger: Logger): grpc.UntypedServiceImplementation {
+  const guarded: grpc.UntypedServiceImplementation = {};
+  const methods = Object.entries(binding.definition);
+  const names = new Set(methods.map(([, def]) => methodName(def.path)));
+  const missing = [...names].filter((m) => !(m in binding.access));
+  const unknown = Object.keys(binding.access).filter((m) => !names.has(m));
+  if (missing.length || unknown.length) {
+    throw new ConfigError(
+      `${binding.name}: its access table must list exactly its methods` +
+        (missing.length ? `; missing: ${missing.join(', ')}` : '') +
+        (unknown.length ? `; not methods: ${unknown.join(', ')}` : ''),
+    );
+  }
+  for (const [key, def] of methods) {
+    const method = methodName(def.path);
+    const handler = (binding.implementation[key] ?? binding.implementation[def.originalName ?? '']) as AnyHandler | undefined;
+    if (!handler) throw new ConfigError(`${binding.name}: no implementation for ${method}`);
+    const wrapped: AnyHandler = (call, callback) => {
+      const token = call.metadata.get(SERVICE_TOKEN_METADATA)[0];
+      identity
+        .verify(typeof token === 'string' ? token : undefined)
+        .then((caller) => {
+          authorizeCaller(binding.access, method, caller);
+          return caller;
+        })
+        .then(
+          () => handler(call, callback),
+          (err: unknown) => {
+            const refusal = isHaloError(err) ? err : new HaloError('UNAUTHENTICATED', 'Invalid service token');
+            logger.warn(
+              { grpcMethod: `${binding.name}/${method}`, ...describeCaller(token), reason: refusal.message, requestId: saneRequestId(call.metadata.get(REQUEST_ID_KEY)[0]) },
+              'gRPC call refused',
+            );
+            const trailer = new grpc.Metadata();
+            trailer.set(REFUSED_BY_IDENTITY, 'service-identity');
+            const status = { code: toGrpcError(refusal).code, details: refusal.message, metadata: trailer };
+            if (callback) callback(status);
+            else call.emit('error', status);
+          },
+        );
+    };
+    guarded[key] = wrapped as grpc.UntypedHandleCall;
+  }
+  return guarded;
+}
+
+/** Who a refused call says it is: `caller` when the token names an issuer (unverified), never the token. */
+function describeCaller(token: unknown): { claimedCaller?: string } {
+  if (typeof token !== 'string') return {};
+  try {
+    const iss = decodeJwt(token).iss;
+    return typeof iss === 'string' ? { claimedCaller: iss.slice(0, 64) } : {};
+  } catch {
+    return {};
+  }
 }
 
 export interface RunningGrpcServer {
@@ -54,17 +134,22 @@ export interface RunningGrpcServer {
   shutdown(timeoutMs: number): Promise<void>;
 }
 
-/** Starts a gRPC server with the standard grpc.health.v1 service next to the given services. */
+/**
+ * Starts a gRPC server: the given services, each method behind service identity (its binding's
+ * access table), and the standard grpc.health.v1 service, open to anyone so probes work.
+ */
 export async function startGrpcServer(opts: {
   host?: string;
   port: number;
   services: GrpcServiceBinding[];
+  /** This service's identity: verifies callers' tokens (its SERVICE_TRUSTED_KEYS). */
+  identity: ServiceIdentity;
   logger: Logger;
 }): Promise<RunningGrpcServer> {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
   const statusMap: Record<string, 'SERVING'> = { '': 'SERVING' };
   for (const svc of opts.services) {
-    server.addService(svc.definition, svc.implementation);
+    server.addService(svc.definition, guardBinding(svc, opts.identity, opts.logger));
     statusMap[svc.name] = 'SERVING';
   }
   const health = new HealthImplementation(statusMap);
@@ -108,19 +193,38 @@ export interface CallOptions {
   deadlineMs?: number;
 }
 
-/** A typed, promise-returning unary call with a deadline and the request id as metadata. */
-export function callUnary<Req, Res>(
+/** Who is calling whom: the caller's identity mints (and caches) a token for `audience`. */
+export interface ServiceAuth {
+  identity: ServiceIdentity;
+  /** The called service's name. */
+  audience: string;
+}
+
+/**
+ * A typed, promise-returning unary call with a deadline, the request id as metadata and, with
+ * `auth`, the caller's service token. A peer's status becomes the kit's HaloError; a refusal by
+ * the peer's service identity is this deployment's misconfiguration (keys, access table), not the
+ * end user's: it becomes INTERNAL, so it never reaches a client as their 401/403.
+ */
+export async function callUnary<Req, Res>(
   client: grpc.Client,
   method: UnaryMethod<Req, Res>,
   request: Req,
-  opts: CallOptions & { defaultDeadlineMs: number },
+  opts: CallOptions & { defaultDeadlineMs: number; auth?: ServiceAuth | undefined },
 ): Promise<Res> {
   const metadata = new grpc.Metadata();
   const requestId = opts.requestId ?? currentRequestId();
   if (requestId) metadata.set(REQUEST_ID_KEY, requestId);
+  if (opts.auth) metadata.set(SERVICE_TOKEN_METADATA, await opts.auth.identity.tokenFor(opts.auth.audience));
   const deadline = new Date(Date.now() + (opts.deadlineMs ?? opts.defaultDeadlineMs));
   return new Promise((resolve, reject) => {
-    method.call(client, request, metadata, { deadline }, (err, res) => (err ? reject(fromGrpcError(err)) : resolve(res)));
+    method.call(client, request, metadata, { deadline }, (err, res) => {
+      if (!err) return resolve(res);
+      if (err.metadata?.get(REFUSED_BY_IDENTITY).length) {
+        return reject(new HaloError('INTERNAL', `refused by ${opts.auth?.audience ?? 'the peer'}'s service identity: ${err.details}`));
+      }
+      reject(fromGrpcError(err));
+    });
   });
 }
 

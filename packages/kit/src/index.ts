@@ -20,3 +20,4 @@ export * from './request-context';
 export * from './text';
 export * from './users';
 export * from './rest-manifest';
+export * from './service-identity';

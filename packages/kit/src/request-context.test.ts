@@ -6,7 +6,7 @@ import { callUnary, grpc, startGrpcServer, unary, type RunningGrpcServer } from 
 import { requestContext } from './http';
 import { createLogger } from './logger';
 import { currentRequestId, runInRequest } from './request-context';
-import { capturingLogger } from './testing';
+import { capturingLogger, testIdentity } from './testing';
 
 /**
  * The request id travels from the edge (HTTP middleware, gRPC wrapper) through every await into
@@ -23,7 +23,7 @@ const user = (id: number): content.User => ({ id, name: `U${id}`, email: `u${id}
 async function useCase(id: number): Promise<content.User | undefined> {
   await sleep(5);
   logger.info({ id }, 'use case step');
-  return (await callUnary(client, client.getUser, { id }, { defaultDeadlineMs: 5_000 })).user;
+  return (await callUnary(client, client.getUser, { id }, { defaultDeadlineMs: 5_000, auth: { identity: testIdentity('auth'), audience: 'content' } })).user;
 }
 
 const app = express();
@@ -51,7 +51,8 @@ beforeAll(async () => {
   peer = await startGrpcServer({
     host: '127.0.0.1',
     port: 0,
-    services: [{ name: 'halo.content.v1.UserService', definition: content.UserServiceService, implementation }],
+    services: [{ name: 'halo.content.v1.UserService', definition: content.UserServiceService, implementation, access: { GetUser: ['auth'], GetUsers: ['auth'], GetUserByEmail: ['auth'], CreateUser: ['auth'], DeleteUser: ['auth'] } }],
+    identity: testIdentity('content'),
     logger,
   });
   client = new content.UserServiceClient(`127.0.0.1:${peer.port}`, grpc.credentials.createInsecure());
@@ -102,7 +103,7 @@ describe('request context', () => {
 
   it('gives an explicit requestId on callUnary precedence over the context', async () => {
     await request(app).get('/users/2').set('X-Request-Id', 'ctx-id');
-    await callUnary(client, client.getUser, { id: 3 }, { requestId: 'given-id', defaultDeadlineMs: 5_000 });
+    await callUnary(client, client.getUser, { id: 3 }, { requestId: 'given-id', defaultDeadlineMs: 5_000, auth: { identity: testIdentity('auth'), audience: 'content' } });
     expect(seenByPeer.at(-1)).toBe('given-id');
   });
 });

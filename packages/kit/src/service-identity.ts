@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { ConfigError } from './config';
 import { forbidden, unauthenticated } from './errors';
 import { serviceOfKid } from './service-keys';
+import { GRPC_CALLS, grpcCallersOf, type ServiceName } from './topology';
 
 export { generateServiceKey, serviceOfKid, type ServiceKeyPair } from './service-keys';
 
@@ -76,6 +77,11 @@ export class ServiceIdentity {
     return this.keys.signingKey !== undefined;
   }
 
+  /** Whether any caller's public key is configured (a gRPC server with callers needs one). */
+  get trustsAnyone(): boolean {
+    return (this.keys.trusted?.keys.length ?? 0) > 0;
+  }
+
   /** A token for calling `audience`, reused until a minute before it expires. */
   async tokenFor(audience: string): Promise<string> {
     const now = Date.now() / 1000;
@@ -140,4 +146,26 @@ export type GrpcAccess = Readonly<Record<string, readonly string[]>>;
 /** PERMISSION_DENIED unless `caller` is listed for `method` (an unlisted method is closed). */
 export function authorizeCaller(access: GrpcAccess, method: string, caller: string): void {
   if (!access[method]?.includes(caller)) throw forbidden(`${caller} may not call ${method}`);
+}
+
+/**
+ * A process's identity from its settings, refusing to start without the keys its place in the
+ * topology needs: a signing key if it calls anyone (`GRPC_CALLS`), trusted keys if anyone calls
+ * it. A missing key would otherwise surface as every call failing at run time.
+ */
+export function serviceIdentityFor(name: ServiceName | 'gateway', cfg: ServiceIdentityConfig): ServiceIdentity {
+  const identity = ServiceIdentity.fromConfig(name, cfg);
+  const calls = GRPC_CALLS[name];
+  if (calls.length > 0 && !identity.canCall) {
+    throw new ConfigError(
+      `Invalid configuration: SERVICE_SIGNING_KEY: is required: ${name} calls ${calls.join(', ')} over gRPC (\`npm run service-key -- ${name}\` makes one; npm start sets it for you)`,
+    );
+  }
+  const callers = name === 'gateway' ? [] : grpcCallersOf(name);
+  if (callers.length > 0 && !identity.trustsAnyone) {
+    throw new ConfigError(
+      `Invalid configuration: SERVICE_TRUSTED_KEYS: is required: ${callers.join(', ')} call${callers.length > 1 ? '' : 's'} ${name} over gRPC (a JWKS of their public keys; npm start sets it for you)`,
+    );
+  }
+  return identity;
 }

@@ -12,6 +12,7 @@ import { ConfigError } from './config';
 import { openDb, type Db } from './db';
 import { formatGraphQLError, graphqlCaller } from './graphql';
 import { startGrpcServer, type GrpcServiceBinding } from './grpc';
+import type { ServiceIdentity } from './service-identity';
 import { migrate } from './migrate';
 import { errorHandler, healthCheck, jsonBody, notFoundHandler, requestContext } from './http';
 import { closeHttpServer, Lifecycle, listen } from './lifecycle';
@@ -86,6 +87,11 @@ export async function runService<C extends { LOG_LEVEL: string; SHUTDOWN_TIMEOUT
     const service = await start(config, logger);
     service?.lifecycle.installSignalHandlers(config.SHUTDOWN_TIMEOUT_MS);
   } catch (err) {
+    if (err instanceof ConfigError) {
+      // A setting that only start-up can judge (keys, tables): the same one line as a bad variable.
+      process.stderr.write(`${name}: ${err.message}\n`);
+      process.exit(1);
+    }
     logger.fatal({ err }, 'failed to start');
     process.exit(1);
   }
@@ -191,6 +197,8 @@ export function subgraphMiddleware<C extends BaseContext>(
 export async function serveService(opts: {
   app: Express;
   grpcServices: GrpcServiceBinding[];
+  /** Verifies the callers of `grpcServices` (docs/service-identity.md). */
+  identity: ServiceIdentity;
   config: ServiceRuntimeConfig;
   lifecycle: Lifecycle;
   logger: Logger;
@@ -198,7 +206,7 @@ export async function serveService(opts: {
 }): Promise<StartedService> {
   const { config, lifecycle, logger } = opts;
   finishHttpApp(opts.app);
-  const grpcServer = await startGrpcServer({ port: config.GRPC_PORT, services: opts.grpcServices, logger });
+  const grpcServer = await startGrpcServer({ port: config.GRPC_PORT, services: opts.grpcServices, identity: opts.identity, logger });
   lifecycle.register('grpc server', () => grpcServer.shutdown(config.SHUTDOWN_TIMEOUT_MS));
   const { port } = await serveHttp(opts.app, {
     port: config.HTTP_PORT,

@@ -1,9 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
+import { importJWK, SignJWT } from 'jose';
 import pg from 'pg';
 import { openDb, type Db } from './db';
 import type { DefinedService, RunningService } from './define-service';
 import { createLogger, type Logger } from './logger';
+import { serviceIdentityFor, type ServiceIdentity } from './service-identity';
+import { generateServiceKey, type ServiceKeyPair } from './service-keys';
+import { grpcCallersOf, SERVICE_NAMES, type ServiceName } from './topology';
 
 /** The real Postgres used by the test suites (CI starts it; see README). */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -107,6 +111,46 @@ export const TEST_SERVICE_ENV: Readonly<Record<string, string>> = Object.freeze(
   DATABASE_URL: TEST_DATABASE_URL,
 });
 
+/** Test-only Ed25519 keys, fresh in every test file: one per process of the topology. */
+export const TEST_SERVICE_KEYS: Readonly<Record<ServiceName | 'gateway', ServiceKeyPair>> = Object.freeze(
+  Object.fromEntries((['gateway', ...SERVICE_NAMES] as const).map((name) => [name, generateServiceKey(name, 'test')])) as Record<
+    ServiceName | 'gateway',
+    ServiceKeyPair
+  >,
+);
+
+/**
+ * What the launcher gives `name` (docs/service-identity.md), with the test keys: its own signing
+ * key, and the public keys of exactly the processes that call it.
+ */
+export function testIdentityEnv(name: ServiceName | 'gateway'): { SERVICE_SIGNING_KEY: string; SERVICE_TRUSTED_KEYS?: string } {
+  const callers = name === 'gateway' ? [] : grpcCallersOf(name);
+  return {
+    SERVICE_SIGNING_KEY: JSON.stringify(TEST_SERVICE_KEYS[name].privateJwk),
+    ...(callers.length ? { SERVICE_TRUSTED_KEYS: JSON.stringify({ keys: callers.map((c) => TEST_SERVICE_KEYS[c].publicJwk) }) } : {}),
+  };
+}
+
+/**
+ * A service token made by hand, for tests that present what a real client never would: another
+ * audience, an expired one, a key speaking for another service. `expiresIn` < 0 makes it expired.
+ */
+export async function signServiceToken(pair: ServiceKeyPair, claims: { iss: string; aud: string; expiresIn?: number }): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  const expiresIn = claims.expiresIn ?? 60;
+  return new SignJWT({})
+    .setProtectedHeader({ alg: 'EdDSA', kid: pair.privateJwk.kid })
+    .setIssuer(claims.iss)
+    .setAudience(claims.aud)
+    .setIssuedAt(expiresIn < 0 ? now - 300 : now)
+    .setExpirationTime(now + expiresIn)
+    .setJti(randomBytes(8).toString('hex'))
+    .sign(await importJWK(pair.privateJwk, 'EdDSA'));
+}
+
+/** `name`'s identity as the launcher would configure it, with the test keys. */
+export const testIdentity = (name: ServiceName | 'gateway'): ServiceIdentity => serviceIdentityFor(name, testIdentityEnv(name));
+
 export interface TestService<S> {
   db: TestDb;
   service: S;
@@ -122,7 +166,7 @@ export async function startTestService<C, D>(
   definition: DefinedService<C, D>,
   env: Record<string, string> = {},
 ): Promise<TestService<RunningService<D>>> {
-  const config = definition.loadConfig({ ...TEST_SERVICE_ENV, ...env });
+  const config = definition.loadConfig({ ...TEST_SERVICE_ENV, ...testIdentityEnv(definition.name), ...env });
   const logger = createLogger(definition.name, 'silent');
   const db = await openTestDb(definition.name);
   let service: RunningService<D>;

@@ -31,8 +31,8 @@ export const authService = defineService({
   root: resolve(__dirname, '..'),
   config: authConfigShape,
   refineConfig: refineAuthConfig,
-  domain: async ({ db, config, logger, lifecycle }) => {
-    const users = contentUsers(config.CONTENT_GRPC_ADDR, config.GRPC_DEADLINE_MS);
+  domain: async ({ db, identity, config, logger, lifecycle }) => {
+    const users = contentUsers(config.CONTENT_GRPC_ADDR, config.GRPC_DEADLINE_MS, identity);
     lifecycle.register('content client', () => users.close());
     const redis = config.REDIS_URL ? await limiterRedis(config.REDIS_URL, logger, lifecycle) : null;
     const store = new AuthStore(db);

@@ -1,6 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import argon2 from 'argon2';
 import { callUnary, grpc } from '@halo/kit';
+import { testIdentity } from '@halo/kit/testing';
 import { content as pb } from '@halo/proto';
 import {
   bearer,
@@ -152,7 +153,7 @@ describe('POST /auth/login', () => {
     const client = new pb.UserServiceClient(`127.0.0.1:${sys.content.grpcPort}`, grpc.credentials.createInsecure());
     const email2 = uniqueEmail('nopass');
     try {
-      await callUnary(client, client.createUser, { name: 'No Pass', email: email2, avatar: '' }, { defaultDeadlineMs: 2000 });
+      await callUnary(client, client.createUser, { name: 'No Pass', email: email2, avatar: '' }, { defaultDeadlineMs: 2000, auth: { identity: testIdentity('auth'), audience: 'content' } });
     } finally {
       client.close();
     }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { callUnary, grpc, HaloError } from '@halo/kit';
+import { callUnary, grpc, HaloError, SERVICE_TOKEN_METADATA } from '@halo/kit';
+import { testIdentity } from '@halo/kit/testing';
 import { auth as pb } from '@halo/proto';
 import { bearer, decodeJwt, gql, http, post, signUp, signUpAdmin, startTestSystem, type TestSystem } from './helpers';
 
@@ -11,7 +12,7 @@ let user: Awaited<ReturnType<typeof signUp>>;
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 const exchange = (apiKey: string) =>
-  callUnary(client, client.exchangeApiKey, { apiKey }, { defaultDeadlineMs: 2000, requestId: 'api-key-test' });
+  callUnary(client, client.exchangeApiKey, { apiKey }, { defaultDeadlineMs: 2000, requestId: 'api-key-test', auth: { identity: testIdentity('gateway'), audience: 'auth' } });
 const createKey = (token: string, body: unknown) => post(sys.base, '/auth/api-keys', body, bearer(token));
 
 beforeAll(async () => {
@@ -182,10 +183,13 @@ describe('gRPC ApiKeyService.ExchangeApiKey', () => {
     await expect(exchange(key)).rejects.toMatchObject({ kind: 'UNAUTHENTICATED', message: 'Invalid API key' });
   });
 
-  it('the raw gRPC status is UNAUTHENTICATED', async () => {
+  it('the raw gRPC status is UNAUTHENTICATED (the method’s own, not a service-identity refusal)', async () => {
+    const metadata = new grpc.Metadata();
+    metadata.set(SERVICE_TOKEN_METADATA, await testIdentity('gateway').tokenFor('auth'));
     const status = await new Promise<grpc.ServiceError>((resolve) =>
-      client.exchangeApiKey({ apiKey: 'nope' }, (err) => resolve(err!)),
+      client.exchangeApiKey({ apiKey: 'nope' }, metadata, (err) => resolve(err!)),
     );
+    expect(status.metadata.get('x-halo-refused')).toEqual([]);
     expect(status.code).toBe(grpc.status.UNAUTHENTICATED);
     expect(status.details).toBe('Invalid API key');
   });

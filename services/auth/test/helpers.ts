@@ -1,5 +1,5 @@
 import { createLogger, type Logger } from '@halo/kit';
-import { openTestDb, postGraphQL, TEST_JWT_SECRET, TEST_SERVICE_ENV, type TestDb } from '@halo/kit/testing';
+import { openTestDb, postGraphQL, TEST_JWT_SECRET, TEST_SERVICE_ENV, testIdentityEnv, type TestDb } from '@halo/kit/testing';
 // The real content service through its package (built by `npm run build`), never its sources.
 import { contentService, type ContentService } from '@halo/content';
 import { authService, type AuthService } from '../src/service';
@@ -9,7 +9,7 @@ export { TEST_JWT_SECRET };
 const COMMON = TEST_SERVICE_ENV;
 
 export const authTestConfig = (contentGrpcPort: number, extra: Record<string, string> = {}) =>
-  authService.loadConfig({ ...COMMON, CONTENT_GRPC_ADDR: `127.0.0.1:${contentGrpcPort}`, ...extra });
+  authService.loadConfig({ ...COMMON, ...testIdentityEnv('auth'), CONTENT_GRPC_ADDR: `127.0.0.1:${contentGrpcPort}`, ...extra });
 
 /** The real content service (it owns the users) and the real auth service, in-process, each on a throwaway schema. */
 export interface TestSystem {
@@ -44,7 +44,7 @@ export async function startTestSystem(
     await contentDb.drop();
   };
   try {
-    const content = await contentService.start(contentService.loadConfig({ ...COMMON, ...contentEnv }), contentLogger, { db: contentDb });
+    const content = await contentService.start(contentService.loadConfig({ ...COMMON, ...testIdentityEnv('content'), ...contentEnv }), contentLogger, { db: contentDb });
     stops.push(() => content.stop());
     const startAuth = async (extra: Record<string, string> = {}) => {
       const service = await authService.start(authTestConfig(content.grpcPort, { ...authEnv, ...extra }), logger, { db: authDb });

@@ -1,4 +1,5 @@
-import { capturingLogger } from '@halo/kit/testing';
+import { serviceIdentityFor } from '@halo/kit';
+import { capturingLogger, testIdentityEnv } from '@halo/kit/testing';
 import { seedDemoCredentials } from '../src/db/seed';
 import { AuthStore } from '../src/db/store';
 import { contentUsers } from '../src/grpc/clients/content-users';
@@ -60,7 +61,7 @@ describe('demo credentials (SEED_DEMO_DATA)', () => {
 
   it('gives up after its wait when content never answers, with a warning, and without throwing', async () => {
     const { logger, lines } = capturingLogger('warn');
-    const users = contentUsers('127.0.0.1:1', 200);
+    const users = contentUsers('127.0.0.1:1', 200, serviceIdentityFor('auth', testIdentityEnv('auth')));
     try {
       await seedDemoCredentials({
         store: new AuthStore(sys.authDb),

@@ -1,4 +1,4 @@
-import { callUnary, grpc, HealthClient } from '@halo/kit';
+import { callUnary, generateServiceKey, grpc, HealthClient, ServiceIdentity } from '@halo/kit';
 import { catalog } from '@halo/proto';
 import { at, insertProducts, startTestCatalog, type InsertedProduct, type TestCatalog } from './helpers';
 
@@ -9,11 +9,16 @@ let client: catalog.ProductServiceClient;
 let health: HealthClient;
 let products: InsertedProduct[];
 
-const OPTS = { defaultDeadlineMs: 2000, requestId: 'catalog-test-1' };
-
+/** Called as payments, the service ProductService lists, with a key catalog is told to trust. */
+const payments = generateServiceKey('payments', 'test');
+const OPTS = {
+  defaultDeadlineMs: 2000,
+  requestId: 'catalog-test-1',
+  auth: { identity: new ServiceIdentity('payments', { signingKey: payments.privateJwk }), audience: 'catalog' },
+};
 
 beforeAll(async () => {
-  t = await startTestCatalog();
+  t = await startTestCatalog({ SERVICE_TRUSTED_KEYS: JSON.stringify({ keys: [payments.publicJwk] }) });
   products = await insertProducts(t.db, [
     { name: 'Kopi', category: 'food', price: 1999, createdAt: at(1), description: 'Arabica' },
     { name: 'Teh', category: 'food', price: 450, createdAt: at(2) },

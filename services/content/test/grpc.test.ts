@@ -1,5 +1,6 @@
 import { callUnary, grpc, HaloError, HealthClient } from '@halo/kit';
 import { content } from '@halo/proto';
+import { testIdentity } from '@halo/kit/testing';
 import { insertUsers, startTestContent, type InsertedUser, type TestContent } from './helpers';
 
 let t: TestContent;
@@ -9,8 +10,8 @@ let ana: InsertedUser;
 let ben: InsertedUser;
 let cy: InsertedUser;
 
-const OPTS = { defaultDeadlineMs: 2000, requestId: 'test-1' };
-
+/** Called as auth, the one service content's UserService lists (service identity: e2e/service-identity.test.ts). */
+const OPTS = { defaultDeadlineMs: 2000, requestId: 'test-1', auth: { identity: testIdentity('auth'), audience: 'content' } };
 
 const check = (service: string) => callUnary(health, health.Check, { service }, OPTS);
 

@@ -1,12 +1,12 @@
 import { signAccessToken, type Db } from '@halo/kit';
-import { minutesAfter, postGraphQL, startTestService, TEST_JWT_SECRET, TEST_SERVICE_ENV, type TestService } from '@halo/kit/testing';
+import { minutesAfter, postGraphQL, startTestService, TEST_JWT_SECRET, TEST_SERVICE_ENV, testIdentityEnv, type TestService } from '@halo/kit/testing';
 import { contentService, type ContentService } from '../src/service';
 
 export type { TestDb } from '@halo/kit/testing';
 
 export type TestContent = TestService<ContentService>;
 
-export const testConfig = (extra: Record<string, string> = {}) => contentService.loadConfig({ ...TEST_SERVICE_ENV, ...extra });
+export const testConfig = (extra: Record<string, string> = {}) => contentService.loadConfig({ ...TEST_SERVICE_ENV, ...testIdentityEnv('content'), ...extra });
 
 /** The real service, in-process, on a throwaway Postgres schema of its own (one per test file). */
 export const startTestContent = (extra: Record<string, string> = {}): Promise<TestContent> => startTestService(contentService, extra);

@@ -1,4 +1,4 @@
-import { callUnary, clientChannelOptions, grpc, isHaloError, type User } from '@halo/kit';
+import { callUnary, clientChannelOptions, grpc, isHaloError, type ServiceIdentity, type User } from '@halo/kit';
 import { content as pb } from '@halo/proto';
 import type { UserDirectory } from '../../domain/accounts';
 
@@ -15,12 +15,12 @@ const fromPb = (u: pb.User | undefined): User => {
 };
 
 /**
- * Content's UserService as auth's user directory: every call has a deadline, and the kit sends the
- * id of the request being served (request context) as metadata.
+ * Content's UserService as auth's user directory: every call has a deadline and auth's service
+ * token, and the kit sends the id of the request being served (request context) as metadata.
  */
-export function contentUsers(address: string, deadlineMs: number): UserDirectory & { close(): void } {
+export function contentUsers(address: string, deadlineMs: number, identity: ServiceIdentity): UserDirectory & { close(): void } {
   const client = new pb.UserServiceClient(address, grpc.credentials.createInsecure(), clientChannelOptions);
-  const opts = { defaultDeadlineMs: deadlineMs };
+  const opts = { defaultDeadlineMs: deadlineMs, auth: { identity, audience: 'content' } };
   return {
     async byId(id) {
       return fromPb((await callUnary(client, client.getUser, { id }, opts)).user);

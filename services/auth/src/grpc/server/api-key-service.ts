@@ -1,11 +1,21 @@
-import { unary, type GrpcServiceBinding, type Logger } from '@halo/kit';
+import { unary, type GrpcAccess, type GrpcServiceBinding, type Logger } from '@halo/kit';
 import { auth as pb } from '@halo/proto';
 import type { ApiKeys } from '../../domain/api-keys';
+
+/** Who may call which method (docs/service-identity.md); kit topology's GRPC_CALLS agrees (tested). */
+export const API_KEY_SERVICE_ACCESS = {
+  ExchangeApiKey: ['gateway'],
+} as const satisfies GrpcAccess;
 
 /** `halo.auth.v1.ApiKeyService`: the gateway trades an `X-API-Key` for a short-lived access token. */
 export function apiKeyServiceBinding(apiKeys: ApiKeys, logger: Logger): GrpcServiceBinding {
   const implementation: pb.ApiKeyServiceServer = {
     exchangeApiKey: unary(logger, (req: pb.ExchangeApiKeyRequest) => apiKeys.exchange(req.apiKey)),
   };
-  return { name: 'halo.auth.v1.ApiKeyService', definition: pb.ApiKeyServiceService, implementation };
+  return {
+    name: 'halo.auth.v1.ApiKeyService',
+    definition: pb.ApiKeyServiceService,
+    implementation,
+    access: API_KEY_SERVICE_ACCESS,
+  };
 }

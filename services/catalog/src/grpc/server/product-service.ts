@@ -1,4 +1,4 @@
-import { unary, type GrpcServiceBinding, type Logger } from '@halo/kit';
+import { unary, type GrpcAccess, type GrpcServiceBinding, type Logger } from '@halo/kit';
 import { catalog as pb } from '@halo/proto';
 import type { Catalog } from '../../domain/catalog';
 import type { Product } from '../../domain/model';
@@ -13,6 +13,16 @@ const toPb = (p: Product): pb.Product => ({
   updatedAt: p.updatedAt,
 });
 
+/**
+ * Who may call which method (docs/service-identity.md). payments reads prices for its orders;
+ * until payments is in the topology (GRPC_CALLS), no process holds a key catalog trusts, so in
+ * practice these methods are closed.
+ */
+export const PRODUCT_SERVICE_ACCESS = {
+  GetProduct: ['payments'],
+  GetProducts: ['payments'],
+} as const satisfies GrpcAccess;
+
 /** `halo.catalog.v1.ProductService`: product lookups for other services (payments), over the same use cases. */
 export function productServiceBinding(catalog: Catalog, logger: Logger): GrpcServiceBinding {
   const implementation: pb.ProductServiceServer = {
@@ -21,5 +31,5 @@ export function productServiceBinding(catalog: Catalog, logger: Logger): GrpcSer
       products: (await catalog.productsByIds(req.ids)).map(toPb),
     })),
   };
-  return { name: 'halo.catalog.v1.ProductService', definition: pb.ProductServiceService, implementation };
+  return { name: 'halo.catalog.v1.ProductService', definition: pb.ProductServiceService, implementation, access: PRODUCT_SERVICE_ACCESS };
 }

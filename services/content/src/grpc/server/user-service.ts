@@ -1,4 +1,4 @@
-import { unary, type GrpcServiceBinding, type Logger, type User } from '@halo/kit';
+import { unary, type GrpcAccess, type GrpcServiceBinding, type Logger, type User } from '@halo/kit';
 import { content as pb } from '@halo/proto';
 import type { Content } from '../../domain/content';
 import { parseId } from '../../domain/rules';
@@ -11,6 +11,18 @@ const toPb = (u: User): pb.User => ({
   role: u.role,
   createdAt: u.createdAt,
 });
+
+/**
+ * Who may call which method (docs/service-identity.md); kit topology's GRPC_CALLS agrees (tested).
+ * Only auth, which keeps credentials for content's users: sign-up, login by email, deletion.
+ */
+export const USER_SERVICE_ACCESS = {
+  GetUser: ['auth'],
+  GetUsers: ['auth'],
+  GetUserByEmail: ['auth'],
+  CreateUser: ['auth'],
+  DeleteUser: ['auth'],
+} as const satisfies GrpcAccess;
 
 /** `halo.content.v1.UserService`: user lookups (and auth's sign-ups) for other services, over the same use cases. */
 export function userServiceBinding(content: Content, logger: Logger): GrpcServiceBinding {
@@ -30,5 +42,5 @@ export function userServiceBinding(content: Content, logger: Logger): GrpcServic
       return {};
     }),
   };
-  return { name: 'halo.content.v1.UserService', definition: pb.UserServiceService, implementation };
+  return { name: 'halo.content.v1.UserService', definition: pb.UserServiceService, implementation, access: USER_SERVICE_ACCESS };
 }
