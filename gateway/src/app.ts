@@ -112,7 +112,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
       // A versioned request goes to the path that serves its version (e.g. /api/v2/products → /v2/products).
       if (match.url !== undefined) req.url = match.url;
       if (!match.route.auth) return proxyRest(match.route, req, res, proxies, config.BODY_LIMIT, logger);
-      // Protected: no caller, no proxying (CONTRACT.md: 401 Token required / Invalid token).
+      // Protected: no caller, no proxying (docs/api/auth.md: 401 Token required / Invalid token).
       return void callers.resolve(req, requestId).then(
         (caller) => {
           if (!caller) return sendJson(res, 401, { error: TOKEN_REQUIRED });

@@ -165,7 +165,7 @@ export interface AuthContext {
 
 /**
  * Enforces `@authenticated` before any subgraph is called: an anonymous operation that touches a
- * reserved field fails with HTTP 401 and code UNAUTHENTICATED (CONTRACT.md, GraphQL).
+ * reserved field fails with HTTP 401 and code UNAUTHENTICATED (docs/api/graphql.md).
  */
 export function authenticatedPlugin<C extends AuthContext>(policy: () => AuthPolicy): ApolloServerPlugin<C> {
   return {

@@ -178,7 +178,7 @@ export function formatGatewayError(logger: Logger) {
  * and @apollo/gateway keeps the most restrictive (RemoteGraphQLDataSource honours subgraph
  * Cache-Control by default; Apollo Server's cache-control plugin writes the header). What no
  * subgraph can know is that the caller is authenticated: such an answer must never sit in a
- * shared cache, so it is private (CONTRACT.md "GraphQL").
+ * shared cache, so it is private (docs/api/graphql.md).
  */
 const privateForCallersPlugin: ApolloServerPlugin<GraphQLContext> = {
   async requestDidStart() {
@@ -223,7 +223,7 @@ export function createGraphQL({ callers, supergraphPath, serviceUrls, bodyLimit,
     gateway,
     logger: apolloLogger,
     allowBatchedHttpRequests: true,
-    // /graphql authenticates by the Authorization header only, never by cookies (CONTRACT.md).
+    // /graphql authenticates by the Authorization header only, never by cookies (docs/api/graphql.md).
     csrfPrevention: false,
     introspection: true,
     includeStacktraceInErrorResponses: false,

@@ -8,7 +8,7 @@ import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import { composeSupergraph, startGateway, tempSupergraph, type RunningGateway } from './helpers';
 
 /**
- * `Cache-Control` through the gateway (CONTRACT.md "GraphQL"): each subgraph computes the policy of
+ * `Cache-Control` through the gateway (docs/api/graphql.md, docs/api/conventions.md): each subgraph computes the policy of
  * its own response from `@cacheControl` hints and sends it as a header; the gateway keeps the most
  * restrictive one across every subgraph it called (min maxAge; private if any part is private or
  * the caller is authenticated; no-store when nothing may be cached).

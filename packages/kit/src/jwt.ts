@@ -15,7 +15,7 @@ export interface AccessClaims {
 }
 
 export const MIN_SECRET_BYTES = 32;
-/** CONTRACT.md: verification tolerates at most 30 s of clock skew. */
+/** docs/api/auth.md: verification tolerates at most 30 s of clock skew. */
 export const CLOCK_TOLERANCE_S = 30;
 
 export const TOKEN_REQUIRED = 'Token required';

@@ -57,7 +57,7 @@ describe('demo seed', () => {
          FROM posts p JOIN users u ON u.id = p.user_id ORDER BY p.id`,
     );
     for (const { email } of users) expect(posts.filter((p) => p.email === email).length).toBeGreaterThan(0);
-    // CONTRACT: "Each demo user has posts with comments".
+    // docs/api/auth.md "Seeded demo data": each demo user has posts with comments.
     for (const p of posts) expect(p.comments).toBeGreaterThan(0);
     expect(await counts()).toEqual({ users: 3, posts: 5, comments: 7 });
   });

@@ -4,7 +4,7 @@ import type { PasswordHasher, UserDirectory } from '../domain/accounts';
 import type { AuthStore } from './store';
 
 /**
- * Demo passwords for the users content seeds (CONTRACT.md "Seeded demo data"; embedded dev mode
+ * Demo passwords for the users content seeds (docs/api/auth.md "Seeded demo data"; embedded dev mode
  * only). Idempotent: a user who already has credentials keeps them, and nothing is hashed twice.
  */
 export const DEMO_CREDENTIALS = [

@@ -10,7 +10,7 @@ import {
 } from 'openid-client';
 
 /**
- * OAuth 2.0 / OIDC login, the auth service's side (CONTRACT.md, "OAuth 2.0 / OIDC login").
+ * OAuth 2.0 / OIDC login, the auth service's side (docs/api/auth.md, "OAuth 2.0 / OpenID Connect login").
  *
  * - providers.ts (this file): which OpenID providers exist, from the environment, and their
  *   discovered metadata. `OAUTH_PROVIDERS=dev,google` plus, per provider, `OAUTH_<NAME>_ISSUER`,

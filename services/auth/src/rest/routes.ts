@@ -7,7 +7,7 @@ import { TooManyAttempts } from '../domain/tokens';
 import type { HttpSessions } from '../http/sessions';
 import { restManifest } from './manifest';
 
-/** REST records use snake_case and integer ids (CONTRACT.md). Never a password or a hash. */
+/** REST records use snake_case and integer ids (docs/api/conventions.md). Never a password or a hash. */
 export const profileJson = (u: User) => ({
   id: u.id,
   name: u.name,

@@ -2,7 +2,7 @@ import type { Db, Logger } from '@halo/kit';
 import { CatalogStore } from './store';
 
 /**
- * Demo products for the embedded dev mode only (CONTRACT.md "Seeded demo data"): 42 products in
+ * Demo products for the embedded dev mode only (docs/api/auth.md "Seeded demo data"): 42 products in
  * three categories, with fixed timestamps so that sorting by created_at is reproducible, and a
  * few equal prices so that the id tie-break shows.
  *

@@ -3,7 +3,7 @@ import { newUser } from '../domain/rules';
 import { ContentStore } from './store';
 
 /**
- * Demo data for the embedded dev mode only (CONTRACT.md "Seeded demo data"). Idempotent: users
+ * Demo data for the embedded dev mode only (docs/api/auth.md "Seeded demo data"). Idempotent: users
  * are keyed by email, and a demo user's posts (with their comments) are written only while that
  * user has none, so a restart neither duplicates nor loses rows. Passwords are auth's business.
  */

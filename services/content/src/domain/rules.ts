@@ -1,6 +1,6 @@
 import { badRequest, emailAddress, timeIdCursor, userName, type Role } from '@halo/kit';
 
-/** CONTRACT.md: `POST /greet` needs a non-empty string name. */
+/** docs/api/resources.md: `POST /greet` needs a non-empty string name. */
 export function greeting(name: unknown): string {
   if (typeof name !== 'string' || name.trim() === '') throw badRequest('name is required');
   return `Halo, ${name}!`;

@@ -5,7 +5,7 @@ import type { Comment, Post } from '../domain/model';
 import { greeting, HELLO, parseId } from '../domain/rules';
 import { restManifest } from './manifest';
 
-/** REST records use snake_case and integer ids (CONTRACT.md). */
+/** REST records use snake_case and integer ids (docs/api/conventions.md). */
 export const postJson = (p: Post) => ({
   id: p.id,
   user_id: p.userId,
