@@ -232,3 +232,16 @@ export const SEED_RULE_CASES: readonly [haloEnv: string | undefined, seed: strin
 /** A fixed clock for created_at values, so ordering never depends on when a test runs. */
 export const minutesAfter = (minutes: number, base = '2025-06-01T12:00:00.000Z') =>
   new Date(Date.parse(base) + minutes * 60_000).toISOString();
+
+/** The thrown error's message, or null when `fn` does not throw (parity tests of schemas and rules). */
+export function messageOf(fn: () => unknown): string | null {
+  try {
+    fn();
+    return null;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+/** `it.each` rows labelled by their JSON (`undefined` spelled out). */
+export const labelled = (xs: unknown[]): [string, unknown][] => xs.map((x) => [JSON.stringify(x) ?? 'undefined', x]);

@@ -1,20 +1,11 @@
 import { validateRestInput, type RestRoute } from '@halo/kit';
+import { labelled, messageOf } from '@halo/kit/testing';
 import { apiKeyInput, loginInput, parseId, registration } from '../src/domain/rules';
 import { restManifest } from '../src/rest/manifest';
 
 /** The manifest's schemas answer what the domain answers, for every input (the same 400, or none). */
 
 const route = (id: string) => restManifest.routes.find((r) => r.id === id)! as RestRoute;
-
-const messageOf = (fn: () => unknown): string | null => {
-  try {
-    fn();
-    return null;
-  } catch (err) {
-    return (err as Error).message;
-  }
-};
-const labelled = (xs: unknown[]) => xs.map((x) => [JSON.stringify(x) ?? 'undefined', x]);
 
 const GOOD = { name: 'Budi', email: 'budi@example.com', password: 'password123' };
 

@@ -1,4 +1,5 @@
 import { validateRestInput, type RestRoute } from '@halo/kit';
+import { messageOf } from '@halo/kit/testing';
 import type { MoneyField } from '../src/domain/model';
 import { listQuery, newProductFields, productChanges } from '../src/domain/rules';
 import { restManifest } from '../src/rest/manifest';
@@ -10,15 +11,6 @@ import { restManifest } from '../src/rest/manifest';
  */
 
 const route = (id: string) => restManifest.routes.find((r) => r.id === id)! as RestRoute;
-
-const messageOf = (fn: () => unknown): string | null => {
-  try {
-    fn();
-    return null;
-  } catch (err) {
-    return (err as Error).message;
-  }
-};
 
 const long = (n: number) => 'x'.repeat(n);
 

@@ -1,19 +1,11 @@
 import { parseId, validateRestInput, type RestRoute } from '@halo/kit';
+import { messageOf } from '@halo/kit/testing';
 import { greeting } from '../src/domain/rules';
 import { restManifest } from '../src/rest/manifest';
 
 /** The manifest's schemas answer what the domain answers, for every input (the same 400, or none). */
 
 const route = (id: string) => restManifest.routes.find((r) => r.id === id)! as RestRoute;
-
-const messageOf = (fn: () => unknown): string | null => {
-  try {
-    fn();
-    return null;
-  } catch (err) {
-    return (err as Error).message;
-  }
-};
 
 it.each([undefined, null, 'Budi', 42, [], ['Budi'], {}, { name: 'Budi' }, { name: ' Budi ' }, { name: '' }, { name: '   ' }, { name: 5 }, { name: null }, { name: ['Budi'] }, { other: 'x' }].map((b) => [JSON.stringify(b) ?? 'undefined', b]))(
   'POST /greet %s',
