@@ -1,5 +1,5 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { relative, resolve } from 'node:path';
+import { basename, relative, resolve } from 'node:path';
 import { composeServices } from '@apollo/composition';
 import { defaultServiceUrl, SERVICE_NAMES } from '@halo/kit';
 import { parse } from 'graphql';
@@ -14,6 +14,8 @@ import { composeRest, OPENAPI_FILE, ROUTES_FILE } from './compose-rest';
  */
 const ROOT = resolve(__dirname, '../..');
 export const SUPERGRAPH_FILE = resolve(ROOT, 'gateway/supergraph.graphql');
+/** Where the chart (helm/halo) keeps its copies of the composed files. */
+export const CHART_FILES_DIR = resolve(ROOT, 'helm/halo/files');
 const HEADER = '# Composed by `npm run compose` from services/*/schema.graphql. Do not edit by hand.\n';
 
 export function composeSupergraph(): { sdl: string } | { errors: string[] } {
@@ -42,11 +44,13 @@ function main(): void {
     process.stderr.write(`${failed.join('\n')}\n`);
     process.exit(1);
   }
-  const outputs: [string, string][] = [
+  const composed: [string, string][] = [
     [SUPERGRAPH_FILE, supergraph.sdl],
     [ROUTES_FILE, rest.routes],
     [OPENAPI_FILE, rest.openapi],
   ];
+  // The Helm chart ships the same files (its ConfigMap's defaults), so a release never lags the code.
+  const outputs = [...composed, ...composed.map(([path, content]): [string, string] => [resolve(CHART_FILES_DIR, basename(path)), content])];
   if (check) {
     const stale = outputs.filter(([path, content]) => (existsSync(path) ? readFileSync(path, 'utf8') : '') !== content);
     for (const [path] of stale) process.stderr.write(`${relative(process.cwd(), path)} is stale: run \`npm run compose\` and commit the result.\n`);

