@@ -7,8 +7,8 @@ import { validateK8sObjects, type K8sObject } from './k8s-schemas';
 import { buildRenderer, CHART, render, renderError, renderText, ROOT, type Rendered, type Renderer } from './render';
 
 /**
- * helm/halo, rendered here the way `helm template` renders it (helm/render: Helm's engine code on
- * Go's text/template + sprig), for every CI value set: the values validate against
+ * helm/halo, rendered here the way `helm template` renders it (helm/render: our stand-in for
+ * `helm template`, Go's text/template + sprig), for every CI value set: the values validate against
  * values.schema.json, every object validates against the Kubernetes schemas (strictly: no unknown
  * field), the committed examples match, and the chart does what helm/halo/README.md promises.
  * `UPDATE_EXAMPLES=1 npx jest helm` rewrites helm/halo/examples/ after a deliberate change.
@@ -238,6 +238,8 @@ describe('the default install (ci/default-values.yaml)', () => {
       CATALOG_URL: 'http://halo-catalog:4003',
       AUTH_GRPC_ADDR: 'halo-auth:5001',
       SUPERGRAPH_PATH: '/etc/halo/composed/supergraph.graphql',
+      ROUTES_PATH: '/etc/halo/composed/routes.json',
+      OPENAPI_PATH: '/etc/halo/composed/openapi.json',
       JWT_SECRET: { secretKeyRef: { name: 'halo', key: 'jwt-secret' } },
       SERVICE_SIGNING_KEY: { secretKeyRef: { name: 'halo', key: 'gateway-signing-key' } },
       HALO_ENV: 'production',
@@ -317,9 +319,11 @@ describe('the default install (ci/default-values.yaml)', () => {
     expect(hookSecret.data).toEqual(one(r(), 'Secret', 'halo').data);
   });
 
-  it("serves the gateway's supergraph from a ConfigMap with the committed gateway/supergraph.graphql", () => {
+  it("serves the gateway's composed files (supergraph, route table, OpenAPI) from a ConfigMap, equal to the committed gateway/ files", () => {
     const composed = one(r(), 'ConfigMap', 'halo-composed');
-    expect((composed.data as Record<string, string>)['supergraph.graphql']).toBe(readFileSync(join(ROOT, 'gateway/supergraph.graphql'), 'utf8'));
+    for (const file of ['supergraph.graphql', 'routes.json', 'openapi.json']) {
+      expect((composed.data as Record<string, string>)[file]).toBe(readFileSync(join(ROOT, 'gateway', file), 'utf8'));
+    }
     expect(podTemplate(one(r(), 'Deployment', 'halo-gateway')).spec.volumes).toContainEqual({ name: 'composed', configMap: { name: 'halo-composed' } });
     // Hot-reloaded, so no checksum of it on the pods: only the Secret's.
     expect(Object.keys(podTemplate(one(r(), 'Deployment', 'halo-gateway')).metadata.annotations!)).toEqual(['checksum/secret']);
