@@ -29,7 +29,15 @@ export async function startE2ESystem(opts: {
     content: throwawaySchema('e2e_content'),
     auth: throwawaySchema('e2e_auth'),
     catalog: throwawaySchema('e2e_catalog'),
+    payments: throwawaySchema('e2e_payments'),
   };
+  // Each process's own settings on top of its throwaway schema (merged per process, not replaced).
+  const envFor: NonNullable<LaunchOptions['envFor']> = opts.postgres
+    ? Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, { DB_SCHEMA: schema }]))
+    : {};
+  for (const [name, env] of Object.entries(opts.envFor ?? {}) as [keyof typeof envFor, Record<string, string | undefined>][]) {
+    envFor[name] = { ...envFor[name], ...env };
+  }
   const logs: string[] = [];
   const dropAll = async () => {
     if (opts.postgres) for (const schema of Object.values(schemas)) await dropSchema(schema);
@@ -48,10 +56,7 @@ export async function startE2ESystem(opts: {
         : { DATABASE_URL: '' }),
     },
     ...(dataDir ? { postgresDataDir: join(dataDir, 'postgres') } : {}),
-    envFor: {
-      ...(opts.postgres ? { content: { DB_SCHEMA: schemas.content }, auth: { DB_SCHEMA: schemas.auth }, catalog: { DB_SCHEMA: schemas.catalog } } : {}),
-      ...opts.envFor,
-    },
+    envFor,
     ...(opts.restart ? { restart: opts.restart } : {}),
     onLog: (name, line) => logs.push(`${name}| ${line}`),
   }).catch(async (err: unknown) => {
@@ -64,6 +69,8 @@ export async function startE2ESystem(opts: {
     url: system.gatewayUrl,
     direct: (name: string) => system.processes.find((p) => p.name === name)!.url,
     logs,
+    /** The throwaway schemas (used with `postgres: true`). */
+    schemas,
     async stop() {
       await system.stop();
       await dropAll();

@@ -12,7 +12,7 @@ import { startE2ESystem } from './helpers';
  * tables alone decide.
  */
 const PORT_OFFSET = 880;
-const PROCESSES = ['gateway', 'auth', 'content', 'catalog'] as const;
+const PROCESSES = ['gateway', 'auth', 'content', 'catalog', 'payments'] as const;
 
 /** The policy this test holds the services to (docs/service-identity.md, issue: zero trust). */
 const SERVERS: { service: ServiceName; name: string; definition: grpc.ServiceDefinition; access: Record<string, string[]> }[] = [
@@ -23,7 +23,7 @@ const SERVERS: { service: ServiceName; name: string; definition: grpc.ServiceDef
     definition: content.UserServiceService,
     access: { GetUser: ['auth'], GetUsers: ['auth'], GetUserByEmail: ['auth'], CreateUser: ['auth'], DeleteUser: ['auth'] },
   },
-  // payments reads prices; until payments runs, none of these processes may.
+  // payments checks the products of its orders; no other process may read them.
   {
     service: 'catalog',
     name: 'halo.catalog.v1.ProductService',
@@ -81,7 +81,7 @@ const addressOf = (service: ServiceName) => `127.0.0.1:${SERVICES[service].grpcP
 describe.each(SERVERS)('$name', (server) => {
   it('lists exactly the methods the policy names, and its callers are the topology’s', () => {
     expect(methodsOf(server).map((m) => m.method).sort()).toEqual(Object.keys(server.access).sort());
-    // Callers that are not yet processes of the topology (payments) have no key anyone trusts.
+    // Only callers that are processes of the topology can hold a key anyone trusts.
     const listed = [...new Set(Object.values(server.access).flat())].filter((c) => (PROCESSES as readonly string[]).includes(c)).sort();
     expect(listed).toEqual([...grpcCallersOf(server.service)].sort());
   });

@@ -24,3 +24,10 @@ GRANT CONNECT ON DATABASE halo TO catalog;
 CREATE SCHEMA IF NOT EXISTS catalog AUTHORIZATION catalog;
 ALTER SCHEMA catalog OWNER TO catalog;
 ALTER ROLE catalog IN DATABASE halo SET search_path = catalog;
+
+CREATE ROLE payments;
+ALTER ROLE payments WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT PASSWORD 'local-dev-payments-password';
+GRANT CONNECT ON DATABASE halo TO payments;
+CREATE SCHEMA IF NOT EXISTS payments AUTHORIZATION payments;
+ALTER SCHEMA payments OWNER TO payments;
+ALTER ROLE payments IN DATABASE halo SET search_path = payments;

@@ -71,6 +71,11 @@ describe('the composed route table file', () => {
         'GET /products/:id → catalog v1,2',
         'PUT /products/:id → catalog (auth) v1,2',
         'DELETE /products/:id → catalog (auth) v1,2',
+        'POST /api/payments → payments (auth)',
+        'GET /api/payments/:id → payments (auth)',
+        'POST /api/orders → payments (auth)',
+        'GET /api/orders → payments (auth)',
+        'GET /api/orders/:id → payments (auth)',
       ].sort(),
     );
   });

@@ -115,7 +115,7 @@ describe('values', () => {
     expect(error).toContain('components.auth: Property name of "replcas" does not match');
   });
 
-  it('names, ports and gRPC edges follow packages/kit/src/topology.ts (payments → catalog planned)', () => {
+  it('names, ports and gRPC edges follow packages/kit/src/topology.ts', () => {
     expect(values.components.gateway!.httpPort).toBe(GATEWAY_PORT);
     expect(values.components.gateway!.calls).toEqual([...GRPC_CALLS.gateway]);
     for (const [name, ports] of Object.entries(SERVICES)) {
@@ -127,7 +127,6 @@ describe('values', () => {
       });
       expect(c.enabled).toBe(true);
     }
-    expect(values.components.payments).toMatchObject({ enabled: false, httpPort: 4004, grpcPort: 5004, calls: ['catalog'] });
     expect(values.components.chat).toMatchObject({ enabled: false, httpPort: 4005, grpcPort: 5005 });
   });
 });
@@ -219,13 +218,14 @@ describe.each(ciFiles)('ci/%s', (f) => {
 describe('the default install (ci/default-values.yaml)', () => {
   const r = () => rendered('default-values.yaml');
 
-  it('runs the gateway and the three services, two replicas each, images tagged with the appVersion', () => {
+  it('runs the gateway and the four services, two replicas each, images tagged with the appVersion', () => {
     const deployments = all(r(), 'Deployment').map((d) => [d.metadata.name, (d.spec as { replicas: number }).replicas, container(d).image]);
     expect(deployments).toEqual([
       ['halo-auth', 2, 'halo/auth:0.1.0'],
       ['halo-catalog', 2, 'halo/catalog:0.1.0'],
       ['halo-content', 2, 'halo/content:0.1.0'],
       ['halo-gateway', 2, 'halo/gateway:0.1.0'],
+      ['halo-payments', 2, 'halo/payments:0.1.0'],
     ]);
   });
 
@@ -266,6 +266,9 @@ describe('the default install (ci/default-values.yaml)', () => {
       'content-database-url',
       'gateway-signing-key',
       'jwt-secret',
+      'payments-database-password',
+      'payments-database-url',
+      'payments-signing-key',
     ]);
   });
 
@@ -276,7 +279,8 @@ describe('the default install (ci/default-values.yaml)', () => {
     };
     expect(trusted('halo-auth')).toEqual(['gateway:ci-2026-01']);
     expect(trusted('halo-content')).toEqual(['auth:ci-2026-01']);
-    expect(trusted('halo-catalog')).toBeUndefined();
+    expect(trusted('halo-catalog')).toEqual(['payments:ci-2026-01']);
+    expect(trusted('halo-payments')).toBeUndefined();
     expect(trusted('halo-gateway')).toBeUndefined();
   });
 
@@ -298,12 +302,15 @@ describe('the default install (ci/default-values.yaml)', () => {
       { ports: ['http'], from: ['gateway'] },
       { ports: ['grpc'], from: ['auth'] },
     ]);
-    expect(rules('halo-catalog')).toEqual([{ ports: ['http'], from: ['gateway'] }]);
+    expect(rules('halo-catalog')).toEqual([
+      { ports: ['http'], from: ['gateway'] },
+      { ports: ['grpc'], from: ['payments'] },
+    ]);
   });
 
   it('migrates each database service in a pre-install/pre-upgrade Job reading the hook copy of the Secret', () => {
     const jobs = all(r(), 'Job');
-    expect(jobs.map((j) => j.metadata.name)).toEqual(['halo-auth-migrate', 'halo-catalog-migrate', 'halo-content-migrate']);
+    expect(jobs.map((j) => j.metadata.name)).toEqual(['halo-auth-migrate', 'halo-catalog-migrate', 'halo-content-migrate', 'halo-payments-migrate']);
     for (const job of jobs) {
       expect(job.metadata.annotations).toEqual({
         'helm.sh/hook': 'pre-install,pre-upgrade',
@@ -458,7 +465,7 @@ describe('refusals', () => {
   });
 
   it("a gRPC server whose caller's public key is missing", () => {
-    expect(renderError(renderer, [ci('default-values.yaml'), join(__dirname, 'fixtures/missing-public-key.yaml')])).toContain(
+    expect(renderError(renderer, [join(__dirname, 'fixtures/missing-public-key.yaml')])).toContain(
       'serviceIdentity.publicKeys.payments is required: payments calls catalog over gRPC',
     );
   });

@@ -1,11 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
-import { SERVICE_NAMES } from '@halo/kit';
+import { createLogger, openRedis, redisReady, SERVICE_NAMES } from '@halo/kit';
 import { dropSchema } from '@halo/kit/testing';
 import { startSystem, type RunningSystem } from '@halo/tools';
+import { benchPayments } from './payments-bench';
 
 /**
  * `npm run bench`: starts Halo (embedded, NODE_ENV=production) plus a bare node:http server as
@@ -20,6 +22,10 @@ const PORT_OFFSET = Number(process.env.BENCH_PORT_OFFSET ?? 200);
 const OUT = resolve(ROOT, 'docs/benchmarks.md');
 /** Which database the services run on; each mode keeps its own section of docs/benchmarks.md. */
 const MODE = process.env.DATABASE_URL ? 'postgres' : 'embedded';
+/** `payments`: only the payments scenario (and only its section is rewritten). */
+const ONLY = process.env.BENCH_ONLY;
+/** A fresh secret per run: the bench signs its own tokens (payments needs a caller). */
+const JWT_SECRET = randomBytes(32).toString('base64url');
 
 interface Row {
   name: string;
@@ -81,6 +87,7 @@ async function main(): Promise<void> {
         HALO_ENV: 'development',
         LOG_LEVEL: 'warn',
         DATABASE_URL: process.env.DATABASE_URL,
+        JWT_SECRET,
       },
       // Postgres mode works in a throwaway schema (dropped below); the embedded server in a temp directory.
       postgresDataDir: join(dataDir, 'postgres'),
@@ -90,40 +97,84 @@ async function main(): Promise<void> {
       onLog: (name, line) => process.stderr.write(`${name}| ${line}\n`),
     });
     const readySecs = (Date.now() - started) / 1000;
-    const ceilingPort = 4999 + PORT_OFFSET;
-    ceiling = await startCeiling(ceilingPort);
+    const log = (line: string) => process.stderr.write(`${line}\n`);
+    let doc = existsSync(OUT) ? readFileSync(OUT, 'utf8') : '';
 
-    const gw = system.gatewayUrl;
-    const content = system.processes.find((p) => p.name === 'content')!.url;
-    const catalog = system.processes.find((p) => p.name === 'catalog')!.url;
-    const idle = Object.fromEntries(system.processes.map((p) => [p.name, memOf(p.child.pid!).rss]));
+    if (ONLY !== 'payments') {
+      const ceilingPort = 4999 + PORT_OFFSET;
+      ceiling = await startCeiling(ceilingPort);
 
-    const gql = { method: 'POST' as const, body: NESTED_QUERY, headers: { 'content-type': 'application/json' } };
-    const rows: Row[] = [];
-    const run = async (name: string, url: string, init?: Parameters<typeof load>[2]) => {
-      process.stderr.write(`bench: ${name} …\n`);
-      rows.push(await load(name, url, init));
-    };
-    await run('raw node:http (ceiling)', `http://127.0.0.1:${ceilingPort}/hello`);
-    await run('REST /hello direct', `${content}/hello`);
-    await run('REST /hello via gateway', `${gw}/hello`);
-    await run('REST /posts/2 direct', `${content}/posts/2`);
-    await run('REST /posts/2 via gateway', `${gw}/posts/2`);
-    await run('REST /products (filter+sort) direct', `${catalog}${PRODUCTS}`);
-    await run('REST /products (filter+sort) via gateway', `${gw}${PRODUCTS}`);
-    await run('GraphQL nested direct (subgraph)', `${content}/graphql`, gql);
-    await run('GraphQL nested via gateway', `${gw}/graphql`, gql);
+      const gw = system.gatewayUrl;
+      const content = system.processes.find((p) => p.name === 'content')!.url;
+      const catalog = system.processes.find((p) => p.name === 'catalog')!.url;
+      const idle = Object.fromEntries(system.processes.map((p) => [p.name, memOf(p.child.pid!).rss]));
 
-    const peaks = system.processes.map((p) => ({ name: p.name, idle: idle[p.name]!, peak: memOf(p.child.pid!).peak }));
-    const section = render(rows, peaks, readySecs);
-    process.stdout.write(section);
-    writeFileSync(OUT, mergeSection(existsSync(OUT) ? readFileSync(OUT, 'utf8') : '', MODE, section));
-    process.stderr.write(`bench: wrote ${OUT}\n`);
+      const gql = { method: 'POST' as const, body: NESTED_QUERY, headers: { 'content-type': 'application/json' } };
+      const rows: Row[] = [];
+      const run = async (name: string, url: string, init?: Parameters<typeof load>[2]) => {
+        log(`bench: ${name} …`);
+        rows.push(await load(name, url, init));
+      };
+      await run('raw node:http (ceiling)', `http://127.0.0.1:${ceilingPort}/hello`);
+      await run('REST /hello direct', `${content}/hello`);
+      await run('REST /hello via gateway', `${gw}/hello`);
+      await run('REST /posts/2 direct', `${content}/posts/2`);
+      await run('REST /posts/2 via gateway', `${gw}/posts/2`);
+      await run('REST /products (filter+sort) direct', `${catalog}${PRODUCTS}`);
+      await run('REST /products (filter+sort) via gateway', `${gw}${PRODUCTS}`);
+      await run('GraphQL nested direct (subgraph)', `${content}/graphql`, gql);
+      await run('GraphQL nested via gateway', `${gw}/graphql`, gql);
+
+      const peaks = system.processes.map((p) => ({ name: p.name, idle: idle[p.name]!, peak: memOf(p.child.pid!).peak }));
+      const section = render(rows, peaks, readySecs);
+      process.stdout.write(section);
+      doc = mergeSection(doc, MODE, section);
+    }
+
+    // Payments: the idempotency layer's cost, and replays against first calls.
+    const paymentsSchema = MODE === 'postgres' ? `${benchSchema}_payments` : 'payments';
+    const store = process.env.REDIS_URL ? 'redis' : 'memory';
+    const paymentsSection = await benchPayments({
+      withLayer: system.processes.find((p) => p.name === 'payments')!.url,
+      env:
+        MODE === 'postgres'
+          ? { DATABASE_URL: process.env.DATABASE_URL, DB_SCHEMA: paymentsSchema }
+          : { DATABASE_URL: system.postgres!.databaseUrls.payments },
+      jwtSecret: JWT_SECRET,
+      port: 4997 + PORT_OFFSET,
+      durationS: DURATION_S,
+      connections: CONNECTIONS,
+      store,
+      mode: MODE,
+      log,
+    });
+    process.stdout.write(paymentsSection);
+    doc = mergeSection(doc, `payments-${MODE}-${store}`, paymentsSection);
+    if (process.env.REDIS_URL) await dropBenchKeys(process.env.REDIS_URL, paymentsSchema);
+
+    writeFileSync(OUT, doc);
+    log(`bench: wrote ${OUT}`);
   } finally {
     ceiling?.kill();
     await system?.stop();
     rmSync(dataDir, { recursive: true, force: true });
     if (MODE === 'postgres') for (const name of SERVICE_NAMES) await dropSchema(`${benchSchema}_${name}`, process.env.DATABASE_URL!);
+  }
+}
+
+/** The bench caller's idempotency records (they would otherwise stay for 24 h). */
+async function dropBenchKeys(url: string, schema: string): Promise<void> {
+  const redis = openRedis(url, createLogger('bench', 'silent'), { enableOfflineQueue: true });
+  try {
+    if (!(await redisReady(redis))) return;
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `halo:${schema}:idem:{424242:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await redis.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
   }
 }
 

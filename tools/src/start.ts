@@ -11,6 +11,7 @@ const COLORS: Partial<Record<ProcessName, string>> = {
   auth: '33',
   content: '36',
   catalog: '34',
+  payments: '92',
   oidc: '32',
   postgres: '90',
   launcher: '1',

@@ -6,10 +6,15 @@ import { buildASTSchema, type GraphQLFieldResolver } from 'graphql';
 import { ConfigError, env } from './config';
 import { defineService, loadServiceConfig } from './define-service';
 import { signAccessToken } from './jwt';
-import { dropSchema, openTestDb, postGraphQL, SEED_RULE_CASES, TEST_DATABASE_URL, TEST_JWT_SECRET, TEST_SERVICE_ENV, type TestDb } from './testing';
+import { dropSchema, openTestDb, postGraphQL, SEED_RULE_CASES, TEST_DATABASE_URL, TEST_JWT_SECRET, TEST_SERVICE_ENV, testIdentityEnv, type TestDb } from './testing';
 import { createLogger } from './logger';
 
-/** A whole (tiny) service declared with defineService, started for real on a throwaway schema. */
+/**
+ * A whole (tiny) service declared with defineService, started for real on a throwaway schema. It
+ * borrows catalog's name (a service must be one of the topology's), so it gets catalog's place in
+ * the service-identity topology too: the test keys payments' calls are verified with.
+ */
+const ENV = { ...TEST_SERVICE_ENV, ...testIdentityEnv('catalog') };
 const root = mkdtempSync(join(tmpdir(), 'halo-define-service-'));
 mkdirSync(join(root, 'migrations'));
 writeFileSync(join(root, 'migrations', '0001_init.sql'), 'CREATE TABLE notes (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text NOT NULL);');
@@ -51,7 +56,7 @@ let base: string;
 
 beforeAll(async () => {
   db = await openTestDb('define_service');
-  started = await notes.start(notes.loadConfig({ ...TEST_SERVICE_ENV, SEED_DEMO_DATA: 'true', GREETING: 'halo' }), createLogger('t', 'silent'), { db });
+  started = await notes.start(notes.loadConfig({ ...ENV, SEED_DEMO_DATA: 'true', GREETING: 'halo' }), createLogger('t', 'silent'), { db });
   base = `http://127.0.0.1:${started.httpPort}`;
 });
 
@@ -88,7 +93,7 @@ describe('defineService', () => {
   });
 
   it('leaves a given database open when it stops', async () => {
-    const again = await notes.start(notes.loadConfig({ ...TEST_SERVICE_ENV }), createLogger('t', 'silent'), { db });
+    const again = await notes.start(notes.loadConfig({ ...ENV }), createLogger('t', 'silent'), { db });
     await again.stop();
     await expect(db.ping()).resolves.toBeUndefined();
     // SEED_DEMO_DATA is off by default outside development: nothing was added.
@@ -106,7 +111,7 @@ describe('defineService', () => {
         throw new Error('cannot build');
       },
     });
-    const config = broken.loadConfig({ ...TEST_SERVICE_ENV, DATABASE_URL: TEST_DATABASE_URL, DB_SCHEMA: schema });
+    const config = broken.loadConfig({ ...ENV, DATABASE_URL: TEST_DATABASE_URL, DB_SCHEMA: schema });
     try {
       await expect(broken.start(config, createLogger('t', 'silent'))).rejects.toThrow('cannot build');
       expect(closed).toEqual(['client']);

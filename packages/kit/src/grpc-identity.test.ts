@@ -169,8 +169,11 @@ describe('starting a server', () => {
       /^Invalid configuration: SERVICE_SIGNING_KEY: is required: auth calls content over gRPC/,
     );
     expect(() => serviceIdentityFor('gateway', {})).toThrow(/SERVICE_SIGNING_KEY: is required: gateway calls auth/);
-    // catalog is called by nobody yet and calls nobody: it needs no keys.
-    expect(serviceIdentityFor('catalog', {}).canCall).toBe(false);
+    // payments calls catalog and nobody calls payments: a signing key is all it needs, and catalog needs payments' public key.
+    expect(() => serviceIdentityFor('catalog', {})).toThrow(/^Invalid configuration: SERVICE_TRUSTED_KEYS: is required: payments calls catalog over gRPC/);
+    expect(() => serviceIdentityFor('payments', {})).toThrow(/^Invalid configuration: SERVICE_SIGNING_KEY: is required: payments calls catalog over gRPC/);
+    const payments = generateServiceKey('payments', 'k1');
+    expect(serviceIdentityFor('payments', { SERVICE_SIGNING_KEY: JSON.stringify(payments.privateJwk) }).canCall).toBe(true);
   });
 });
 

@@ -9,6 +9,7 @@ export const SERVICES = {
   auth: { httpPort: 4001, grpcPort: 5001 },
   content: { httpPort: 4002, grpcPort: 5002 },
   catalog: { httpPort: 4003, grpcPort: 5003 },
+  payments: { httpPort: 4004, grpcPort: 5004 },
 } as const;
 
 /** The dev OpenID provider that `npm start` runs on loopback (never in production). */
@@ -35,6 +36,7 @@ export const GRPC_CALLS: Readonly<Record<ServiceName | 'gateway', readonly Servi
   auth: ['content'],
   content: [],
   catalog: [],
+  payments: ['catalog'],
 };
 
 /** The processes that call `name` over gRPC. */

@@ -13,11 +13,7 @@ const toPb = (p: Product): pb.Product => ({
   updatedAt: p.updatedAt,
 });
 
-/**
- * Who may call which method (docs/service-identity.md). payments reads prices for its orders;
- * until payments is in the topology (GRPC_CALLS), no process holds a key catalog trusts, so in
- * practice these methods are closed.
- */
+/** Who may call which method (docs/service-identity.md): payments, which checks its orders' products. */
 export const PRODUCT_SERVICE_ACCESS = {
   GetProduct: ['payments'],
   GetProducts: ['payments'],

@@ -1,0 +1,24 @@
+import { callUnary, clientChannelOptions, grpc, isHaloError, type ServiceIdentity } from '@halo/kit';
+import { catalog as pb } from '@halo/proto';
+import type { ProductDirectory } from '../../domain/payments';
+
+/**
+ * catalog's ProductService as payments' product directory: every call has a deadline
+ * (GRPC_DEADLINE_MS) and payments' service token (catalog lists payments as the caller of
+ * GetProduct); the request id travels as metadata. catalog down or slow → the kit's 503.
+ */
+export function catalogProducts(address: string, deadlineMs: number, identity: ServiceIdentity): ProductDirectory & { close(): void } {
+  const client = new pb.ProductServiceClient(address, grpc.credentials.createInsecure(), clientChannelOptions);
+  const opts = { defaultDeadlineMs: deadlineMs, auth: { identity, audience: 'catalog' } };
+  return {
+    async exists(productId) {
+      try {
+        return (await callUnary(client, client.getProduct, { id: productId }, opts)).product !== undefined;
+      } catch (err) {
+        if (isHaloError(err) && err.kind === 'NOT_FOUND') return false;
+        throw err;
+      }
+    },
+    close: () => client.close(),
+  };
+}

@@ -1,0 +1,3 @@
+import { paymentsService } from './service';
+
+void paymentsService.main();
