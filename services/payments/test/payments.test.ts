@@ -272,19 +272,21 @@ describe('faults', () => {
     // What another replica's request would hold: its token and this very request's fingerprint.
     const store = t.service.domain.store as RedisIdempotencyStore;
     const lockKey = store.keys(`7:${sha256Hex(key)}`).lock;
-    await redis.set(lockKey, `deadbeef:${requestFingerprint('POST', '/api/payments', { amount: 12 })}`, 'PX', 1500);
+    await redis.set(lockKey, `deadbeef:${requestFingerprint('POST', '/api/payments', { amount: 12 })}`, 'PX', 2000);
 
     const busy = await pay(t.base, key, { amount: 12 });
     expect(busy.status).toBe(409);
     expect(busy.body).toEqual({ error: 'Request in progress', status: 'processing' });
-    expect(busy.headers.get('retry-after')).toBe('2');
-    await sleep(600);
+    // Whole seconds left on the lock, rounded up: 2 right after it was set.
+    expect(busy.headers.get('retry-after')).toMatch(/^[12]$/);
+    // Later, with well under a second (but some margin) left: still refused, Retry-After 1.
+    while ((await redis.pttl(lockKey)) > 900) await sleep(25);
     const still = await pay(t.base, key, { amount: 12 });
     expect(still.status).toBe(409);
     expect(still.headers.get('retry-after')).toBe('1');
     expect(await paymentRows(t.db, key)).toEqual([]);
 
-    while ((await redis.pttl(lockKey)) > 0) await sleep(50);
+    while ((await redis.pttl(lockKey)) > 0) await sleep(25);
     const done = await pay(t.base, key, { amount: 12 });
     expect(done.status).toBe(201);
     expect(await paymentRows(t.db, key)).toHaveLength(1);
@@ -295,7 +297,10 @@ describe('faults', () => {
     const slow = await startTestPaymentsReplica({ PAYMENTS_IDEMPOTENCY_LOCK_MS: '200', PAYMENTS_PROCESSOR_LATENCY_MS: '700' });
     try {
       const first = pay(slow.base, key, { amount: 31 });
-      await sleep(400); // the first request's lock has expired; it is still charging
+      // Until the first request's lock has expired: it is still charging (700 ms) when it does.
+      const lockKey = (slow.service.domain.store as RedisIdempotencyStore).keys(`7:${sha256Hex(key)}`).lock;
+      while (!(await redis.exists(lockKey))) await sleep(10);
+      while (await redis.exists(lockKey)) await sleep(10);
       const second = await pay(slow.base, key, { amount: 31 });
       expect(second.status).toBe(409);
       expect(second.body).toEqual({ error: 'Request in progress', status: 'processing' });

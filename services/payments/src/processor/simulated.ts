@@ -10,6 +10,8 @@ export interface SimulatedProcessorSettings {
 
 /** How many keys the simulated processor remembers (a real one keeps them for about a day). */
 const REMEMBERED_KEYS = 100_000;
+/** How many calls `keysSeen` keeps (tests read the last few). */
+const LOGGED_CALLS = 1_000;
 
 /**
  * A payment processor in this process, for development, tests and benchmarks — Halo has no real
@@ -23,7 +25,7 @@ export class SimulatedProcessor implements PaymentProcessor {
   charged = 0;
   /** Calls received, repeats included. */
   calls = 0;
-  /** The keys of every call, in order: what a processor's logs would show. */
+  /** The keys of the last calls, in order: what a processor's logs would show. */
   readonly keysSeen: string[] = [];
   private readonly byKey = new Map<string, Promise<{ id: string }>>();
 
@@ -32,7 +34,7 @@ export class SimulatedProcessor implements PaymentProcessor {
   charge(req: { idempotencyKey: string; amountCents: number; currency: string }): Promise<{ id: string }> {
     this.calls++;
     this.keysSeen.push(req.idempotencyKey);
-    if (this.keysSeen.length > REMEMBERED_KEYS) this.keysSeen.shift();
+    if (this.keysSeen.length > LOGGED_CALLS) this.keysSeen.shift();
     const known = this.byKey.get(req.idempotencyKey);
     if (known) return known;
     const { latencyMs, failureRate } = this.settings;
