@@ -127,3 +127,42 @@ it('recovers after the launcher is killed with SIGKILL, while another system run
     await beside.stop();
   }
 }, 150_000);
+
+it('stops everything when `npm start` itself gets SIGTERM (npm and its shell end; the launcher must not run on orphaned)', async () => {
+  const dataDir = join(root, 'npm-sigterm');
+  const npm = spawn('npm', ['start', '--silent'], {
+    cwd: resolve(__dirname, '..'),
+    env: { ...process.env, DATABASE_URL: '', HALO_ENV: 'development', HALO_PORT_OFFSET: '980', HALO_DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  await new Promise<void>((ok, fail) => {
+    npm.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      if (out.includes('Halo is ready')) ok();
+    });
+    npm.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    npm.once('exit', (code) => fail(new Error(`npm start exited (${code}):\n${out.slice(-3000)}`)));
+  });
+  expect((await fetch('http://127.0.0.1:4980/hello')).status).toBe(200);
+  // Every process of this system names its data directory (launcher env aside, Postgres's -D).
+  const running = () => {
+    const { execFileSync } = require('node:child_process') as typeof import('node:child_process');
+    try {
+      return execFileSync('pgrep', ['-f', dataDir], { encoding: 'utf8' }).trim();
+    } catch {
+      return ''; // pgrep exits 1 when nothing matches
+    }
+  };
+  expect(running()).not.toBe('');
+  npm.kill('SIGTERM');
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    let gatewayUp = true;
+    await fetch('http://127.0.0.1:4980/hello', { signal: AbortSignal.timeout(500) }).catch(() => (gatewayUp = false));
+    if (!gatewayUp && running() === '') break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  expect(running()).toBe('');
+  await expect(fetch('http://127.0.0.1:4980/hello', { signal: AbortSignal.timeout(500) })).rejects.toThrow();
+}, 90_000);

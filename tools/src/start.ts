@@ -78,6 +78,15 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', shutdown);
   process.on('SIGTERM', shutdown);
+  // Under `npm start`, a SIGTERM to npm ends npm and its shell but not this process: it is then
+  // reparented, and stops with them instead of running on orphaned. (Run directly, e.g. under
+  // nohup, it outlives its shell as asked.)
+  if (process.env.npm_lifecycle_event) {
+    const parent = process.ppid;
+    setInterval(() => {
+      if (process.ppid !== parent) shutdown();
+    }, 500).unref();
+  }
 }
 
 main().catch((err: unknown) => {
