@@ -17,6 +17,8 @@ export interface Db extends Queryable {
   /** Holds one connection for `fn` (session-level locks, e.g. the migration lock). */
   session<T>(fn: (conn: Queryable) => Promise<T>): Promise<T>;
   ping(): Promise<void>;
+  /** The pool's connections right now (metrics): open, idle, and callers waiting for one. */
+  poolStats(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
 }
 
@@ -96,6 +98,7 @@ export async function openDb(opts: OpenDbOptions): Promise<Db> {
     async ping() {
       await pool.query('SELECT 1');
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: () => pool.end(),
   };
 }

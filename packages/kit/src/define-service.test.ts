@@ -92,6 +92,24 @@ describe('defineService', () => {
     expect(started.grpcPort).toBeGreaterThan(0);
   });
 
+  it('serves Prometheus metrics at /metrics: requests by route template and status, the pool, the runtime', async () => {
+    await fetch(`${base}/notes`);
+    await fetch(`${base}/notes`);
+    await fetch(`${base}/nope/123`);
+    const res = await fetch(`${base}/metrics`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await res.text();
+    const count = (labels: string) =>
+      Number(new RegExp(`^halo_http_request_duration_seconds_count\\{${labels}\\} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
+    expect(count('service="catalog",method="GET",route="/notes",status="200"')).toBeGreaterThanOrEqual(2);
+    // An unknown path is one label value, not one per path.
+    expect(count('service="catalog",method="GET",route="unmatched",status="404"')).toBeGreaterThanOrEqual(1);
+    expect(text).not.toContain('/nope/123');
+    expect(text).toMatch(/^halo_db_pool_connections\{state="total",service="catalog"\} \d+$/m);
+    expect(text).toMatch(/^nodejs_eventloop_lag_seconds\{service="catalog"\} /m);
+  });
+
   it('leaves a given database open when it stops', async () => {
     const again = await notes.start(notes.loadConfig({ ...ENV }), createLogger('t', 'silent'), { db });
     await again.stop();

@@ -9,6 +9,7 @@ import type { GrpcServiceBinding } from './grpc';
 import { Lifecycle } from './lifecycle';
 import type { Logger } from './logger';
 import { serviceIdentityFor, type ServiceIdentity } from './service-identity';
+import { createMetrics, type ServiceMetrics } from './metrics';
 import { createHttpApp, openServiceDb, runService, serveService, startSubgraph, subgraphMiddleware, withLifecycle, type StartedService } from './service';
 import { SERVICES, type ServiceName } from './topology';
 
@@ -49,6 +50,8 @@ export interface ServiceParts<C> {
   db: Db;
   /** This service's identity: pass it (with the callee's name) to gRPC clients as `auth`. */
   identity: ServiceIdentity;
+  /** This process's Prometheus registry (`/metrics`): add the service's own counters to it. */
+  metrics: ServiceMetrics;
   config: C;
   logger: Logger;
   /** Register anything the domain opens (clients, timers) here; it is closed in reverse on shutdown. */
@@ -119,13 +122,15 @@ export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig 
     withLifecycle(logger, config.SHUTDOWN_TIMEOUT_MS, async (lifecycle) => {
       const identity = serviceIdentityFor(def.name, config);
       const db = await openServiceDb(def.name, config, { logger, lifecycle, migrationsDir, given: opts.db });
-      const parts: ServiceParts<C> = { db, identity, config, logger, lifecycle };
+      const metrics = createMetrics(def.name);
+      metrics.watchDb(db);
+      const parts: ServiceParts<C> = { db, identity, metrics, config, logger, lifecycle };
       const domain = await def.domain(parts);
       if (config.SEED_DEMO_DATA && def.seed) await def.seed({ ...parts, domain });
 
       const extraReady = def.ready;
       const ready = extraReady ? async () => (await db.ping(), await extraReady(domain)) : () => db.ping();
-      const app = createHttpApp({ logger, lifecycle, ready, bodyLimit: config.BODY_LIMIT });
+      const app = createHttpApp({ logger, lifecycle, ready, bodyLimit: config.BODY_LIMIT, metrics });
       def.configureHttp?.(app, config);
       if (def.graphql) {
         const typeDefs = parse(readFileSync(resolve(def.root, 'schema.graphql'), 'utf8'));
@@ -136,7 +141,7 @@ export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig 
       if (def.rest) app.use(def.rest(domain, config));
 
       const grpcServices = def.grpc?.(domain, logger) ?? [];
-      return { ...(await serveService({ app, grpcServices, identity, config, lifecycle, logger, db })), domain };
+      return { ...(await serveService({ app, grpcServices, identity, metrics, config, lifecycle, logger, db })), domain };
     });
 
   const migrateOnly = async (config: C, logger: Logger): Promise<void> => {

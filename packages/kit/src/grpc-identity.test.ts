@@ -3,6 +3,7 @@ import { ConfigError } from './config';
 import { HaloError } from './errors';
 import { callUnary, checkHealth, grpc, HealthClient, startGrpcServer, unary, type GrpcServiceBinding, type RunningGrpcServer } from './grpc';
 import { generateServiceKey, SERVICE_TOKEN_METADATA, ServiceIdentity, serviceIdentityFor, type ServiceKeyPair } from './service-identity';
+import { createMetrics } from './metrics';
 import { capturingLogger, signServiceToken } from './testing';
 
 /**
@@ -46,15 +47,17 @@ function binding(logger: ReturnType<typeof capturingLogger>['logger'], handled: 
 async function serve(trusted: ReturnType<typeof trust>) {
   const { logger, lines } = capturingLogger('warn');
   const handled: string[] = [];
+  const metrics = createMetrics('content');
   const server = await startGrpcServer({
     host: '127.0.0.1',
     port: 0,
     services: [binding(logger, handled)],
     identity: new ServiceIdentity('content', { trusted }),
+    metrics,
     logger,
   });
   const client = new content.UserServiceClient(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
-  return { server, client, lines, handled };
+  return { server, client, lines, handled, metrics };
 }
 
 /** A raw call with exactly the metadata given: no kit client in the way. */
@@ -124,6 +127,15 @@ describe('a gRPC server behind service identity', () => {
     expect(line).toMatchObject({ grpcMethod: `${USER_SERVICE}/CreateUser`, claimedCaller: 'auth', reason: 'Invalid service token' });
     expect(JSON.stringify(s.lines)).not.toContain(t);
     expect(JSON.stringify(s.lines)).not.toContain(t.split('.')[2]);
+  });
+
+  it('counts every call served in the metrics, refusals by their status', async () => {
+    const text = await s.metrics.registry.metrics();
+    const count = (method: string, code: string) =>
+      Number(new RegExp(`^halo_grpc_server_handling_seconds_count\\{service="content",method="${USER_SERVICE}/${method}",code="${code}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+    expect(count('CreateUser', 'UNAUTHENTICATED')).toBeGreaterThanOrEqual(7);
+    expect(count('CreateUser', 'PERMISSION_DENIED')).toBeGreaterThanOrEqual(1);
+    expect(count('GetUser', 'OK')).toBeGreaterThanOrEqual(1);
   });
 
   it('keeps grpc.health.v1 open to anyone, token or not', async () => {

@@ -4,6 +4,7 @@ import { decodeJwt } from 'jose';
 import { ConfigError } from './config';
 import { fromGrpcError, HaloError, isHaloError, toGrpcError } from './errors';
 import type { Logger } from './logger';
+import type { ServiceMetrics } from './metrics';
 import { authorizeCaller, SERVICE_TOKEN_METADATA, type GrpcAccess, type ServiceIdentity } from './service-identity';
 import { currentRequestId, runInRequest, type RequestContext } from './request-context';
 import { saneRequestId } from './request-id';
@@ -71,7 +72,12 @@ type AnyHandler = (call: grpc.ServerUnaryCall<unknown, unknown> & { emit(event: 
  * Refusals are logged with the method and the caller (or, for a bad token, the issuer it claims),
  * never with the token.
  */
-function guardBinding(binding: GrpcServiceBinding, identity: ServiceIdentity, logger: Logger): grpc.UntypedServiceImplementation {
+function guardBinding(
+  binding: GrpcServiceBinding,
+  identity: ServiceIdentity,
+  logger: Logger,
+  metrics: ServiceMetrics | undefined,
+): grpc.UntypedServiceImplementation {
   const guarded: grpc.UntypedServiceImplementation = {};
   const methods = Object.entries(binding.definition);
   const names = new Set(methods.map(([, def]) => methodName(def.path)));
@@ -88,7 +94,17 @@ function guardBinding(binding: GrpcServiceBinding, identity: ServiceIdentity, lo
     const method = methodName(def.path);
     const handler = (binding.implementation[key] ?? binding.implementation[def.originalName ?? '']) as AnyHandler | undefined;
     if (!handler) throw new ConfigError(`${binding.name}: no implementation for ${method}`);
+    const fullName = `${binding.name}/${method}`;
     const wrapped: AnyHandler = (call, callback) => {
+      const started = process.hrtime.bigint();
+      const observe = (code: grpc.status) => metrics?.grpcServed(fullName, grpc.status[code] ?? String(code), Number(process.hrtime.bigint() - started) / 1e9);
+      if (metrics && callback) {
+        const done = callback;
+        callback = ((err, value) => {
+          observe(err ? ((err as { code?: grpc.status }).code ?? grpc.status.UNKNOWN) : grpc.status.OK);
+          done(err, value);
+        }) as typeof callback;
+      }
       const token = call.metadata.get(SERVICE_TOKEN_METADATA)[0];
       identity
         .verify(typeof token === 'string' ? token : undefined)
@@ -144,12 +160,14 @@ export async function startGrpcServer(opts: {
   services: GrpcServiceBinding[];
   /** This service's identity: verifies callers' tokens (its SERVICE_TRUSTED_KEYS). */
   identity: ServiceIdentity;
+  /** Times every call served (the service's `/metrics`). */
+  metrics?: ServiceMetrics | undefined;
   logger: Logger;
 }): Promise<RunningGrpcServer> {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
   const statusMap: Record<string, 'SERVING'> = { '': 'SERVING' };
   for (const svc of opts.services) {
-    server.addService(svc.definition, guardBinding(svc, opts.identity, opts.logger));
+    server.addService(svc.definition, guardBinding(svc, opts.identity, opts.logger, opts.metrics));
     statusMap[svc.name] = 'SERVING';
   }
   const health = new HealthImplementation(statusMap);

@@ -21,3 +21,4 @@ export * from './text';
 export * from './users';
 export * from './rest-manifest';
 export * from './service-identity';
+export * from './metrics';

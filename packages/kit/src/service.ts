@@ -13,6 +13,7 @@ import { openDb, type Db } from './db';
 import { formatGraphQLError, graphqlCaller } from './graphql';
 import { startGrpcServer, type GrpcServiceBinding } from './grpc';
 import type { ServiceIdentity } from './service-identity';
+import { metricsEndpoint, type ServiceMetrics } from './metrics';
 import { migrate } from './migrate';
 import { errorHandler, healthCheck, jsonBody, notFoundHandler, requestContext } from './http';
 import { closeHttpServer, Lifecycle, listen } from './lifecycle';
@@ -28,10 +29,13 @@ export function createHttpApp(opts: {
   lifecycle: Lifecycle;
   ready: () => Promise<void>;
   bodyLimit: number;
+  /** Times every request and serves `/metrics`. */
+  metrics?: ServiceMetrics | undefined;
 }): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  if (opts.metrics) app.use(opts.metrics.http, metricsEndpoint(opts.metrics));
   app.use(healthCheck(opts.lifecycle, opts.ready));
   app.use(requestContext(opts.logger));
   app.use(jsonBody(opts.bodyLimit));
@@ -199,6 +203,7 @@ export async function serveService(opts: {
   grpcServices: GrpcServiceBinding[];
   /** Verifies the callers of `grpcServices` (docs/service-identity.md). */
   identity: ServiceIdentity;
+  metrics?: ServiceMetrics | undefined;
   config: ServiceRuntimeConfig;
   lifecycle: Lifecycle;
   logger: Logger;
@@ -206,7 +211,7 @@ export async function serveService(opts: {
 }): Promise<StartedService> {
   const { config, lifecycle, logger } = opts;
   finishHttpApp(opts.app);
-  const grpcServer = await startGrpcServer({ port: config.GRPC_PORT, services: opts.grpcServices, identity: opts.identity, logger });
+  const grpcServer = await startGrpcServer({ port: config.GRPC_PORT, services: opts.grpcServices, identity: opts.identity, metrics: opts.metrics, logger });
   lifecycle.register('grpc server', () => grpcServer.shutdown(config.SHUTDOWN_TIMEOUT_MS));
   const { port } = await serveHttp(opts.app, {
     port: config.HTTP_PORT,

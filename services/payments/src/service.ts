@@ -25,7 +25,7 @@ export const paymentsService = defineService({
   root: resolve(__dirname, '..'),
   config: paymentsConfigShape,
   refineConfig: refinePaymentsConfig,
-  domain: async ({ db, identity, config, logger, lifecycle }) => {
+  domain: async ({ db, identity, metrics, config, logger, lifecycle }) => {
     const products = catalogProducts(config.CATALOG_GRPC_ADDR, config.GRPC_DEADLINE_MS, identity);
     lifecycle.register('catalog client', () => products.close());
     // One namespace per database schema, so deployments (and test files) sharing a Redis never mix.
@@ -37,7 +37,12 @@ export const paymentsService = defineService({
     const lockMs = config.PAYMENTS_IDEMPOTENCY_LOCK_MS;
     const payments = new Payments({
       repo: new PaymentsStore(db),
-      idempotency: new Idempotency(store, { lockMs, responseTtlMs: config.PAYMENTS_IDEMPOTENCY_TTL_S * 1000, logger }),
+      idempotency: new Idempotency(store, {
+        lockMs,
+        responseTtlMs: config.PAYMENTS_IDEMPOTENCY_TTL_S * 1000,
+        logger,
+        outcomes: metrics.counter('halo_idempotency_outcomes_total', 'Requests with an Idempotency-Key, by outcome', ['outcome']),
+      }),
       processor,
       products,
       currency: config.PAYMENTS_CURRENCY,

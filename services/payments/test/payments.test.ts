@@ -40,6 +40,33 @@ afterAll(async () => {
 
 const processor = () => t.service.domain.processor;
 
+describe('metrics', () => {
+  it('counts each keyed request by outcome at /metrics (first, replay, reused)', async () => {
+    const outcomes = async () => {
+      const text = await (await fetch(`${t.base}/metrics`)).text();
+      const of = (o: string) =>
+        Number(
+          text
+            .split('\n')
+            .find((l) => l.startsWith('halo_idempotency_outcomes_total{') && l.includes(`outcome="${o}"`) && l.includes('service="payments"'))
+            ?.split(' ')[1] ?? 0,
+        );
+      return { first: of('first'), replay: of('replay'), reused: of('reused') };
+    };
+    const before = await outcomes();
+    const key = newKey();
+    expect((await pay(t.base, key, { amount: 3 })).status).toBe(201);
+    expect((await pay(t.base, key, { amount: 3 })).status).toBe(201);
+    expect((await pay(t.base, key, { amount: 4 })).status).toBe(422);
+    const after = await outcomes();
+    expect({ first: after.first - before.first, replay: after.replay - before.replay, reused: after.reused - before.reused }).toEqual({
+      first: 1,
+      replay: 1,
+      reused: 1,
+    });
+  });
+});
+
 describe('the first request and its replays', () => {
   it('201 with the payment; a repeat answers the same status and bytes with Idempotent-Replayed: true, charging nothing', async () => {
     const key = newKey();

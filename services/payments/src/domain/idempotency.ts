@@ -62,10 +62,18 @@ export interface IdempotentRequest {
   fingerprint: string;
 }
 
+export type IdempotencyOutcome = 'first' | 'replay' | 'in_progress' | 'reused' | 'failed' | 'unavailable';
+
 export class Idempotency {
   constructor(
     private readonly store: IdempotencyStore,
-    private readonly opts: { lockMs: number; responseTtlMs: number; logger?: Logger | undefined },
+    private readonly opts: {
+      lockMs: number;
+      responseTtlMs: number;
+      logger?: Logger | undefined;
+      /** Counts each request's outcome: first, replay, in_progress, reused, failed, unavailable. */
+      outcomes?: { inc(labels: { outcome: IdempotencyOutcome }): void } | undefined;
+    },
   ) {}
 
   /**
@@ -81,22 +89,27 @@ export class Idempotency {
     try {
       claim = await this.store.claim(id, lock, this.opts.lockMs);
     } catch (err) {
+      this.count('unavailable');
       this.opts.logger?.error({ err }, 'idempotency store unavailable; refusing the request');
       throw unavailable(STORE_UNAVAILABLE);
     }
     if (claim.kind === 'completed') {
-      if (claim.record.fingerprint !== req.fingerprint) throw keyReused();
+      if (claim.record.fingerprint !== req.fingerprint) throw (this.count('reused'), keyReused());
+      this.count('replay');
       return { response: claim.record.response, replayed: true };
     }
     if (claim.kind === 'locked') {
-      if (claim.fingerprint !== req.fingerprint) throw keyReused();
+      if (claim.fingerprint !== req.fingerprint) throw (this.count('reused'), keyReused());
+      this.count('in_progress');
       throw new RequestInProgress(retryAfterSeconds(claim.remainingMs));
     }
 
     let outcome: Outcome;
     try {
       outcome = await work();
+      this.count('first');
     } catch (err) {
+      this.count('failed');
       await this.store.release(id, lock).catch((releaseErr: unknown) =>
         // The lock expires by itself; until then a retry is told to wait (409), never run twice.
         this.opts.logger?.warn({ err: releaseErr }, 'could not release an idempotency lock'),
@@ -114,6 +127,10 @@ export class Idempotency {
 
   ping(): Promise<void> {
     return this.store.ping();
+  }
+
+  private count(outcome: IdempotencyOutcome): void {
+    this.opts.outcomes?.inc({ outcome });
   }
 }
 
