@@ -334,6 +334,12 @@ describe('the default install (ci/default-values.yaml)', () => {
     expect(podTemplate(one(r(), 'Deployment', 'halo-gateway')).spec.volumes).toContainEqual({ name: 'composed', configMap: { name: 'halo-composed' } });
     // Hot-reloaded, so no checksum of it on the pods: only the Secret's.
     expect(Object.keys(podTemplate(one(r(), 'Deployment', 'halo-gateway')).metadata.annotations!)).toEqual(['checksum/secret']);
+    // The services (not the gateway, which has no /metrics yet) are annotated for a Prometheus scraper.
+    expect(podTemplate(one(r(), 'Deployment', 'halo-catalog')).metadata.annotations).toMatchObject({
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': '4003',
+      'prometheus.io/path': '/metrics',
+    });
   });
 
   it('has a helm test pod that calls the gateway /readyz through its Service', () => {

@@ -33,6 +33,12 @@ spec:
         {{- . | nindent 8 }}
         {{- end }}
       {{- $annotations := merge (dict) (default (dict) $c.podAnnotations) (fromYaml (include "halo.meshAnnotations" $root)) }}
+      {{- if and $root.Values.metrics.scrapeAnnotations $c.database }}
+      {{- /* Services serve Prometheus' format at /metrics on their HTTP port (docs/operations.md). */}}
+      {{- $_ := set $annotations "prometheus.io/scrape" "true" }}
+      {{- $_ := set $annotations "prometheus.io/port" (toString $c.httpPort) }}
+      {{- $_ := set $annotations "prometheus.io/path" "/metrics" }}
+      {{- end }}
       {{- if not $root.Values.secrets.existingSecret }}
       {{- /* A changed chart Secret (a rotated JWT secret, a new database URL) rolls the pods. */}}
       {{- $_ := set $annotations "checksum/secret" (include "halo.secretData" $root | sha256sum) }}
