@@ -104,3 +104,36 @@ describe.each(ROUTES.map((r) => [`${r.method} ${r.path}`, r] as const))('%s', (_
     );
   });
 });
+
+describe('hostile bodies through the gateway, on a route that reads JSON (POST /greet) and on GraphQL', () => {
+  const send = (path: string, body: Buffer | string, type = 'application/json') =>
+    fetch(`${sys.url}${path}`, { method: 'POST', headers: { 'content-type': type }, body, signal: AbortSignal.timeout(10_000) });
+
+  it('10,000-deep JSON → a contract error, and the system keeps answering', async () => {
+    const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
+    for (const path of ['/greet', '/graphql']) {
+      const res = await send(path, deep);
+      expect(res.status).toBeLessThan(500);
+      expect(res.status).toBeGreaterThanOrEqual(400);
+    }
+    expect((await fetch(`${sys.url}/hello`)).status).toBe(200);
+  });
+
+  it('invalid UTF-8 → 400 Invalid JSON (never stored as U+FFFD), through the gateway and straight to the service', async () => {
+    const bad = Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xc3, 0x28, 0xff, 0xfe]), Buffer.from('"}')]);
+    for (const base of [sys.url, sys.direct('content')]) {
+      const res = await fetch(`${base}/greet`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: bad });
+      expect([base, res.status, await res.json()]).toEqual([base, 400, { error: 'Invalid JSON' }]);
+    }
+    expect((await fetch(`${sys.url}/hello`)).status).toBe(200);
+  });
+
+  it('a body over the limit → 413 Payload too large, on REST and GraphQL', async () => {
+    const big = JSON.stringify({ name: 'x'.repeat(2 * 1024 * 1024) });
+    for (const path of ['/greet', '/graphql']) {
+      const res = await send(path, big);
+      expect([path, res.status]).toEqual([path, 413]);
+      expect(await res.json()).toEqual(expect.objectContaining({ error: 'Payload too large' }));
+    }
+  });
+});

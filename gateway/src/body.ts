@@ -76,9 +76,12 @@ export function isEncoded(req: IncomingMessage): boolean {
   return encoding !== undefined && encoding.toLowerCase() !== 'identity';
 }
 
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 export function parseJson(body: Buffer): unknown {
   try {
-    return JSON.parse(body.toString('utf8'));
+    // Strict UTF-8 (RFC 8259): bytes that are not would reach the service as U+FFFD.
+    return JSON.parse(STRICT_UTF8.decode(body));
   } catch {
     throw badRequest('Invalid JSON');
   }

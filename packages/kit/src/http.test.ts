@@ -123,6 +123,22 @@ describe('jsonBody', () => {
     expect(res.body).toEqual({ error: 'Invalid JSON' });
   });
 
+  it('answers 400 Invalid JSON for bytes that are not UTF-8, and keeps real UTF-8 intact', async () => {
+    // Raw bytes over a real socket (supertest would JSON-encode a Buffer).
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/items`;
+    const post = (body: Buffer) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    try {
+      const bad = await post(Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('"}')]));
+      expect([bad.status, await bad.json()]).toEqual([400, { error: 'Invalid JSON' }]);
+      const ok = await post(Buffer.from('{"name":"Sí 🍐"}'));
+      expect([ok.status, await ok.json()]).toEqual([201, { got: { name: 'Sí 🍐' } }]);
+    } finally {
+      server.close();
+    }
+  });
+
   it('accepts a body of exactly the limit', async () => {
     const body = JSON.stringify({ a: 'x'.repeat(92) });
     expect(Buffer.byteLength(body)).toBe(100);

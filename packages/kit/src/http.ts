@@ -73,8 +73,21 @@ export function requestContext(logger: Logger): RequestHandler {
 
 /** JSON bodies with the contract's 400 `Invalid JSON` / 413 `Payload too large` answers. */
 export function jsonBody(limitBytes: number): RequestHandler {
-  return express.json({ limit: limitBytes, strict: false });
+  return express.json({
+    limit: limitBytes,
+    strict: false,
+    // JSON is UTF-8 (RFC 8259): bytes that are not would be stored as U+FFFD, silently changed.
+    verify: (_req, _res, buf) => {
+      try {
+        STRICT_UTF8.decode(buf);
+      } catch {
+        throw Object.assign(new SyntaxError('request body is not valid UTF-8'), { status: 400, type: 'entity.parse.failed' });
+      }
+    },
+  });
 }
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * Registers a path with its allowed methods and answers 405 (with `Allow`) for any other method,
