@@ -245,3 +245,16 @@ export function messageOf(fn: () => unknown): string | null {
 
 /** `it.each` rows labelled by their JSON (`undefined` spelled out). */
 export const labelled = (xs: unknown[]): [string, unknown][] => xs.map((x) => [JSON.stringify(x) ?? 'undefined', x]);
+
+/** One REST call as a client makes it: JSON body if any; the raw text is kept (replays are compared byte for byte) and parsed. */
+export async function callRest(base: string, method: string, path: string, init: { body?: unknown; headers?: Record<string, string> } = {}) {
+  const headers: Record<string, string> = { ...init.headers };
+  let body: string | undefined;
+  if (init.body !== undefined) {
+    headers['content-type'] ??= 'application/json';
+    body = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
+  }
+  const res = await fetch(`${base}${path}`, { method, headers, body });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, body: text ? (JSON.parse(text) as Record<string, any>) : undefined }; // any: asserted per test
+}

@@ -1,5 +1,5 @@
 import { signAccessToken, type Db } from '@halo/kit';
-import { minutesAfter, postGraphQL, startTestService, TEST_JWT_SECRET, TEST_SERVICE_ENV, testIdentityEnv, type TestService } from '@halo/kit/testing';
+import { callRest, minutesAfter, postGraphQL, startTestService, TEST_JWT_SECRET, TEST_SERVICE_ENV, testIdentityEnv, type TestService } from '@halo/kit/testing';
 import { catalogService, type CatalogService } from '../src/service';
 
 export type { TestDb } from '@halo/kit/testing';
@@ -73,15 +73,5 @@ export const AS = {
   }),
 };
 
-/** One REST call; the body is parsed when there is one. */
-export async function call(base: string, method: string, path: string, init: { body?: unknown; headers?: Record<string, string> } = {}) {
-  const headers: Record<string, string> = { ...init.headers };
-  let body: string | undefined;
-  if (init.body !== undefined) {
-    headers['content-type'] ??= 'application/json';
-    body = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
-  }
-  const res = await fetch(`${base}${path}`, { method, headers, body });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, text, body: text ? (JSON.parse(text) as Record<string, any>) : undefined }; // any: asserted per test
-}
+/** One REST call (kit testing's callRest). */
+export const call = callRest;

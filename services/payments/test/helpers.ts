@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createLogger, openRedis, redisReady, signAccessToken, type Db, type Redis } from '@halo/kit';
-import { postGraphQL, startTestService, TEST_JWT_SECRET, TEST_SERVICE_ENV, testIdentityEnv, type TestService } from '@halo/kit/testing';
+import { callRest, postGraphQL, startTestService, TEST_JWT_SECRET, TEST_SERVICE_ENV, testIdentityEnv, type TestService } from '@halo/kit/testing';
 import { paymentsService, type PaymentsService } from '../src/service';
 // The real catalog through its package (built by `npm run build`), never its sources.
 import { catalogService } from '@halo/catalog';
@@ -88,18 +88,8 @@ export const AS = {
 
 export const newKey = () => randomUUID();
 
-/** One REST call; the raw text is kept (replays are compared byte for byte). */
-export async function call(base: string, method: string, path: string, init: { body?: unknown; headers?: Record<string, string> } = {}) {
-  const headers: Record<string, string> = { ...init.headers };
-  let body: string | undefined;
-  if (init.body !== undefined) {
-    headers['content-type'] ??= 'application/json';
-    body = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
-  }
-  const res = await fetch(`${base}${path}`, { method, headers, body });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, text, body: text ? (JSON.parse(text) as Record<string, any>) : undefined }; // any: asserted per test
-}
+/** One REST call (kit testing's callRest). */
+export const call = callRest;
 
 /** `POST /api/payments` as `user` with `key` (omitted when null). */
 export const pay = (base: string, key: string | null, body: unknown, headers: Record<string, string> = AS.user(7)) =>
