@@ -67,3 +67,16 @@ describe('reads', () => {
     await expect(content.userByEmail('zed@example.com')).rejects.toEqual(kind('NOT_FOUND'));
   });
 });
+
+describe('User.email: the user themself and admins read it; everyone else an empty string', () => {
+  const content = new Content(memoryRepo([someone]).repo);
+  it.each([
+    ['anonymous', null, ''],
+    ['another user', { ...caller('user'), id: 2 }, ''],
+    ['another user’s API key', { ...caller('user', ['profile:read']), id: 2 }, ''],
+    ['the user themself', { ...caller('user'), id: someone.id }, 'ana@example.com'],
+    ['an admin', caller('admin'), 'ana@example.com'],
+  ])('%s → %j', (_, who, expected) => {
+    expect(content.emailOf(who, someone)).toBe(expected);
+  });
+});

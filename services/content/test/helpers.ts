@@ -82,6 +82,11 @@ export async function insertComments(
 export const gql = postGraphQL;
 
 /** `Authorization` header for a token signed with the test secret (as auth would issue it). */
+/** `Authorization` for user `id` with `role`. */
+export function bearerFor(id: number, role: 'user' | 'admin' = 'user'): Record<string, string> {
+  return { authorization: `Bearer ${signAccessToken({ sub: String(id), name: `user ${id}`, role }, TEST_JWT_SECRET, 300)}` };
+}
+
 export function bearer(role: 'user' | 'admin', extra: { scope?: string; akid?: string } = {}): Record<string, string> {
   const token = signAccessToken({ sub: role === 'admin' ? '1' : '2', name: role, role, ...extra }, TEST_JWT_SECRET, 300);
   return { authorization: `Bearer ${token}` };

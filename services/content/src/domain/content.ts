@@ -1,6 +1,6 @@
 import { alignById, conflict, found, groupByKey, keysetConnection, normaliseEmail, notFound, requireAdmin, type Caller, type ConnectionArgs } from '@halo/kit';
 import { embeddedAuthor, type Comment, type Post, type User } from './model';
-import { newUser, POST_CURSOR, type NewUser, type PostPosition } from './rules';
+import { newUser, POST_CURSOR, visibleEmail, type NewUser, type PostPosition } from './rules';
 
 /** What the domain needs from storage; `ContentStore` implements it over SQL. */
 export interface ContentRepo {
@@ -67,6 +67,11 @@ export class Content {
 
   users(): Promise<User[]> {
     return this.repo.allUsers();
+  }
+
+  /** A user's email as `caller` may read it: their own or, for admins, anyone's; otherwise "". */
+  emailOf(caller: Caller | null, user: User): string {
+    return visibleEmail(caller, user);
   }
 
   /** An admin creates a user. Order of checks: who (401/403), then what (400), then the email's uniqueness (409). */

@@ -1,4 +1,4 @@
-import { badRequest, emailAddress, timeIdCursor, userName, type Role } from '@halo/kit';
+import { badRequest, emailAddress, timeIdCursor, userName, type Caller, type Role } from '@halo/kit';
 
 /** docs/api/resources.md: `POST /greet` needs a non-empty string name. */
 export function greeting(name: unknown): string {
@@ -30,3 +30,14 @@ export function newUser(input: { name?: unknown; email?: unknown; avatar?: unkno
 /** `posts(first, after)` pages newest first: a position is (createdAt, id) of the last post seen. */
 export const POST_CURSOR = timeIdCursor('post:');
 export type PostPosition = { createdAt: string; id: number };
+
+/**
+ * `User.email` as `caller` may read it (docs/api/graphql.md): the user themself and admins see the
+ * address; everyone else, anonymous callers included, an empty string. The field stays non-null,
+ * as public APIs with a non-null email do (the address of someone who is not you reads as "").
+ * Services calling over gRPC (auth signing someone in) are not callers and get the user whole.
+ */
+export function visibleEmail(caller: Caller | null, user: { id: number; email: string }): string {
+  if (caller === null) return '';
+  return caller.role === 'admin' || caller.id === user.id ? user.email : '';
+}

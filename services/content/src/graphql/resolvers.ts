@@ -37,6 +37,8 @@ export function contentSchema(typeDefs: DocumentNode, content: Content): GraphQL
     },
     User: {
       __resolveReference: (ref: { id: string }, ctx: GraphQLContext) => ctx.loaders.userById.load(parseId(ref.id)),
+      // Every path to a user (user, users, nested authors, _entities) ends here.
+      email: (user: User, _: unknown, ctx: GraphQLContext) => content.emailOf(ctx.caller, user),
       posts: async (user: User, _: unknown, ctx: GraphQLContext) => {
         const posts = await ctx.loaders.postsByUserId.load(user.id);
         ctx.loaders.primePosts(posts);
