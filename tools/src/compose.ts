@@ -4,6 +4,7 @@ import { composeServices } from '@apollo/composition';
 import { defaultServiceUrl, SERVICE_NAMES } from '@halo/kit';
 import { parse } from 'graphql';
 import { composeRest, OPENAPI_FILE, ROUTES_FILE } from './compose-rest';
+import { acknowledge, ACKNOWLEDGED_FILE, baselineSupergraph, breakingChanges, describeChanges, readAcknowledged, unacknowledged } from './schema-changes';
 
 /**
  * `npm run compose`: composes what the services declare in their own folders into the files the
@@ -11,6 +12,8 @@ import { composeRest, OPENAPI_FILE, ROUTES_FILE } from './compose-rest';
  * (gateway/supergraph.graphql), every REST manifest into the route table and the OpenAPI document
  * (gateway/routes.json, gateway/openapi.json; src/compose-rest.ts). `--check` recomposes and fails
  * if a committed file is stale or composition breaks, which is how CI catches a change nobody composed.
+ * Both refuse a supergraph that breaks clients of the committed one (src/schema-changes.ts) unless
+ * the change is acknowledged: `--acknowledge-breaking "<reason>"` records it.
  */
 const ROOT = resolve(__dirname, '../..');
 export const SUPERGRAPH_FILE = resolve(ROOT, 'gateway/supergraph.graphql');
@@ -18,22 +21,64 @@ export const SUPERGRAPH_FILE = resolve(ROOT, 'gateway/supergraph.graphql');
 export const CHART_FILES_DIR = resolve(ROOT, 'helm/halo/files');
 const HEADER = '# Composed by `npm run compose` from services/*/schema.graphql. Do not edit by hand.\n';
 
-export function composeSupergraph(): { sdl: string } | { errors: string[] } {
-  const subgraphs = SERVICE_NAMES.map((name) => ({ name, file: resolve(ROOT, 'services', name, 'schema.graphql') }))
-    .filter((s) => existsSync(s.file))
-    .map((s) => ({
-      name: s.name,
-      // The gateway overrides these per deployment with <SERVICE>_URL; they are the embedded defaults.
-      url: `${defaultServiceUrl(s.name)}/graphql`,
-      typeDefs: parse(readFileSync(s.file, 'utf8')),
-    }));
+/** Composes every service's `schema.graphql`; `replace` stands in for some of them (tests). */
+export function composeSupergraph(replace: Partial<Record<string, string>> = {}): { sdl: string } | { errors: string[] } {
+  let subgraphs;
+  try {
+    subgraphs = SERVICE_NAMES.map((name) => ({ name, file: resolve(ROOT, 'services', name, 'schema.graphql') }))
+      .filter((s) => replace[s.name] !== undefined || existsSync(s.file))
+      .map((s) => ({
+        name: s.name,
+        // The gateway overrides these per deployment with <SERVICE>_URL; they are the embedded defaults.
+        url: `${defaultServiceUrl(s.name)}/graphql`,
+        typeDefs: parse(replace[s.name] ?? readFileSync(s.file, 'utf8')),
+      }));
+  } catch (err) {
+    return { errors: [(err as Error).message] };
+  }
   const result = composeServices(subgraphs);
   if (result.errors) return { errors: result.errors.map((e) => e.message) };
   return { sdl: HEADER + result.supergraphSdl + '\n' };
 }
 
-function main(): void {
+/** The value after `flag` on the command line, if the flag is there. */
+function option(flag: string): string | undefined {
+  const i = process.argv.indexOf(flag);
+  return i === -1 ? undefined : (process.argv[i + 1] ?? '');
+}
+
+/**
+ * Refuses (exit 1) a supergraph with breaking changes nobody acknowledged, comparing it with the
+ * baseline: the committed file, or the one at SCHEMA_BASE_REF (`--base <ref>`). With `reason`,
+ * the changes are acknowledged instead.
+ */
+async function guardBreakingChanges(next: string, reason: string | undefined): Promise<void> {
+  const baseline = baselineSupergraph(SUPERGRAPH_FILE, option('--base') ?? process.env.SCHEMA_BASE_REF);
+  if (!baseline) return;
+  const breaking = await breakingChanges(baseline.sdl, next);
+  const open = unacknowledged(breaking, readAcknowledged());
+  if (open.length === 0) return;
+  if (reason) {
+    acknowledge(open, reason);
+    process.stdout.write(`Acknowledged ${open.length} breaking change(s) in ${relative(process.cwd(), ACKNOWLEDGED_FILE)}:\n${describeChanges(open)}\n`);
+    return;
+  }
+  process.stderr.write(
+    `The supergraph breaks clients of ${baseline.from}:\n${describeChanges(open)}\n` +
+      'Keep the old fields (deprecate them first), or, if the break is intended and its clients are ready, run\n' +
+      '  npm run compose -- --acknowledge-breaking "<why, and who was told>"\n' +
+      `and commit ${relative(process.cwd(), ACKNOWLEDGED_FILE)} with the supergraph (README "GraphQL at the edge").\n`,
+  );
+  process.exit(1);
+}
+
+async function main(): Promise<void> {
   const check = process.argv.includes('--check');
+  const reason = option('--acknowledge-breaking');
+  if (reason === '') {
+    process.stderr.write('--acknowledge-breaking needs a reason: --acknowledge-breaking "<why, and who was told>"\n');
+    process.exit(1);
+  }
   const supergraph = composeSupergraph();
   const rest = composeRest();
   const failed = [
@@ -44,6 +89,7 @@ function main(): void {
     process.stderr.write(`${failed.join('\n')}\n`);
     process.exit(1);
   }
+  await guardBreakingChanges(supergraph.sdl, check ? undefined : reason);
   const composed: [string, string][] = [
     [SUPERGRAPH_FILE, supergraph.sdl],
     [ROUTES_FILE, rest.routes],
@@ -64,4 +110,9 @@ function main(): void {
   }
 }
 
-if (require.main === module) main();
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+    process.exit(1);
+  });
+}
