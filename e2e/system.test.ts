@@ -23,7 +23,8 @@ const json = (body: unknown) => ({
 });
 
 async function userIdByEmail(email: string): Promise<string> {
-  const { body } = await gql(url, '{ users { id email } }');
+  // Emails are shown to admins (and to the user themself) only.
+  const { body } = await gql(url, '{ users { id email } }', undefined, bearer('1', 'Admin', 'admin'));
   return body.data.users.find((u: { email: string }) => u.email === email).id;
 }
 
@@ -122,7 +123,7 @@ describe('gateway conventions', () => {
 describe('GraphQL through the gateway', () => {
   it('user(id) returns the selected fields', async () => {
     const alice = await userIdByEmail('alice@halo.local');
-    const { status, body } = await gql(url, 'query($id: ID!) { user(id: $id) { id name email } }', { id: alice });
+    const { status, body } = await gql(url, 'query($id: ID!) { user(id: $id) { id name email } }', { id: alice }, bearer(alice, 'Alice', 'user'));
     expect(status).toBe(200);
     expect(body.errors).toBeUndefined();
     expect(body.data.user).toEqual({ id: alice, name: 'Alice', email: 'alice@halo.local' });

@@ -4,6 +4,7 @@ import {
   healthCheck,
   Lifecycle,
   listen,
+  openRedis,
   REQUEST_ID_HEADER,
   requestIdOf,
   sendJson,
@@ -17,6 +18,7 @@ import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } fr
 import type { GatewayConfig } from './config';
 import { acceptOpenApi, createDocs } from './docs';
 import { createGraphQL } from './graphql';
+import { loadTrustedDocuments, RedisQueryCache } from './persisted';
 import { createServiceProxies, type ServiceProxies } from './proxy';
 import { parseRouteTable, type RouteDef } from './routes';
 import { createVersioning, migrationGuides, type Versioning } from './versioning';
@@ -78,12 +80,28 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     authGrpcAddr: config.AUTH_GRPC_ADDR,
     deadlineMs: config.GRPC_DEADLINE_MS,
   });
+  // APQ registrations in the Redis every replica shares; without one, in this process (embedded).
+  const redis = config.REDIS_URL ? openRedis(config.REDIS_URL, logger) : null;
   const graphql = createGraphQL({
     callers,
     supergraphPath: config.SUPERGRAPH_PATH,
     serviceUrls: config.serviceUrls,
     bodyLimit: config.BODY_LIMIT,
     logger,
+    limits: {
+      maxDepth: config.GRAPHQL_MAX_DEPTH,
+      maxCost: config.GRAPHQL_MAX_COST,
+      defaultListSize: config.GRAPHQL_DEFAULT_LIST_SIZE,
+      maxAliases: config.GRAPHQL_MAX_ALIASES,
+      maxTokens: config.GRAPHQL_MAX_TOKENS,
+      maxBatch: config.GRAPHQL_MAX_BATCH,
+    },
+    persistedQueries: {
+      ...(redis ? { cache: new RedisQueryCache(redis, config.REDIS_KEY_PREFIX, logger) } : {}),
+      ttlSeconds: config.GRAPHQL_APQ_TTL_S,
+      ...(config.GRAPHQL_TRUSTED_DOCUMENTS ? { trusted: loadTrustedDocuments(config.GRAPHQL_TRUSTED_DOCUMENTS) } : {}),
+    },
+    queryPlanCacheMiB: config.GRAPHQL_QUERY_PLAN_CACHE_MIB,
   });
   const health = healthCheck(lifecycle, async () => {
     if (!graphql.isReady()) throw new Error('supergraph not loaded');
@@ -94,6 +112,9 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     // Set on the request so the proxy and the subgraph fetches forward it upstream.
     req.headers[REQUEST_ID_HEADER] = requestId;
     res.setHeader('X-Request-Id', requestId);
+    // Nothing is cacheable unless what answers says so (GraphQL's hints, a service's header, the
+    // documents): every error and the gateway's own answers (401, 404, 405, 413…) stay out of caches.
+    res.setHeader('Cache-Control', 'no-store');
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
@@ -141,6 +162,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   lifecycle.register('upstream pools', () => {
     proxies.close();
     callers.close();
+    redis?.disconnect();
   });
   lifecycle.register('graphql', () => graphql.stop());
   lifecycle.register('http server', () => closeHttpServer(server, config.SHUTDOWN_TIMEOUT_MS));

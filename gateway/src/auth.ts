@@ -1,13 +1,10 @@
 import type { IncomingMessage } from 'node:http';
-import type { ApolloServerPlugin } from '@apollo/server';
 import {
   callerFromHeader,
   callUnary,
   clientChannelOptions,
   ERROR_KINDS,
   grpc,
-  unauthenticated,
-  TOKEN_REQUIRED,
   type Caller,
   type HaloError,
   type ServiceIdentity,
@@ -93,38 +90,53 @@ const argValue = (d: ConstDirectiveNode, name: string) => {
  * Reads the `@authenticated` policy out of a supergraph and returns an SDL @apollo/gateway will
  * load. The gateway refuses any `for: SECURITY` feature it does not itself enforce (Apollo Router
  * enforces this one; @apollo/gateway does not), so the `for: SECURITY` purpose is dropped from
- * that one link — because Halo enforces it here, in `authenticatedPlugin`.
+ * that one link — because Halo enforces it itself (src/operation-policy.ts).
  */
 export function prepareSupergraph(sdl: string): { sdl: string; policy: AuthPolicy } {
   const doc = parse(sdl);
-  let directive: string | null = null;
+  let linked = false;
   const withoutSecurityPurpose = visit(doc, {
     Directive(node) {
       if (node.name.value !== 'link') return undefined;
       const url = argValue(node as ConstDirectiveNode, 'url');
       if (!url?.startsWith(AUTHENTICATED_SPEC)) return undefined;
-      directive = argValue(node as ConstDirectiveNode, 'as') ?? 'authenticated';
+      linked = true;
       return { ...node, arguments: node.arguments?.filter((a) => a.name.value !== 'for') };
     },
   });
-  const fields = new Set<string>();
-  const types = new Set<string>();
-  if (directive !== null) {
-    const marked = (ds: readonly { name: { value: string } }[] | undefined) => ds?.some((d) => d.name.value === directive);
-    for (const def of doc.definitions) {
-      if (
-        def.kind !== Kind.OBJECT_TYPE_DEFINITION &&
-        def.kind !== Kind.OBJECT_TYPE_EXTENSION &&
-        def.kind !== Kind.INTERFACE_TYPE_DEFINITION &&
-        def.kind !== Kind.INTERFACE_TYPE_EXTENSION
-      ) {
-        continue;
-      }
-      if (marked(def.directives)) types.add(def.name.value);
-      for (const f of def.fields ?? []) if (marked(f.directives)) fields.add(`${def.name.value}.${f.name.value}`);
+  return { sdl: linked ? print(withoutSecurityPurpose) : sdl, policy: readAuthPolicy(doc) };
+}
+
+/**
+ * The `@authenticated` fields and types of a (parsed) supergraph, by the name its `@link` gives
+ * the directive. Reads the prepared SDL as well as the original (only the link's purpose differs).
+ */
+export function readAuthPolicy(doc: DocumentNode): AuthPolicy {
+  let directive: string | null = null;
+  for (const def of doc.definitions) {
+    if (def.kind !== Kind.SCHEMA_DEFINITION && def.kind !== Kind.SCHEMA_EXTENSION) continue;
+    for (const d of def.directives ?? []) {
+      const url = d.name.value === 'link' ? argValue(d, 'url') : undefined;
+      if (url?.startsWith(AUTHENTICATED_SPEC)) directive = argValue(d, 'as') ?? 'authenticated';
     }
   }
-  return { sdl: directive === null ? sdl : print(withoutSecurityPurpose), policy: { fields, types } };
+  const fields = new Set<string>();
+  const types = new Set<string>();
+  if (directive === null) return { fields, types };
+  const marked = (ds: readonly { name: { value: string } }[] | undefined) => ds?.some((d) => d.name.value === directive);
+  for (const def of doc.definitions) {
+    if (
+      def.kind !== Kind.OBJECT_TYPE_DEFINITION &&
+      def.kind !== Kind.OBJECT_TYPE_EXTENSION &&
+      def.kind !== Kind.INTERFACE_TYPE_DEFINITION &&
+      def.kind !== Kind.INTERFACE_TYPE_EXTENSION
+    ) {
+      continue;
+    }
+    if (marked(def.directives)) types.add(def.name.value);
+    for (const f of def.fields ?? []) if (marked(f.directives)) fields.add(`${def.name.value}.${f.name.value}`);
+  }
+  return { fields, types };
 }
 
 /** True when the operation selects a field (or a type) that the policy reserves for callers. */
@@ -157,27 +169,6 @@ export function needsCaller(
   visit(operation, check);
   for (const def of document.definitions) if (!found && def.kind === Kind.FRAGMENT_DEFINITION) visit(def, check);
   return found;
-}
-
-export interface AuthContext {
-  caller: Caller | null;
-}
-
-/**
- * Enforces `@authenticated` before any subgraph is called: an anonymous operation that touches a
- * reserved field fails with HTTP 401 and code UNAUTHENTICATED (docs/api/graphql.md).
- */
-export function authenticatedPlugin<C extends AuthContext>(policy: () => AuthPolicy): ApolloServerPlugin<C> {
-  return {
-    async requestDidStart() {
-      return {
-        async didResolveOperation({ contextValue, document, operation, schema }) {
-          if (contextValue.caller || !operation) return;
-          if (needsCaller(schema, document, operation, policy())) throw toTransportError(unauthenticated(TOKEN_REQUIRED));
-        },
-      };
-    },
-  };
 }
 
 /**

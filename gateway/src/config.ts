@@ -38,6 +38,36 @@ export const gatewayConfigShape = {
   ROUTES_PATH: z.string().default(DEFAULT_ROUTES_PATH),
   /** The composed OpenAPI document served at `/openapi.json` and rendered at `/docs`. */
   OPENAPI_PATH: z.string().default(DEFAULT_OPENAPI_PATH),
+
+  // ── GraphQL at the edge (src/limits.ts, src/persisted.ts; README "GraphQL at the edge") ──
+  /** Deepest field nesting an operation may have (root fields are depth 1). */
+  GRAPHQL_MAX_DEPTH: env.int(7, 1),
+  /** Largest estimated cost (IBM cost spec, `@cost`/`@listSize` from the supergraph). */
+  GRAPHQL_MAX_COST: env.int(1000, 1),
+  /** Items assumed for a list field whose size no `@listSize` argument or assumedSize gives. */
+  GRAPHQL_DEFAULT_LIST_SIZE: env.int(10, 1),
+  /** Aliased fields per operation (fragments included; `__typename` aliases are free). */
+  GRAPHQL_MAX_ALIASES: env.int(15, 0),
+  /** Lexical tokens per document: the parser stops counting there (graphql-js `maxTokens`). */
+  GRAPHQL_MAX_TOKENS: env.int(1000, 1),
+  /** Operations per batched request (array body). */
+  GRAPHQL_MAX_BATCH: env.int(10, 1),
+  /** How long a registered persisted query (APQ) is kept, in seconds. */
+  GRAPHQL_APQ_TTL_S: env.int(86_400, 1),
+  /**
+   * Trusted documents: a persisted-query manifest (JSON); when set, only its operations run.
+   * Unset (the default): any operation within the limits runs.
+   */
+  GRAPHQL_TRUSTED_DOCUMENTS: z.string().min(1).optional(),
+  /** Memory for cached query plans (@apollo/gateway's LRU), in MiB. */
+  GRAPHQL_QUERY_PLAN_CACHE_MIB: env.int(30, 1),
+  /** The APQ store shared by every replica; unset (the embedded mode): each process keeps its own. */
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+    .optional(),
+  /** Namespace of the gateway's keys in that Redis. */
+  REDIS_KEY_PREFIX: env.str('halo:gateway:'),
 };
 
 /** One optional `<SERVICE>_URL` per service of the topology table, e.g. `CONTENT_URL`. */

@@ -1,14 +1,15 @@
 import { readFile } from 'node:fs/promises';
 import { unwatchFile, watchFile, type Stats } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
+import { GraphQLError, type GraphQLFormattedError, type ValidationContext } from 'graphql';
 import {
   ApolloGateway,
   RemoteGraphQLDataSource,
   type GraphQLDataSourceProcessOptions,
   type SupergraphSdlHook,
 } from '@apollo/gateway';
-import { ApolloServer, HeaderMap, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServer, HeaderMap, type ApolloServerPlugin, type PersistedQueryOptions } from '@apollo/server';
 import {
   ApolloServerPluginLandingPageDisabled,
   ApolloServerPluginSchemaReportingDisabled,
@@ -26,8 +27,10 @@ import {
   type Logger,
   type ServiceName,
 } from '@halo/kit';
-import { authenticatedPlugin, prepareSupergraph, toTransportError, type AuthPolicy, type CallerResolver } from './auth';
+import { prepareSupergraph, toTransportError, type CallerResolver } from './auth';
 import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from './body';
+import { operationPolicyPlugin } from './operation-policy';
+import { trustedDocumentsCache, trustedDocumentsPlugin, type TrustedDocuments } from './persisted';
 
 /** What every resolver and subgraph request sees: who asked and which request this is. */
 export interface GraphQLContext {
@@ -49,19 +52,18 @@ export const SUPERGRAPH_POLL_MS = 1_000;
 export function supergraphFromFile(
   path: string,
   logger: Logger,
-  /** Turns the file into the SDL the gateway loads; `commit` runs once the gateway accepted it. */
-  accept: (raw: string) => { sdl: string; commit(): void } = (raw) => ({ sdl: raw, commit() {} }),
+  /** Turns the file into the SDL the gateway loads (throws to refuse it). */
+  accept: (raw: string) => string = (raw) => raw,
 ): SupergraphSdlHook {
   return async ({ update }) => {
     let current: string;
-    let first: { sdl: string; commit(): void };
+    let first: string;
     try {
       current = await readFile(path, 'utf8');
       first = accept(current);
     } catch (err) {
       throw new Error(`Cannot load the supergraph at ${path} (SUPERGRAPH_PATH): ${(err as Error).message}`);
     }
-    first.commit();
     let reloading = Promise.resolve();
     let stopped = false;
     const reload = async () => {
@@ -75,9 +77,7 @@ export function supergraphFromFile(
       }
       if (next === current || stopped) return;
       try {
-        const prepared = accept(next);
-        update(prepared.sdl);
-        prepared.commit();
+        update(accept(next));
         current = next;
         logger.info({ path }, 'supergraph reloaded');
       } catch (err) {
@@ -91,7 +91,7 @@ export function supergraphFromFile(
     };
     watchFile(path, { interval: SUPERGRAPH_POLL_MS, persistent: false }, onChange);
     return {
-      supergraphSdl: first.sdl,
+      supergraphSdl: first,
       cleanup: async () => {
         stopped = true;
         unwatchFile(path, onChange);
@@ -101,13 +101,58 @@ export function supergraphFromFile(
   };
 }
 
+/** The limits every operation is held to (README "GraphQL at the edge"). */
+export interface GraphQLLimits {
+  maxDepth: number;
+  maxCost: number;
+  defaultListSize: number;
+  maxAliases: number;
+  maxTokens: number;
+  maxBatch: number;
+}
+
 export interface GraphQLOptions {
   callers: CallerResolver;
   supergraphPath: string;
   serviceUrls: Record<ServiceName, string>;
   bodyLimit: number;
   logger: Logger;
+  limits: GraphQLLimits;
+  persistedQueries: {
+    /** Where APQ registrations live (Redis); default: in this process. */
+    cache?: NonNullable<PersistedQueryOptions['cache']>;
+    ttlSeconds: number;
+    /** Trusted documents mode: only these operations run. */
+    trusted?: TrustedDocuments;
+  };
+  queryPlanCacheMiB: number;
 }
+
+const NO_STORE = 'no-store';
+/** Apollo's header on PERSISTED_QUERY_NOT_FOUND; every error here says `no-store` instead. */
+const APOLLO_PQ_ERROR_CACHE_CONTROL = 'private, no-cache, must-revalidate';
+
+/**
+ * The alias cap: GraphQL Armor's max-aliases rule, reporting (not throwing, which Apollo would
+ * answer with a 500) an error whose code the gateway's formatError restores (Apollo renames
+ * every validation error GRAPHQL_VALIDATION_FAILED).
+ */
+function aliasLimitRule(maxAliases: number) {
+  return maxAliasesRule({
+    n: maxAliases,
+    propagateOnRejection: false,
+    onReject: [
+      (ctx: ValidationContext | null, err: GraphQLError) => {
+        ctx?.reportError(
+          new GraphQLError(err.message.replace(/^Syntax Error: /, ''), { extensions: { code: 'MAX_ALIASES_LIMIT', maxAliases } }),
+        );
+      },
+    ],
+  });
+}
+
+/** Limit errors raised as validation errors keep their own code (see aliasLimitRule). */
+const VALIDATION_CODES_KEPT = new Set(['MAX_ALIASES_LIMIT']);
 
 /**
  * Node's global fetch (undici) keeps connections alive and pools them per origin; Apollo's
@@ -161,6 +206,10 @@ class SubgraphDataSource extends RemoteGraphQLDataSource<GraphQLContext> {
 export function formatGatewayError(logger: Logger) {
   return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
     const original = error instanceof GraphQLError ? error.originalError : error;
+    const ownCode = original instanceof GraphQLError ? original.extensions.code : undefined;
+    if (typeof ownCode === 'string' && VALIDATION_CODES_KEPT.has(ownCode)) {
+      return { ...formatted, extensions: { ...formatted.extensions, code: ownCode } };
+    }
     if (original instanceof Error && !(original instanceof GraphQLError)) {
       logger.error({ err: original, path: formatted.path }, 'graphql execution failed');
       return { message: INTERNAL_MESSAGE, path: formatted.path, extensions: { code: 'INTERNAL_SERVER_ERROR' } };
@@ -195,17 +244,11 @@ const privateForCallersPlugin: ApolloServerPlugin<GraphQLContext> = {
  * (no express): `handle` turns the request into Apollo's HTTPGraphQLRequest and writes back its
  * HTTPGraphQLResponse.
  */
-export function createGraphQL({ callers, supergraphPath, serviceUrls, bodyLimit, logger }: GraphQLOptions) {
-  let policy: AuthPolicy = { fields: new Set(), types: new Set() };
-  const acceptSupergraph = (raw: string) => {
-    const prepared = prepareSupergraph(raw);
-    return {
-      sdl: prepared.sdl,
-      commit: () => {
-        policy = prepared.policy;
-      },
-    };
-  };
+export function createGraphQL(opts: GraphQLOptions) {
+  const { callers, supergraphPath, serviceUrls, bodyLimit, logger, limits } = opts;
+  // The gateway's policy (@authenticated, @cost, @listSize) is read from each loaded supergraph
+  // by operationPolicyPlugin; here the SDL only loses what @apollo/gateway would refuse.
+  const acceptSupergraph = (raw: string) => prepareSupergraph(raw).sdl;
   // Halo sends nothing to Apollo's servers (STACK-NOTES.md); read by the gateway's constructor.
   process.env.APOLLO_TELEMETRY_DISABLED ??= 'true';
   const apolloLogger = logger.child({ component: 'apollo' });
@@ -217,7 +260,9 @@ export function createGraphQL({ callers, supergraphPath, serviceUrls, bodyLimit,
     // `<SERVICE>_URL` moves REST and GraphQL together.
     buildService: ({ name, url }) =>
       new SubgraphDataSource(name, isService(name) ? `${serviceUrls[name]}/graphql` : (url ?? ''), logger),
+    experimental_approximateQueryPlanStoreMiB: opts.queryPlanCacheMiB,
   });
+  const trusted = opts.persistedQueries.trusted;
 
   const server = new ApolloServer<GraphQLContext>({
     gateway,
@@ -230,12 +275,22 @@ export function createGraphQL({ callers, supergraphPath, serviceUrls, bodyLimit,
     // The gateway's Lifecycle owns SIGTERM/SIGINT; Apollo's own handlers would re-raise the signal.
     stopOnTerminationSignals: false,
     formatError: formatGatewayError(logger),
+    // graphql-js stops parsing past this many tokens (what GraphQL Armor's max-tokens does, without
+    // parsing twice); a document is parsed only when Apollo has not cached it already.
+    parseOptions: { maxTokens: limits.maxTokens },
+    // Validation runs once per document (Apollo caches validated documents by query hash).
+    validationRules: [aliasLimitRule(limits.maxAliases)],
+    persistedQueries: {
+      ttl: opts.persistedQueries.ttlSeconds,
+      ...(trusted ? { cache: trustedDocumentsCache(trusted) } : opts.persistedQueries.cache ? { cache: opts.persistedQueries.cache } : {}),
+    },
     plugins: [
       ApolloServerPluginUsageReportingDisabled(),
       ApolloServerPluginSchemaReportingDisabled(),
       // Apollo's landing page loads Apollo Sandbox from a CDN; development gets GraphiQL (src/docs.ts).
       ApolloServerPluginLandingPageDisabled(),
-      authenticatedPlugin<GraphQLContext>(() => policy),
+      ...(trusted ? [trustedDocumentsPlugin<GraphQLContext>(trusted)] : []),
+      operationPolicyPlugin<GraphQLContext>(limits, logger),
       privateForCallersPlugin,
     ],
   });
@@ -257,6 +312,13 @@ export function createGraphQL({ callers, supergraphPath, serviceUrls, bodyLimit,
       } catch (err) {
         return sendBodyError(res, err, logger);
       }
+      if (Array.isArray(body) && body.length > limits.maxBatch) {
+        const error = {
+          message: `A batch of ${body.length} operations exceeds the limit of ${limits.maxBatch}`,
+          extensions: { code: 'BATCH_LIMIT_EXCEEDED', batchSize: body.length, maxBatch: limits.maxBatch },
+        };
+        return sendJson(res, 400, { errors: [error] });
+      }
     }
     const headers = new HeaderMap();
     for (const [key, value] of Object.entries(req.headers)) {
@@ -276,6 +338,12 @@ export function createGraphQL({ callers, supergraphPath, serviceUrls, bodyLimit,
     });
     for (const [key, value] of response.headers) res.setHeader(key, value);
     res.statusCode = response.status ?? 200;
+    // Apollo's cache-control plugin answers operations (no-store on errors); what fails before it
+    // (a bad token, a bad request) or refuses a persisted query must never be cached either.
+    const cacheControl = response.headers.get('cache-control');
+    if (res.statusCode >= 400 || cacheControl === undefined || cacheControl === APOLLO_PQ_ERROR_CACHE_CONTROL) {
+      res.setHeader('cache-control', NO_STORE);
+    }
     if (response.body.kind === 'complete') {
       res.setHeader('content-length', Buffer.byteLength(response.body.string));
       res.end(response.body.string);

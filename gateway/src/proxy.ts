@@ -75,6 +75,14 @@ export function createServiceProxies({ targets, timeoutMs, logger }: ProxyOption
             // Runs after http-proxy's own timeout callback, which aborts the request.
             proxyReq.once('timeout', () => timedOut.add(req));
           },
+          proxyRes: (proxyRes, req) => {
+            // Before http-proxy copies the headers. A service's Cache-Control stands for its public
+            // answers; an error, or an answer to a caller with credentials, is never stored
+            // (docs/api/conventions.md). Without one, the gateway's default no-store stays.
+            if ((proxyRes.statusCode ?? 500) >= 400 || req.headers.authorization !== undefined || req.headers['x-api-key'] !== undefined) {
+              proxyRes.headers['cache-control'] = 'no-store';
+            }
+          },
           error: (err, req, res) => {
             const code = (err as NodeJS.ErrnoException).code;
             const isTimeout = timedOut.has(req);

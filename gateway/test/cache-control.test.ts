@@ -108,4 +108,30 @@ describe('Cache-Control computed from the subgraphs’ hints', () => {
     expect(await cacheControl('{ items { id name } }', bearer())).toBe('max-age=60, private');
     expect(await cacheControl('{ items { id } live }', bearer())).toBe('no-store');
   });
+
+  it('a batch gets the most restrictive policy of its operations', async () => {
+    const batch = async (queries: string[], headers: Record<string, string> = {}) => {
+      const res = await fetch(`${gw.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(queries.map((query) => ({ query }))),
+      });
+      expect(res.status).toBe(200);
+      return res.headers.get('cache-control');
+    };
+    expect(await batch(['{ items { id } }', '{ brief }'])).toBe('max-age=30, public');
+    expect(await batch(['{ brief }', '{ items { id } }'])).toBe('max-age=30, public');
+    expect(await batch(['{ items { id } }', '{ mine }'])).toBe('max-age=60, private');
+    expect(await batch(['{ live }', '{ items { id } }'])).toBe('no-store');
+    expect(await batch(['{ items { id } }', '{ live }'])).toBe('no-store');
+    expect(await batch(['{ items { id } }'], bearer())).toBe('max-age=60, private');
+  });
+
+  it('errors are never stored: a business error, a refused operation, a bad token', async () => {
+    const post = (query: string, headers: Record<string, string> = {}) =>
+      fetch(`${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ query }) });
+    expect((await post('{ items { id } nope }')).headers.get('cache-control')).toBe('no-store');
+    const badToken = await post('{ items { id } }', { authorization: 'Bearer nope' });
+    expect([badToken.status, badToken.headers.get('cache-control')]).toEqual([401, 'no-store']);
+  });
 });

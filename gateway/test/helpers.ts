@@ -3,6 +3,10 @@ import { createServer, request, type IncomingHttpHeaders, type Server } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { composeServices } from '@apollo/composition';
+import { ApolloServer } from '@apollo/server';
+import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
+import { startStandaloneServer } from '@apollo/server/standalone';
+import { buildSubgraphSchema } from '@apollo/subgraph';
 import { createLogger, listen, type Logger } from '@halo/kit';
 import { testIdentityEnv } from '@halo/kit/testing';
 import { parse } from 'graphql';
@@ -82,7 +86,8 @@ export interface Echoed {
 
 /**
  * A plain node:http upstream that answers every request with what it received. Request headers
- * steer it: `x-echo-status` sets the status, `x-echo-delay` (ms) delays the answer, and
+ * steer it: `x-echo-status` sets the status, `x-echo-cache-control` its Cache-Control,
+ * `x-echo-delay` (ms) delays the answer, and
  * `holdUntil(n)` parks requests until n are parked at once (then releases them all).
  */
 export async function startEcho() {
@@ -108,6 +113,7 @@ export async function startEcho() {
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(payload),
           'x-echo': 'yes',
+          ...(typeof req.headers['x-echo-cache-control'] === 'string' ? { 'cache-control': req.headers['x-echo-cache-control'] } : {}),
         });
         res.end(payload);
       };
@@ -210,4 +216,36 @@ export async function until<T>(check: () => T | Promise<T>, timeoutMs = 10_000):
     if (Date.now() > deadline) throw new Error('condition not met within the time limit');
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+export interface TestSubgraph {
+  url: string;
+  /** Operations it received so far (the gateway's fetches, entity fetches included). */
+  calls(): number;
+  stop(): Promise<void>;
+}
+
+/**
+ * A real federation subgraph (@apollo/server over node:http on a free port) from SDL and
+ * resolvers, counting the operations it receives, so a test can tell "never reached a subgraph".
+ * Resolvers see `{ headers }` as context.
+ */
+export async function startSubgraph(sdl: string, resolvers: Record<string, Record<string, unknown>>): Promise<TestSubgraph> {
+  let calls = 0;
+  const server = new ApolloServer<{ headers: IncomingHttpHeaders }>({
+    plugins: [
+      ApolloServerPluginInlineTraceDisabled(),
+      {
+        async requestDidStart() {
+          calls++;
+        },
+      },
+    ],
+    schema: buildSubgraphSchema({ typeDefs: parse(sdl), resolvers: resolvers as never }),
+  });
+  const { url } = await startStandaloneServer(server, {
+    listen: { port: 0, host: '127.0.0.1' },
+    context: async ({ req }) => ({ headers: req.headers }),
+  });
+  return { url: url.replace(/\/$/, ''), calls: () => calls, stop: () => server.stop() };
 }

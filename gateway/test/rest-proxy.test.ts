@@ -356,3 +356,45 @@ describe('upstream failures', () => {
     }
   });
 });
+
+describe('Cache-Control on every REST answer (docs/api/conventions.md)', () => {
+  const cacheControl = async (path: string, init?: RequestInit) => {
+    const { res } = await call(path, init);
+    return { status: res.status, cacheControl: res.headers.get('cache-control') };
+  };
+  const bearer = { authorization: `Bearer ${signAccessToken({ sub: '2', name: 'A', role: 'user' }, TEST_JWT_SECRET, 300)}` };
+
+  it('the gateway’s own errors are no-store: 401 (missing or invalid token), 404, 405, 400, 413', async () => {
+    expect(await cacheControl('/profile')).toEqual({ status: 401, cacheControl: 'no-store' });
+    expect(await cacheControl('/profile', { headers: { authorization: 'Bearer garbage' } })).toEqual({ status: 401, cacheControl: 'no-store' });
+    expect(await cacheControl('/nowhere')).toEqual({ status: 404, cacheControl: 'no-store' });
+    expect(await cacheControl('/hello', { method: 'DELETE' })).toEqual({ status: 405, cacheControl: 'no-store' });
+    expect(await cacheControl('/api/v9/hello')).toEqual({ status: 400, cacheControl: 'no-store' });
+    const big = { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'x'.repeat(2048) }) };
+    expect(await cacheControl('/greet', big)).toEqual({ status: 413, cacheControl: 'no-store' });
+  });
+
+  it('a service’s errors are no-store whatever it said, and so is an unreachable service', async () => {
+    const headers = { 'x-echo-status': '500', 'x-echo-cache-control': 'public, max-age=60' };
+    expect(await cacheControl('/hello', { headers })).toEqual({ status: 500, cacheControl: 'no-store' });
+    const down = await startGateway({ CONTENT_URL: `http://127.0.0.1:${await closedPort()}`, SUPERGRAPH_PATH: supergraph.path });
+    try {
+      const res = await fetch(`${down.url}/hello`);
+      expect([res.status, res.headers.get('cache-control')]).toEqual([503, 'no-store']);
+    } finally {
+      await down.stop();
+    }
+  });
+
+  it('a service’s public answer keeps its policy; without one it is no-store', async () => {
+    const headers = { 'x-echo-cache-control': 'public, max-age=60' };
+    expect(await cacheControl('/hello', { headers })).toEqual({ status: 200, cacheControl: 'public, max-age=60' });
+    expect(await cacheControl('/hello')).toEqual({ status: 200, cacheControl: 'no-store' });
+  });
+
+  it('an answer to a caller with credentials is never stored, even if the service says public', async () => {
+    const headers = { 'x-echo-cache-control': 'public, max-age=60', ...bearer };
+    expect(await cacheControl('/hello', { headers })).toEqual({ status: 200, cacheControl: 'no-store' });
+    expect(await cacheControl('/profile', { headers })).toEqual({ status: 200, cacheControl: 'no-store' });
+  });
+});

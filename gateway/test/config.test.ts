@@ -1,0 +1,50 @@
+import { loadGatewayConfig } from '../src/config';
+
+/** The edge's settings: defaults as documented, bad values refused with the variable's name. */
+
+it('defaults: depth 7, cost 1000, list size 10, 15 aliases, 1000 tokens, batches of 10, APQ kept a day, in-process', () => {
+  const c = loadGatewayConfig({});
+  expect({
+    depth: c.GRAPHQL_MAX_DEPTH,
+    cost: c.GRAPHQL_MAX_COST,
+    listSize: c.GRAPHQL_DEFAULT_LIST_SIZE,
+    aliases: c.GRAPHQL_MAX_ALIASES,
+    tokens: c.GRAPHQL_MAX_TOKENS,
+    batch: c.GRAPHQL_MAX_BATCH,
+    apqTtl: c.GRAPHQL_APQ_TTL_S,
+    planCache: c.GRAPHQL_QUERY_PLAN_CACHE_MIB,
+    redis: c.REDIS_URL,
+    prefix: c.REDIS_KEY_PREFIX,
+    trusted: c.GRAPHQL_TRUSTED_DOCUMENTS,
+  }).toEqual({
+    depth: 7,
+    cost: 1000,
+    listSize: 10,
+    aliases: 15,
+    tokens: 1000,
+    batch: 10,
+    apqTtl: 86_400,
+    planCache: 30,
+    redis: undefined,
+    prefix: 'halo:gateway:',
+    trusted: undefined,
+  });
+});
+
+it('reads them from the environment', () => {
+  const c = loadGatewayConfig({ GRAPHQL_MAX_DEPTH: '5', GRAPHQL_MAX_COST: '250', REDIS_URL: 'rediss://cache:6380', GRAPHQL_MAX_ALIASES: '0' });
+  expect([c.GRAPHQL_MAX_DEPTH, c.GRAPHQL_MAX_COST, c.REDIS_URL, c.GRAPHQL_MAX_ALIASES]).toEqual([5, 250, 'rediss://cache:6380', 0]);
+});
+
+it.each([
+  ['GRAPHQL_MAX_DEPTH', '0'],
+  ['GRAPHQL_MAX_COST', 'lots'],
+  ['GRAPHQL_DEFAULT_LIST_SIZE', '-1'],
+  ['GRAPHQL_MAX_TOKENS', '1.5'],
+  ['GRAPHQL_MAX_BATCH', '0'],
+  ['GRAPHQL_APQ_TTL_S', '0'],
+  ['GRAPHQL_QUERY_PLAN_CACHE_MIB', '0'],
+  ['REDIS_URL', 'http://cache:6379'],
+])('%s=%j is refused with a line naming it', (name, value) => {
+  expect(() => loadGatewayConfig({ [name]: value })).toThrow(new RegExp(`^Invalid configuration: ${name}:`));
+});
