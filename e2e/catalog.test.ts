@@ -113,6 +113,14 @@ describe('products (v1, unversioned)', () => {
     expect(await get('/products/abc')).toMatchObject({ status: 400, body: { error: 'Invalid id' } });
   });
 
+  it('reads are public for 60 s in shared caches; with credentials, or on an error, no-store', async () => {
+    expect((await get('/products')).headers.get('cache-control')).toBe('public, max-age=60');
+    expect((await get('/api/v2/products/1')).headers.get('cache-control')).toBe('public, max-age=60');
+    expect((await get('/products', ADMIN())).headers.get('cache-control')).toBe('no-store');
+    expect((await get('/products/999999')).headers.get('cache-control')).toBe('no-store');
+    expect((await get('/products?sort=nope')).headers.get('cache-control')).toBe('no-store');
+  });
+
   it('/api/v1/products is the same resource, with the same notice', async () => {
     for (const [versioned, plain] of [
       ['/api/v1/products?category=books&sort=name', '/products?category=books&sort=name'],

@@ -3,7 +3,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
-import { startE2ESystem } from './helpers';
+import { bearer, startE2ESystem } from './helpers';
 
 /**
  * The front door: with no DATABASE_URL the launcher runs one embedded PostgreSQL, each service
@@ -17,14 +17,27 @@ chmodSync(root, 0o755);
 
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-async function snapshot(url: string) {
+/**
+ * Every user with their posts and each post's comments. Emails are shown to admins only (the
+ * system's own JWT_SECRET signs the token; `npm start`'s dev secret does not, so there they read "").
+ * Comments come through the posts connection: users → posts → comments, three nested lists, would
+ * be over the gateway's cost limit (GRAPHQL_MAX_COST); so would a page of 100 posts with their
+ * comments (100 × 10 assumed). The demo data has far fewer than 50 posts.
+ */
+async function snapshot(url: string, headers: Record<string, string> = {}) {
   const res = await fetch(`${url}/graphql`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ query: '{ users { email role posts { id comments { id } } } }' }),
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ query: '{ users { email role posts { id } } posts(first: 50) { edges { node { id comments { id } } } } }' }),
   });
-  return ((await res.json()) as { data: { users: { email: string; role: string; posts: { comments: unknown[] }[] }[] } }).data
-    .users;
+  const { data } = (await res.json()) as {
+    data: {
+      users: { email: string; role: string; posts: { id: string }[] }[];
+      posts: { edges: { node: { id: string; comments: unknown[] } }[] };
+    };
+  };
+  const comments = new Map(data.posts.edges.map((e) => [e.node.id, e.node.comments]));
+  return data.users.map((u) => ({ ...u, posts: u.posts.map((p) => ({ ...p, comments: comments.get(p.id) ?? [] })) }));
 }
 
 async function query(url: string, sql: string): Promise<unknown[]> {
@@ -44,7 +57,7 @@ it('seeds and serves; each service role sees only its own schema; a restart keep
   let oldContentUrl: string;
   try {
     expect(await (await fetch(`${first.url}/hello`)).json()).toEqual({ message: 'Halo Dunia!' });
-    before = await snapshot(first.url);
+    before = await snapshot(first.url, bearer('1', 'Admin', 'admin'));
     expect(before.map((u) => u.email)).toEqual(expect.arrayContaining(['admin@halo.local', 'alice@halo.local', 'bob@halo.local']));
     expect(before.find((u) => u.email === 'admin@halo.local')?.role).toBe('admin');
     for (const u of before) expect(u.posts.length).toBeGreaterThan(0);
@@ -62,7 +75,7 @@ it('seeds and serves; each service role sees only its own schema; a restart keep
   }
   const second = await startE2ESystem({ portOffset: 400, dataDir });
   try {
-    expect(await snapshot(second.url)).toEqual(before);
+    expect(await snapshot(second.url, bearer('1', 'Admin', 'admin'))).toEqual(before);
     // Every start hands out new passwords: a URL from an earlier run no longer opens anything.
     const stale = new URL(oldContentUrl);
     stale.port = String(second.system.postgres!.port);

@@ -1,4 +1,4 @@
-import { at, gql, insertComments, insertPosts, insertUsers, startTestContent, type InsertedPost, type InsertedUser, type TestContent, bearer } from './helpers';
+import { at, gql, insertComments, insertPosts, insertUsers, startTestContent, type InsertedPost, type InsertedUser, type TestContent, bearer, bearerFor } from './helpers';
 
 let t: TestContent;
 let users: InsertedUser[];
@@ -45,9 +45,12 @@ afterAll(async () => {
 describe('Query.user / Query.users', () => {
   it('user(id) returns the user’s fields', async () => {
     const ana = users[0]!;
-    const { status, body } = await gql(t.base, `query ($id: ID!) { user(id: $id) { id name email avatar role createdAt } }`, {
-      id: String(ana.id),
-    });
+    const { status, body } = await gql(
+      t.base,
+      `query ($id: ID!) { user(id: $id) { id name email avatar role createdAt } }`,
+      { id: String(ana.id) },
+      bearerFor(ana.id),
+    );
     expect(status).toBe(200);
     expect(body.errors).toBeUndefined();
     expect(body.data!.user).toEqual({
@@ -244,7 +247,7 @@ describe('Mutation.createUser', () => {
     expect(body.errors).toBeUndefined();
     const created = body.data!.createUser as { id: string };
     expect(created).toEqual({ id: expect.stringMatching(/^\d+$/), name: 'Dewi', email: 'dewi.lestari@example.com', role: 'user', avatar: null });
-    const again = await gql(t.base, `query ($id: ID!) { user(id: $id) { email } }`, { id: created.id });
+    const again = await gql(t.base, `query ($id: ID!) { user(id: $id) { email } }`, { id: created.id }, ADMIN);
     expect(again.body.data!.user).toEqual({ email: 'dewi.lestari@example.com' });
   });
 
@@ -279,7 +282,7 @@ describe('federation', () => {
     const sdl = (body.data!._service as { sdl: string }).sdl;
     expect(sdl).toMatch(/type User\s+@key\(fields: "id"\)/);
     expect(sdl).toMatch(/type Post\s+@key\(fields: "id"\)/);
-    expect(sdl).toContain('@link(url: "https://specs.apollo.dev/federation/v2.7"');
+    expect(sdl).toContain('@link(url: "https://specs.apollo.dev/federation/v2.9"');
     expect(sdl).toContain('posts(first: Int, after: String): PostConnection!');
   });
 
@@ -306,9 +309,60 @@ describe('federation', () => {
     const author = users.find((u) => u.id === post.userId)!;
     const first = users.find((u) => u.id === 1)!; // a fresh schema numbers users from 1
     expect(body.data!._entities).toEqual([
-      { __typename: 'User', id: '1', name: first.name, email: first.email },
+      // Asked anonymously: the email is hidden on this path too (see 'User.email' below).
+      { __typename: 'User', id: '1', name: first.name, email: '' },
       { __typename: 'Post', id: String(post.id), title: post.title, author: { name: author.name } },
       null,
     ]);
+  });
+});
+
+describe('User.email: shown to the user themself and to admins, "" to everyone else, on every path', () => {
+  type Seen = Map<number, string>;
+  /** Every (user id → email) an operation revealed, with these headers. */
+  async function seen(headers: Record<string, string>): Promise<Seen[]> {
+    const withHeaders = async (query: string, variables?: Record<string, unknown>) => {
+      const { body } = await gql(t.base, query, variables, headers);
+      expect(body.errors).toBeUndefined();
+      return JSON.stringify(body.data);
+    };
+    const texts = [
+      await withHeaders('query ($id: ID!) { user(id: $id) { id email } }', { id: String(users[0]!.id) }),
+      await withHeaders('{ users { id email } }'),
+      await withHeaders('{ posts(first: 100) { edges { node { author { id email } comments { author { id email } } } } } }'),
+      await withHeaders('query ($r: [_Any!]!) { _entities(representations: $r) { ... on User { id email } } }', {
+        r: users.map((u) => ({ __typename: 'User', id: String(u.id) })),
+      }),
+    ];
+    return texts.map((text) => {
+      const found = new Map<number, string>();
+      for (const m of text.matchAll(/\{"id":"(\d+)","email":"([^"]*)"\}/g)) found.set(Number(m[1]), m[2]!);
+      return found;
+    });
+  }
+
+  it('anonymous callers read "" for everyone, on user, users, nested authors and _entities', async () => {
+    for (const path of await seen({})) {
+      expect(path.size).toBeGreaterThan(0);
+      for (const email of path.values()) expect(email).toBe('');
+    }
+  });
+
+  it('a user reads their own email and "" for everyone else', async () => {
+    const ana = users[0]!;
+    for (const path of await seen(bearerFor(ana.id))) {
+      // Every path shows Ana (user(id) asks for her; the others list or reach everyone).
+      expect(path.get(ana.id)).toBe(ana.email);
+      for (const [id, email] of path) expect(email).toBe(id === ana.id ? ana.email : '');
+    }
+  });
+
+  it('an admin reads every email', async () => {
+    const { rows } = await t.db.query<{ id: number; email: string }>('SELECT id::int AS id, email FROM users');
+    const stored = new Map(rows.map((r) => [r.id, r.email]));
+    for (const path of await seen(bearerFor(users[1]!.id, 'admin'))) {
+      expect(path.size).toBeGreaterThan(0);
+      for (const [id, email] of path) expect(email).toBe(stored.get(id));
+    }
   });
 });

@@ -42,6 +42,13 @@ const VERSIONS: Record<number, Representation> = {
   2: { json: productJsonV2, money: 'price_cents' },
 };
 
+/**
+ * Products are public and the same for everyone: a shared cache (CDN) may keep a successful read
+ * for 60 s, as the GraphQL fields' `@cacheControl(maxAge: 60)` say (docs/api/conventions.md). The
+ * gateway turns this into no-store for a caller with credentials and for every error.
+ */
+export const PUBLIC_READ = 'public, max-age=60';
+
 export function restRoutes(catalog: Catalog, jwtSecret: string | undefined): Router {
   // Reads are public and never look at credentials; writes verify the token here again (the
   // gateway already did) and the domain decides admin/scope.
@@ -54,6 +61,7 @@ export function restRoutes(catalog: Catalog, jwtSecret: string | undefined): Rou
   return mountRestRoutes(Router(), restManifest, {
     listProducts: async (_req, res, { version, query }) => {
       const result = await catalog.listProducts(query);
+      res.setHeader('Cache-Control', PUBLIC_READ);
       res.json({ data: result.data.map(rep(version).json), meta: result.meta });
     },
     createProduct: {
@@ -64,7 +72,9 @@ export function restRoutes(catalog: Catalog, jwtSecret: string | undefined): Rou
       },
     },
     getProduct: async (_req, res, { version, params }) => {
-      res.json({ data: rep(version).json(await catalog.getProduct(params.id)) });
+      const product = await catalog.getProduct(params.id);
+      res.setHeader('Cache-Control', PUBLIC_READ);
+      res.json({ data: rep(version).json(product) });
     },
     updateProduct: {
       authorize: writer,
