@@ -2,6 +2,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
+import WebSocket from 'ws';
 import { buildASTSchema, type GraphQLFieldResolver } from 'graphql';
 import { ConfigError, env } from './config';
 import { defineService, loadServiceConfig } from './define-service';
@@ -108,6 +109,11 @@ describe('defineService', () => {
     expect(text).not.toContain('/nope/123');
     expect(text).toMatch(/^halo_db_pool_connections\{state="total",service="catalog"\} \d+$/m);
     expect(text).toMatch(/^nodejs_eventloop_lag_seconds\{service="catalog"\} /m);
+  });
+
+  it('serves no WebSocket when the schema has no Subscription type', async () => {
+    const ws = new WebSocket(`${base.replace('http', 'ws')}/graphql`, 'graphql-transport-ws');
+    await expect(new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)))).rejects.toThrow();
   });
 
   it('leaves a given database open when it stops', async () => {

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
 import { resolve } from 'node:path';
 import type { BaseContext } from '@apollo/server';
-import type { Express, Request, RequestHandler } from 'express';
+import type { Express, RequestHandler } from 'express';
 import { parse, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { ConfigError, env, loadConfig, serviceConfigShape, type z } from './config';
 import type { Db } from './db';
@@ -10,7 +11,7 @@ import { Lifecycle } from './lifecycle';
 import type { Logger } from './logger';
 import { serviceIdentityFor, type ServiceIdentity } from './service-identity';
 import { createMetrics, type ServiceMetrics } from './metrics';
-import { createHttpApp, openServiceDb, runService, serveService, startSubgraph, subgraphMiddleware, withLifecycle, type StartedService } from './service';
+import { createHttpApp, openServiceDb, runService, serveService, startSubgraph, subgraphMiddleware, withLifecycle, type StartedService, type SubgraphSubscriptions } from './service';
 import { SERVICES, type ServiceName } from './topology';
 
 type Env = Record<string, string | undefined>;
@@ -80,11 +81,20 @@ export interface ServiceDefinition<X extends z.ZodRawShape, C extends KitConfig,
   ready?: (domain: D) => Promise<void>;
   /** Express settings the routes rely on (e.g. `trust proxy`), before any route. */
   configureHttp?: (app: Express, config: C) => void;
-  /** The subgraph: its schema from `<root>/schema.graphql` (build it with @apollo/subgraph) and per-request context. */
+  /**
+   * The subgraph: its schema from `<root>/schema.graphql` (build it with @apollo/subgraph) and
+   * per-request context. A schema with a Subscription type is also served over WebSocket
+   * (graphql-ws, `/graphql` on the HTTP port; kit/src/subscriptions.ts).
+   */
   graphql?: {
     schema: (typeDefs: DocumentNode, domain: D) => GraphQLSchema;
-    /** Added to `{ requestId, caller }`, e.g. the request's DataLoaders (over domain batch methods). */
-    context?: (domain: D, req: Request) => object;
+    /**
+     * Added to `{ requestId, caller }`, e.g. the request's DataLoaders (over domain batch methods):
+     * once per HTTP request, and once per WebSocket operation (given the upgrade request).
+     */
+    context?: (domain: D, req: IncomingMessage) => object;
+    /** Serve the Subscription type over WebSocket; default: when the schema has one. */
+    subscriptions?: boolean;
   };
   /** The REST routes (after /graphql; the kit adds the 404 and the error mapper after them). */
   rest?: (domain: D, config: C) => RequestHandler;
@@ -132,16 +142,22 @@ export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig 
       const ready = extraReady ? async () => (await db.ping(), await extraReady(domain)) : () => db.ping();
       const app = createHttpApp({ logger, lifecycle, ready, bodyLimit: config.BODY_LIMIT, metrics });
       def.configureHttp?.(app, config);
+      let subscriptions: SubgraphSubscriptions | undefined;
       if (def.graphql) {
         const typeDefs = parse(readFileSync(resolve(def.root, 'schema.graphql'), 'utf8'));
-        const apollo = await startSubgraph<BaseContext>({ schema: def.graphql.schema(typeDefs, domain), logger, lifecycle });
+        const schema = def.graphql.schema(typeDefs, domain);
+        const apollo = await startSubgraph<BaseContext>({ schema, logger, lifecycle });
         const context = def.graphql.context;
-        app.use('/graphql', subgraphMiddleware(apollo, config.JWT_SECRET, (req) => (context ? context(domain, req) : {})));
+        const extra = (req: IncomingMessage) => (context ? context(domain, req) : {});
+        app.use('/graphql', subgraphMiddleware(apollo, config.JWT_SECRET, extra));
+        if (def.graphql.subscriptions ?? schema.getSubscriptionType() != null) {
+          subscriptions = { schema, context: extra, jwtSecret: config.JWT_SECRET, maxPayload: config.BODY_LIMIT };
+        }
       }
       if (def.rest) app.use(def.rest(domain, config));
 
       const grpcServices = def.grpc?.(domain, logger) ?? [];
-      return { ...(await serveService({ app, grpcServices, identity, metrics, config, lifecycle, logger, db })), domain };
+      return { ...(await serveService({ app, grpcServices, identity, metrics, config, lifecycle, logger, db, subscriptions })), domain };
     });
 
   const migrateOnly = async (config: C, logger: Logger): Promise<void> => {

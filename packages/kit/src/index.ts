@@ -22,3 +22,4 @@ export * from './users';
 export * from './rest-manifest';
 export * from './service-identity';
 export * from './metrics';
+export * from './subscriptions';

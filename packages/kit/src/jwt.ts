@@ -109,6 +109,18 @@ export function callerFromHeader(authorization: string | undefined, secret: stri
   return callerFromClaims(verifyAccessToken(token, secret));
 }
 
+/**
+ * When the bearer token in `authorization` expires (ms since epoch, the verification's clock
+ * tolerance included), or null without one. It only decodes: call it after `callerFromHeader`
+ * accepted the header (long-lived connections end when their token does).
+ */
+export function tokenExpiresAt(authorization: string | undefined): number | null {
+  const token = bearerToken(authorization);
+  const payload = token === null ? null : jwt.decode(token);
+  const exp = typeof payload === 'object' && payload !== null ? (payload as { exp?: unknown }).exp : undefined;
+  return typeof exp === 'number' ? (exp + CLOCK_TOLERANCE_S) * 1000 : null;
+}
+
 /** 401 `Token required` for an anonymous caller. */
 export function requireCaller(caller: Caller | null): Caller {
   if (!caller) throw unauthenticated(TOKEN_REQUIRED);

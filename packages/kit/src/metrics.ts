@@ -20,6 +20,8 @@ export interface ServiceMetrics {
   watchDb(db: Db): void;
   /** A counter of the service's own, registered once on this registry. */
   counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L>;
+  /** A gauge (a value that goes up and down), registered once on this registry. */
+  gauge<L extends string>(name: string, help: string, labelNames: readonly L[]): Gauge<L>;
 }
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -81,6 +83,11 @@ export function createMetrics(service: string): ServiceMetrics {
       const existing = registry.getSingleMetric(name);
       if (existing) return existing as Counter<(typeof labelNames)[number]>;
       return new Counter({ name, help, labelNames, registers: [registry] });
+    },
+    gauge(name, help, labelNames) {
+      const existing = registry.getSingleMetric(name);
+      if (existing) return existing as Gauge<(typeof labelNames)[number]>;
+      return new Gauge({ name, help, labelNames, registers: [registry] });
     },
   };
 }

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { ApolloServer, type BaseContext } from '@apollo/server';
 import {
   ApolloServerPluginInlineTraceDisabled,
@@ -6,7 +6,7 @@ import {
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
 import { expressMiddleware } from '@as-integrations/express5';
-import express, { type Express, type Request, type RequestHandler } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import type { GraphQLSchema } from 'graphql';
 import { ConfigError } from './config';
 import { openDb, type Db } from './db';
@@ -15,6 +15,7 @@ import { startGrpcServer, type GrpcServiceBinding } from './grpc';
 import type { ServiceIdentity } from './service-identity';
 import { metricsEndpoint, type ServiceMetrics } from './metrics';
 import { migrate } from './migrate';
+import { serveSubscriptions } from './subscriptions';
 import { errorHandler, healthCheck, jsonBody, notFoundHandler, requestContext } from './http';
 import { closeHttpServer, Lifecycle, listen } from './lifecycle';
 import { createLogger, type Logger } from './logger';
@@ -186,7 +187,7 @@ export async function startSubgraph<C extends BaseContext>(opts: {
 export function subgraphMiddleware<C extends BaseContext>(
   apollo: ApolloServer<C>,
   jwtSecret: string | undefined,
-  extra: (req: Request) => Omit<C, 'requestId' | 'caller'>,
+  extra: (req: IncomingMessage) => Omit<C, 'requestId' | 'caller'>,
 ): RequestHandler {
   return expressMiddleware(apollo, {
     context: async ({ req }) =>
@@ -194,12 +195,24 @@ export function subgraphMiddleware<C extends BaseContext>(
   });
 }
 
+/** A subgraph's Subscription type, served over WebSocket on the service's HTTP server. */
+export interface SubgraphSubscriptions {
+  schema: GraphQLSchema;
+  /** The service's own context for each operation (the kit adds requestId and caller). */
+  context?: ((req: IncomingMessage) => object) | undefined;
+  jwtSecret: string | undefined;
+  /** Largest accepted message (BODY_LIMIT). */
+  maxPayload: number;
+}
+
 /**
  * Starts a wired service: its gRPC services (with grpc.health.v1) and its HTTP app, both drained
- * on shutdown.
+ * on shutdown; with `subscriptions`, GraphQL over WebSocket on the same HTTP server, whose sockets
+ * are closed (1001) before the HTTP server drains.
  */
 export async function serveService(opts: {
   app: Express;
+  subscriptions?: SubgraphSubscriptions | undefined;
   grpcServices: GrpcServiceBinding[];
   /** Verifies the callers of `grpcServices` (docs/service-identity.md). */
   identity: ServiceIdentity;
@@ -213,13 +226,15 @@ export async function serveService(opts: {
   finishHttpApp(opts.app);
   const grpcServer = await startGrpcServer({ port: config.GRPC_PORT, services: opts.grpcServices, identity: opts.identity, metrics: opts.metrics, logger });
   lifecycle.register('grpc server', () => grpcServer.shutdown(config.SHUTDOWN_TIMEOUT_MS));
-  const { port } = await serveHttp(opts.app, {
+  const { server, port } = await serveHttp(opts.app, {
     port: config.HTTP_PORT,
     host: config.HTTP_HOST,
     lifecycle,
     logger,
     drainMs: config.SHUTDOWN_TIMEOUT_MS,
   });
+  // Registered after the HTTP server, so closed before it: upgraded sockets would hold its drain.
+  if (opts.subscriptions) serveSubscriptions({ ...opts.subscriptions, server, logger, lifecycle, metrics: opts.metrics });
   return {
     lifecycle,
     db: opts.db,

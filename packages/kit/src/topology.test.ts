@@ -1,5 +1,7 @@
 import {
   GATEWAY_PORT,
+  GRPC_CALLS,
+  grpcCallersOf,
   SERVICES,
   SERVICE_NAMES,
   defaultGrpcAddr,
@@ -24,5 +26,11 @@ describe('topology', () => {
     expect(grpcAddrVar('content')).toBe('CONTENT_GRPC_ADDR');
     expect(defaultServiceUrl('content')).toBe(`http://127.0.0.1:${SERVICES.content.httpPort}`);
     expect(defaultGrpcAddr('content')).toBe(`127.0.0.1:${SERVICES.content.grpcPort}`);
+  });
+
+  it('has chat on 4005/5005: it calls no one over gRPC and no one calls it (it serves health only)', () => {
+    expect(SERVICES.chat).toEqual({ httpPort: 4005, grpcPort: 5005 });
+    expect(GRPC_CALLS.chat).toEqual([]);
+    expect(grpcCallersOf('chat')).toEqual([]);
   });
 });

@@ -10,6 +10,7 @@ export const SERVICES = {
   content: { httpPort: 4002, grpcPort: 5002 },
   catalog: { httpPort: 4003, grpcPort: 5003 },
   payments: { httpPort: 4004, grpcPort: 5004 },
+  chat: { httpPort: 4005, grpcPort: 5005 },
 } as const;
 
 /** The dev OpenID provider that `npm start` runs on loopback (never in production). */
@@ -37,6 +38,7 @@ export const GRPC_CALLS: Readonly<Record<ServiceName | 'gateway', readonly Servi
   content: [],
   catalog: [],
   payments: ['catalog'],
+  chat: [],
 };
 
 /** The processes that call `name` over gRPC. */
