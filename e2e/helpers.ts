@@ -11,6 +11,11 @@ import { startSystem, type LaunchOptions, type RunningSystem } from '../tools/sr
  * instance. By default it runs exactly as `npm start` does: one embedded PostgreSQL (in a
  * temporary directory unless `dataDir` is given) with a role per service. `postgres: true` runs
  * it as production does instead: DATABASE_URL = the machine's server, throwaway schemas.
+ * `extraChatReplica: true` starts a second chat process (its own free port, the same database,
+ * schema, REDIS_URL and keys) to prove cross-replica subscriptions: chat's REDIS_URL defaults to
+ * the test Redis then, and `chatReplicaUrl` is its address. chat's Redis namespace follows its
+ * schema (`halo:<schema>:`): with `postgres: true` it is the throwaway schema's, unique per run;
+ * in the embedded mode it is always `halo:chat:`, shared by every system on that Redis.
  * Returns the system and a cleanup that stops it and removes what it made.
  */
 export async function startE2ESystem(opts: {
@@ -20,6 +25,7 @@ export async function startE2ESystem(opts: {
   devOidc?: boolean;
   restart?: LaunchOptions['restart'];
   envFor?: LaunchOptions['envFor'];
+  extraChatReplica?: boolean;
 }) {
   const ownDir = !opts.postgres && !opts.dataDir ? mkdtempSync(join(tmpdir(), 'halo-e2e-')) : undefined;
   // Run as root, the embedded PostgreSQL runs as user postgres, which must reach its data directory.
@@ -30,11 +36,14 @@ export async function startE2ESystem(opts: {
     auth: throwawaySchema('e2e_auth'),
     catalog: throwawaySchema('e2e_catalog'),
     payments: throwawaySchema('e2e_payments'),
+    chat: throwawaySchema('e2e_chat'),
   };
   // Each process's own settings on top of its throwaway schema (merged per process, not replaced).
   const envFor: NonNullable<LaunchOptions['envFor']> = opts.postgres
     ? Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, { DB_SCHEMA: schema }]))
     : {};
+  // Two chat processes must share a pub/sub: Redis, unless the caller names one.
+  if (opts.extraChatReplica) envFor.chat = { ...envFor.chat, REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379' };
   for (const [name, env] of Object.entries(opts.envFor ?? {}) as [keyof typeof envFor, Record<string, string | undefined>][]) {
     envFor[name] = { ...envFor[name], ...env };
   }
@@ -58,6 +67,7 @@ export async function startE2ESystem(opts: {
     ...(dataDir ? { postgresDataDir: join(dataDir, 'postgres') } : {}),
     envFor,
     ...(opts.restart ? { restart: opts.restart } : {}),
+    ...(opts.extraChatReplica ? { replicas: { chat: 2 } } : {}),
     onLog: (name, line) => logs.push(`${name}| ${line}`),
   }).catch(async (err: unknown) => {
     // The processes may have created their schemas before one of them failed.
@@ -67,7 +77,10 @@ export async function startE2ESystem(opts: {
   return {
     system,
     url: system.gatewayUrl,
-    direct: (name: string) => system.processes.find((p) => p.name === name)!.url,
+    /** A process's own address (the first one of a service started with replicas). */
+    direct: (name: string) => system.processes.find((p) => p.name === name && !p.replica)!.url,
+    /** With `extraChatReplica`: the second chat process's address (same schema and Redis as `direct('chat')`). */
+    chatReplicaUrl: system.processes.find((p) => p.name === 'chat' && p.replica === 1)?.url,
     logs,
     /** The throwaway schemas (used with `postgres: true`). */
     schemas,

@@ -33,7 +33,7 @@ async function tables(schema: string): Promise<string[]> {
   }
 }
 
-describe.each(['auth', 'content', 'catalog', 'payments'])('%s with HALO_MIGRATE_ONLY=true', (service) => {
+describe.each(['auth', 'content', 'catalog', 'payments', 'chat'])('%s with HALO_MIGRATE_ONLY=true', (service) => {
   const schema = throwawaySchema(`migrate_${service}`);
   afterAll(() => dropSchema(schema));
 

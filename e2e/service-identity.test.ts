@@ -12,7 +12,7 @@ import { startE2ESystem } from './helpers';
  * tables alone decide.
  */
 const PORT_OFFSET = 880;
-const PROCESSES = ['gateway', 'auth', 'content', 'catalog', 'payments'] as const;
+const PROCESSES = ['gateway', 'auth', 'content', 'catalog', 'payments', 'chat'] as const;
 
 /** The policy this test holds the services to (docs/service-identity.md, issue: zero trust). */
 const SERVERS: { service: ServiceName; name: string; definition: grpc.ServiceDefinition; access: Record<string, string[]> }[] = [

@@ -127,7 +127,6 @@ describe('values', () => {
       });
       expect(c.enabled).toBe(true);
     }
-    expect(values.components.chat).toMatchObject({ enabled: false, httpPort: 4005, grpcPort: 5005 });
   });
 });
 
@@ -218,11 +217,12 @@ describe.each(ciFiles)('ci/%s', (f) => {
 describe('the default install (ci/default-values.yaml)', () => {
   const r = () => rendered('default-values.yaml');
 
-  it('runs the gateway and the four services, two replicas each, images tagged with the appVersion', () => {
+  it('runs the gateway and the five services, two replicas each, images tagged with the appVersion', () => {
     const deployments = all(r(), 'Deployment').map((d) => [d.metadata.name, (d.spec as { replicas: number }).replicas, container(d).image]);
     expect(deployments).toEqual([
       ['halo-auth', 2, 'halo/auth:0.1.0'],
       ['halo-catalog', 2, 'halo/catalog:0.1.0'],
+      ['halo-chat', 2, 'halo/chat:0.1.0'],
       ['halo-content', 2, 'halo/content:0.1.0'],
       ['halo-gateway', 2, 'halo/gateway:0.1.0'],
       ['halo-payments', 2, 'halo/payments:0.1.0'],
@@ -262,6 +262,8 @@ describe('the default install (ci/default-values.yaml)', () => {
       'auth-signing-key',
       'catalog-database-password',
       'catalog-database-url',
+      'chat-database-password',
+      'chat-database-url',
       'content-database-password',
       'content-database-url',
       'gateway-signing-key',
@@ -281,6 +283,7 @@ describe('the default install (ci/default-values.yaml)', () => {
     expect(trusted('halo-content')).toEqual(['auth:ci-2026-01']);
     expect(trusted('halo-catalog')).toEqual(['payments:ci-2026-01']);
     expect(trusted('halo-payments')).toBeUndefined();
+    expect(trusted('halo-chat')).toBeUndefined();
     expect(trusted('halo-gateway')).toBeUndefined();
   });
 
@@ -306,11 +309,25 @@ describe('the default install (ci/default-values.yaml)', () => {
       { ports: ['http'], from: ['gateway'] },
       { ports: ['grpc'], from: ['payments'] },
     ]);
+    // chat is called by no one over gRPC: HTTP (subgraph and WebSocket) from the gateway only.
+    expect(rules('halo-chat')).toEqual([{ ports: ['http'], from: ['gateway'] }]);
+  });
+
+  it('gives chat its database, Redis (the pub/sub of its subscriptions) and no gRPC peers', () => {
+    const chat = env(container(one(r(), 'Deployment', 'halo-chat')));
+    expect(chat).toMatchObject({
+      HTTP_PORT: '4005',
+      GRPC_PORT: '5005',
+      DATABASE_URL: { secretKeyRef: { name: 'halo', key: 'chat-database-url' } },
+      REDIS_URL: { secretKeyRef: { name: 'halo', key: 'redis-url', optional: true } },
+    });
+    expect(Object.keys(chat).filter((k) => k.endsWith('_GRPC_ADDR'))).toEqual([]);
+    expect(env(container(one(r(), 'Deployment', 'halo-gateway'))).CHAT_URL).toBe('http://halo-chat:4005');
   });
 
   it('migrates each database service in a pre-install/pre-upgrade Job reading the hook copy of the Secret', () => {
     const jobs = all(r(), 'Job');
-    expect(jobs.map((j) => j.metadata.name)).toEqual(['halo-auth-migrate', 'halo-catalog-migrate', 'halo-content-migrate', 'halo-payments-migrate']);
+    expect(jobs.map((j) => j.metadata.name)).toEqual(['halo-auth-migrate', 'halo-catalog-migrate', 'halo-chat-migrate', 'halo-content-migrate', 'halo-payments-migrate']);
     for (const job of jobs) {
       expect(job.metadata.annotations).toEqual({
         'helm.sh/hook': 'pre-install,pre-upgrade',

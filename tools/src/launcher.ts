@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
@@ -71,6 +72,12 @@ export interface LaunchOptions {
    * exactly when HALO_ENV is development (the `npm start` default); never meant for production.
    */
   devOidc?: boolean;
+  /**
+   * How many processes of a service to run (default 1), for what only several replicas prove
+   * (tests: cross-replica subscriptions). The others get the first one's environment — database,
+   * schema, Redis, keys — on free loopback ports (gRPC on a port of the OS's choosing).
+   */
+  replicas?: Partial<Record<ServiceName, number>>;
 }
 
 export interface RunningProcess {
@@ -83,6 +90,8 @@ export interface RunningProcess {
   grpcAddr?: string;
   /** The path that answers 200 once the process is ready. */
   readyPath: string;
+  /** 1, 2, … for the extra processes of a service started with `replicas`; absent for the first. */
+  replica?: number;
 }
 
 export interface RunningSystem {
@@ -211,7 +220,15 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
       const grpc = SERVICES[name].grpcPort + offset;
       return launch(name, { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_PORT: String(grpc) }, peers[serviceUrlVar(name)]!, '/readyz', o, running, `127.0.0.1:${grpc}`);
     });
-    await Promise.all([...early, ...services].map((p) => waitReady(p, readyTimeoutMs, supervisor)));
+    const replicas: RunningProcess[] = [];
+    for (const name of SERVICE_NAMES) {
+      for (let replica = 1; replica < (opts.replicas?.[name] ?? 1); replica++) {
+        const http = await freePort();
+        const ports = { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_PORT: '0' };
+        replicas.push(launch(name, ports, `http://127.0.0.1:${http}`, '/readyz', o, running, undefined, replica));
+      }
+    }
+    await Promise.all([...early, ...services, ...replicas].map((p) => waitReady(p, readyTimeoutMs, supervisor)));
     ready = true;
     return { gatewayUrl: gateway.url, processes: running, ...(postgres ? { postgres } : {}), stop };
   } catch (err) {
@@ -266,6 +283,7 @@ function launch(
   opts: LaunchOptions & { supervisor: Supervisor },
   running: RunningProcess[],
   grpcAddr?: string,
+  replica?: number,
 ): RunningProcess {
   const { supervisor } = opts;
   const onLog = opts.onLog ?? (() => undefined);
@@ -305,9 +323,21 @@ function launch(
     });
     return child;
   };
-  const proc: RunningProcess = { name, child: spawnChild(), restarts: 0, url, readyPath, ...(grpcAddr ? { grpcAddr } : {}) };
+  const proc: RunningProcess = { name, child: spawnChild(), restarts: 0, url, readyPath, ...(grpcAddr ? { grpcAddr } : {}), ...(replica ? { replica } : {}) };
   running.push(proc);
   return proc;
+}
+
+/** A loopback port nothing listens on right now (the OS's choice). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
 }
 
 /** Until the process answers its ready path; restarts in between are the supervisor's business. */

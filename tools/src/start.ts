@@ -12,6 +12,7 @@ const COLORS: Partial<Record<ProcessName, string>> = {
   content: '36',
   catalog: '34',
   payments: '92',
+  chat: '96',
   oidc: '32',
   postgres: '90',
   launcher: '1',

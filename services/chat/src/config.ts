@@ -1,0 +1,25 @@
+import { ConfigError, z, type ServiceConfig } from '@halo/kit';
+
+/** chat's own variables; the kit adds the ones every service reads (ports, DATABASE_URL, JWT_SECRET…). */
+export const chatConfigShape = {
+  /** The pub/sub every replica shares (subscriptions across replicas). Required in production. */
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+    .optional(),
+};
+
+export type ChatConfig = ReturnType<typeof refineChatConfig>;
+
+/**
+ * Without REDIS_URL messages reach only the subscribers of this process: right for the embedded
+ * mode (one replica), silently wrong for several. So a serving production replica needs Redis.
+ */
+export function refineChatConfig(config: ServiceConfig<typeof chatConfigShape>) {
+  if (config.HALO_ENV === 'production' && !config.HALO_MIGRATE_ONLY && !config.REDIS_URL) {
+    throw new ConfigError(
+      'Invalid configuration: REDIS_URL: is required when HALO_ENV=production (replicas must share the pub/sub of subscriptions) (is not set)',
+    );
+  }
+  return config;
+}

@@ -1,0 +1,93 @@
+import { alignById, keysetConnection, requireCaller, unavailable, type Caller, type ConnectionArgs, type Logger } from '@halo/kit';
+import type { Message, NewMessage } from './model';
+import { chatIdOf, DEFAULT_PAGE, DELIVERY_UNAVAILABLE, MESSAGE_CURSOR, messageText } from './rules';
+
+/** What the domain needs from storage; `ChatStore` implements it over SQL. */
+export interface ChatRepo {
+  /**
+   * One transaction: creates the chat if it is new and locks its row, inserts the message, awaits
+   * `publish(message)`, and commits only after it resolved. When `publish` throws, nothing is
+   * written. Sends to one chat are serialised by the lock, so their ids, their publications and
+   * their commits all happen in one order, across replicas.
+   */
+  appendMessage(m: NewMessage, publish: (message: Message) => Promise<void>): Promise<Message>;
+  /** A chat's messages with id < `beforeId` (all when null), newest first, at most `limit`. */
+  messagesPage(chatId: string, limit: number, beforeId: number | null): Promise<Message[]>;
+  messagesByIds(ids: readonly number[]): Promise<Message[]>;
+}
+
+/**
+ * Where messages go to their subscribers: Redis pub/sub shared by every replica, or this process
+ * alone (the embedded mode). At most once: a subscriber that is not connected misses what was
+ * published meanwhile (clients catch up with `messages`).
+ */
+export interface MessageBus {
+  /** Resolves once the message was handed to the bus; rejects when it cannot be. */
+  publish(message: Message): Promise<void>;
+  /** Resolves once delivery to this subscriber is established; its `return()` ends it. */
+  subscribe(chatId: string): Promise<AsyncIterableIterator<Message>>;
+  /** Readiness: rejects while messages could not be delivered. */
+  ready(): Promise<void>;
+}
+
+/**
+ * The chat use cases, once, for every transport. Order of checks: who (401), then what (400).
+ * There are no members: any signed-in user may read and write any chat whose id they know.
+ */
+export class Chat {
+  constructor(
+    private readonly repo: ChatRepo,
+    private readonly bus: MessageBus,
+    private readonly logger?: Logger,
+  ) {}
+
+  /** `sendMessage`: stored and published together, or neither (503 when the bus is down). */
+  async sendMessage(caller: Caller | null, input: { chatId: unknown; text: unknown }): Promise<Message> {
+    const author = requireCaller(caller);
+    const chatId = chatIdOf(input.chatId);
+    const text = messageText(input.text);
+    return this.repo.appendMessage({ chatId, authorId: author.id, text }, async (message) => {
+      try {
+        await this.bus.publish(message);
+      } catch (err) {
+        this.logger?.error({ err }, 'could not publish a message; not sending it');
+        throw unavailable(DELIVERY_UNAVAILABLE);
+      }
+    });
+  }
+
+  /** `newMessage`: every message sent to the chat from now on, in send order. */
+  async subscribe(caller: Caller | null, rawChatId: unknown): Promise<AsyncIterableIterator<Message>> {
+    requireCaller(caller);
+    const chatId = chatIdOf(rawChatId);
+    try {
+      return await this.bus.subscribe(chatId);
+    } catch (err) {
+      this.logger?.error({ err }, 'could not subscribe to a chat');
+      throw unavailable(DELIVERY_UNAVAILABLE);
+    }
+  }
+
+  /** `messages(chatId, first, after)`: newest first; a chat without messages is an empty connection. */
+  messages(caller: Caller | null, args: { chatId: unknown } & ConnectionArgs) {
+    requireCaller(caller);
+    const chatId = chatIdOf(args.chatId);
+    return keysetConnection(MESSAGE_CURSOR, { first: args.first ?? DEFAULT_PAGE, after: args.after ?? null }, (limit, after) =>
+      this.repo.messagesPage(chatId, limit, after?.id ?? null),
+    );
+  }
+
+  /** Whether `caller` may read messages at all (entity references from the gateway). */
+  mayRead(caller: Caller | null): boolean {
+    return caller !== null;
+  }
+
+  /** DataLoader batch: messages by id, in the order asked, null where unknown. */
+  async lookUpMessages(ids: readonly number[]): Promise<(Message | null)[]> {
+    return alignById(ids, await this.repo.messagesByIds(ids));
+  }
+
+  ready(): Promise<void> {
+    return this.bus.ready();
+  }
+}

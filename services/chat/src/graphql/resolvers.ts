@@ -1,0 +1,44 @@
+import { buildSubgraphSchema } from '@apollo/subgraph';
+import { parseId, type Caller } from '@halo/kit';
+import type { DocumentNode, GraphQLSchema } from 'graphql';
+import type { Chat } from '../domain/chat';
+import type { Message } from '../domain/model';
+import type { Loaders } from './loaders';
+
+/** The context of every operation, over HTTP and over WebSocket alike (the kit builds it). */
+export interface GraphQLContext {
+  requestId: string;
+  caller: Caller | null;
+  loaders: Loaders;
+}
+
+/**
+ * The subgraph over the domain. `newMessage` events are the `Message` objects the domain
+ * publishes, resolved exactly as `sendMessage`'s answer; `author` is a reference the gateway
+ * resolves in content.
+ */
+export function chatSchema(typeDefs: DocumentNode, chat: Chat): GraphQLSchema {
+  const resolvers = {
+    Query: {
+      messages: (_: unknown, args: { chatId: string; first?: number | null; after?: string | null }, ctx: GraphQLContext) =>
+        chat.messages(ctx.caller, args),
+    },
+    Mutation: {
+      sendMessage: (_: unknown, args: { chatId: string; text: string }, ctx: GraphQLContext) => chat.sendMessage(ctx.caller, args),
+    },
+    Subscription: {
+      newMessage: {
+        subscribe: (_: unknown, args: { chatId: string }, ctx: GraphQLContext) => chat.subscribe(ctx.caller, args.chatId),
+        resolve: (message: Message) => message,
+      },
+    },
+    Message: {
+      // Entity references from the gateway: an unknown id (or an anonymous caller) is null, never an error.
+      __resolveReference: (ref: { id: string }, ctx: GraphQLContext) =>
+        chat.mayRead(ctx.caller) ? ctx.loaders.messageById.load(parseId(ref.id)).catch(() => null) : null,
+      author: (m: Message) => ({ __typename: 'User', id: String(m.authorId) }),
+    },
+  };
+  // The resolver map is typed with our context; Apollo's type wants its own (hence the cast).
+  return buildSubgraphSchema({ typeDefs, resolvers: resolvers as never });
+}

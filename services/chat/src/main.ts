@@ -1,0 +1,3 @@
+import { chatService } from './service';
+
+void chatService.main();

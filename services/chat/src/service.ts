@@ -1,0 +1,38 @@
+import { resolve } from 'node:path';
+import { defineService } from '@halo/kit';
+import { PubSub } from 'graphql-subscriptions';
+import { refineChatConfig, chatConfigShape } from './config';
+import { ChatStore } from './db/store';
+import { Chat } from './domain/chat';
+import { createLoaders } from './graphql/loaders';
+import { chatSchema } from './graphql/resolvers';
+import { PubSubMessageBus } from './pubsub/bus';
+import { redisMessageBus } from './pubsub/redis';
+
+/**
+ * Chats and their messages: the GraphQL subgraph (messages, sendMessage) and its subscription
+ * (newMessage), which the kit serves over WebSocket. Messages reach subscribers through Redis
+ * pub/sub shared by every replica, or in-process without REDIS_URL (one replica). chat calls no
+ * one over gRPC and serves no gRPC of its own (health only).
+ */
+export const chatService = defineService({
+  name: 'chat',
+  root: resolve(__dirname, '..'),
+  config: chatConfigShape,
+  refineConfig: refineChatConfig,
+  domain: async ({ db, config, logger, lifecycle }) => {
+    // One namespace per database schema, so deployments (and test files) sharing a Redis never mix.
+    const prefix = `halo:${db.schema}:`;
+    const bus = config.REDIS_URL ? await redisMessageBus(config.REDIS_URL, prefix, logger, lifecycle) : new PubSubMessageBus(new PubSub(), prefix);
+    logger.info({ pubsub: config.REDIS_URL ? 'redis' : 'in-process' }, 'chat ready to deliver');
+    return { chat: new Chat(new ChatStore(db), bus, logger), bus };
+  },
+  // Messages are refused (503) while they cannot be delivered, so readiness fails with the bus.
+  ready: ({ chat }) => chat.ready(),
+  graphql: {
+    schema: (typeDefs, { chat }) => chatSchema(typeDefs, chat),
+    context: ({ chat }) => ({ loaders: createLoaders(chat) }),
+  },
+});
+
+export type ChatService = Awaited<ReturnType<typeof chatService.start>>;
