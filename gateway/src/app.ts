@@ -20,6 +20,7 @@ import { acceptOpenApi, createDocs } from './docs';
 import { createGraphQL } from './graphql';
 import { loadTrustedDocuments, RedisQueryCache } from './persisted';
 import { createServiceProxies, type ServiceProxies } from './proxy';
+import { createSubscriptions } from './subscriptions';
 import { parseRouteTable, type RouteDef } from './routes';
 import { createVersioning, migrationGuides, type Versioning } from './versioning';
 import { watchComposedFile } from './watched-file';
@@ -153,6 +154,18 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   });
   // Longer than common load-balancer idle timeouts, so they close idle connections first.
   server.keepAliveTimeout = 65_000;
+  // GraphQL over WebSocket on the same port and path (graphql-transport-ws).
+  const subscriptions = createSubscriptions({
+    server,
+    callers,
+    policy: graphql.policy,
+    serviceUrls: config.serviceUrls,
+    parseOptions: graphql.parseOptions,
+    validationRules: graphql.validationRules,
+    executeOperation: (request, context) => graphql.executeOperation(request, context),
+    maxPayload: config.BODY_LIMIT,
+    logger,
+  });
 
   // Released in reverse: the server drains first, then GraphQL stops, then the upstream pools go.
   lifecycle.register('composed files', () => {
@@ -166,6 +179,8 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   });
   lifecycle.register('graphql', () => graphql.stop());
   lifecycle.register('http server', () => closeHttpServer(server, config.SHUTDOWN_TIMEOUT_MS));
+  // Released first: sockets are told 1001 Going away before the HTTP server drains.
+  lifecycle.register('subscriptions', () => subscriptions.close());
 
   return {
     server,

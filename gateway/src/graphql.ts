@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { unwatchFile, watchFile, type Stats } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
-import { GraphQLError, type GraphQLFormattedError, type ValidationContext } from 'graphql';
+import { GraphQLError, type FormattedExecutionResult, type GraphQLFormattedError, type ValidationContext, type ValidationRule } from 'graphql';
 import {
   ApolloGateway,
   RemoteGraphQLDataSource,
@@ -29,7 +29,7 @@ import {
 } from '@halo/kit';
 import { prepareSupergraph, toTransportError, type CallerResolver } from './auth';
 import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from './body';
-import { operationPolicyPlugin } from './operation-policy';
+import { OperationPolicy } from './operation-policy';
 import { trustedDocumentsCache, trustedDocumentsPlugin, type TrustedDocuments } from './persisted';
 
 /** What every resolver and subgraph request sees: who asked and which request this is. */
@@ -137,7 +137,7 @@ const APOLLO_PQ_ERROR_CACHE_CONTROL = 'private, no-cache, must-revalidate';
  * answer with a 500) an error whose code the gateway's formatError restores (Apollo renames
  * every validation error GRAPHQL_VALIDATION_FAILED).
  */
-function aliasLimitRule(maxAliases: number) {
+function aliasLimitRule(maxAliases: number): ValidationRule {
   return maxAliasesRule({
     n: maxAliases,
     propagateOnRejection: false,
@@ -247,8 +247,9 @@ const privateForCallersPlugin: ApolloServerPlugin<GraphQLContext> = {
 export function createGraphQL(opts: GraphQLOptions) {
   const { callers, supergraphPath, serviceUrls, bodyLimit, logger, limits } = opts;
   // The gateway's policy (@authenticated, @cost, @listSize) is read from each loaded supergraph
-  // by operationPolicyPlugin; here the SDL only loses what @apollo/gateway would refuse.
+  // by OperationPolicy; here the SDL only loses what @apollo/gateway would refuse.
   const acceptSupergraph = (raw: string) => prepareSupergraph(raw).sdl;
+  const policy = new OperationPolicy(limits, logger);
   // Halo sends nothing to Apollo's servers (STACK-NOTES.md); read by the gateway's constructor.
   process.env.APOLLO_TELEMETRY_DISABLED ??= 'true';
   const apolloLogger = logger.child({ component: 'apollo' });
@@ -290,7 +291,7 @@ export function createGraphQL(opts: GraphQLOptions) {
       // Apollo's landing page loads Apollo Sandbox from a CDN; development gets GraphiQL (src/docs.ts).
       ApolloServerPluginLandingPageDisabled(),
       ...(trusted ? [trustedDocumentsPlugin<GraphQLContext>(trusted)] : []),
-      operationPolicyPlugin<GraphQLContext>(limits, logger),
+      policy.plugin<GraphQLContext>(),
       privateForCallersPlugin,
     ],
   });
@@ -360,6 +361,20 @@ export function createGraphQL(opts: GraphQLOptions) {
     },
     /** Ready once the supergraph is loaded and Apollo has started, until it stops. */
     isReady: () => started,
+    /** A query or mutation that came another way (a WebSocket), through the same pipeline and plugins. */
+    async executeOperation(
+      request: { query: string; variables?: Record<string, unknown> | undefined; operationName?: string | undefined },
+      contextValue: GraphQLContext,
+    ): Promise<FormattedExecutionResult> {
+      const response = await server.executeOperation(request, { contextValue });
+      if (response.body.kind === 'single') return response.body.singleResult;
+      return { errors: [{ message: 'Incremental delivery is not supported here', extensions: { code: 'BAD_REQUEST' } }] };
+    },
+    /** The checks every operation passes, and the supergraph loaded last (for subscriptions). */
+    policy,
+    /** Parsing and validation exactly as HTTP operations get them (token cap, alias cap). */
+    parseOptions: { maxTokens: limits.maxTokens },
+    validationRules: [aliasLimitRule(limits.maxAliases)],
     handle(req: IncomingMessage, res: ServerResponse, requestId: string): void {
       execute(req, res, requestId).catch((err: unknown) => {
         logger.error({ err, requestId }, 'graphql request failed');

@@ -16,16 +16,23 @@ export interface OperationLimits {
   defaultListSize: number;
 }
 
+/** The supergraph the gateway serves now: its API schema, its parsed SDL and its policy. */
+export interface LoadedSupergraph {
+  apiSchema: GraphQLSchema;
+  supergraph: DocumentNode;
+  policy: SupergraphPolicy;
+}
+
 interface Checked extends Analysis {
   schema: GraphQLSchema;
   needsCaller: boolean;
 }
 
 /**
- * Every operation, however it came (POST, GET, one of a batch, a persisted query), is checked
- * here after validation and before the gateway plans it or calls any subgraph: depth (HTTP 400
- * MAX_DEPTH_LIMIT), estimated cost (HTTP 400 COST_ESTIMATED_TOO_EXPENSIVE), then `@authenticated`
- * (HTTP 401 UNAUTHENTICATED for an anonymous caller).
+ * Every operation, however it came (POST, GET, one of a batch, a persisted query, a WebSocket
+ * subscription), is checked here after validation and before the gateway plans it or calls any
+ * subgraph: depth (MAX_DEPTH_LIMIT), estimated cost (COST_ESTIMATED_TOO_EXPENSIVE), then
+ * `@authenticated` (UNAUTHENTICATED for an anonymous caller). Over HTTP those are 400/401.
  *
  * The supergraph's policy is read at every (re)load and kept per API schema, so a request is
  * always judged by the supergraph it was validated against, even while a new one is loading. The
@@ -33,20 +40,61 @@ interface Checked extends Analysis {
  * query hash, so the same query text is analysed once; only the cost is evaluated per request,
  * from the variables, as a few additions and multiplications.
  */
-export function operationPolicyPlugin<C extends { caller: Caller | null }>(limits: OperationLimits, logger: Logger): ApolloServerPlugin<C> {
-  const supergraphs = new WeakMap<GraphQLSchema, SupergraphPolicy>();
-  const analyses = new WeakMap<DocumentNode, Map<string, Checked>>();
+export class OperationPolicy {
+  private readonly supergraphs = new WeakMap<GraphQLSchema, SupergraphPolicy>();
+  private readonly analyses = new WeakMap<DocumentNode, Map<string, Checked>>();
+  private latest: LoadedSupergraph | null = null;
+  private readonly listeners = new Set<(loaded: LoadedSupergraph) => void>();
 
-  const check = (schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): Checked => {
-    let byOperation = analyses.get(document);
-    if (!byOperation) analyses.set(document, (byOperation = new Map()));
+  constructor(
+    private readonly limits: OperationLimits,
+    private readonly logger: Logger,
+  ) {}
+
+  /** A supergraph was (re)loaded: its policy judges operations validated against `apiSchema`. */
+  load(apiSchema: GraphQLSchema, supergraphSdl: string): void {
+    const supergraph = parse(supergraphSdl);
+    const policy = { auth: readAuthPolicy(supergraph), cost: readCostDirectives(supergraph) };
+    this.supergraphs.set(apiSchema, policy);
+    this.latest = { apiSchema, supergraph, policy };
+    for (const listener of this.listeners) listener(this.latest);
+  }
+
+  /** The supergraph loaded last (null before the first load). */
+  current(): LoadedSupergraph | null {
+    return this.latest;
+  }
+
+  /** Called after every (re)load, e.g. to close the subscriptions of the supergraph before. */
+  onLoad(listener: (loaded: LoadedSupergraph) => void): void {
+    this.listeners.add(listener);
+  }
+
+  /** Throws the GraphQLError that refuses the operation; returns when it may run. */
+  check(
+    schema: GraphQLSchema,
+    document: DocumentNode,
+    operation: OperationDefinitionNode,
+    variables: Record<string, unknown> | undefined,
+    caller: Caller | null,
+  ): void {
+    const checked = this.analyse(schema, document, operation);
+    if (checked.depth > this.limits.maxDepth) throw depthLimitError(checked.depth, this.limits.maxDepth);
+    const cost = checked.cost(variables);
+    if (cost > this.limits.maxCost) throw costLimitError(cost, this.limits.maxCost);
+    if (checked.needsCaller && !caller) throw toTransportError(unauthenticated(TOKEN_REQUIRED));
+  }
+
+  private analyse(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): Checked {
+    let byOperation = this.analyses.get(document);
+    if (!byOperation) this.analyses.set(document, (byOperation = new Map()));
     const key = operation.name?.value ?? '';
     const known = byOperation.get(key);
     if (known?.schema === schema) return known;
-    const policy = supergraphs.get(schema);
+    const policy = this.supergraphs.get(schema);
     // Never judge an operation without its supergraph's rules (fail closed).
     if (!policy) throw new Error('no supergraph policy for this schema');
-    const analysis = analyse(schema, document, operation, policy.cost, limits.defaultListSize);
+    const analysis = analyse(schema, document, operation, policy.cost, this.limits.defaultListSize);
     const checked: Checked = {
       schema,
       depth: analysis.depth,
@@ -54,31 +102,23 @@ export function operationPolicyPlugin<C extends { caller: Caller | null }>(limit
       needsCaller: needsCaller(schema, document, operation, policy.auth),
     };
     byOperation.set(key, checked);
-    logger.debug({ operationName: operation.name?.value, depth: checked.depth }, 'operation analysed');
+    this.logger.debug({ operationName: operation.name?.value, depth: checked.depth }, 'operation analysed');
     return checked;
-  };
+  }
 
-  return {
-    async serverWillStart() {
-      return {
-        schemaDidLoadOrUpdate({ apiSchema, coreSupergraphSdl }) {
-          if (coreSupergraphSdl === undefined) return;
-          const doc = parse(coreSupergraphSdl);
-          supergraphs.set(apiSchema, { auth: readAuthPolicy(doc), cost: readCostDirectives(doc) });
+  /** The policy as an Apollo Server plugin (the HTTP transports). */
+  plugin<C extends { caller: Caller | null }>(): ApolloServerPlugin<C> {
+    return {
+      serverWillStart: async () => ({
+        schemaDidLoadOrUpdate: ({ apiSchema, coreSupergraphSdl }) => {
+          if (coreSupergraphSdl !== undefined) this.load(apiSchema, coreSupergraphSdl);
         },
-      };
-    },
-    async requestDidStart() {
-      return {
-        async didResolveOperation({ schema, document, operation, request, contextValue }) {
-          if (!operation) return;
-          const checked = check(schema, document, operation);
-          if (checked.depth > limits.maxDepth) throw depthLimitError(checked.depth, limits.maxDepth);
-          const cost = checked.cost(request.variables);
-          if (cost > limits.maxCost) throw costLimitError(cost, limits.maxCost);
-          if (checked.needsCaller && !contextValue.caller) throw toTransportError(unauthenticated(TOKEN_REQUIRED));
+      }),
+      requestDidStart: async () => ({
+        didResolveOperation: async ({ schema, document, operation, request, contextValue }) => {
+          if (operation) this.check(schema, document, operation, request.variables, contextValue.caller);
         },
-      };
-    },
-  };
+      }),
+    };
+  }
 }

@@ -1,0 +1,437 @@
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { createClient, type Client } from 'graphql-ws';
+import { useServer } from 'graphql-ws/use/ws';
+import {
+  getOperationAST,
+  getVariableValues,
+  GraphQLError,
+  parse,
+  specifiedRules,
+  validate,
+  type DocumentNode,
+  type ExecutionResult,
+  type FormattedExecutionResult,
+  type GraphQLFormattedError,
+  type OperationDefinitionNode,
+  type ValidationRule,
+} from 'graphql';
+import WebSocket, { WebSocketServer } from 'ws';
+import { isHaloError, requestIdOf, type Caller, type Logger, type ServiceName } from '@halo/kit';
+import type { CallerResolver } from './auth';
+import { EventChannel } from './event-channel';
+import type { GraphQLContext } from './graphql';
+import type { LoadedSupergraph, OperationPolicy } from './operation-policy';
+import { planSubscription, readJoinMap, REPRESENTATIONS_VAR, type EntityFetch, type JoinMap, type SubscriptionPlan } from './subscription-plan';
+
+/**
+ * GraphQL over WebSocket at the gateway (`graphql-transport-ws`, the graphql-ws library) on the
+ * same port and path as HTTP: `ws://<gateway>/graphql`.
+ *
+ * - `connection_init` carries the credentials: `{"authorization": "Bearer …"}` (or `x-api-key`),
+ *   checked exactly as HTTP checks them. None: an anonymous connection. Bad ones: the socket is
+ *   closed with 4401 Unauthorized (graphql-ws clients do not retry that code); a token that
+ *   expires while connected closes it the same way, so a subscription never outlives its token.
+ * - Every operation is parsed, validated and judged by the same code as HTTP (token and alias
+ *   caps, depth, cost, `@authenticated`: src/operation-policy.ts) before anything is forwarded.
+ * - A subscription goes to the subgraph that owns its root field over graphql-ws, with the caller's
+ *   credentials and request id in its `connection_init`; fields other subgraphs own are fetched
+ *   per event (src/subscription-plan.ts). Queries and mutations sent over the socket run through
+ *   the HTTP pipeline (Apollo), plugins included.
+ * - The client unsubscribes or goes → the upstream subscription completes. The subgraph goes away
+ *   → the client gets an UNAVAILABLE error for each subscription (never a silent hang). A new
+ *   supergraph → every subscription ends with SUBSCRIPTION_SCHEMA_RELOAD (subscribe again).
+ *   Shutdown → every socket closes with 1001 Going away.
+ *
+ * No cookie ever authenticates a socket, so a page on another origin gains nothing by opening one
+ * (cross-site WebSocket hijacking needs ambient credentials).
+ */
+
+/** graphql-ws's close codes the gateway uses (the client does not retry 4401). */
+export const CLOSE_UNAUTHORIZED = 4401;
+const CLOSE_TRY_AGAIN_LATER = 1013;
+/** setTimeout's largest delay; a token living longer is re-armed. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+interface Connection {
+  caller: Caller | null;
+  authorization: string | undefined;
+  requestId: string;
+  upstreams: Map<string, Client>;
+  expiry: NodeJS.Timeout | undefined;
+}
+
+interface OperationContext {
+  kind: 'operation';
+  connection: Connection;
+  request: { query: string; variables?: Record<string, unknown> | undefined; operationName?: string | undefined };
+}
+
+interface SubscriptionContext {
+  kind: 'subscription';
+  connection: Connection;
+  plan: SubscriptionPlan;
+  variables: Record<string, unknown>;
+}
+
+export interface SubscriptionOptions {
+  server: Server;
+  callers: CallerResolver;
+  policy: OperationPolicy;
+  serviceUrls: Record<ServiceName, string>;
+  parseOptions: { maxTokens: number };
+  validationRules: ValidationRule[];
+  /** Queries and mutations over the socket: the HTTP pipeline. */
+  executeOperation: (request: OperationContext['request'], context: GraphQLContext) => Promise<FormattedExecutionResult>;
+  /** Largest message accepted from a client (bytes). */
+  maxPayload: number;
+  logger: Logger;
+}
+
+const error = (message: string, code: string, more: Record<string, unknown> = {}) =>
+  new GraphQLError(message, { extensions: { code, ...more } });
+
+/** What a client sees of an error: message, locations, path and extensions minus the HTTP status. */
+function formatError(err: GraphQLError | GraphQLFormattedError): GraphQLFormattedError {
+  const json = err instanceof GraphQLError ? err.toJSON() : err;
+  if (!json.extensions) return json;
+  const { http: _http, ...extensions } = json.extensions as Record<string, unknown>;
+  return { ...json, extensions };
+}
+
+/** The `exp` of a verified JWT (ms since the epoch), if it has one. */
+function expiryOf(authorization: string | undefined): number | null {
+  const token = authorization?.startsWith('Bearer ') ? authorization.slice(7) : undefined;
+  const payload = token?.split('.')[1];
+  if (!payload) return null;
+  try {
+    const exp = (JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { exp?: unknown }).exp;
+    return typeof exp === 'number' ? exp * 1000 : null;
+  } catch {
+    return null;
+  }
+}
+
+export function createSubscriptions(opts: SubscriptionOptions) {
+  const { callers, policy, logger } = opts;
+  const log = logger.child({ component: 'subscriptions' });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload });
+  const connections = new WeakMap<object, Connection>();
+  /** Every live subscription, to end them on a new supergraph. */
+  const active = new Set<EventChannel<FormattedExecutionResult>>();
+  /** Entity fetches in flight, shared by the subscribers of one event with the same selection and credentials. */
+  const inFlight = new Map<string, Promise<EntityAnswer>>();
+  let joins: { loaded: LoadedSupergraph; join: JoinMap } | null = null;
+  const plans = new WeakMap<DocumentNode, Map<string, SubscriptionPlan>>();
+
+  const joinOf = (loaded: LoadedSupergraph) => {
+    if (joins?.loaded !== loaded) joins = { loaded, join: readJoinMap(loaded.supergraph) };
+    return joins.join;
+  };
+
+  policy.onLoad(() => {
+    for (const channel of active) {
+      channel.fail(error('The graph changed: subscribe again', 'SUBSCRIPTION_SCHEMA_RELOAD'));
+    }
+  });
+
+  const upstreamOf = (connection: Connection, graph: string): Client => {
+    let client = connection.upstreams.get(graph);
+    if (client) return client;
+    const base = opts.serviceUrls[graph as ServiceName];
+    if (!base) throw error(`No subgraph named ${graph}`, 'INTERNAL_SERVER_ERROR');
+    client = createClient({
+      url: `${base.replace(/^http/, 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: {
+        ...(connection.authorization ? { authorization: connection.authorization } : {}),
+        'x-request-id': connection.requestId,
+      },
+      // One socket per client connection and subgraph, open while it has subscriptions.
+      lazy: true,
+      // A subgraph that goes away ends the client's subscriptions with an error; the client
+      // decides whether to subscribe again (graphql-ws clients retry by themselves).
+      retryAttempts: 0,
+      shouldRetry: () => false,
+      keepAlive: 10_000,
+    });
+    connection.upstreams.set(graph, client);
+    return client;
+  };
+
+  type EntityAnswer = { entities: (Record<string, unknown> | null)[]; errors: GraphQLFormattedError[] };
+
+  /** One `_entities` request, shared by identical ones in flight (same credentials only). */
+  const fetchEntities = (f: EntityFetch, variables: Record<string, unknown>, connection: Connection): Promise<EntityAnswer> => {
+    const body = JSON.stringify({ query: f.query, variables });
+    const key = `${f.graph}\n${connection.authorization ?? ''}\n${body}`;
+    const known = inFlight.get(key);
+    if (known) return known;
+    const url = `${opts.serviceUrls[f.graph as ServiceName]}/graphql`;
+    const answer = (async (): Promise<EntityAnswer> => {
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-request-id': connection.requestId,
+          ...(connection.authorization ? { authorization: connection.authorization } : {}),
+        },
+        body,
+      });
+      const json = (await res.json()) as { data?: { _entities?: (Record<string, unknown> | null)[] } | null; errors?: GraphQLFormattedError[] };
+      return { entities: json.data?._entities ?? [], errors: json.errors ?? [] };
+    })().finally(() => inFlight.delete(key));
+    inFlight.set(key, answer);
+    return answer;
+  };
+
+  /** Fills one event's entity parts from the subgraphs that own them. */
+  const resolveEntities = async (event: FormattedExecutionResult, ctx: SubscriptionContext): Promise<FormattedExecutionResult> => {
+    const result = event as FormattedExecutionResult;
+    if (ctx.plan.fetches.length === 0 || !result.data) return result;
+    const errors = [...(result.errors ?? [])] as GraphQLFormattedError[];
+    await Promise.all(
+      ctx.plan.fetches.map(async (f) => {
+        const slots = slotsAt(result.data as Record<string, unknown>, f.path);
+        if (slots.length === 0) return;
+        const representations = slots.map(({ value }) => {
+          const rep: Record<string, unknown> = { __typename: value.__typename ?? f.typeName };
+          for (const k of f.keyFields) rep[k] = value[k];
+          return rep;
+        });
+        const variables: Record<string, unknown> = { [REPRESENTATIONS_VAR]: representations };
+        for (const name of f.variableNames) variables[name] = ctx.variables[name];
+        try {
+          const answer = await fetchEntities(f, variables, ctx.connection);
+          slots.forEach((slot, i) => (slot.parent[slot.key] = answer.entities[i] ?? null));
+          for (const e of answer.errors) {
+            const at = typeof e.path?.[1] === 'number' ? slots[e.path[1]]?.path : undefined;
+            errors.push({ message: e.message, ...(at ? { path: [...at, ...(e.path?.slice(2) ?? [])] } : {}), ...(e.extensions ? { extensions: e.extensions } : {}) });
+          }
+        } catch (err) {
+          log.error({ requestId: ctx.connection.requestId, subgraph: f.graph, message: (err as Error).message }, 'entity fetch for a subscription event failed');
+          for (const slot of slots) {
+            slot.parent[slot.key] = null;
+            errors.push({ message: 'Service unavailable', path: slot.path, extensions: { code: 'UNAVAILABLE' } });
+          }
+        }
+      }),
+    );
+    return errors.length > 0 ? { ...result, errors } : result;
+  };
+
+  const subscribe = (ctx: SubscriptionContext): EventChannel<FormattedExecutionResult> => {
+    const upstream = upstreamOf(ctx.connection, ctx.plan.graph).iterate({
+      query: ctx.plan.query,
+      variables: ctx.variables,
+      ...(ctx.plan.operationName ? { operationName: ctx.plan.operationName } : {}),
+    });
+    const channel: EventChannel<FormattedExecutionResult> = new EventChannel(() => {
+      active.delete(channel);
+      void upstream.return?.();
+    });
+    active.add(channel);
+    void (async () => {
+      try {
+        // One event at a time, so the client gets them in the order the subgraph sent them.
+        for await (const event of upstream) {
+          if (channel.closed) return;
+          channel.push(await resolveEntities(event as FormattedExecutionResult, ctx));
+        }
+        channel.end();
+      } catch (err) {
+        channel.fail(upstreamFailure(err, ctx));
+      }
+    })();
+    return channel;
+  };
+
+  const upstreamFailure = (err: unknown, ctx: SubscriptionContext): GraphQLError => {
+    // The subgraph answered with GraphQL errors: the client gets the first, code included.
+    if (Array.isArray(err) && err.length > 0 && typeof err[0]?.message === 'string') {
+      const first = err[0] as GraphQLFormattedError;
+      return new GraphQLError(first.message, { extensions: first.extensions ?? {} });
+    }
+    const code = (err as { code?: unknown }).code;
+    log.warn({ requestId: ctx.connection.requestId, subgraph: ctx.plan.graph, code, message: (err as { reason?: string; message?: string }).reason ?? (err as Error).message }, 'upstream subscription ended');
+    return error('Service unavailable', 'UNAVAILABLE');
+  };
+
+  const planFor = (loaded: LoadedSupergraph, document: DocumentNode, operation: OperationDefinitionNode): SubscriptionPlan => {
+    let byName = plans.get(document);
+    if (!byName) plans.set(document, (byName = new Map()));
+    const name = operation.name?.value ?? '';
+    const known = byName.get(name);
+    if (known) return known;
+    const plan = planSubscription(loaded.apiSchema, joinOf(loaded), document, operation);
+    byName.set(name, plan);
+    return plan;
+  };
+
+  /** Parsed documents by text, per API schema (a client re-sends the same few). */
+  const documents = new WeakMap<object, Map<string, DocumentNode>>();
+  const MAX_DOCUMENTS = 1000;
+  const documentFor = (loaded: LoadedSupergraph, query: string): DocumentNode | readonly GraphQLError[] => {
+    let cache = documents.get(loaded.apiSchema);
+    if (!cache) documents.set(loaded.apiSchema, (cache = new Map()));
+    const known = cache.get(query);
+    if (known) return known;
+    let document: DocumentNode;
+    try {
+      document = parse(query, opts.parseOptions);
+    } catch (err) {
+      return [error((err as Error).message, 'GRAPHQL_PARSE_FAILED')];
+    }
+    const errors = validate(loaded.apiSchema, document, [...specifiedRules, ...opts.validationRules]);
+    if (errors.length > 0) {
+      return errors.map((e) => {
+        const own = e.extensions.code;
+        return new GraphQLError(e.message, { nodes: e.nodes ?? null, extensions: { ...e.extensions, code: typeof own === 'string' ? own : 'GRAPHQL_VALIDATION_FAILED' } });
+      });
+    }
+    if (cache.size >= MAX_DOCUMENTS) cache.clear();
+    cache.set(query, document);
+    return document;
+  };
+
+  const disposable = useServer<Record<string, unknown>>(
+    {
+      connectionInitWaitTimeout: 5_000,
+      onConnect: async (ctx) => {
+        const params = ctx.connectionParams ?? {};
+        const authorization = params.authorization ?? params.Authorization;
+        const apiKey = params['x-api-key'];
+        const headers: Record<string, string> = {};
+        if (typeof authorization === 'string') headers.authorization = authorization;
+        if (typeof apiKey === 'string') headers['x-api-key'] = apiKey;
+        const given = params['x-request-id'] ?? ctx.extra.request.headers['x-request-id'];
+        const requestId = requestIdOf({ headers: { 'x-request-id': given } } as unknown as IncomingMessage);
+        const req = { headers } as IncomingMessage;
+        let caller: Caller | null;
+        try {
+          caller = await callers.resolve(req, requestId);
+        } catch (err) {
+          const refused = isHaloError(err) && err.httpStatus === 401;
+          log.info({ requestId, reason: isHaloError(err) ? err.message : 'error' }, 'websocket connection refused');
+          ctx.extra.socket.close(refused ? CLOSE_UNAUTHORIZED : CLOSE_TRY_AGAIN_LATER, refused ? 'Unauthorized' : 'Service unavailable');
+          return false;
+        }
+        const connection: Connection = { caller, authorization: req.headers.authorization, requestId, upstreams: new Map(), expiry: undefined };
+        // A token the client sent lives as long as it does; an API key's exchanged token is not
+        // the client's to refresh, so an API-key connection stays until it closes.
+        const expires = caller && typeof authorization === 'string' ? expiryOf(connection.authorization) : null;
+        if (expires !== null) {
+          const arm = () => {
+            const wait = expires - Date.now();
+            connection.expiry = setTimeout(() => {
+              if (Date.now() < expires) return arm();
+              ctx.extra.socket.close(CLOSE_UNAUTHORIZED, 'Token expired');
+            }, Math.max(0, Math.min(wait, MAX_TIMER_MS)));
+            connection.expiry.unref();
+          };
+          arm();
+        }
+        connections.set(ctx, connection);
+        return true;
+      },
+      onSubscribe: (ctx, _id, payload) => {
+        const connection = connections.get(ctx)!;
+        const loaded = policy.current();
+        if (!loaded) return [error('The gateway is starting', 'UNAVAILABLE')];
+        if (typeof payload.query !== 'string' || payload.query === '') return [error('A query is required', 'BAD_REQUEST')];
+        const parsed = documentFor(loaded, payload.query);
+        if (!('kind' in parsed)) return parsed;
+        const document = parsed;
+        const operationName = payload.operationName ?? undefined;
+        const operation = getOperationAST(document, operationName);
+        if (!operation) return [error('Unable to identify the operation', 'BAD_REQUEST')];
+        const inputs = (payload.variables ?? {}) as Record<string, unknown>;
+        const coerced = getVariableValues(loaded.apiSchema, operation.variableDefinitions ?? [], inputs);
+        if (coerced.errors) return coerced.errors.map((e) => error(e.message, 'BAD_USER_INPUT'));
+        try {
+          policy.check(loaded.apiSchema, document, operation, inputs, connection.caller);
+        } catch (err) {
+          if (err instanceof GraphQLError) return [err];
+          throw err;
+        }
+        const base = { schema: loaded.apiSchema, document, operationName, variableValues: inputs };
+        if (operation.operation !== 'subscription') {
+          const context: OperationContext = { kind: 'operation', connection, request: { query: payload.query, variables: inputs, operationName } };
+          return { ...base, contextValue: context };
+        }
+        try {
+          const plan = planFor(loaded, document, operation);
+          const context: SubscriptionContext = { kind: 'subscription', connection, plan, variables: inputs };
+          return { ...base, contextValue: context };
+        } catch (err) {
+          if (err instanceof GraphQLError) return [err];
+          throw err;
+        }
+      },
+      // graphql-ws sends formatted results as they are (errors already plain objects).
+      subscribe: (args) => subscribe(args.contextValue as SubscriptionContext) as unknown as AsyncGenerator<ExecutionResult>,
+      execute: async (args) => {
+        const ctx = args.contextValue as OperationContext;
+        const { caller, authorization, requestId } = ctx.connection;
+        return (await opts.executeOperation(ctx.request, { requestId, authorization, caller })) as unknown as ExecutionResult;
+      },
+      onError: (_ctx, _id, _payload, errors) => errors.map(formatError),
+      onNext: (_ctx, _id, _payload, _args, result) =>
+        result.errors ? { ...result, errors: result.errors.map(formatError) } : undefined,
+      onClose: (ctx) => {
+        const connection = connections.get(ctx);
+        if (!connection) return;
+        clearTimeout(connection.expiry);
+        for (const client of connection.upstreams.values()) void client.dispose();
+        connection.upstreams.clear();
+      },
+    },
+    wss,
+  );
+
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    if (path !== '/graphql') {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+  };
+  opts.server.on('upgrade', onUpgrade);
+
+  return {
+    /** Open subscriptions (for tests and metrics). */
+    activeCount: () => active.size,
+    /** Closes every socket with 1001 Going away and stops accepting new ones. */
+    async close(): Promise<void> {
+      opts.server.off('upgrade', onUpgrade);
+      await disposable.dispose();
+    },
+  };
+}
+
+interface Slot {
+  parent: Record<string | number, unknown>;
+  key: string | number;
+  value: Record<string, unknown>;
+  path: (string | number)[];
+}
+
+/** The objects at `path` under `data` (through lists, skipping nulls), with where each sits. */
+function slotsAt(data: Record<string, unknown>, path: string[]): Slot[] {
+  const slots: Slot[] = [];
+  const walk = (holder: Record<string, unknown>, depth: number, at: (string | number)[]) => {
+    const key = path[depth]!;
+    const place = (value: unknown, parent: Record<string | number, unknown>, k: string | number, p: (string | number)[]): void => {
+      if (Array.isArray(value)) return value.forEach((item, i) => place(item, value as unknown as Record<number, unknown>, i, [...p, i]));
+      if (!value || typeof value !== 'object') return;
+      if (depth === path.length - 1) slots.push({ parent, key: k, value: value as Record<string, unknown>, path: p });
+      else walk(value as Record<string, unknown>, depth + 1, p);
+    };
+    place(holder[key], holder, key, [...at, key]);
+  };
+  walk(data, 0, []);
+  return slots;
+}
