@@ -181,6 +181,30 @@ describe('newMessage through the gateway', () => {
     }
   });
 
+  it("a field that depends on the caller is never shared: the author reads their own email, others read ''", async () => {
+    const alice = tokenFor('2');
+    const room = `e2e-private-${Date.now()}`;
+    const { body } = await gql(gateway, '{ user(id: "2") { email } }', {}, { authorization: `Bearer ${alice}` });
+    const aliceEmail = body.data.user.email as string;
+    expect(aliceEmail).toContain('@');
+    const selection = 'subscription($c: ID!) { newMessage(chatId: $c) { text author { name email } } }';
+    const asAlice = connect(gateway, alice);
+    const asBob = connect(gateway, tokenFor('3'));
+    try {
+      const sa = listen(asAlice, selection, { c: room });
+      const sb = listen(asBob, selection, { c: room });
+      const afterA = await live(sa, alice, room);
+      const afterB = await live(sb, alice, room);
+      await send(gateway, alice, room, 'mine');
+      await until('both to hear it', () => afterA().some((e) => e.data.newMessage.text === 'mine') && afterB().length > 0);
+      expect(afterA().find((e) => e.data.newMessage.text === 'mine').data.newMessage.author.email).toBe(aliceEmail);
+      expect(afterB()[0].data.newMessage.author).toMatchObject({ email: '' });
+    } finally {
+      await asAlice.dispose();
+      await asBob.dispose();
+    }
+  });
+
   it('queries and mutations work over the socket too, through the same pipeline', async () => {
     const client = connect(gateway, tokenFor('2'));
     try {

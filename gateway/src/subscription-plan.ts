@@ -45,7 +45,15 @@ interface TypeJoin {
 /** What the supergraph says about who resolves what (graphs by their service name). */
 export interface JoinMap {
   types: Map<string, TypeJoin>;
+  /**
+   * Coordinates (`Type.field`, or `Type` for a whole type) whose value depends on who asks:
+   * tagged `@tag(name: "private")` in their subgraph (content's `User.email`).
+   */
+  private: Set<string>;
 }
+
+/** The `@tag` name that marks a field or type whose value depends on the caller. */
+export const PRIVATE_TAG = 'private';
 
 const argOf = (d: ConstDirectiveNode, name: string) => d.arguments?.find((a) => a.name.value === name)?.value;
 const stringOf = (d: ConstDirectiveNode, name: string): string | undefined => {
@@ -76,8 +84,12 @@ export function readJoinMap(supergraph: DocumentNode): JoinMap {
     return e === undefined ? undefined : (graphNames.get(e) ?? e.toLowerCase());
   };
   const types = new Map<string, TypeJoin>();
+  const privateCoordinates = new Set<string>();
+  const tagged = (ds: readonly ConstDirectiveNode[] | undefined) => ds?.some((d) => d.name.value === 'tag' && stringOf(d, 'name') === PRIVATE_TAG);
   for (const def of supergraph.definitions) {
     if (def.kind !== Kind.OBJECT_TYPE_DEFINITION && def.kind !== Kind.INTERFACE_TYPE_DEFINITION) continue;
+    if (tagged(def.directives)) privateCoordinates.add(def.name.value);
+    for (const field of def.fields ?? []) if (tagged(field.directives)) privateCoordinates.add(`${def.name.value}.${field.name.value}`);
     const join: TypeJoin = { graphs: new Map(), fields: new Map() };
     for (const d of def.directives ?? []) {
       if (d.name.value !== 'join__type') continue;
@@ -102,7 +114,7 @@ export function readJoinMap(supergraph: DocumentNode): JoinMap {
     }
     types.set(def.name.value, join);
   }
-  return { types };
+  return { types, private: privateCoordinates };
 }
 
 function resolves(join: JoinMap, typeName: string, field: string, graph: string): boolean {
@@ -124,6 +136,16 @@ export interface EntityFetch {
   query: string;
   /** The operation's variables this query uses. */
   variableNames: string[];
+  /**
+   * Nothing in the part depends on the caller (no private or `@authenticated` field): one fetch,
+   * made without credentials, serves every subscriber of an event. Otherwise each caller's own.
+   */
+  shared: boolean;
+}
+
+/** Coordinates (`Type.field`, `Type`) that need the caller's own credentials. */
+export interface CallerDependent {
+  has(coordinate: string): boolean;
 }
 
 export interface SubscriptionPlan {
@@ -171,10 +193,13 @@ function unsupported(message: string): GraphQLError {
 
 class Planner {
   readonly fetches: EntityFetch[] = [];
+  /** While checking a part: every coordinate it selects. */
+  private seen: Set<string> | null = null;
   constructor(
     private readonly schema: GraphQLSchema,
     private readonly join: JoinMap,
     private readonly variables: readonly VariableDefinitionNode[],
+    private readonly callerDependent: CallerDependent,
   ) {}
 
   /** The selection as `graph` can resolve it; with `allowFetch`, foreign parts become entity fetches. */
@@ -193,8 +218,10 @@ class Planner {
         continue;
       }
       if (!resolves(this.join, parent.name, name, graph)) throw new Unresolvable(`${parent.name}.${name}`);
+      this.seen?.add(`${parent.name}.${name}`);
       const def = 'getFields' in parent ? parent.getFields()[name] : undefined;
       const type = def ? getNamedType(def.type) : undefined;
+      if (type) this.seen?.add(type.name);
       if (!s.selectionSet || !type || isLeafType(type)) {
         selections.push(s);
         continue;
@@ -219,12 +246,16 @@ class Planner {
         .map((k) => k.trim().split(/\s+/))
         .find((fields) => fields.every((f) => /^\w+$/.test(f) && resolves(this.join, type.name, f, origin)));
       if (!keyFields) continue;
+      const seen = (this.seen = new Set([type.name]));
       try {
         this.split(part, type, graph, [], false);
       } catch (err) {
         if (err instanceof Unresolvable) continue;
         throw err;
+      } finally {
+        this.seen = null;
       }
+      const shared = ![...seen].some((c) => this.callerDependent.has(c) || this.join.private.has(c));
       const used = new Set<string>();
       visit(part, { Variable: (v) => void used.add(v.name.value) });
       const defs = this.variables.filter((d) => used.has(d.variable.name.value));
@@ -237,6 +268,7 @@ class Planner {
         keyFields,
         query: `query(${vars}) { _entities(representations: $${REPRESENTATIONS_VAR}) { ... on ${type.name} ${selection} } }`,
         variableNames: [...used],
+        shared,
       });
       return { kind: Kind.SELECTION_SET, selections: [field('__typename'), ...keyFields.map(field)] };
     }
@@ -253,6 +285,8 @@ export function planSubscription(
   join: JoinMap,
   document: DocumentNode,
   operation: OperationDefinitionNode,
+  /** `@authenticated` fields and types (the supergraph's auth policy). */
+  callerDependent: CallerDependent = new Set(),
 ): SubscriptionPlan {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
@@ -271,7 +305,7 @@ export function planSubscription(
   const owners = join.types.get(root.name)?.fields.get(rootField.name.value) ?? new Set(join.types.get(root.name)?.graphs.keys());
   const [graph] = owners;
   if (graph === undefined || owners.size !== 1) throw unsupported(`No single subgraph owns Subscription.${rootField.name.value}`);
-  const planner = new Planner(schema, join, operation.variableDefinitions ?? []);
+  const planner = new Planner(schema, join, operation.variableDefinitions ?? [], callerDependent);
   const forwarded = planner.split(selectionSet, root, graph, [], true);
   // Variables only the fetched parts use are not declared upstream (unused ones fail validation).
   const used = new Set<string>();

@@ -50,6 +50,8 @@ import { planSubscription, readJoinMap, REPRESENTATIONS_VAR, type EntityFetch, t
 /** graphql-ws's close codes the gateway uses (the client does not retry 4401). */
 export const CLOSE_UNAUTHORIZED = 4401;
 const CLOSE_TRY_AGAIN_LATER = 1013;
+/** How long an entity fetch's answer serves the other subscribers of the same event. */
+const ENTITY_REUSE_MS = 2_000;
 /** setTimeout's largest delay; a token living longer is re-armed. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -119,8 +121,8 @@ export function createSubscriptions(opts: SubscriptionOptions) {
   const connections = new WeakMap<object, Connection>();
   /** Every live subscription, to end them on a new supergraph. */
   const active = new Set<EventChannel<FormattedExecutionResult>>();
-  /** Entity fetches in flight, shared by the subscribers of one event with the same selection and credentials. */
-  const inFlight = new Map<string, Promise<EntityAnswer>>();
+  /** Entity fetches in flight or just answered (see fetchEntities). */
+  const recent = new Map<string, Promise<EntityAnswer>>();
   let joins: { loaded: LoadedSupergraph; join: JoinMap } | null = null;
   const plans = new WeakMap<DocumentNode, Map<string, SubscriptionPlan>>();
 
@@ -161,11 +163,18 @@ export function createSubscriptions(opts: SubscriptionOptions) {
 
   type EntityAnswer = { entities: (Record<string, unknown> | null)[]; errors: GraphQLFormattedError[] };
 
-  /** One `_entities` request, shared by identical ones in flight (same credentials only). */
+  /**
+   * One `_entities` request per event and selection: the subscribers of one chat get the same
+   * event within milliseconds of each other, so the answer is shared by identical requests in
+   * flight and kept for `ENTITY_REUSE_MS` after. A part that depends on the caller is fetched
+   * with each caller's credentials and shared only by that caller's subscriptions; any other
+   * part is fetched without credentials and shared by everyone.
+   */
   const fetchEntities = (f: EntityFetch, variables: Record<string, unknown>, connection: Connection): Promise<EntityAnswer> => {
     const body = JSON.stringify({ query: f.query, variables });
-    const key = `${f.graph}\n${connection.authorization ?? ''}\n${body}`;
-    const known = inFlight.get(key);
+    const authorization = f.shared ? undefined : connection.authorization;
+    const key = `${f.graph}\n${authorization ?? ''}\n${body}`;
+    const known = recent.get(key);
     if (known) return known;
     const url = `${opts.serviceUrls[f.graph as ServiceName]}/graphql`;
     const answer = (async (): Promise<EntityAnswer> => {
@@ -174,14 +183,16 @@ export function createSubscriptions(opts: SubscriptionOptions) {
         headers: {
           'content-type': 'application/json',
           'x-request-id': connection.requestId,
-          ...(connection.authorization ? { authorization: connection.authorization } : {}),
+          ...(authorization ? { authorization } : {}),
         },
         body,
       });
       const json = (await res.json()) as { data?: { _entities?: (Record<string, unknown> | null)[] } | null; errors?: GraphQLFormattedError[] };
       return { entities: json.data?._entities ?? [], errors: json.errors ?? [] };
-    })().finally(() => inFlight.delete(key));
-    inFlight.set(key, answer);
+    })();
+    recent.set(key, answer);
+    const forget = () => void setTimeout(() => recent.delete(key), ENTITY_REUSE_MS).unref();
+    answer.then(forget, () => recent.delete(key));
     return answer;
   };
 
@@ -263,7 +274,9 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     const name = operation.name?.value ?? '';
     const known = byName.get(name);
     if (known) return known;
-    const plan = planSubscription(loaded.apiSchema, joinOf(loaded), document, operation);
+    const { auth } = loaded.policy;
+    const callerDependent = { has: (c: string) => auth.fields.has(c) || auth.types.has(c) };
+    const plan = planSubscription(loaded.apiSchema, joinOf(loaded), document, operation, callerDependent);
     byName.set(name, plan);
     return plan;
   };

@@ -14,8 +14,8 @@ const CHAT = `
   type Subscription { newMessage(chatId: ID!): Message! }
 `;
 const CONTENT = `
-  extend schema @link(url: "https://specs.apollo.dev/federation/v2.9", import: ["@key"])
-  type User @key(fields: "id") { id: ID! name: String! posts(first: Int): [Post!]! }
+  extend schema @link(url: "https://specs.apollo.dev/federation/v2.9", import: ["@key", "@tag", "@authenticated"])
+  type User @key(fields: "id") { id: ID! name: String! email: String! @tag(name: "private") drafts: [Post!]! @authenticated posts(first: Int): [Post!]! }
   type Post { id: ID! title: String! }
   type Query { user(id: ID!): User }
 `;
@@ -25,12 +25,13 @@ const PAYMENTS = `
   type Query { noop: Int }
 `;
 
-function load(subgraphs: { name: string; sdl: string }[]): { schema: GraphQLSchema; join: JoinMap } {
-  const sdl = prepareSupergraph(composeSupergraph(subgraphs.map((s) => ({ ...s, url: 'http://127.0.0.1:1/graphql' })))).sdl;
-  return { schema: Supergraph.build(sdl).apiSchema().toGraphQLJSSchema(), join: readJoinMap(parse(sdl)) };
+function load(subgraphs: { name: string; sdl: string }[]): { schema: GraphQLSchema; join: JoinMap; auth: Set<string> } {
+  const prepared = prepareSupergraph(composeSupergraph(subgraphs.map((s) => ({ ...s, url: 'http://127.0.0.1:1/graphql' }))));
+  const auth = new Set([...prepared.policy.fields, ...prepared.policy.types]);
+  return { schema: Supergraph.build(prepared.sdl).apiSchema().toGraphQLJSSchema(), join: readJoinMap(parse(prepared.sdl)), auth };
 }
 
-const { schema, join } = load([
+const { schema, join, auth } = load([
   { name: 'chat', sdl: CHAT },
   { name: 'content', sdl: CONTENT },
   { name: 'payments', sdl: PAYMENTS },
@@ -39,7 +40,7 @@ const { schema, join } = load([
 function plan(query: string) {
   const document = parse(query);
   expect(validate(schema, document)).toEqual([]);
-  return planSubscription(schema, join, document, getOperationAST(document)!);
+  return planSubscription(schema, join, document, getOperationAST(document)!, auth);
 }
 
 const squash = (s: string) => print(parse(s)).replace(/\s+/g, ' ');
@@ -93,5 +94,11 @@ describe('planSubscription', () => {
   it('an author part that payments alone resolves goes to payments', () => {
     const p = plan('subscription { newMessage(chatId: "1") { author { orders } } }');
     expect(p.fetches[0]).toMatchObject({ graph: 'payments', keyFields: ['id'] });
+  });
+
+  it('a part nobody sees differently is shared by every subscriber; a private or @authenticated one is per caller', () => {
+    expect(plan('subscription { newMessage(chatId: "1") { author { name posts { title } } } }').fetches[0]!.shared).toBe(true);
+    expect(plan('subscription { newMessage(chatId: "1") { author { name email } } }').fetches[0]!.shared).toBe(false);
+    expect(plan('subscription { newMessage(chatId: "1") { author { drafts { id } } } }').fetches[0]!.shared).toBe(false);
   });
 });

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
 import { defineService } from '@halo/kit';
 import { PubSub } from 'graphql-subscriptions';
@@ -23,7 +24,7 @@ export const chatService = defineService({
   domain: async ({ db, config, logger, lifecycle }) => {
     // One namespace per database schema, so deployments (and test files) sharing a Redis never mix.
     const prefix = `halo:${db.schema}:`;
-    const bus = config.REDIS_URL ? await redisMessageBus(config.REDIS_URL, prefix, logger, lifecycle) : new PubSubMessageBus(new PubSub(), prefix);
+    const bus = config.REDIS_URL ? await redisMessageBus(config.REDIS_URL, prefix, logger, lifecycle) : new PubSubMessageBus(inProcessPubSub(), prefix);
     logger.info({ pubsub: config.REDIS_URL ? 'redis' : 'in-process' }, 'chat ready to deliver');
     return { chat: new Chat(new ChatStore(db), bus, logger), bus };
   },
@@ -36,3 +37,13 @@ export const chatService = defineService({
 });
 
 export type ChatService = Awaited<ReturnType<typeof chatService.start>>;
+
+/**
+ * The embedded mode's bus: graphql-subscriptions' PubSub over an EventEmitter with no listener
+ * cap (every subscriber of a chat is one listener; Node warns past 10 by default).
+ */
+function inProcessPubSub(): PubSub {
+  const eventEmitter = new EventEmitter();
+  eventEmitter.setMaxListeners(0);
+  return new PubSub({ eventEmitter });
+}
