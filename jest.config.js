@@ -26,6 +26,7 @@ module.exports = {
     '^@halo/kit/testing$': '<rootDir>/packages/kit/src/testing.ts',
     '^@halo/kit/launch$': '<rootDir>/packages/kit/src/launch.ts',
     '^@halo/proto$': '<rootDir>/packages/proto/src/index.ts',
+    '^@halo/client$': '<rootDir>/packages/client/src/index.ts',
   },
   testTimeout: 30_000,
   maxWorkers: 2,

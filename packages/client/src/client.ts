@@ -1,0 +1,153 @@
+import { MemoryCookieJar, type CookieJar } from './cookie-jar';
+import { GraphQLClient, type GraphQLSettings } from './graphql';
+import { AuthApi, ContentApi, OrdersApi, PaymentsApi, ProductsApi, refreshAccessToken, type ProductsV1Api, type ProductsV2Api } from './rest';
+import { DEFAULT_RETRY, realSleep, type RetryOptions, type Sleep } from './retry';
+import { Session } from './session';
+import { Subscriptions, type ReconnectOptions } from './subscriptions';
+import { Transport, type DeprecationNotice, type FetchCredentials, type HaloResponse, type RequestSpec } from './transport';
+
+export interface HaloClientOptions {
+  /** The gateway, the one address of Halo (default `http://127.0.0.1:4000`). */
+  baseUrl?: string;
+  /** An access token to start with (e.g. kept from an earlier run). */
+  accessToken?: string | null;
+  /** Called whenever the access token changes (login, renewal, sign-out: null). */
+  onTokenChange?: (token: string | null) => void;
+  /** Server-to-server: send `X-API-Key` instead of a token (no refresh then). */
+  apiKey?: string;
+  /** Default: the global fetch. */
+  fetch?: typeof fetch;
+  /** The retry rules (src/retry.ts); default the contract's: 3 retries after 1, 2, 4 s. */
+  retry?: Partial<RetryOptions>;
+  /** Waits between retries and reconnects; injectable for tests. */
+  sleep?: Sleep;
+  /** The clock (Retry-After dates, cookie expiry); injectable for tests. */
+  now?: () => number;
+  /** Deadline of each attempt; a timed-out attempt counts as a network failure. Default: none. */
+  timeoutMs?: number;
+  /**
+   * Where the refresh cookie is kept outside a browser. Default: an in-memory jar (browsers keep
+   * httpOnly cookies themselves and hide Set-Cookie, so there it simply stays empty). `false`: none.
+   */
+  cookieJar?: CookieJar | false;
+  /** `credentials` of the /auth/* requests (default `include`, so a browser sends the refresh cookie cross-origin too). */
+  credentials?: FetchCredentials;
+  /** Sent with every request. */
+  headers?: Record<string, string>;
+  /** Called for an answer from a deprecated API version (`Deprecation`, `Sunset`, `Link`). */
+  onDeprecation?: (notice: DeprecationNotice) => void;
+  graphql?: Partial<GraphQLSettings>;
+  subscriptions?: {
+    /** Default: the base URL with ws(s):// and the GraphQL path. */
+    url?: string;
+    /** Browsers and Node ≥ 22 have a WebSocket; on Node 20 pass `require('ws')`. */
+    webSocketImpl?: unknown;
+    reconnect?: Partial<ReconnectOptions>;
+    keepAliveMs?: number;
+    /** Each acknowledged connection; `reconnected` is true when it follows a lost one. */
+    onConnected?: (reconnected: boolean) => void;
+    /** Each closed socket (`{ code, reason }`), before any reconnect. */
+    onClosed?: (event: unknown) => void;
+  };
+}
+
+/**
+ * Halo's client: every public REST route, GraphQL (persisted queries, GET, batching) and
+ * subscriptions, with the contract's retry rules and token renewal. Runs in browsers and on
+ * Node ≥ 20 (fetch, Web Crypto, AbortSignal; nothing Node-only).
+ */
+export class HaloClient {
+  readonly auth: AuthApi;
+  readonly content: ContentApi;
+  /** v1 products (`price`), the unversioned paths; deprecated, sunset 2027-09-01. */
+  readonly products: ProductsV1Api;
+  /** v2 products (`price_cents`), `/api/v2/products`. */
+  readonly productsV2: ProductsV2Api;
+  readonly payments: PaymentsApi;
+  readonly orders: OrdersApi;
+  readonly graphql: GraphQLClient;
+  readonly cookieJar: CookieJar | null;
+  private readonly transport: Transport;
+  private readonly session: Session;
+  private readonly subscriptions: Subscriptions;
+
+  constructor(opts: HaloClientOptions = {}) {
+    const baseUrl = (opts.baseUrl ?? 'http://127.0.0.1:4000').replace(/\/+$/, '');
+    const now = opts.now ?? Date.now;
+    const sleep = opts.sleep ?? realSleep;
+    this.cookieJar = opts.cookieJar === false ? null : (opts.cookieJar ?? new MemoryCookieJar(now));
+    // Bound late: a browser's fetch must be called on globalThis.
+    const fetchImpl: typeof fetch = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    let transport: Transport | undefined;
+    this.session = new Session(opts.accessToken ?? null, () => refreshAccessToken(transport!), opts.onTokenChange);
+    transport = new Transport(
+      {
+        baseUrl,
+        fetch: fetchImpl,
+        retry: { ...DEFAULT_RETRY, ...opts.retry },
+        sleep,
+        now,
+        timeoutMs: opts.timeoutMs,
+        cookieJar: this.cookieJar,
+        headers: opts.headers ?? {},
+        apiKey: opts.apiKey,
+        authCredentials: opts.credentials ?? 'include',
+        onDeprecation: opts.onDeprecation,
+      },
+      this.session,
+    );
+    this.transport = transport;
+    const graphqlPath = opts.graphql?.path ?? '/graphql';
+    this.subscriptions = new Subscriptions(
+      {
+        url: opts.subscriptions?.url ?? transport.url({ path: graphqlPath }).replace(/^http/, 'ws'),
+        webSocketImpl: opts.subscriptions?.webSocketImpl,
+        reconnect: { attempts: 10, baseDelayMs: 1000, maxDelayMs: 30_000, ...opts.subscriptions?.reconnect },
+        keepAliveMs: opts.subscriptions?.keepAliveMs ?? 0,
+        ...(opts.subscriptions?.onConnected ? { onConnected: opts.subscriptions.onConnected } : {}),
+        ...(opts.subscriptions?.onClosed ? { onClosed: opts.subscriptions.onClosed } : {}),
+      },
+      this.session,
+      opts.apiKey,
+      sleep,
+    );
+    this.auth = new AuthApi(transport, this.session);
+    this.content = new ContentApi(transport);
+    this.products = new ProductsApi(transport, '');
+    this.productsV2 = new ProductsApi(transport, '/api/v2');
+    this.payments = new PaymentsApi(transport);
+    this.orders = new OrdersApi(transport);
+    this.graphql = new GraphQLClient(
+      transport,
+      { path: graphqlPath, persistedQueries: opts.graphql?.persistedQueries ?? true, getForQueries: opts.graphql?.getForQueries ?? false },
+      this.subscriptions,
+    );
+  }
+
+  /** The current access token (null when signed out). */
+  get accessToken(): string | null {
+    return this.session.accessToken;
+  }
+
+  /** Replaces the access token (null signs out locally). */
+  setAccessToken(token: string | null): void {
+    this.session.set(token);
+  }
+
+  /**
+   * Any route, with the same credentials, retries and renewal as the helpers. Resolves for
+   * statuses below 400, else rejects with HaloApiError.
+   */
+  request<T = unknown>(spec: RequestSpec): Promise<HaloResponse<T>> {
+    return this.transport.request<T>(spec);
+  }
+
+  /** Closes the subscription socket (ends every subscription). */
+  close(): Promise<void> {
+    return this.subscriptions.close();
+  }
+}
+
+export function createHaloClient(opts: HaloClientOptions = {}): HaloClient {
+  return new HaloClient(opts);
+}

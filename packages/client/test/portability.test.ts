@@ -1,0 +1,28 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createHaloClient } from '../src';
+import { json, startServer } from './servers';
+
+/**
+ * The SDK runs in browsers: its sources import only each other and graphql-ws's browser-safe
+ * client (the build also compiles them without Node's types: tsconfig.json).
+ */
+it('src/ imports nothing but its own modules and graphql-ws/client', () => {
+  const dir = join(__dirname, '../src');
+  const imports = readdirSync(dir)
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
+    .flatMap((f) => [...readFileSync(join(dir, f), 'utf8').matchAll(/^\s*(?:import|export)[^'"]*from\s+['"]([^'"]+)['"]/gm)].map((m) => m[1]!));
+  expect(imports.filter((m) => !m.startsWith('./')).sort()).toEqual(['graphql-ws/client']);
+});
+
+it('keeps the base URL path prefix and leaves empty query parameters out', async () => {
+  const server = await startServer((_req, res) => json(res, 200, { data: [], meta: {} }));
+  try {
+    const halo = createHaloClient({ baseUrl: `${server.url}/edge/` });
+    await halo.products.list({ page: 2, category: 'books' });
+    expect(server.seen[0]!.url).toBe('/edge/products?page=2&category=books');
+    expect(server.seen[0]!.headers.accept).toBe('application/json');
+  } finally {
+    await server.close();
+  }
+});
