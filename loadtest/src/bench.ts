@@ -7,6 +7,7 @@ import autocannon from 'autocannon';
 import { createLogger, openRedis, redisReady, SERVICE_NAMES } from '@halo/kit';
 import { dropSchema } from '@halo/kit/testing';
 import { startSystem, type RunningSystem } from '@halo/tools';
+import { benchFanout } from './chat-bench';
 import { benchPayments } from './payments-bench';
 
 /**
@@ -22,8 +23,11 @@ const PORT_OFFSET = Number(process.env.BENCH_PORT_OFFSET ?? 200);
 const OUT = resolve(ROOT, 'docs/benchmarks.md');
 /** Which database the services run on; each mode keeps its own section of docs/benchmarks.md. */
 const MODE = process.env.DATABASE_URL ? 'postgres' : 'embedded';
-/** `payments`: only the payments scenario (and only its section is rewritten). */
+/** `payments` or `chat`: only that scenario (and only its section is rewritten). */
 const ONLY = process.env.BENCH_ONLY;
+const runs = (scenario: 'gateway' | 'payments' | 'chat') => ONLY === undefined || ONLY === '' || ONLY === scenario;
+/** Subscribers per fan-out row (BENCH_SUBSCRIBERS=100,500). */
+const SUBSCRIBERS = (process.env.BENCH_SUBSCRIBERS ?? '100,500').split(',').map(Number);
 /** A fresh secret per run: the bench signs its own tokens (payments needs a caller). */
 const JWT_SECRET = randomBytes(32).toString('base64url');
 
@@ -103,7 +107,7 @@ async function main(): Promise<void> {
     const log = (line: string) => process.stderr.write(`${line}\n`);
     let doc = existsSync(OUT) ? readFileSync(OUT, 'utf8') : '';
 
-    if (ONLY !== 'payments') {
+    if (runs('gateway')) {
       const ceilingPort = 4999 + PORT_OFFSET;
       ceiling = await startCeiling(ceilingPort);
 
@@ -135,25 +139,42 @@ async function main(): Promise<void> {
     }
 
     // Payments: the idempotency layer's cost, and replays against first calls.
-    const paymentsSchema = MODE === 'postgres' ? `${benchSchema}_payments` : 'payments';
-    const store = process.env.REDIS_URL ? 'redis' : 'memory';
-    const paymentsSection = await benchPayments({
-      withLayer: system.processes.find((p) => p.name === 'payments')!.url,
-      env:
-        MODE === 'postgres'
-          ? { DATABASE_URL: process.env.DATABASE_URL, DB_SCHEMA: paymentsSchema }
-          : { DATABASE_URL: system.postgres!.databaseUrls.payments },
-      jwtSecret: JWT_SECRET,
-      port: 4997 + PORT_OFFSET,
-      durationS: DURATION_S,
-      connections: CONNECTIONS,
-      store,
-      mode: MODE,
-      log,
-    });
-    process.stdout.write(paymentsSection);
-    doc = mergeSection(doc, `payments-${MODE}-${store}`, paymentsSection);
-    if (process.env.REDIS_URL) await dropBenchKeys(process.env.REDIS_URL, paymentsSchema);
+    if (runs('payments')) {
+      const paymentsSchema = MODE === 'postgres' ? `${benchSchema}_payments` : 'payments';
+      const store = process.env.REDIS_URL ? 'redis' : 'memory';
+      const paymentsSection = await benchPayments({
+        withLayer: system.processes.find((p) => p.name === 'payments')!.url,
+        env:
+          MODE === 'postgres'
+            ? { DATABASE_URL: process.env.DATABASE_URL, DB_SCHEMA: paymentsSchema }
+            : { DATABASE_URL: system.postgres!.databaseUrls.payments },
+        jwtSecret: JWT_SECRET,
+        port: 4997 + PORT_OFFSET,
+        durationS: DURATION_S,
+        connections: CONNECTIONS,
+        store,
+        mode: MODE,
+        log,
+      });
+      process.stdout.write(paymentsSection);
+      doc = mergeSection(doc, `payments-${MODE}-${store}`, paymentsSection);
+      if (process.env.REDIS_URL) await dropBenchKeys(process.env.REDIS_URL, paymentsSchema);
+    }
+
+    // Subscriptions: publish → receive latency through the gateway for many subscribers.
+    if (runs('chat')) {
+      const pubsub = process.env.REDIS_URL ? 'redis' : 'in-process';
+      const chatSection = await benchFanout({
+        gatewayUrl: system.gatewayUrl,
+        jwtSecret: JWT_SECRET,
+        subscriberCounts: SUBSCRIBERS,
+        messages: Number(process.env.BENCH_MESSAGES ?? 50),
+        intervalMs: 20,
+        log,
+      });
+      process.stdout.write(chatSection);
+      doc = mergeSection(doc, `chat-${MODE}-${pubsub}`, chatSection);
+    }
 
     writeFileSync(OUT, doc);
     log(`bench: wrote ${OUT}`);
