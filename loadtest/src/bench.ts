@@ -170,6 +170,7 @@ async function main(): Promise<void> {
         subscriberCounts: SUBSCRIBERS,
         messages: Number(process.env.BENCH_MESSAGES ?? 50),
         intervalMs: 20,
+        pubsub: `${pubsub} pub/sub, ${MODE === 'postgres' ? 'PostgreSQL' : 'embedded PostgreSQL'}`,
         log,
       });
       process.stdout.write(chatSection);

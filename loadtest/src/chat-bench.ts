@@ -17,6 +17,8 @@ export interface FanoutOptions {
   subscriberCounts: number[];
   messages: number;
   intervalMs: number;
+  /** For the heading: what carries events between chat processes, and the database. */
+  pubsub: string;
   log: (line: string) => void;
 }
 
@@ -112,7 +114,7 @@ export async function benchFanout(opts: FanoutOptions): Promise<string> {
 
   const ms = (v: number) => (Number.isFinite(v) ? v.toFixed(1) : '—');
   return [
-    '## Subscriptions: publish → receive through the gateway',
+    `## Subscriptions: publish → receive through the gateway (${opts.pubsub})`,
     '',
     `- ${opts.messages} messages per row, one every ${opts.intervalMs} ms, sent with sendMessage over HTTP through the gateway; every subscriber its own WebSocket and user; goal p95 < 50 ms at 500 subscribers, 0 lost`,
     `- Date: ${new Date().toISOString()}`,
