@@ -166,6 +166,22 @@ describe('Db', () => {
 });
 
 describe('openDb', () => {
+  it('names its connections in pg_stat_activity: halo:<schema> by default, or as told', async () => {
+    const schema = throwawaySchema('kitapp');
+    const plain = await openDb({ url: TEST_DATABASE_URL, schema, poolSize: 1 });
+    const named = await openDb({ url: TEST_DATABASE_URL, schema, poolSize: 1, applicationName: `halo:content:${schema}` });
+    const nameOf = async (db: typeof plain) =>
+      (await db.query<{ name: string }>('SELECT application_name AS name FROM pg_stat_activity WHERE pid = pg_backend_pid()')).rows[0]!.name;
+    try {
+      expect(await nameOf(plain)).toBe(`halo:${schema}`);
+      expect(await nameOf(named)).toBe(`halo:content:${schema}`);
+    } finally {
+      await plain.close();
+      await named.close();
+      await dropSchema(schema);
+    }
+  });
+
   it.each(['Bad', 'has-dash', '1starts_with_digit', 'x"; DROP SCHEMA public; --', '', 'a'.repeat(64)])(
     'refuses the schema name %p',
     async (schema) => {

@@ -29,6 +29,11 @@ export interface OpenDbOptions {
   schema: string;
   poolSize?: number;
   logger?: Logger;
+  /**
+   * Shown in pg_stat_activity as `application_name` (default `halo:<schema>`), so an operator
+   * sees which service holds which connections. A URL's own `application_name` wins.
+   */
+  applicationName?: string;
 }
 
 export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -48,6 +53,7 @@ export async function openDb(opts: OpenDbOptions): Promise<Db> {
     max: opts.poolSize ?? 10,
     // Every connection starts with the service's schema as its search_path.
     options: `-c search_path=${schema}`,
+    ...(/[?&]application_name=/.test(opts.url) ? {} : { application_name: (opts.applicationName ?? `halo:${schema}`).slice(0, 63) }),
     types: { getTypeParser },
   });
   pool.on('error', (err) => opts.logger?.error({ err }, 'idle database client failed'));

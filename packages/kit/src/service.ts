@@ -153,6 +153,7 @@ export async function openServiceDb(
       schema: config.DB_SCHEMA ?? name,
       poolSize: config.DB_POOL_SIZE,
       logger: opts.logger,
+      applicationName: `halo:${name}:${config.DB_SCHEMA ?? name}`,
     }));
   if (!opts.given) opts.lifecycle.register('database', () => db.close());
   await migrate(db, opts.migrationsDir, opts.logger);
