@@ -1,13 +1,16 @@
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
 import { TEST_JWT_SECRET, TEST_SERVICE_KEYS } from '@halo/kit/testing';
 import { startE2ESystem } from '../helpers';
 
 /**
  * Logs keep no secrets. The real system at LOG_LEVEL=debug goes through everything that handles
  * one — sign-up and login (passwords), refresh (the cookie), an API key shown once and used, a
- * payment, wrong passwords and bad tokens (the error paths log most) — and then every line every
+ * payment, a subscription and a refused WebSocket, wrong passwords and bad tokens (the error
+ * paths log most) — and then every line every
  * process wrote is searched for each secret it saw: none may appear, whole or as a JWT's parts.
  */
-const PROCESSES = ['gateway', 'auth', 'content', 'catalog', 'payments'] as const;
+const PROCESSES = ['gateway', 'auth', 'content', 'catalog', 'payments', 'chat'] as const;
 
 let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 beforeAll(async () => {
@@ -64,6 +67,25 @@ it('no password, token, cookie, API key, JWT secret or signing key in any log li
   // A payment with the API key, and its replay.
   const pay = () => post('/api/payments', { amount: 12.5 }, { 'x-api-key': apiKey, 'idempotency-key': `logs-${Date.now()}` });
   expect((await pay()).status).toBe(201);
+
+  // A subscription through the gateway (the token in connection_init, forwarded to chat) that
+  // hears one message, and a socket refused for a forged token.
+  const ws = (token: string) =>
+    createClient({ url: `${sys.url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 0 });
+  const subscriber = ws(next.accessToken);
+  const heard = new Promise<unknown>((resolve, reject) => {
+    subscriber.subscribe({ query: 'subscription { newMessage(chatId: "logs") { text } }' }, { next: resolve, error: reject, complete: () => undefined });
+  });
+  for (let i = 0; i < 50; i++) {
+    await post('/graphql', { query: 'mutation { sendMessage(chatId: "logs", text: "hi") { id } }' }, { authorization: `Bearer ${next.accessToken}` });
+    const done = await Promise.race([heard.then(() => true), new Promise((r) => setTimeout(() => r(false), 100))]);
+    if (done) break;
+  }
+  await expect(heard).resolves.toMatchObject({ data: { newMessage: { text: 'hi' } } });
+  await subscriber.dispose();
+  const refused = ws(forged);
+  await expect(new Promise((resolve, reject) => refused.subscribe({ query: '{ __typename }' }, { next: resolve, error: reject, complete: () => undefined }))).rejects.toMatchObject({ code: 4401 });
+  await refused.dispose();
 
   // Give the processes a moment to flush their last lines to the launcher.
   await new Promise((r) => setTimeout(r, 300));
