@@ -1,3 +1,7 @@
+// Tracing first: it patches http, undici, gRPC and ioredis as they load (packages/kit/src/tracing.ts).
+import { startTracing } from '@halo/kit/tracing';
+startTracing('gateway');
+
 import { runService } from '@halo/kit';
 import { createGateway } from './app';
 import { loadGatewayConfig } from './config';
