@@ -1,7 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import {
+  CallPolicy,
   callerFromHeader,
   callUnary,
+  DEFAULT_CALL_POLICY,
   clientChannelOptions,
   ERROR_KINDS,
   grpc,
@@ -50,6 +52,8 @@ export function createCallerResolver(opts: {
   deadlineMs: number;
 }): CallerResolver {
   let client: auth.ApiKeyServiceClient | null = null;
+  // Exchanging a key is safe to repeat; auth's breaker makes API-key calls fail fast while auth is down.
+  const policy = new CallPolicy('auth', DEFAULT_CALL_POLICY);
   const apiKeys = () =>
     (client ??= new auth.ApiKeyServiceClient(opts.authGrpcAddr, grpc.credentials.createInsecure(), clientChannelOptions));
   return {
@@ -61,6 +65,8 @@ export function createCallerResolver(opts: {
           requestId,
           defaultDeadlineMs: opts.deadlineMs,
           auth: { identity: opts.identity, audience: 'auth' },
+          policy,
+          idempotent: true,
         });
         delete req.headers['x-api-key'];
         req.headers.authorization = `Bearer ${accessToken}`;

@@ -29,6 +29,9 @@ describe('loadConfig', () => {
       BODY_LIMIT: 1024 * 1024,
       SHUTDOWN_TIMEOUT_MS: 10_000,
       GRPC_DEADLINE_MS: 2_000,
+      GRPC_RETRIES: 2,
+      GRPC_BREAKER_THRESHOLD: 5,
+      GRPC_BREAKER_HALF_OPEN_MS: 5_000,
       JWT_SECRET: undefined,
     });
   });
@@ -89,6 +92,8 @@ describe('loadConfig', () => {
     ['HTTP_PORT', '80.5'],
     ['DB_POOL_SIZE', '0'],
     ['GRPC_DEADLINE_MS', '0'],
+    ['GRPC_RETRIES', '-1'],
+    ['GRPC_BREAKER_THRESHOLD', '0'],
     ['LOG_LEVEL', 'loud'],
     ['HALO_ENV', 'staging'],
     ['DATABASE_URL', 'not a url'],

@@ -94,6 +94,12 @@ export function serviceConfigShape(defaults: { httpPort: number; grpcPort?: numb
     BODY_LIMIT: env.bytes('1mb'),
     SHUTDOWN_TIMEOUT_MS: env.int(10_000),
     GRPC_DEADLINE_MS: env.int(2_000, 1),
+    /** Extra attempts of a gRPC read whose peer was unreachable (src/call-policy.ts). */
+    GRPC_RETRIES: env.int(2, 0),
+    /** Consecutive failed gRPC attempts to one peer that open its circuit (fail fast). */
+    GRPC_BREAKER_THRESHOLD: env.int(5, 1),
+    /** How long an open circuit fails fast before one call may try the peer again. */
+    GRPC_BREAKER_HALF_OPEN_MS: env.int(5_000, 1),
     /** HS256 secret shared with auth; when unset the service accepts no tokens at all. */
     JWT_SECRET: z.string().min(32, 'must be at least 32 bytes').optional(),
     /** This service's private Ed25519 JWK: signs its gRPC calls (docs/service-identity.md). */

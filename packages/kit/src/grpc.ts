@@ -3,6 +3,7 @@ import { HealthImplementation, service as healthService } from 'grpc-health-chec
 import { decodeJwt } from 'jose';
 import { ConfigError } from './config';
 import { fromGrpcError, HaloError, isHaloError, toGrpcError } from './errors';
+import type { CallPolicy } from './call-policy';
 import type { Logger } from './logger';
 import type { ServiceMetrics } from './metrics';
 import { authorizeCaller, SERVICE_TOKEN_METADATA, type GrpcAccess, type ServiceIdentity } from './service-identity';
@@ -209,6 +210,10 @@ export interface CallOptions {
   requestId?: string | undefined;
   /** Every call has a deadline; this overrides the client's default. */
   deadlineMs?: number;
+  /** Retries (reads only) and the peer's circuit breaker (src/call-policy.ts). */
+  policy?: CallPolicy | undefined;
+  /** Safe to send again (a read): the policy may retry it when the peer was unreachable. */
+  idempotent?: boolean;
 }
 
 /** Who is calling whom: the caller's identity mints (and caches) a token for `audience`. */
@@ -234,16 +239,22 @@ export async function callUnary<Req, Res>(
   const requestId = opts.requestId ?? currentRequestId();
   if (requestId) metadata.set(REQUEST_ID_KEY, requestId);
   if (opts.auth) metadata.set(SERVICE_TOKEN_METADATA, await opts.auth.identity.tokenFor(opts.auth.audience));
+  // One deadline for the whole call, retries included.
   const deadline = new Date(Date.now() + (opts.deadlineMs ?? opts.defaultDeadlineMs));
-  return new Promise((resolve, reject) => {
-    method.call(client, request, metadata, { deadline }, (err, res) => {
-      if (!err) return resolve(res);
-      if (err.metadata?.get(REFUSED_BY_IDENTITY).length) {
-        return reject(new HaloError('INTERNAL', `refused by ${opts.auth?.audience ?? 'the peer'}'s service identity: ${err.details}`));
-      }
-      reject(fromGrpcError(err));
+  const attempt = () =>
+    new Promise<Res>((resolve, reject) => {
+      method.call(client, request, metadata, { deadline }, (err, res) => (err ? reject(err) : resolve(res)));
     });
-  });
+  try {
+    return await (opts.policy ? opts.policy.run(attempt, opts.idempotent ?? false) : attempt());
+  } catch (err) {
+    if (isHaloError(err)) throw err;
+    const e = err as grpc.ServiceError;
+    if (e.metadata?.get(REFUSED_BY_IDENTITY).length) {
+      throw new HaloError('INTERNAL', `refused by ${opts.auth?.audience ?? 'the peer'}'s service identity: ${e.details}`);
+    }
+    throw fromGrpcError(e);
+  }
 }
 
 /** Channel options shared by every client: keepalive so idle channels survive proxies. */

@@ -3,6 +3,7 @@ export * from './db';
 export * from './errors';
 export * from './graphql';
 export * from './grpc';
+export * from './call-policy';
 export * from './http';
 export * from './jwt';
 export * from './lifecycle';

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { Router, type Response } from 'express';
-import { defineService, openRedis, redisReady, signAccessToken, type Lifecycle, type Logger, type Redis } from '@halo/kit';
+import { callPolicyFor, defineService, openRedis, redisReady, signAccessToken, type Lifecycle, type Logger, type Redis } from '@halo/kit';
 import { authConfigShape, refineAuthConfig } from './config';
 import { seedDemoCredentials } from './db/seed';
 import { AuthStore } from './db/store';
@@ -32,7 +32,7 @@ export const authService = defineService({
   config: authConfigShape,
   refineConfig: refineAuthConfig,
   domain: async ({ db, identity, config, logger, lifecycle }) => {
-    const users = contentUsers(config.CONTENT_GRPC_ADDR, config.GRPC_DEADLINE_MS, identity);
+    const users = contentUsers(config.CONTENT_GRPC_ADDR, config.GRPC_DEADLINE_MS, identity, callPolicyFor('content', config, logger));
     lifecycle.register('content client', () => users.close());
     const redis = config.REDIS_URL ? await limiterRedis(config.REDIS_URL, logger, lifecycle) : null;
     const store = new AuthStore(db);

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { defineService, openRedis, redisReady, type Lifecycle, type Logger } from '@halo/kit';
+import { callPolicyFor, defineService, openRedis, redisReady, type Lifecycle, type Logger } from '@halo/kit';
 import { refinePaymentsConfig, paymentsConfigShape, type PaymentsConfig } from './config';
 import { MemoryIdempotencyStore } from './db/idempotency-memory';
 import { RedisIdempotencyStore } from './db/idempotency-redis';
@@ -26,7 +26,7 @@ export const paymentsService = defineService({
   config: paymentsConfigShape,
   refineConfig: refinePaymentsConfig,
   domain: async ({ db, identity, metrics, config, logger, lifecycle }) => {
-    const products = catalogProducts(config.CATALOG_GRPC_ADDR, config.GRPC_DEADLINE_MS, identity);
+    const products = catalogProducts(config.CATALOG_GRPC_ADDR, config.GRPC_DEADLINE_MS, identity, callPolicyFor('catalog', config, logger));
     lifecycle.register('catalog client', () => products.close());
     // One namespace per database schema, so deployments (and test files) sharing a Redis never mix.
     const store = await idempotencyStore(config, `halo:${db.schema}`, logger, lifecycle);

@@ -1,4 +1,4 @@
-import { callUnary, clientChannelOptions, grpc, isHaloError, type ServiceIdentity, type User } from '@halo/kit';
+import { callUnary, clientChannelOptions, grpc, isHaloError, type CallPolicy, type ServiceIdentity, type User } from '@halo/kit';
 import { content as pb } from '@halo/proto';
 import type { UserDirectory } from '../../domain/accounts';
 
@@ -17,17 +17,20 @@ const fromPb = (u: pb.User | undefined): User => {
 /**
  * Content's UserService as auth's user directory: every call has a deadline and auth's service
  * token, and the kit sends the id of the request being served (request context) as metadata.
+ * Lookups are reads (retried when content is unreachable); creating and deleting a user are not.
+ * content's circuit breaker (`policy`) makes auth fail fast while content is down.
  */
-export function contentUsers(address: string, deadlineMs: number, identity: ServiceIdentity): UserDirectory & { close(): void } {
+export function contentUsers(address: string, deadlineMs: number, identity: ServiceIdentity, policy?: CallPolicy): UserDirectory & { close(): void } {
   const client = new pb.UserServiceClient(address, grpc.credentials.createInsecure(), clientChannelOptions);
-  const opts = { defaultDeadlineMs: deadlineMs, auth: { identity, audience: 'content' } };
+  const opts = { defaultDeadlineMs: deadlineMs, auth: { identity, audience: 'content' }, policy };
+  const read = { ...opts, idempotent: true };
   return {
     async byId(id) {
-      return fromPb((await callUnary(client, client.getUser, { id }, opts)).user);
+      return fromPb((await callUnary(client, client.getUser, { id }, read)).user);
     },
     async byEmail(email, deadline) {
       try {
-        return fromPb((await callUnary(client, client.getUserByEmail, { email }, deadline ? { ...opts, deadlineMs: deadline } : opts)).user);
+        return fromPb((await callUnary(client, client.getUserByEmail, { email }, deadline ? { ...read, deadlineMs: deadline } : read)).user);
       } catch (err) {
         if (isHaloError(err) && err.kind === 'NOT_FOUND') return null;
         throw err;

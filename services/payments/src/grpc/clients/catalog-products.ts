@@ -1,15 +1,17 @@
-import { callUnary, clientChannelOptions, grpc, isHaloError, type ServiceIdentity } from '@halo/kit';
+import { callUnary, clientChannelOptions, grpc, isHaloError, type CallPolicy, type ServiceIdentity } from '@halo/kit';
 import { catalog as pb } from '@halo/proto';
 import type { ProductDirectory } from '../../domain/payments';
 
 /**
  * catalog's ProductService as payments' product directory: every call has a deadline
  * (GRPC_DEADLINE_MS) and payments' service token (catalog lists payments as the caller of
- * GetProduct); the request id travels as metadata. catalog down or slow → the kit's 503.
+ * GetProduct); the request id travels as metadata. catalog down or slow → the kit's 503; the
+ * lookup is a read, so an unreachable catalog is retried within the deadline, and catalog's
+ * circuit breaker makes payments fail fast while it is down (`policy`, kit call-policy.ts).
  */
-export function catalogProducts(address: string, deadlineMs: number, identity: ServiceIdentity): ProductDirectory & { close(): void } {
+export function catalogProducts(address: string, deadlineMs: number, identity: ServiceIdentity, policy?: CallPolicy): ProductDirectory & { close(): void } {
   const client = new pb.ProductServiceClient(address, grpc.credentials.createInsecure(), clientChannelOptions);
-  const opts = { defaultDeadlineMs: deadlineMs, auth: { identity, audience: 'catalog' } };
+  const opts = { defaultDeadlineMs: deadlineMs, auth: { identity, audience: 'catalog' }, policy, idempotent: true };
   return {
     async exists(productId) {
       try {

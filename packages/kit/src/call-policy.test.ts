@@ -1,0 +1,119 @@
+import * as grpc from '@grpc/grpc-js';
+import { CallPolicy } from './call-policy';
+import { callUnary } from './grpc';
+import { isHaloError } from './errors';
+
+/**
+ * The call policy against a real gRPC server that answers with the status each test scripts:
+ * what is retried, what opens the breaker, and that the whole call keeps its one deadline.
+ */
+const json = {
+  serialize: (v: unknown) => Buffer.from(JSON.stringify(v ?? {})),
+  deserialize: (b: Buffer) => JSON.parse(b.toString() || '{}') as unknown,
+};
+const definition: grpc.ServiceDefinition = {
+  ping: {
+    path: '/halo.test.Pinger/Ping',
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: json.serialize,
+    requestDeserialize: json.deserialize,
+    responseSerialize: json.serialize,
+    responseDeserialize: json.deserialize,
+  },
+};
+
+let server: grpc.Server;
+let client: grpc.Client & { ping: (...args: never[]) => grpc.ClientUnaryCall };
+let calls = 0;
+/** What the server answers to each call: a status code (OK = a reply). */
+let script: (n: number) => grpc.status = () => grpc.status.OK;
+
+beforeAll(async () => {
+  server = new grpc.Server();
+  server.addService(definition, {
+    ping: (_call: unknown, callback: grpc.sendUnaryData<unknown>) => {
+      const code = script(++calls);
+      if (code === grpc.status.OK) callback(null, { ok: true });
+      else callback({ code, details: `scripted ${grpc.status[code]}` } as grpc.ServiceError);
+    },
+  });
+  const port = await new Promise<number>((ok, fail) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? fail(err) : ok(p))),
+  );
+  const Client = grpc.makeGenericClientConstructor(definition, 'Pinger');
+  client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as typeof client;
+});
+
+afterAll(() => {
+  client?.close();
+  server?.forceShutdown();
+});
+
+beforeEach(() => {
+  calls = 0;
+  script = () => grpc.status.OK;
+});
+
+const ping = (policy: CallPolicy, idempotent: boolean, deadlineMs = 2_000) =>
+  callUnary(client, client.ping as never, {}, { defaultDeadlineMs: deadlineMs, policy, idempotent });
+
+const failsWith = async (p: Promise<unknown>) => {
+  const err = await p.then(() => null, (e: unknown) => e);
+  expect(isHaloError(err)).toBe(true);
+  return err as { kind: string; message: string };
+};
+
+it('a read whose peer was unavailable is retried, within GRPC_RETRIES', async () => {
+  const policy = new CallPolicy('pinger', { retries: 2, breakerThreshold: 10, halfOpenMs: 1_000 });
+  script = (n) => (n <= 2 ? grpc.status.UNAVAILABLE : grpc.status.OK);
+  await expect(ping(policy, true)).resolves.toEqual({ ok: true });
+  expect(calls).toBe(3);
+
+  calls = 0;
+  script = () => grpc.status.UNAVAILABLE;
+  expect(await failsWith(ping(policy, true))).toMatchObject({ kind: 'UNAVAILABLE', message: 'Upstream service unavailable' });
+  expect(calls).toBe(3); // the first attempt and 2 retries
+});
+
+it('a write is never retried, and a business answer (NOT_FOUND) is never retried', async () => {
+  const policy = new CallPolicy('pinger', { retries: 2, breakerThreshold: 10, halfOpenMs: 1_000 });
+  script = () => grpc.status.UNAVAILABLE;
+  await failsWith(ping(policy, false));
+  expect(calls).toBe(1);
+  calls = 0;
+  script = () => grpc.status.NOT_FOUND;
+  expect(await failsWith(ping(policy, true))).toMatchObject({ kind: 'NOT_FOUND' });
+  expect(calls).toBe(1);
+});
+
+it('consecutive failures open the breaker: calls fail fast without reaching the peer, then one probe closes it', async () => {
+  const policy = new CallPolicy('pinger', { retries: 0, breakerThreshold: 3, halfOpenMs: 200 });
+  // NOT_FOUND answers are the peer working: they never open it.
+  script = () => grpc.status.NOT_FOUND;
+  for (let i = 0; i < 5; i++) await failsWith(ping(policy, true));
+  expect(policy.state).toBe('closed');
+
+  script = () => grpc.status.UNAVAILABLE;
+  for (let i = 0; i < 3; i++) await failsWith(ping(policy, true));
+  expect(policy.state).toBe('open');
+  const before = calls;
+  const started = Date.now();
+  expect(await failsWith(ping(policy, true))).toMatchObject({ kind: 'UNAVAILABLE', message: 'Upstream service unavailable' });
+  expect(calls).toBe(before); // never sent
+  expect(Date.now() - started).toBeLessThan(100);
+
+  script = () => grpc.status.OK;
+  await new Promise((r) => setTimeout(r, 250));
+  await expect(ping(policy, true)).resolves.toEqual({ ok: true });
+  expect(policy.state).toBe('closed');
+});
+
+it('retries never outlive the call deadline', async () => {
+  const policy = new CallPolicy('pinger', { retries: 1_000, breakerThreshold: 10_000, halfOpenMs: 1_000 });
+  script = () => grpc.status.UNAVAILABLE;
+  const started = Date.now();
+  // Past the deadline an attempt fails as DEADLINE_EXCEEDED, which is not retried: the kit's 503.
+  expect(await failsWith(ping(policy, true, 300))).toMatchObject({ kind: 'UNAVAILABLE', message: 'Upstream service unavailable' });
+  expect(Date.now() - started).toBeLessThan(1_500);
+});
