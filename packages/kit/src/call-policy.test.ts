@@ -42,7 +42,7 @@ beforeAll(async () => {
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? fail(err) : ok(p))),
   );
   const Client = grpc.makeGenericClientConstructor(definition, 'Pinger');
-  client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as typeof client;
+  client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as typeof client;
 });
 
 afterAll(() => {
