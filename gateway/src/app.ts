@@ -14,14 +14,13 @@ import {
   type Logger,
 } from '@halo/kit';
 import { createCallerResolver } from './auth';
-import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from './body';
 import type { GatewayConfig } from './config';
 import { acceptOpenApi, createDocs } from './docs';
 import { createGraphQL } from './graphql';
 import { loadTrustedDocuments, RedisQueryCache } from './persisted';
-import { createServiceProxies, type ServiceProxies } from './proxy';
+import { createServiceProxies } from './proxy';
 import { createSubscriptions } from './subscriptions';
-import { parseRouteTable, type RouteDef } from './routes';
+import { parseRouteTable } from './routes';
 import { createVersioning, migrationGuides, type Versioning } from './versioning';
 import { watchComposedFile } from './watched-file';
 
@@ -73,6 +72,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   const proxies = createServiceProxies({
     targets: config.serviceUrls,
     timeoutMs: config.UPSTREAM_TIMEOUT_MS,
+    bodyLimit: config.BODY_LIMIT,
     logger,
   });
   const callers = createCallerResolver({
@@ -133,12 +133,13 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     if (match.kind === 'route') {
       // A versioned request goes to the path that serves its version (e.g. /api/v2/products → /v2/products).
       if (match.url !== undefined) req.url = match.url;
-      if (!match.route.auth) return proxyRest(match.route, req, res, proxies, config.BODY_LIMIT, logger);
+      // The proxy reads and checks a JSON body (413, 400 Invalid JSON) and streams any other.
+      if (!match.route.auth) return proxies.forward(match.route.service, req, res);
       // Protected: no caller, no proxying (docs/api/auth.md: 401 Token required / Invalid token).
       return void callers.resolve(req, requestId).then(
         (caller) => {
           if (!caller) return sendJson(res, 401, { error: TOKEN_REQUIRED });
-          proxyRest(match.route, req, res, proxies, config.BODY_LIMIT, logger);
+          proxies.forward(match.route.service, req, res);
         },
         (err: unknown) => sendError(res, err, logger, requestId),
       );
@@ -193,33 +194,6 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     },
     stop: () => lifecycle.shutdown(config.SHUTDOWN_TIMEOUT_MS),
   };
-}
-
-/**
- * A route's request goes to its service. Without a body it streams straight through. With one,
- * the body is read here first (limit → 413, malformed JSON → 400), then those bytes are sent.
- */
-function proxyRest(
-  route: RouteDef,
-  req: IncomingMessage,
-  res: ServerResponse,
-  proxies: ServiceProxies,
-  bodyLimit: number,
-  logger: Logger,
-): void {
-  if (!hasBody(req)) return proxies.forward(route.service, req, res);
-  readBody(req, bodyLimit).then(
-    (body) => {
-      try {
-        // A compressed body is the service's to decode (and judge); only plain JSON is checked.
-        if (!isEncoded(req) && isJsonType(req.headers['content-type'])) parseJson(body);
-      } catch (err) {
-        return sendBodyError(res, err, logger);
-      }
-      proxies.forward(route.service, req, res, body);
-    },
-    (err: unknown) => sendBodyError(res, err, logger),
-  );
 }
 
 /**

@@ -2,9 +2,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { badRequest, HaloError, sendJson, toRestError, type Logger } from '@halo/kit';
 
 /**
- * Request bodies at the gateway: read once, into memory, with the contract's limit, so a body
- * that is too large or not JSON is refused here with the same answers every service gives.
- * Requests without a body never come through this file.
+ * Request bodies at the gateway: the ones it checks (GraphQL's, and REST JSON bodies) are read
+ * once, into memory, with the contract's limit, so a body that is too large or not JSON is
+ * refused here with the same answers every service gives. Other REST bodies stream through the
+ * proxy, counted against the same limit (src/proxy.ts). Requests without a body never come here.
  */
 
 /** The client went away before its body arrived: nobody is left to answer. */
@@ -12,7 +13,8 @@ export class ClientGoneError extends Error {
   override readonly name = 'ClientGoneError';
 }
 
-const payloadTooLarge = () => new HaloError('PAYLOAD_TOO_LARGE', 'Payload too large');
+/** 413 `Payload too large`, as every service answers it. */
+export const payloadTooLarge = () => new HaloError('PAYLOAD_TOO_LARGE', 'Payload too large');
 
 /** True when the request announces a body (a non-zero Content-Length or any Transfer-Encoding). */
 export function hasBody(req: IncomingMessage): boolean {

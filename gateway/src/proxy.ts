@@ -1,133 +1,256 @@
-import { Agent, type IncomingMessage, type ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
+import { Agent, request, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type RequestOptions, type ServerResponse } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import { sendJson, type Logger, type ServiceName } from '@halo/kit';
-import {
-  createProxyMiddleware,
-  debugProxyErrorsPlugin,
-  proxyEventsPlugin,
-  type Plugin,
-  type RequestHandler,
-} from 'http-proxy-middleware';
+import { hasBody, isEncoded, isJsonType, parseJson, payloadTooLarge, readBody, sendBodyError } from './body';
 
 /**
- * The REST proxy: one http-proxy-middleware instance per service, created once, each with its own
- * keep-alive pool. It is called straight from the node:http handler (no express on this path).
+ * The REST proxy: node:http straight to the service, one keep-alive pool per service, nothing
+ * else per request than the outgoing request, its header object and a few listeners.
+ *
+ * - Headers: hop-by-hop ones (RFC 9110 §7.6.1, and any the Connection header names) are dropped
+ *   both ways; `X-Forwarded-For/-Port/-Proto` are appended to and `X-Forwarded-Host` set when
+ *   absent, as http-proxy's `xfwd` did (auth's `trust proxy` reads the last hop); `Host` stays the
+ *   client's, as with http-proxy's `changeOrigin: false`.
+ * - Bodies: a JSON body (not compressed) is read and checked here first, so malformed JSON and
+ *   invalid UTF-8 are 400 `Invalid JSON` at the edge, then sent with its Content-Length. Any other
+ *   body streams through, counted: over `bodyLimit` (declared or as it arrives) it is 413 and the
+ *   upstream request is aborted.
+ * - Answers: streamed back with status and headers; an error status or a caller with credentials
+ *   is `no-store` whatever the service said (docs/api/conventions.md). No answer within
+ *   `timeoutMs` of socket inactivity → 504, nobody listening → 503, anything else → 502.
+ * - A client that leaves aborts the upstream request (its socket is destroyed, not pooled).
  */
-
-/**
- * Bodies the gateway has already read, by request. http-proxy sends `options.buffer` instead of
- * piping the (already consumed) request stream; see `bufferedBodyPlugin`.
- */
-const bodies = new WeakMap<IncomingMessage, Buffer>();
-/** Connection errors that mean "the service is not there" rather than "it answered badly". */
-const UNREACHABLE = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
-
-/** Requests whose upstream went idle past the timeout: their error is a 504, not a 502. */
-const timedOut = new WeakSet<IncomingMessage>();
-
-type Pass = (req: IncomingMessage, res: ServerResponse, options: { buffer?: NodeJS.ReadableStream }) => void;
-/** `ProxyServer#before` is public in http-proxy 1.x but missing from @types/http-proxy. */
-interface WithPasses {
-  before(type: 'web', passName: string, pass: Pass): void;
-}
-
-/**
- * Gives each request with an already-read body its own `buffer` option (http-proxy's documented
- * way to resend a consumed body). It runs as a pass before `stream`, on the per-request copy of
- * the options. Writing the bytes in `proxyReq` instead is not safe: that event waits for a
- * socket, and when the pool is saturated http-proxy has already ended the outgoing request by
- * then (piping the ended request stream), so the body would be lost and the upstream would hang.
- */
-const bufferedBodyPlugin: Plugin = (proxyServer) => {
-  (proxyServer as unknown as WithPasses).before('web', 'stream', (req, _res, options) => {
-    const body = bodies.get(req);
-    if (body !== undefined) options.buffer = Readable.from([body]);
-  });
-};
 
 export interface ProxyOptions {
   targets: Record<ServiceName, string>;
+  /** Socket inactivity (connecting included) before an upstream request is given up: 504. */
   timeoutMs: number;
+  /** The contract's body limit (`BODY_LIMIT`). */
+  bodyLimit: number;
   logger: Logger;
+  /** Sockets per service; requests beyond wait in the agent's queue. */
+  maxSockets?: number;
 }
 
-export function createServiceProxies({ targets, timeoutMs, logger }: ProxyOptions) {
-  const agents: Agent[] = [];
-  const proxies = new Map<ServiceName, RequestHandler>();
+/** Connection errors that mean "the service is not there" rather than "it answered badly". */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
+/**
+ * Connection-specific fields (RFC 9110 §7.6.1), plus `Trailer`: trailers are not relayed, and
+ * `Expect`: the gateway's server already answered `100 Continue` to the client.
+ */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'transfer-encoding', 'upgrade', 'trailer']);
+const HOP_BY_HOP_REQUEST = new Set([...HOP_BY_HOP, 'expect']);
+
+/** A Connection header that names nothing beyond the usual two tokens (the common case). */
+const PLAIN_CONNECTION = /^\s*(?:keep-alive|close)\s*$/i;
+
+/** The extra fields a Connection header names (lower case), or null when it names none. */
+export function connectionTokens(connection: string | string[] | undefined): Set<string> | null {
+  if (connection === undefined) return null;
+  const value = Array.isArray(connection) ? connection.join(',') : connection;
+  if (PLAIN_CONNECTION.test(value)) return null;
+  const tokens = new Set<string>();
+  for (const token of value.split(',')) {
+    const t = token.trim().toLowerCase();
+    if (t) tokens.add(t);
+  }
+  return tokens.size > 0 ? tokens : null;
+}
+
+const HOST_PORT = /:(\d+)$/;
+const CLOSE = Object.freeze({ connection: 'close' });
+
+/** The headers the service receives: the client's, minus hop-by-hop, plus the X-Forwarded-* set. */
+export function upstreamHeaders(req: IncomingMessage): OutgoingHttpHeaders {
+  const incoming = req.headers;
+  const named = connectionTokens(incoming.connection);
+  const out: OutgoingHttpHeaders = {};
+  for (const name in incoming) {
+    if (HOP_BY_HOP_REQUEST.has(name) || (named !== null && named.has(name))) continue;
+    out[name] = incoming[name];
+  }
+  const encrypted = (req.socket as TLSSocket).encrypted === true;
+  const host = incoming.host;
+  const port = host !== undefined ? HOST_PORT.exec(host)?.[1] : undefined;
+  appendForwarded(out, 'x-forwarded-for', req.socket.remoteAddress ?? '');
+  appendForwarded(out, 'x-forwarded-port', port ?? (encrypted ? '443' : '80'));
+  appendForwarded(out, 'x-forwarded-proto', encrypted ? 'https' : 'http');
+  if (out['x-forwarded-host'] === undefined) out['x-forwarded-host'] = host ?? '';
+  return out;
+}
+
+function appendForwarded(headers: OutgoingHttpHeaders, name: string, value: string): void {
+  const prior = headers[name];
+  headers[name] = prior ? `${String(prior)},${value}` : value;
+}
+
+/** Copies the service's answer head onto `res`, minus hop-by-hop, with the Cache-Control rule. */
+function copyResponseHead(upstream: IncomingMessage, req: IncomingMessage, res: ServerResponse): void {
+  const status = upstream.statusCode ?? 502;
+  const headers = upstream.headers;
+  const named = connectionTokens(headers.connection);
+  for (const name in headers) {
+    if (HOP_BY_HOP.has(name) || (named !== null && named.has(name))) continue;
+    res.setHeader(name, headers[name]!);
+  }
+  // A service's Cache-Control stands for its public answers; an error, or an answer to a caller
+  // with credentials, is never stored. Without one, the gateway's default no-store stays.
+  if (status >= 400 || hasCredentials(req.headers)) res.setHeader('cache-control', 'no-store');
+  res.statusCode = status;
+  if (upstream.statusMessage) res.statusMessage = upstream.statusMessage;
+}
+
+const hasCredentials = (headers: IncomingHttpHeaders) => headers.authorization !== undefined || headers['x-api-key'] !== undefined;
+
+interface Target {
+  service: ServiceName;
+  send: (options: RequestOptions) => ClientRequest;
+  hostname: string;
+  port: number;
+  /** The base URL's path, if any (`http://host/base` → `/base`), put before every request path. */
+  prefix: string;
+  agent: Agent;
+}
+
+export function createServiceProxies({ targets, timeoutMs, bodyLimit, logger, maxSockets = 256 }: ProxyOptions) {
+  const byService = new Map<ServiceName, Target>();
   for (const [service, target] of Object.entries(targets) as [ServiceName, string][]) {
-    const agent = new Agent({ keepAlive: true, maxSockets: 256 });
-    agents.push(agent);
-    proxies.set(
+    const url = new URL(target);
+    const tls = url.protocol === 'https:';
+    // LIFO keeps the most recently used sockets busy and lets the others time out when idle.
+    const pool = { keepAlive: true, maxSockets, scheduling: 'lifo' } as const;
+    byService.set(service, {
       service,
-      createProxyMiddleware<IncomingMessage, ServerResponse>({
-        target,
-        agent,
-        xfwd: true,
-        changeOrigin: false,
-        proxyTimeout: timeoutMs,
-        // The default logger plugin builds URLs for every response even when it logs nothing;
-        // keep only the socket-error guards and the `on` events.
-        ejectPlugins: true,
-        plugins: [debugProxyErrorsPlugin, proxyEventsPlugin, bufferedBodyPlugin],
-        on: {
-          proxyReq: (proxyReq, req) => {
-            // Runs after http-proxy's own timeout callback, which aborts the request.
-            proxyReq.once('timeout', () => timedOut.add(req));
-          },
-          proxyRes: (proxyRes, req) => {
-            // Before http-proxy copies the headers. A service's Cache-Control stands for its public
-            // answers; an error, or an answer to a caller with credentials, is never stored
-            // (docs/api/conventions.md). Without one, the gateway's default no-store stays.
-            if ((proxyRes.statusCode ?? 500) >= 400 || req.headers.authorization !== undefined || req.headers['x-api-key'] !== undefined) {
-              proxyRes.headers['cache-control'] = 'no-store';
-            }
-          },
-          error: (err, req, res) => {
-            const code = (err as NodeJS.ErrnoException).code;
-            const isTimeout = timedOut.has(req);
-            logger.error(
-              { requestId: req.headers['x-request-id'], service, code, message: err.message },
-              isTimeout ? 'upstream timed out' : 'upstream request failed',
-            );
-            if (!('writeHead' in res)) return void res.destroy();
-            if (res.headersSent) return void res.destroy();
-            if (isTimeout) sendJson(res, 504, { error: 'Gateway timeout' });
-            // Nobody listening (a service down or restarting): say so, and fast (docs/api/conventions.md).
-            else if (UNREACHABLE.has(code ?? '')) sendJson(res, 503, { error: 'Service unavailable' });
-            else sendJson(res, 502, { error: 'Bad gateway' });
-          },
-        },
-      }),
-    );
+      send: tls ? httpsRequest : request,
+      hostname: url.hostname.replace(/^\[|\]$/g, ''),
+      port: url.port ? Number(url.port) : tls ? 443 : 80,
+      prefix: url.pathname.replace(/\/+$/, ''),
+      agent: tls ? new HttpsAgent(pool) : new Agent(pool),
+    });
+  }
+
+  /** One proxied request. `body`: bytes already read (JSON); null: stream `req`; undefined: none. */
+  function exchange(target: Target, req: IncomingMessage, res: ServerResponse, body: Buffer | null | undefined): void {
+    const headers = upstreamHeaders(req);
+    if (body) {
+      headers['content-length'] = String(body.length);
+    } else if (body === null && headers['content-length'] === undefined) {
+      // The incoming Transfer-Encoding is hop-by-hop; the upstream hop is chunked in its turn
+      // (node would not chunk a DELETE or OPTIONS body by default).
+      headers['transfer-encoding'] = 'chunked';
+    }
+    // Set once the gateway has answered (413, 5xx) or the client is gone: upstream events are
+    // then ignored (an abort's own error is not a 502).
+    let done = false;
+    let received = 0;
+    const upstream = target.send({
+      hostname: target.hostname,
+      port: target.port,
+      method: req.method,
+      path: target.prefix + (req.url ?? '/'),
+      headers,
+      agent: target.agent,
+      timeout: timeoutMs,
+    });
+
+    const fail = (status: number, message: string, code: string | undefined, err?: Error) => {
+      if (done) return;
+      done = true;
+      logger.error(
+        { requestId: req.headers['x-request-id'], service: target.service, code, message: err?.message },
+        status === 504 ? 'upstream timed out' : 'upstream request failed',
+      );
+      upstream.destroy();
+      if (res.headersSent || res.destroyed) return void res.destroy();
+      // A body still streaming in is not read any further: the connection cannot be reused.
+      sendJson(res, status, { error: message }, body === null && !req.complete ? CLOSE : undefined);
+    };
+
+    upstream.on('timeout', () => fail(504, 'Gateway timeout', 'ETIMEDOUT'));
+    upstream.on('error', (err: NodeJS.ErrnoException) => {
+      const code = err.code;
+      // Nobody listening (a service down or restarting): say so, and fast (docs/api/conventions.md).
+      if (code !== undefined && UNREACHABLE.has(code)) fail(503, 'Service unavailable', code, err);
+      else fail(502, 'Bad gateway', code, err);
+    });
+    upstream.on('response', (answer: IncomingMessage) => {
+      if (done || res.destroyed) return void answer.resume();
+      copyResponseHead(answer, req, res);
+      answer.on('data', (chunk: Buffer) => {
+        if (!res.write(chunk)) answer.pause();
+      });
+      answer.on('end', () => res.end());
+      // The service's socket died mid-answer: the client's answer cannot be completed either.
+      answer.on('error', () => res.destroy());
+      res.on('drain', () => answer.resume());
+    });
+    // 'close' without a finished answer: the client left (or the gateway destroyed the answer).
+    res.on('close', () => {
+      if (res.writableFinished) return;
+      done = true;
+      upstream.destroy();
+    });
+
+    if (body) return void upstream.end(body);
+    if (body === undefined) return void upstream.end();
+    // A streamed body: counted against the limit, with backpressure both ways.
+    req.on('data', (chunk: Buffer) => {
+      if (done) return;
+      received += chunk.length;
+      if (received > bodyLimit) {
+        done = true;
+        upstream.destroy();
+        // Stop reading: the 413 goes out with `Connection: close`, the rest is never consumed.
+        req.pause();
+        sendBodyError(res, payloadTooLarge(), logger);
+        return;
+      }
+      if (!upstream.write(chunk)) req.pause();
+    });
+    upstream.on('drain', () => {
+      if (!done) req.resume();
+    });
+    req.on('end', () => {
+      if (!done) upstream.end();
+    });
   }
 
   return {
     /**
-     * Forwards the request to the service. With `body`, those bytes are sent (with a matching
-     * Content-Length) in place of the request stream, which the caller has already read.
+     * Forwards the request to the service (the route's version rewrite already in `req.url`).
+     * Without a body it goes at once; a JSON body is read and checked first; any other streams.
      */
-    forward(service: ServiceName, req: IncomingMessage, res: ServerResponse, body?: Buffer): void {
-      const proxy = proxies.get(service);
-      if (!proxy) {
+    forward(service: ServiceName, req: IncomingMessage, res: ServerResponse): void {
+      const target = byService.get(service);
+      if (!target) {
+        logger.error({ requestId: req.headers['x-request-id'], service }, 'no upstream configured for the service');
         sendJson(res, 502, { error: 'Bad gateway' });
         return;
       }
-      if (body !== undefined) {
-        bodies.set(req, body);
-        req.headers['content-length'] = String(body.length);
-        delete req.headers['transfer-encoding'];
-        // The gateway already answered `100 Continue` and holds the body: nothing to wait for.
-        delete req.headers.expect;
+      if (!hasBody(req)) return exchange(target, req, res, undefined);
+      // A compressed body is the service's to decode (and judge); only plain JSON is checked.
+      if (isEncoded(req) || !isJsonType(req.headers['content-type'])) {
+        const declared = req.headers['content-length'];
+        if (declared !== undefined && Number(declared) > bodyLimit) return sendBodyError(res, payloadTooLarge(), logger);
+        return exchange(target, req, res, null);
       }
-      void proxy(req, res, (err?: unknown) => {
-        logger.error({ err, requestId: req.headers['x-request-id'], service }, 'proxy failed');
-        if (!res.headersSent) sendJson(res, 502, { error: 'Bad gateway' });
-      });
+      readBody(req, bodyLimit).then(
+        (body) => {
+          try {
+            parseJson(body);
+          } catch (err) {
+            return sendBodyError(res, err, logger);
+          }
+          exchange(target, req, res, body);
+        },
+        (err: unknown) => sendBodyError(res, err, logger),
+      );
     },
     /** Drops the pooled upstream connections (after the server has drained). */
     close(): void {
-      for (const agent of agents) agent.destroy();
+      for (const target of byService.values()) target.agent.destroy();
     },
   };
 }
