@@ -103,6 +103,8 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
       ...(config.GRAPHQL_TRUSTED_DOCUMENTS ? { trusted: loadTrustedDocuments(config.GRAPHQL_TRUSTED_DOCUMENTS) } : {}),
     },
     queryPlanCacheMiB: config.GRAPHQL_QUERY_PLAN_CACHE_MIB,
+    dedupeInflight: config.GRAPHQL_DEDUPE_INFLIGHT,
+    responseCacheMiB: config.GRAPHQL_RESPONSE_CACHE_MIB,
   });
   const health = healthCheck(lifecycle, async () => {
     if (!graphql.isReady()) throw new Error('supergraph not loaded');

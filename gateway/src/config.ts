@@ -61,6 +61,10 @@ export const gatewayConfigShape = {
   GRAPHQL_TRUSTED_DOCUMENTS: z.string().min(1).optional(),
   /** Memory for cached query plans (@apollo/gateway's LRU), in MiB. */
   GRAPHQL_QUERY_PLAN_CACHE_MIB: env.int(30, 1),
+  /** Identical subgraph fetches of queries (same caller) share one request while it is in flight. */
+  GRAPHQL_DEDUPE_INFLIGHT: env.bool(true),
+  /** Memory for the edge response cache of anonymous public queries, in MiB; 0 turns it off. */
+  GRAPHQL_RESPONSE_CACHE_MIB: env.int(32, 0),
   /** The APQ store shared by every replica; unset (the embedded mode): each process keeps its own. */
   REDIS_URL: z
     .string()

@@ -29,7 +29,9 @@ import {
 } from '@halo/kit';
 import { prepareSupergraph, toTransportError, type CallerResolver } from './auth';
 import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from './body';
+import { dedupingFetcher } from './dedupe';
 import { OperationPolicy } from './operation-policy';
+import { responseCachePlugin, ResponseCacheStore } from './response-cache';
 import { trustedDocumentsCache, trustedDocumentsPlugin, type TrustedDocuments } from './persisted';
 
 /** What every resolver and subgraph request sees: who asked and which request this is. */
@@ -126,6 +128,16 @@ export interface GraphQLOptions {
     trusted?: TrustedDocuments;
   };
   queryPlanCacheMiB: number;
+  /**
+   * Identical subgraph fetches of read-only operations share one request while it is in flight
+   * (`GRAPHQL_DEDUPE_INFLIGHT`, default on).
+   */
+  dedupeInflight?: boolean;
+  /**
+   * Memory for the edge response cache of anonymous public queries, in MiB
+   * (`GRAPHQL_RESPONSE_CACHE_MIB`); 0 or unset: no cache.
+   */
+  responseCacheMiB?: number;
 }
 
 const NO_STORE = 'no-store';
@@ -163,14 +175,43 @@ const keepAliveFetcher = fetch as unknown as RemoteGraphQLDataSource['fetcher'];
 
 const isService = (name: string): name is ServiceName => Object.hasOwn(SERVICES, name);
 
-/** One subgraph: the keep-alive fetcher, the caller's credentials and request id forwarded. */
+/**
+ * A subgraph request that may share an identical in-flight one: it belongs to an incoming query
+ * (a mutation's plan reads what the mutation just wrote, so none of its fetches share, not even
+ * its entity fetches) and is itself a query. The credentials are part of the fetch's identity
+ * (src/dedupe.ts), so sharing never crosses callers.
+ */
+function isShareable(options: GraphQLDataSourceProcessOptions<GraphQLContext>): boolean {
+  return (
+    // Only an incoming operation's fetch has one (not a health check or schema load).
+    'incomingRequestContext' in options &&
+    options.incomingRequestContext.operation?.operation === 'query' &&
+    options.request.query !== undefined &&
+    /^\s*(?:query\b|\{)/.test(options.request.query)
+  );
+}
+
+/**
+ * One subgraph: the keep-alive fetcher, the caller's credentials and request id forwarded. With
+ * a deduping fetcher, shareable requests go through a twin that uses it, the rest (mutations,
+ * health checks) through the plain one: RemoteGraphQLDataSource's fetch path is private, and the
+ * fetcher alone cannot tell a query's fetch from a mutation's.
+ */
 class SubgraphDataSource extends RemoteGraphQLDataSource<GraphQLContext> {
+  private readonly shared: SubgraphDataSource | null;
+
   constructor(
     private readonly subgraph: string,
     url: string,
     private readonly logger: Logger,
+    sharedFetcher?: RemoteGraphQLDataSource['fetcher'],
   ) {
     super({ url, fetcher: keepAliveFetcher });
+    this.shared = sharedFetcher ? Object.assign(new SubgraphDataSource(subgraph, url, logger), { fetcher: sharedFetcher }) : null;
+  }
+
+  override process(options: GraphQLDataSourceProcessOptions<GraphQLContext>): ReturnType<RemoteGraphQLDataSource['process']> {
+    return this.shared && isShareable(options) ? this.shared.process(options) : super.process(options);
   }
 
   override willSendRequest({ request, context }: GraphQLDataSourceProcessOptions<GraphQLContext>): void {
@@ -253,6 +294,8 @@ export function createGraphQL(opts: GraphQLOptions) {
   // Halo sends nothing to Apollo's servers (STACK-NOTES.md); read by the gateway's constructor.
   process.env.APOLLO_TELEMETRY_DISABLED ??= 'true';
   const apolloLogger = logger.child({ component: 'apollo' });
+  // One in-flight table for every subgraph (the URL is part of the key).
+  const dedupe = (opts.dedupeInflight ?? true) ? dedupingFetcher(keepAliveFetcher) : null;
 
   const gateway = new ApolloGateway({
     supergraphSdl: supergraphFromFile(supergraphPath, logger, acceptSupergraph),
@@ -260,10 +303,11 @@ export function createGraphQL(opts: GraphQLOptions) {
     // The service's configured base URL wins over the one composed into the supergraph, so
     // `<SERVICE>_URL` moves REST and GraphQL together.
     buildService: ({ name, url }) =>
-      new SubgraphDataSource(name, isService(name) ? `${serviceUrls[name]}/graphql` : (url ?? ''), logger),
+      new SubgraphDataSource(name, isService(name) ? `${serviceUrls[name]}/graphql` : (url ?? ''), logger, dedupe?.fetcher),
     experimental_approximateQueryPlanStoreMiB: opts.queryPlanCacheMiB,
   });
   const trusted = opts.persistedQueries.trusted;
+  const responseCache = opts.responseCacheMiB ? new ResponseCacheStore(opts.responseCacheMiB * 1024 * 1024) : null;
 
   const server = new ApolloServer<GraphQLContext>({
     gateway,
@@ -293,6 +337,8 @@ export function createGraphQL(opts: GraphQLOptions) {
       ...(trusted ? [trustedDocumentsPlugin<GraphQLContext>(trusted)] : []),
       policy.plugin<GraphQLContext>(),
       privateForCallersPlugin,
+      // After the edge's checks: a cached answer is only served to an operation they let through.
+      ...(responseCache ? [responseCachePlugin<GraphQLContext>(responseCache)] : []),
     ],
   });
 
@@ -361,6 +407,10 @@ export function createGraphQL(opts: GraphQLOptions) {
     },
     /** Ready once the supergraph is loaded and Apollo has started, until it stops. */
     isReady: () => started,
+    /** In-flight deduplication of subgraph fetches (null when switched off): counters. */
+    dedupe: dedupe && { inFlight: dedupe.inFlight, waiting: dedupe.waiting, shared: dedupe.shared },
+    /** The edge response cache (null when off): entries and bytes held. */
+    responseCache: responseCache && { entries: () => responseCache.size, bytes: () => responseCache.usedBytes },
     /** A query or mutation that came another way (a WebSocket), through the same pipeline and plugins. */
     async executeOperation(
       request: { query: string; variables?: Record<string, unknown> | undefined; operationName?: string | undefined },

@@ -2,7 +2,7 @@ import { loadGatewayConfig } from '../src/config';
 
 /** The edge's settings: defaults as documented, bad values refused with the variable's name. */
 
-it('defaults: depth 7, cost 1000, list size 10, 15 aliases, 1000 tokens, batches of 10, APQ kept a day, in-process', () => {
+it('defaults: depth 7, cost 1000, list size 10, 15 aliases, 1000 tokens, batches of 10, APQ kept a day, in-process, in-flight dedupe on, 32 MiB response cache', () => {
   const c = loadGatewayConfig({});
   expect({
     depth: c.GRAPHQL_MAX_DEPTH,
@@ -16,6 +16,8 @@ it('defaults: depth 7, cost 1000, list size 10, 15 aliases, 1000 tokens, batches
     redis: c.REDIS_URL,
     prefix: c.REDIS_KEY_PREFIX,
     trusted: c.GRAPHQL_TRUSTED_DOCUMENTS,
+    dedupe: c.GRAPHQL_DEDUPE_INFLIGHT,
+    responseCache: c.GRAPHQL_RESPONSE_CACHE_MIB,
   }).toEqual({
     depth: 7,
     cost: 1000,
@@ -28,12 +30,28 @@ it('defaults: depth 7, cost 1000, list size 10, 15 aliases, 1000 tokens, batches
     redis: undefined,
     prefix: 'halo:gateway:',
     trusted: undefined,
+    dedupe: true,
+    responseCache: 32,
   });
 });
 
 it('reads them from the environment', () => {
-  const c = loadGatewayConfig({ GRAPHQL_MAX_DEPTH: '5', GRAPHQL_MAX_COST: '250', REDIS_URL: 'rediss://cache:6380', GRAPHQL_MAX_ALIASES: '0' });
-  expect([c.GRAPHQL_MAX_DEPTH, c.GRAPHQL_MAX_COST, c.REDIS_URL, c.GRAPHQL_MAX_ALIASES]).toEqual([5, 250, 'rediss://cache:6380', 0]);
+  const c = loadGatewayConfig({
+    GRAPHQL_MAX_DEPTH: '5',
+    GRAPHQL_MAX_COST: '250',
+    REDIS_URL: 'rediss://cache:6380',
+    GRAPHQL_MAX_ALIASES: '0',
+    GRAPHQL_DEDUPE_INFLIGHT: 'false',
+    GRAPHQL_RESPONSE_CACHE_MIB: '0',
+  });
+  expect([c.GRAPHQL_MAX_DEPTH, c.GRAPHQL_MAX_COST, c.REDIS_URL, c.GRAPHQL_MAX_ALIASES, c.GRAPHQL_DEDUPE_INFLIGHT, c.GRAPHQL_RESPONSE_CACHE_MIB]).toEqual([
+    5,
+    250,
+    'rediss://cache:6380',
+    0,
+    false,
+    0,
+  ]);
 });
 
 it.each([
@@ -45,6 +63,8 @@ it.each([
   ['GRAPHQL_APQ_TTL_S', '0'],
   ['GRAPHQL_QUERY_PLAN_CACHE_MIB', '0'],
   ['REDIS_URL', 'http://cache:6379'],
+  ['GRAPHQL_DEDUPE_INFLIGHT', 'yes'],
+  ['GRAPHQL_RESPONSE_CACHE_MIB', '-1'],
 ])('%s=%j is refused with a line naming it', (name, value) => {
   expect(() => loadGatewayConfig({ [name]: value })).toThrow(new RegExp(`^Invalid configuration: ${name}:`));
 });
