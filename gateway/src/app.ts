@@ -18,6 +18,7 @@ import type { GatewayConfig } from './config';
 import { acceptOpenApi, createDocs } from './docs';
 import { createGraphQL } from './graphql';
 import { loadTrustedDocuments, RedisQueryCache } from './persisted';
+import { RedisResponseTier } from './response-cache';
 import { createServiceProxies } from './proxy';
 import { createSubscriptions } from './subscriptions';
 import { parseRouteTable } from './routes';
@@ -81,7 +82,8 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     authGrpcAddr: config.AUTH_GRPC_ADDR,
     deadlineMs: config.GRPC_DEADLINE_MS,
   });
-  // APQ registrations in the Redis every replica shares; without one, in this process (embedded).
+  // APQ registrations and cached answers in the Redis every replica shares; without one, in this
+  // process (embedded).
   const redis = config.REDIS_URL ? openRedis(config.REDIS_URL, logger) : null;
   const graphql = createGraphQL({
     callers,
@@ -105,6 +107,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     queryPlanCacheMiB: config.GRAPHQL_QUERY_PLAN_CACHE_MIB,
     dedupeInflight: config.GRAPHQL_DEDUPE_INFLIGHT,
     responseCacheMiB: config.GRAPHQL_RESPONSE_CACHE_MIB,
+    ...(redis ? { sharedResponseCache: new RedisResponseTier(redis, config.REDIS_KEY_PREFIX, logger) } : {}),
   });
   const health = healthCheck(lifecycle, async () => {
     if (!graphql.isReady()) throw new Error('supergraph not loaded');

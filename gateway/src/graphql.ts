@@ -31,7 +31,7 @@ import { prepareSupergraph, toTransportError, type CallerResolver } from './auth
 import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from './body';
 import { dedupingFetcher } from './dedupe';
 import { OperationPolicy } from './operation-policy';
-import { responseCachePlugin, ResponseCacheStore } from './response-cache';
+import { RedisResponseTier, responseCachePlugin, ResponseCacheStore } from './response-cache';
 import { trustedDocumentsCache, trustedDocumentsPlugin, type TrustedDocuments } from './persisted';
 
 /** What every resolver and subgraph request sees: who asked and which request this is. */
@@ -138,6 +138,8 @@ export interface GraphQLOptions {
    * (`GRAPHQL_RESPONSE_CACHE_MIB`); 0 or unset: no cache.
    */
   responseCacheMiB?: number;
+  /** The response cache's tier shared by every replica (Redis); default: this process only. */
+  sharedResponseCache?: RedisResponseTier;
 }
 
 const NO_STORE = 'no-store';
@@ -338,7 +340,7 @@ export function createGraphQL(opts: GraphQLOptions) {
       policy.plugin<GraphQLContext>(),
       privateForCallersPlugin,
       // After the edge's checks: a cached answer is only served to an operation they let through.
-      ...(responseCache ? [responseCachePlugin<GraphQLContext>(responseCache)] : []),
+      ...(responseCache ? [responseCachePlugin<GraphQLContext>(responseCache, opts.sharedResponseCache)] : []),
     ],
   });
 

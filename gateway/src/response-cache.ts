@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import { HeaderMap, type ApolloServerPlugin, type GraphQLRequestContext } from '@apollo/server';
-import { print, type DocumentNode, type FormattedExecutionResult, type GraphQLSchema } from 'graphql';
+import { print, printSchema, type DocumentNode, type FormattedExecutionResult, type GraphQLSchema } from 'graphql';
+import type { Logger, Redis } from '@halo/kit';
 
 /** One stored answer: its JSON, when it was stored and until when it may be served. */
 interface Entry {
@@ -46,16 +48,23 @@ export class ResponseCacheStore {
     return { body: entry.body, ageS: Math.floor((now - entry.storedAt) / 1000), maxAgeS: entry.maxAgeS };
   }
 
-  /** Stores `body` for `maxAgeS` seconds; an answer larger than the whole cache is not stored. */
-  set(key: string, body: string, maxAgeS: number): void {
+  /** Whether an answer of this size can be kept at all. */
+  fits(key: string, body: string): boolean {
+    return key.length + body.length <= this.maxBytes;
+  }
+
+  /**
+   * Stores `body` for `maxAgeS` seconds from `storedAt` (now, or when another replica stored it);
+   * an answer larger than the whole cache, or already expired, is not stored.
+   */
+  set(key: string, body: string, maxAgeS: number, storedAt = this.now()): void {
     const size = key.length + body.length;
-    if (size > this.maxBytes || maxAgeS <= 0) return;
+    if (size > this.maxBytes || maxAgeS <= 0 || storedAt + maxAgeS * 1000 <= this.now()) return;
     const old = this.entries.get(key);
     if (old) {
       this.entries.delete(key);
       this.bytes -= old.size;
     }
-    const storedAt = this.now();
     this.entries.set(key, { body, storedAt, maxAgeS, expiresAt: storedAt + maxAgeS * 1000, size });
     this.bytes += size;
     // Map iteration order is insertion order: the first entries are the least recently used.
@@ -63,6 +72,60 @@ export class ResponseCacheStore {
       if (this.bytes <= this.maxBytes) break;
       this.entries.delete(k);
       this.bytes -= e.size;
+    }
+  }
+}
+
+/** An answer as another replica stored it: when, for how long, and its JSON. */
+export interface SharedAnswer {
+  body: string;
+  storedAt: number;
+  maxAgeS: number;
+}
+
+/**
+ * The tier every gateway replica shares (with `REDIS_URL`): an answer one replica stored is served
+ * by the others, and each keeps a copy in its own LRU for what remains of its max-age. Keys are
+ * the SHA-256 of the local key under the gateway's Redis prefix; the value is
+ * `<storedAt ms>\n<maxAge s>\n<JSON>`, expiring in Redis when it stops being servable. Redis
+ * being away is never the client's problem: a read misses and a write is skipped (the kit's
+ * client logs the outage once).
+ */
+export class RedisResponseTier {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly logger: Logger,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  private key(key: string): string {
+    return `${this.prefix}response:${createHash('sha256').update(key).digest('base64url')}`;
+  }
+
+  async get(key: string): Promise<SharedAnswer | undefined> {
+    let value: string | null;
+    try {
+      value = await this.redis.get(this.key(key));
+    } catch {
+      return undefined;
+    }
+    if (value === null) return undefined;
+    const a = value.indexOf('\n');
+    const b = value.indexOf('\n', a + 1);
+    const storedAt = Number(value.slice(0, a));
+    const maxAgeS = Number(value.slice(a + 1, b));
+    if (a === -1 || b === -1 || !Number.isFinite(storedAt) || !Number.isFinite(maxAgeS)) return undefined;
+    return { storedAt, maxAgeS, body: value.slice(b + 1) };
+  }
+
+  async set(key: string, answer: SharedAnswer): Promise<void> {
+    const ttlMs = answer.storedAt + answer.maxAgeS * 1000 - this.now();
+    if (ttlMs <= 0) return;
+    try {
+      await this.redis.set(this.key(key), `${answer.storedAt}\n${answer.maxAgeS}\n${answer.body}`, 'PX', ttlMs);
+    } catch (err) {
+      this.logger.debug({ err: (err as Error).message }, 'response not shared');
     }
   }
 }
@@ -75,9 +138,11 @@ export interface AnonymityContext {
 
 /** A document printed once (Apollo reuses one DocumentNode per query text): whitespace, commas and comments do not split the key. */
 const printed = new WeakMap<DocumentNode, string>();
-/** One number per loaded supergraph: a new one never serves answers of the previous one. */
-const schemaIds = new WeakMap<GraphQLSchema, number>();
-let nextSchemaId = 0;
+/**
+ * A digest of each loaded API schema: a new supergraph never serves answers of the previous one,
+ * and replicas on the same supergraph (and only those) share entries. Printed once per schema.
+ */
+const schemaIds = new WeakMap<GraphQLSchema, string>();
 
 function keyOf(ctx: GraphQLRequestContext<AnonymityContext>): string | null {
   const { document, schema, operationName } = ctx;
@@ -88,7 +153,7 @@ function keyOf(ctx: GraphQLRequestContext<AnonymityContext>): string | null {
     printed.set(document, text);
   }
   let schemaId = schemaIds.get(schema);
-  if (schemaId === undefined) schemaIds.set(schema, (schemaId = nextSchemaId++));
+  if (schemaId === undefined) schemaIds.set(schema, (schemaId = createHash('sha256').update(printSchema(schema)).digest('base64url')));
   const variables = ctx.request.variables;
   return `${schemaId}\n${operationName ?? ''}\n${variables ? JSON.stringify(variables) : ''}\n${text}`;
 }
@@ -106,7 +171,23 @@ const mayUse = (ctx: GraphQLRequestContext<AnonymityContext>) =>
  * (limits, `@authenticated`, trusted documents), which it never bypasses. Mutations, callers with
  * credentials, private or uncacheable policies and answers with errors never touch it.
  */
-export function responseCachePlugin<TContext extends AnonymityContext>(store: ResponseCacheStore): ApolloServerPlugin<TContext> {
+export function responseCachePlugin<TContext extends AnonymityContext>(
+  store: ResponseCacheStore,
+  shared?: RedisResponseTier,
+  now: () => number = Date.now,
+): ApolloServerPlugin<TContext> {
+  /** This replica's entry, or the one another replica shared (then kept here too). */
+  async function lookup(key: string): Promise<{ body: string; ageS: number; maxAgeS: number } | undefined> {
+    const local = store.get(key);
+    if (local || !shared) return local;
+    const remote = await shared.get(key);
+    if (!remote) return undefined;
+    const t = now();
+    if (remote.storedAt + remote.maxAgeS * 1000 <= t) return undefined;
+    store.set(key, remote.body, remote.maxAgeS, remote.storedAt);
+    return { body: remote.body, ageS: Math.max(0, Math.floor((t - remote.storedAt) / 1000)), maxAgeS: remote.maxAgeS };
+  }
+
   return {
     async requestDidStart() {
       let key: string | null = null;
@@ -115,7 +196,7 @@ export function responseCachePlugin<TContext extends AnonymityContext>(store: Re
         async responseForOperation(ctx) {
           if (!mayUse(ctx)) return null;
           key = keyOf(ctx);
-          const entry = key === null ? undefined : store.get(key);
+          const entry = key === null ? undefined : await lookup(key);
           if (!entry) return null;
           hit = true;
           const { ageS, maxAgeS } = entry;
@@ -134,7 +215,12 @@ export function responseCachePlugin<TContext extends AnonymityContext>(store: Re
           if (result.errors) return;
           const policy = ctx.overallCachePolicy.policyIfCacheable();
           if (!policy || policy.scope !== 'PUBLIC' || policy.maxAge <= 0) return;
-          store.set(key, JSON.stringify(result), policy.maxAge);
+          const body = JSON.stringify(result);
+          if (!store.fits(key, body)) return;
+          const storedAt = now();
+          store.set(key, body, policy.maxAge, storedAt);
+          // Not awaited: the answer does not wait for Redis (a failed write is only a later miss).
+          void shared?.set(key, { body, storedAt, maxAgeS: policy.maxAge });
         },
       };
     },

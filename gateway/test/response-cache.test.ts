@@ -1,10 +1,10 @@
 import { createServer } from 'node:http';
-import { createLogger, listen, serviceIdentityFor, signAccessToken } from '@halo/kit';
+import { createLogger, listen, openRedis, redisReady, serviceIdentityFor, signAccessToken, type Redis } from '@halo/kit';
 import { TEST_JWT_SECRET, testIdentityEnv } from '@halo/kit/testing';
 import { createCallerResolver } from '../src/auth';
 import { loadGatewayConfig } from '../src/config';
 import { createGraphQL, type GraphQLHandler } from '../src/graphql';
-import { ResponseCacheStore } from '../src/response-cache';
+import { RedisResponseTier, ResponseCacheStore } from '../src/response-cache';
 import { closedPort, closeServer, composeSupergraph, startSubgraph, tempSupergraph, type TestSubgraph } from './helpers';
 
 /**
@@ -65,6 +65,11 @@ beforeAll(async () => {
       { name: 'content', sdl: CONTENT, url: 'http://127.0.0.1:1/graphql' },
     ]),
   );
+  gw = await startGateway();
+});
+
+/** A gateway (createGraphQL behind node:http) in front of the catalog subgraph, with its own LRU. */
+async function startGateway(sharedResponseCache?: RedisResponseTier): Promise<typeof gw> {
   const config = loadGatewayConfig({
     ...testIdentityEnv('gateway'),
     CATALOG_URL: catalog.url,
@@ -95,12 +100,13 @@ beforeAll(async () => {
     persistedQueries: { ttlSeconds: config.GRAPHQL_APQ_TTL_S },
     queryPlanCacheMiB: config.GRAPHQL_QUERY_PLAN_CACHE_MIB,
     responseCacheMiB: config.GRAPHQL_RESPONSE_CACHE_MIB,
+    ...(sharedResponseCache ? { sharedResponseCache } : {}),
   });
   await graphql.start();
   let n = 0;
   const server = createServer((req, res) => graphql.handle(req, res, `req-${++n}`));
   const port = await listen(server, 0, '127.0.0.1');
-  gw = {
+  return {
     graphql,
     url: `http://127.0.0.1:${port}/graphql`,
     async stop() {
@@ -109,7 +115,7 @@ beforeAll(async () => {
       callers.close();
     },
   };
-});
+}
 
 afterAll(async () => {
   await gw?.stop();
@@ -120,13 +126,17 @@ afterAll(async () => {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- GraphQL payloads in tests
 type Body = any;
 
-async function send(query: string, opts: { variables?: Record<string, unknown>; headers?: Record<string, string>; get?: boolean } = {}) {
+async function send(
+  query: string,
+  opts: { variables?: Record<string, unknown>; headers?: Record<string, string>; get?: boolean; url?: string } = {},
+) {
   const before = catalog.calls();
+  const url = opts.url ?? gw.url;
   const res = opts.get
-    ? await fetch(`${gw.url}?${new URLSearchParams({ query, ...(opts.variables ? { variables: JSON.stringify(opts.variables) } : {}) })}`, {
+    ? await fetch(`${url}?${new URLSearchParams({ query, ...(opts.variables ? { variables: JSON.stringify(opts.variables) } : {}) })}`, {
         headers: opts.headers ?? {},
       })
-    : await fetch(gw.url, {
+    : await fetch(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...opts.headers },
         body: JSON.stringify({ query, variables: opts.variables }),
@@ -213,6 +223,71 @@ describe('edge response cache', () => {
     const age = Number(older.age);
     expect(age).toBeGreaterThanOrEqual(1);
     expect([older.reached, older.cacheControl]).toEqual([false, `max-age=${60 - age}, public`]);
+  });
+});
+
+describe('shared by every replica through Redis (REDIS_URL)', () => {
+  const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const prefix = `halo:test:${process.pid}:rc:`;
+  const logger = createLogger('test', 'silent');
+  let redis: Redis;
+  let a: typeof gw;
+  let b: typeof gw;
+
+  beforeAll(async () => {
+    redis = openRedis(REDIS_URL, logger);
+    expect(await redisReady(redis)).toBe(true);
+    a = await startGateway(new RedisResponseTier(redis, prefix, logger));
+    b = await startGateway(new RedisResponseTier(redis, prefix, logger));
+  });
+
+  afterAll(async () => {
+    await a?.stop();
+    await b?.stop();
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  });
+
+  it('an answer one replica stored is served by another, with its age, max-age and no subgraph call', async () => {
+    const q = '{ products(limit: 6) { id name version } }';
+    const first = await send(q, { url: a.url });
+    expect([first.reached, first.age]).toEqual([true, null]);
+    // The write to Redis is not awaited by the answer: wait until it is there.
+    for (let i = 0; i < 50 && (await redis.keys(`${prefix}*`)).length === 0; i++) await sleep(20);
+    const [key] = await redis.keys(`${prefix}response:*`);
+    expect(await redis.pttl(key!)).toBeGreaterThan(58_000);
+    const other = await send(q, { url: b.url });
+    expect([other.reached, other.age, other.cacheControl]).toEqual([false, '0', 'max-age=60, public']);
+    expect(other.body).toEqual(first.body);
+    // b now holds its own copy: served with Redis emptied.
+    await redis.del(key!);
+    expect((await send(q, { url: b.url })).reached).toBe(false);
+  });
+
+  it('what is never stored locally is never shared either: authenticated callers, private answers, errors', async () => {
+    const before = (await redis.keys(`${prefix}*`)).length;
+    await send('{ products(limit: 7) { id } }', { url: a.url, headers: bearer('7') });
+    await send('{ mine }', { url: a.url });
+    await send('{ products(limit: 7) { id } broken }', { url: a.url });
+    await sleep(100);
+    expect((await redis.keys(`${prefix}*`)).length).toBe(before);
+    expect((await send('{ products(limit: 7) { id } }', { url: b.url })).reached).toBe(true);
+  });
+
+  it('a replica whose Redis is away still answers, from the subgraph', async () => {
+    const away = openRedis(`redis://127.0.0.1:${await closedPort()}`, logger);
+    const c = await startGateway(new RedisResponseTier(away, prefix, logger));
+    try {
+      const q = '{ products(limit: 8) { id } }';
+      const first = await send(q, { url: c.url });
+      expect([first.reached, first.body.errors]).toEqual([true, undefined]);
+      // Its own LRU still works.
+      expect((await send(q, { url: c.url })).reached).toBe(false);
+    } finally {
+      await c.stop();
+      away.disconnect();
+    }
   });
 });
 
