@@ -36,5 +36,22 @@ export function createLogger(name: string, level: string = process.env.LOG_LEVEL
       censor: '[redacted]',
     },
   };
-  return destination ? pino(options, destination) : pino(options);
+  return pino(options, destination ?? bufferedStdout());
+}
+
+/** How long a log line may wait in the buffer before it is written. */
+const FLUSH_EVERY_MS = 250;
+let stdout: DestinationStream | undefined;
+
+/**
+ * Standard output through one buffer per process: lines are written in batches of about 4 KiB, and
+ * at least every 250 ms, instead of one write system call per line (at the gateway's per-request
+ * access log that was ≈6% of its CPU under load). pino flushes the buffer synchronously when the
+ * process exits, a fatal error's exit included; only a SIGKILL can lose the last 250 ms of lines.
+ */
+function bufferedStdout(): DestinationStream {
+  if (stdout) return stdout;
+  const dest = pino.destination({ dest: 1, sync: false, minLength: 4096 });
+  setInterval(() => dest.flush(), FLUSH_EVERY_MS).unref();
+  return (stdout = dest);
 }
