@@ -269,8 +269,9 @@ describe('refusals', () => {
 });
 
 describe('resources', () => {
+  /** A process's `halo_graphql_subscriptions`: a chat's on its HTTP port, the gateway's on its metrics port. */
   const gauge = async (url: string) => {
-    const text = await (await fetch(`${url}/metrics`)).text();
+    const text = await (await fetch(url.endsWith('/metrics') ? url : `${url}/metrics`)).text();
     const line = text.split('\n').find((l) => l.startsWith('halo_graphql_subscriptions'));
     return line ? Number(line.split(' ').pop()) : NaN;
   };
@@ -283,12 +284,19 @@ describe('resources', () => {
       for (let i = 0; i < 100; i++) {
         const s = listen(client, NEW, { c: room });
         if (i % 10 === 0) await live(s, token, room);
+        // The gateway counts its clients' subscriptions as chat counts the gateway's.
+        if (i === 0) expect(await gauge(sys.gatewayMetricsUrl)).toBeGreaterThanOrEqual(1);
         s.stop();
       }
       let last = NaN;
       await until('the gauge to reach 0', () => {
         void gauge(chat1).then((v) => (last = v));
         return last === 0;
+      });
+      let atGateway = NaN;
+      await until("the gateway's gauge to reach 0", () => {
+        void gauge(sys.gatewayMetricsUrl).then((v) => (atGateway = v));
+        return atGateway === 0;
       });
       const [, count] = (await redis.pubsub('NUMSUB', `halo:${sys.schemas.chat}:chat:${room}`)) as [string, number];
       expect(Number(count)).toBe(0);

@@ -93,6 +93,7 @@ describe('GraphiQL', () => {
       ...testIdentityEnv('gateway'),
       HTTP_HOST: '127.0.0.1',
       HTTP_PORT: '0',
+      METRICS_PORT: '0',
       LOG_LEVEL: 'silent',
       CONTENT_URL: sys.direct('content'),
       AUTH_URL: sys.direct('auth'),

@@ -1,7 +1,7 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { signAccessToken } from '@halo/kit';
+import { GATEWAY_METRICS_PORT, signAccessToken } from '@halo/kit';
 import { dropSchema, TEST_JWT_SECRET, throwawaySchema } from '@halo/kit/testing';
 import { startSystem, type LaunchOptions, type RunningSystem } from '../tools/src/launcher';
 
@@ -77,6 +77,8 @@ export async function startE2ESystem(opts: {
   return {
     system,
     url: system.gatewayUrl,
+    /** The gateway's Prometheus metrics (METRICS_PORT, offset like every port), never on its public one. */
+    gatewayMetricsUrl: `http://127.0.0.1:${GATEWAY_METRICS_PORT + opts.portOffset}/metrics`,
     /** A process's own address (the first one of a service started with replicas). */
     direct: (name: string) => system.processes.find((p) => p.name === name && !p.replica)!.url,
     /** With `extraChatReplica`: the second chat process's address (same schema and Redis as `direct('chat')`). */

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createLogger, openRedis, redisReady, type Redis } from '@halo/kit';
+import { metricValue } from '@halo/kit/testing';
 import { gql, startE2ESystem } from './helpers';
 
 /**
@@ -173,5 +174,40 @@ describe('GraphQL through the gateway', () => {
     const rest = await pay(key, { amount: 7.25 }, asUser(alice));
     expect(rest.headers.get('idempotent-replayed')).toBe('true');
     expect(String(rest.body!.data.id)).toBe(m.body.data.createPayment.id);
+  });
+});
+
+describe('metrics (Prometheus, as a scraper reads them)', () => {
+  const scrape = async (at: string) => {
+    const res = await fetch(at);
+    expect(res.status).toBe(200);
+    return res.text();
+  };
+
+  it('the gateway, on its metrics port only: routes by template, GraphQL operations, its gRPC calls to auth', async () => {
+    expect((await send('GET', '/metrics')).status).toBe(404);
+    const text = await scrape(sys.gatewayMetricsUrl);
+    const requests = (labels: Record<string, string>) => metricValue(text, 'halo_http_request_duration_seconds_count', { service: 'gateway', ...labels });
+    expect(requests({ method: 'POST', route: '/api/payments', status: '201' })).toBeGreaterThanOrEqual(2);
+    expect(requests({ method: 'POST', route: '/api/orders', status: '201' })).toBeGreaterThanOrEqual(1);
+    expect(requests({ method: 'POST', route: '/graphql', status: '200' })).toBeGreaterThanOrEqual(2);
+    expect(requests({ route: 'unmatched', status: '404' })).toBeGreaterThanOrEqual(1);
+    expect(metricValue(text, 'halo_proxy_upstream_duration_seconds_count', { service: 'payments', status: '201' })).toBeGreaterThanOrEqual(2);
+    expect(metricValue(text, 'halo_graphql_operation_duration_seconds_count', { operation_type: 'mutation', outcome: 'ok' })).toBeGreaterThanOrEqual(1);
+    // X-API-Key callers: the gateway asked auth over gRPC to exchange the key.
+    expect(metricValue(text, 'halo_grpc_client_handling_seconds_count', { peer: 'auth', method: 'halo.auth.v1.ApiKeyService/ExchangeApiKey', code: 'OK' })).toBeGreaterThanOrEqual(1);
+  });
+
+  it('each service on its HTTP port: payments’ idempotency outcomes and its calls to catalog; auth’s calls to content', async () => {
+    const payments = await scrape(`${sys.direct('payments')}/metrics`);
+    const outcome = (o: string) => metricValue(payments, 'halo_idempotency_outcomes_total', { service: 'payments', outcome: o });
+    expect(outcome('first')).toBeGreaterThanOrEqual(2);
+    expect(outcome('replay')).toBeGreaterThanOrEqual(1);
+    expect(outcome('in_progress')).toBeGreaterThanOrEqual(1);
+    expect(metricValue(payments, 'halo_grpc_client_handling_seconds_count', { peer: 'catalog', code: 'OK' })).toBeGreaterThanOrEqual(1);
+    const auth = await scrape(`${sys.direct('auth')}/metrics`);
+    expect(metricValue(auth, 'halo_grpc_client_handling_seconds_count', { service: 'auth', peer: 'content', code: 'OK' })).toBeGreaterThanOrEqual(1);
+    const catalog = await scrape(`${sys.direct('catalog')}/metrics`);
+    expect(metricValue(catalog, 'halo_grpc_server_handling_seconds_count', { service: 'catalog', code: 'OK' })).toBeGreaterThanOrEqual(1);
   });
 });

@@ -17,6 +17,7 @@ import { createCallerResolver } from './auth';
 import type { GatewayConfig } from './config';
 import { acceptOpenApi, createDocs } from './docs';
 import { createGraphQL } from './graphql';
+import { createGatewayMetrics, GatewayResponse, ROUTE_DOCUMENTS, ROUTE_GRAPHQL, ROUTE_UNMATCHED } from './metrics';
 import { loadTrustedDocuments, RedisQueryCache } from './persisted';
 import { RedisResponseTier } from './response-cache';
 import { createServiceProxies } from './proxy';
@@ -29,8 +30,11 @@ export interface Gateway {
   server: Server;
   /** Every resource in shutdown order; `main` hands it the signals. */
   lifecycle: Lifecycle;
-  /** Loads the supergraph, starts Apollo, then listens (`HTTP_PORT` 0 picks a free port). */
-  start(): Promise<{ port: number }>;
+  /**
+   * Loads the supergraph, starts Apollo, then listens (`HTTP_PORT` 0 picks a free port), and
+   * serves the metrics on `METRICS_PORT` (`metricsPort`: null when off).
+   */
+  start(): Promise<{ port: number; metricsPort: number | null }>;
   /** Graceful: stop accepting, drain, stop Apollo and the gateway, drop upstream pools. */
   stop(): Promise<void>;
 }
@@ -45,6 +49,8 @@ const notFound = (_req: IncomingMessage, res: ServerResponse) => sendJson(res, 4
  */
 export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   const lifecycle = new Lifecycle(logger);
+  // Prometheus metrics, on their own port (src/metrics.ts); off: nothing is measured at all.
+  const metrics = config.METRICS_PORT === null ? null : createGatewayMetrics(logger);
   // The composed route table and OpenAPI document, reloaded when `npm run compose` (or a
   // ConfigMap) changes them, like the supergraph: a service's new route needs no gateway release.
   const routeTable = watchComposedFile<Versioning>({
@@ -75,12 +81,14 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     timeoutMs: config.UPSTREAM_TIMEOUT_MS,
     bodyLimit: config.BODY_LIMIT,
     logger,
+    ...(metrics ? { metrics } : {}),
   });
   const callers = createCallerResolver({
     identity: serviceIdentityFor('gateway', config),
     jwtSecret: config.JWT_SECRET,
     authGrpcAddr: config.AUTH_GRPC_ADDR,
     deadlineMs: config.GRPC_DEADLINE_MS,
+    metrics: metrics?.grpcClient,
   });
   // APQ registrations and cached answers in the Redis every replica shares; without one, in this
   // process (embedded).
@@ -108,12 +116,13 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     dedupeInflight: config.GRAPHQL_DEDUPE_INFLIGHT,
     responseCacheMiB: config.GRAPHQL_RESPONSE_CACHE_MIB,
     ...(redis ? { sharedResponseCache: new RedisResponseTier(redis, config.REDIS_KEY_PREFIX, logger) } : {}),
+    plugins: metrics ? [metrics.graphqlPlugin()] : [],
   });
   const health = healthCheck(lifecycle, async () => {
     if (!graphql.isReady()) throw new Error('supergraph not loaded');
   });
 
-  const server = createServer((req, res) => {
+  const server = createServer({ ServerResponse: GatewayResponse }, (req, res) => {
     const requestId = requestIdOf(req);
     // Set on the request so the proxy and the subgraph fetches forward it upstream.
     req.headers[REQUEST_ID_HEADER] = requestId;
@@ -127,7 +136,9 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     // Probes come every few seconds and are not worth a log line each.
     if (path === '/healthz' || path === '/readyz') return health(req, res, () => notFound(req, res));
     if (logger.isLevelEnabled('info')) accessLog(logger, req, res, requestId, path);
+    metrics?.track(res);
     if (path === '/graphql') {
+      res.route = ROUTE_GRAPHQL;
       // A browser opening /graphql in development gets GraphiQL; everything else is an operation.
       if (docs.graphiql(req, res)) return;
       return graphql.handle(req, res, requestId);
@@ -136,6 +147,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     const match = routes.match(req, url, q, path);
     if (match.headers) for (const name in match.headers) res.setHeader(name, match.headers[name]!);
     if (match.kind === 'route') {
+      res.route = match.route.path;
       // A versioned request goes to the path that serves its version (e.g. /api/v2/products → /v2/products).
       if (match.url !== undefined) req.url = match.url;
       // The proxy reads and checks a JSON body (413, 400 Invalid JSON) and streams any other.
@@ -154,8 +166,10 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     }
     if (match.kind === 'unsupported-version') return sendJson(res, 400, { error: match.error });
     // The migration guides that deprecation `Link` headers point to; the API's own documents.
+    res.route = ROUTE_DOCUMENTS;
     if (guides.serve(req, res, path)) return;
     if (docs.serve(req, res, path)) return;
+    res.route = ROUTE_UNMATCHED;
     return notFound(req, res);
   });
   // Longer than common load-balancer idle timeouts, so they close idle connections first.
@@ -173,7 +187,15 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     logger,
   });
 
-  // Released in reverse: the server drains first, then GraphQL stops, then the upstream pools go.
+  // Read at every scrape.
+  metrics?.watch({ subscriptions: subscriptions.activeCount, dedupe: graphql.dedupe, responseCache: graphql.responseCache });
+  let metricsServer: Server | null = null;
+
+  // Released in reverse: the server drains first, then GraphQL stops, then the upstream pools go;
+  // the metrics server last, so scrapes are answered while everything else drains.
+  lifecycle.register('metrics server', async () => {
+    if (metricsServer) await closeHttpServer(metricsServer, config.SHUTDOWN_TIMEOUT_MS);
+  });
   lifecycle.register('composed files', () => {
     routeTable.stop();
     openapi.stop();
@@ -193,9 +215,15 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     lifecycle,
     async start() {
       await graphql.start();
+      let metricsPort: number | null = null;
+      if (metrics && config.METRICS_PORT !== null) {
+        const served = await metrics.listen(config.HTTP_HOST, config.METRICS_PORT);
+        metricsServer = served.server;
+        metricsPort = served.port;
+      }
       const port = await listen(server, config.HTTP_PORT, config.HTTP_HOST);
-      logger.info({ port, host: config.HTTP_HOST }, 'gateway listening');
-      return { port };
+      logger.info({ port, host: config.HTTP_HOST, metricsPort }, 'gateway listening');
+      return { port, metricsPort };
     },
     stop: () => lifecycle.shutdown(config.SHUTDOWN_TIMEOUT_MS),
   };

@@ -8,6 +8,7 @@ import {
   ERROR_KINDS,
   grpc,
   type Caller,
+  type GrpcClientMetrics,
   type HaloError,
   type ServiceIdentity,
 } from '@halo/kit';
@@ -50,10 +51,12 @@ export function createCallerResolver(opts: {
   jwtSecret: string | undefined;
   authGrpcAddr: string;
   deadlineMs: number;
+  /** The gateway's metrics of its gRPC calls (src/metrics.ts). */
+  metrics?: GrpcClientMetrics | undefined;
 }): CallerResolver {
   let client: auth.ApiKeyServiceClient | null = null;
   // Exchanging a key is safe to repeat; auth's breaker makes API-key calls fail fast while auth is down.
-  const policy = new CallPolicy('auth', DEFAULT_CALL_POLICY);
+  const policy = new CallPolicy('auth', DEFAULT_CALL_POLICY, undefined, opts.metrics);
   const apiKeys = () =>
     (client ??= new auth.ApiKeyServiceClient(opts.authGrpcAddr, grpc.credentials.createInsecure(), clientChannelOptions));
   return {

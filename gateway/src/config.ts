@@ -3,6 +3,7 @@ import {
   defaultGrpcAddr,
   defaultServiceUrl,
   env,
+  GATEWAY_METRICS_PORT,
   GATEWAY_PORT,
   loadConfig,
   SERVICE_NAMES,
@@ -21,6 +22,20 @@ export const gatewayConfigShape = {
   HALO_ENV: env.haloEnv(),
   HTTP_HOST: env.str('0.0.0.0'),
   HTTP_PORT: env.port(GATEWAY_PORT),
+  /**
+   * Prometheus' `GET /metrics`, on its own port (bound on HTTP_HOST) so the public one never
+   * serves it: a port (0: any free one, as HTTP_PORT), or `off`.
+   */
+  METRICS_PORT: z
+    .string()
+    .default(String(GATEWAY_METRICS_PORT))
+    .transform((v, ctx) => {
+      if (v === 'off') return null;
+      const port = /^\d{1,5}$/.test(v) ? Number(v) : NaN;
+      if (port <= 65535) return port;
+      ctx.addIssue({ code: 'custom', message: 'must be a port (0: any free one) or off' });
+      return z.NEVER;
+    }),
   LOG_LEVEL: env.logLevel(),
   BODY_LIMIT: env.bytes('1mb'),
   SHUTDOWN_TIMEOUT_MS: env.int(10_000),

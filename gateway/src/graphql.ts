@@ -140,6 +140,8 @@ export interface GraphQLOptions {
   responseCacheMiB?: number;
   /** The response cache's tier shared by every replica (Redis); default: this process only. */
   sharedResponseCache?: RedisResponseTier;
+  /** More Apollo Server plugins, first in line (the gateway's metrics: src/metrics.ts). */
+  plugins?: ApolloServerPlugin<GraphQLContext>[];
 }
 
 const NO_STORE = 'no-store';
@@ -332,6 +334,7 @@ export function createGraphQL(opts: GraphQLOptions) {
       ...(trusted ? { cache: trustedDocumentsCache(trusted) } : opts.persistedQueries.cache ? { cache: opts.persistedQueries.cache } : {}),
     },
     plugins: [
+      ...(opts.plugins ?? []),
       ApolloServerPluginUsageReportingDisabled(),
       ApolloServerPluginSchemaReportingDisabled(),
       // Apollo's landing page loads Apollo Sandbox from a CDN; development gets GraphiQL (src/docs.ts).
@@ -411,8 +414,13 @@ export function createGraphQL(opts: GraphQLOptions) {
     isReady: () => started,
     /** In-flight deduplication of subgraph fetches (null when switched off): counters. */
     dedupe: dedupe && { inFlight: dedupe.inFlight, waiting: dedupe.waiting, shared: dedupe.shared },
-    /** The edge response cache (null when off): entries and bytes held. */
-    responseCache: responseCache && { entries: () => responseCache.size, bytes: () => responseCache.usedBytes },
+    /** The edge response cache (null when off): entries and bytes held, lookups that hit and missed. */
+    responseCache: responseCache && {
+      entries: () => responseCache.size,
+      bytes: () => responseCache.usedBytes,
+      hits: () => responseCache.hits,
+      misses: () => responseCache.misses,
+    },
     /** A query or mutation that came another way (a WebSocket), through the same pipeline and plugins. */
     async executeOperation(
       request: { query: string; variables?: Record<string, unknown> | undefined; operationName?: string | undefined },

@@ -3,6 +3,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { sendJson, type Logger, type ServiceName } from '@halo/kit';
 import { hasBody, isEncoded, isJsonType, parseJson, payloadTooLarge, readBody, sendBodyError } from './body';
+import type { GatewayMetrics } from './metrics';
 
 /**
  * The REST proxy: node:http straight to the service, one keep-alive pool per service, nothing
@@ -31,6 +32,8 @@ export interface ProxyOptions {
   logger: Logger;
   /** Sockets per service; requests beyond wait in the agent's queue. */
   maxSockets?: number;
+  /** Times each upstream request until the service's answer headers (src/metrics.ts). */
+  metrics?: Pick<GatewayMetrics, 'upstream'>;
 }
 
 /** Connection errors that mean "the service is not there" rather than "it answered badly". */
@@ -114,7 +117,10 @@ interface Target {
   agent: Agent;
 }
 
-export function createServiceProxies({ targets, timeoutMs, bodyLimit, logger, maxSockets = 256 }: ProxyOptions) {
+/** What a failure the gateway answers for says about the upstream, in the metrics. */
+const FAILED_AS = { 502: 'error', 503: 'unreachable', 504: 'timeout' } as const;
+
+export function createServiceProxies({ targets, timeoutMs, bodyLimit, logger, maxSockets = 256, metrics }: ProxyOptions) {
   const byService = new Map<ServiceName, Target>();
   for (const [service, target] of Object.entries(targets) as [ServiceName, string][]) {
     const url = new URL(target);
@@ -145,6 +151,9 @@ export function createServiceProxies({ targets, timeoutMs, bodyLimit, logger, ma
     // then ignored (an abort's own error is not a 502).
     let done = false;
     let received = 0;
+    // The service's answer head arrived (what the metrics time; a later failure is not counted again).
+    let answered = false;
+    const sentAt = metrics ? process.hrtime.bigint() : 0n;
     const upstream = target.send({
       hostname: target.hostname,
       port: target.port,
@@ -155,9 +164,10 @@ export function createServiceProxies({ targets, timeoutMs, bodyLimit, logger, ma
       timeout: timeoutMs,
     });
 
-    const fail = (status: number, message: string, code: string | undefined, err?: Error) => {
+    const fail = (status: 502 | 503 | 504, message: string, code: string | undefined, err?: Error) => {
       if (done) return;
       done = true;
+      if (!answered) metrics?.upstream(target.service, FAILED_AS[status], sentAt);
       logger.error(
         { requestId: req.headers['x-request-id'], service: target.service, code, message: err?.message },
         status === 504 ? 'upstream timed out' : 'upstream request failed',
@@ -176,6 +186,8 @@ export function createServiceProxies({ targets, timeoutMs, bodyLimit, logger, ma
       else fail(502, 'Bad gateway', code, err);
     });
     upstream.on('response', (answer: IncomingMessage) => {
+      answered = true;
+      metrics?.upstream(target.service, answer.statusCode ?? 502, sentAt);
       if (done || res.destroyed) return void answer.resume();
       copyResponseHead(answer, req, res);
       answer.on('data', (chunk: Buffer) => {

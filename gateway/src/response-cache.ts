@@ -20,6 +20,9 @@ interface Entry {
 export class ResponseCacheStore {
   private readonly entries = new Map<string, Entry>();
   private bytes = 0;
+  /** Lookups of the plugin that found an answer (in this process or the shared tier), and that did not. */
+  hits = 0;
+  misses = 0;
 
   constructor(
     private readonly maxBytes: number,
@@ -197,7 +200,11 @@ export function responseCachePlugin<TContext extends AnonymityContext>(
           if (!mayUse(ctx)) return null;
           key = keyOf(ctx);
           const entry = key === null ? undefined : await lookup(key);
-          if (!entry) return null;
+          if (!entry) {
+            store.misses++;
+            return null;
+          }
+          store.hits++;
           hit = true;
           const { ageS, maxAgeS } = entry;
           // Apollo's cache-control plugin writes Cache-Control from this policy (live means

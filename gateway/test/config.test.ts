@@ -1,3 +1,4 @@
+import { GATEWAY_METRICS_PORT } from '@halo/kit';
 import { loadGatewayConfig } from '../src/config';
 
 /** The edge's settings: defaults as documented, bad values refused with the variable's name. */
@@ -65,6 +66,17 @@ it.each([
   ['REDIS_URL', 'http://cache:6379'],
   ['GRAPHQL_DEDUPE_INFLIGHT', 'yes'],
   ['GRAPHQL_RESPONSE_CACHE_MIB', '-1'],
+  ['METRICS_PORT', '65536'],
+  ['METRICS_PORT', 'none'],
 ])('%s=%j is refused with a line naming it', (name, value) => {
   expect(() => loadGatewayConfig({ [name]: value })).toThrow(new RegExp(`^Invalid configuration: ${name}:`));
+});
+
+it('METRICS_PORT: 9464 by default (the topology table), 0 for any free port, off for none', () => {
+  expect(loadGatewayConfig({}).METRICS_PORT).toBe(GATEWAY_METRICS_PORT);
+  expect(GATEWAY_METRICS_PORT).toBe(9464);
+  expect(loadGatewayConfig({ METRICS_PORT: '0' }).METRICS_PORT).toBe(0);
+  expect(loadGatewayConfig({ METRICS_PORT: '9100' }).METRICS_PORT).toBe(9100);
+  expect(loadGatewayConfig({ METRICS_PORT: 'off' }).METRICS_PORT).toBeNull();
+  expect(() => loadGatewayConfig({ METRICS_PORT: 'none' })).toThrow('Invalid configuration: METRICS_PORT: must be a port (0: any free one) or off (got "none")');
 });

@@ -62,16 +62,35 @@ export interface RunningGateway {
   logger: Logger;
   url: string;
   port: number;
+  /** Where its Prometheus metrics are served (`http://127.0.0.1:<METRICS_PORT>`), null when off. */
+  metricsUrl: string | null;
   stop(): Promise<void>;
 }
 
-/** Starts the gateway in-process on a free port with the given environment (silent by default). */
+/**
+ * Starts the gateway in-process on a free port with the given environment (silent by default);
+ * its metrics on another free port.
+ */
 export async function startGateway(env: Record<string, string>, logger?: Logger): Promise<RunningGateway> {
-  const config = loadGatewayConfig({ HTTP_HOST: '127.0.0.1', HTTP_PORT: '0', LOG_LEVEL: 'silent', ...testIdentityEnv('gateway'), ...env });
+  const config = loadGatewayConfig({
+    HTTP_HOST: '127.0.0.1',
+    HTTP_PORT: '0',
+    METRICS_PORT: '0',
+    LOG_LEVEL: 'silent',
+    ...testIdentityEnv('gateway'),
+    ...env,
+  });
   logger ??= createLogger('gateway', config.LOG_LEVEL);
   const gateway = createGateway(config, logger);
-  const { port } = await gateway.start();
-  return { gateway, logger, port, url: `http://127.0.0.1:${port}`, stop: () => gateway.stop() };
+  const { port, metricsPort } = await gateway.start();
+  return {
+    gateway,
+    logger,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    metricsUrl: metricsPort === null ? null : `http://127.0.0.1:${metricsPort}`,
+    stop: () => gateway.stop(),
+  };
 }
 
 /** What the echo upstream saw. */

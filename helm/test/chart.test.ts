@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Ajv from 'ajv';
 import { parse } from 'yaml';
-import { GATEWAY_PORT, GRPC_CALLS, SERVICES } from '@halo/kit/launch';
+import { GATEWAY_METRICS_PORT, GATEWAY_PORT, GRPC_CALLS, SERVICES } from '@halo/kit/launch';
 import { validateK8sObjects, type K8sObject } from './k8s-schemas';
 import { buildRenderer, CHART, render, renderError, renderText, ROOT, type Rendered, type Renderer } from './render';
 
@@ -66,6 +66,20 @@ interface PodTemplate {
   metadata: { labels: Record<string, string>; annotations?: Record<string, string> };
   spec: PodSpec;
 }
+/** A NetworkPolicy's ingress rules, each as its ports and peers (a component, or a namespace and pods). */
+function rulesOf(policy: Obj): { ports: string[]; from: string[] }[] {
+  type Selector = { matchLabels?: Record<string, string> };
+  const spec = policy.spec as { ingress: { from: { podSelector?: Selector; namespaceSelector?: Selector }[]; ports: { port: string }[] }[] };
+  const labels = (s: Selector | undefined) => Object.entries(s?.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
+  return spec.ingress.map((rule) => ({
+    ports: rule.ports.map((p) => p.port),
+    from: rule.from.map((peer) => {
+      if (!peer.namespaceSelector) return peer.podSelector?.matchLabels?.['app.kubernetes.io/component'] ?? '?';
+      const ns = `namespace ${peer.namespaceSelector.matchLabels?.['kubernetes.io/metadata.name'] ?? labels(peer.namespaceSelector)}`;
+      return peer.podSelector ? `${ns}, pods ${labels(peer.podSelector)}` : ns;
+    }),
+  }));
+}
 const podTemplate = (o: Obj) => (o.spec as { template: PodTemplate }).template;
 const container = (o: Obj) => podTemplate(o).spec.containers[0]!;
 const env = (c: Container) => Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]));
@@ -73,7 +87,7 @@ const secretData = (s: Obj) =>
   Object.fromEntries(Object.entries(s.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
 
 const values = parse(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as {
-  components: Record<string, { httpPort: number; grpcPort?: number; calls?: string[]; enabled: boolean }>;
+  components: Record<string, { httpPort: number; grpcPort?: number; metricsPort?: number; calls?: string[]; enabled: boolean }>;
 };
 const schema = JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8')) as object;
 const validateValues = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true }).compile(schema);
@@ -117,6 +131,7 @@ describe('values', () => {
 
   it('names, ports and gRPC edges follow packages/kit/src/topology.ts', () => {
     expect(values.components.gateway!.httpPort).toBe(GATEWAY_PORT);
+    expect(values.components.gateway!.metricsPort).toBe(GATEWAY_METRICS_PORT);
     expect(values.components.gateway!.calls).toEqual([...GRPC_CALLS.gateway]);
     for (const [name, ports] of Object.entries(SERVICES)) {
       const c = values.components[name]!;
@@ -287,30 +302,54 @@ describe('the default install (ci/default-values.yaml)', () => {
     expect(trusted('halo-gateway')).toBeUndefined();
   });
 
-  it('admits the ingress controller only to the gateway, the gateway to HTTP, and gRPC only from callers', () => {
-    const policy = (name: string) => one(r(), 'NetworkPolicy', name).spec as {
-      ingress: { from: Record<string, { matchLabels?: Record<string, string> }>[]; ports: { port: string }[] }[];
-    };
-    const rules = (name: string) =>
-      policy(name).ingress.map((rule) => ({
-        ports: rule.ports.map((p) => p.port),
-        from: rule.from.map((peer) => peer.podSelector?.matchLabels?.['app.kubernetes.io/component'] ?? (peer.namespaceSelector ? 'ingress-controller' : '?')),
-      }));
-    expect(rules('halo-gateway')).toEqual([{ ports: ['http'], from: ['ingress-controller', 'test'] }]);
+  it('admits the ingress controller only to the gateway, the gateway to HTTP, gRPC only from callers, the scraper only to /metrics', () => {
+    const rules = (name: string) => rulesOf(one(r(), 'NetworkPolicy', name));
+    // The ingress controller reaches the gateway's public port, the scraper its metrics port only.
+    expect(rules('halo-gateway')).toEqual([
+      { ports: ['http'], from: ['namespace ingress-nginx', 'test'] },
+      { ports: ['metrics'], from: ['namespace monitoring'] },
+    ]);
     expect(rules('halo-auth')).toEqual([
       { ports: ['http'], from: ['gateway'] },
       { ports: ['grpc'], from: ['gateway'] },
+      { ports: ['http'], from: ['namespace monitoring'] },
     ]);
     expect(rules('halo-content')).toEqual([
       { ports: ['http'], from: ['gateway'] },
       { ports: ['grpc'], from: ['auth'] },
+      { ports: ['http'], from: ['namespace monitoring'] },
     ]);
     expect(rules('halo-catalog')).toEqual([
       { ports: ['http'], from: ['gateway'] },
       { ports: ['grpc'], from: ['payments'] },
+      { ports: ['http'], from: ['namespace monitoring'] },
     ]);
     // chat is called by no one over gRPC: HTTP (subgraph and WebSocket) from the gateway only.
-    expect(rules('halo-chat')).toEqual([{ ports: ['http'], from: ['gateway'] }]);
+    expect(rules('halo-chat')).toEqual([
+      { ports: ['http'], from: ['gateway'] },
+      { ports: ['http'], from: ['namespace monitoring'] },
+    ]);
+  });
+
+  it("serves every process's /metrics where a scraper finds it: the gateway's on its own `metrics` port, never through the Ingress's `http`", () => {
+    const gateway = one(r(), 'Deployment', 'halo-gateway');
+    expect(container(gateway).ports).toEqual([
+      { name: 'http', containerPort: 4000, protocol: 'TCP' },
+      { name: 'metrics', containerPort: 9464, protocol: 'TCP' },
+    ]);
+    expect(env(container(gateway)).METRICS_PORT).toBe('9464');
+    const service = one(r(), 'Service', 'halo-gateway').spec as { ports: { name: string; port: number; targetPort: string }[] };
+    expect(service.ports.map((p) => [p.name, p.port, p.targetPort])).toEqual([
+      ['http', 4000, 'http'],
+      ['metrics', 9464, 'metrics'],
+    ]);
+    for (const d of all(r(), 'Deployment')) {
+      const port = d.metadata.name === 'halo-gateway' ? '9464' : String(container(d).ports!.find((p) => p.name === 'http')!.containerPort);
+      expect(podTemplate(d).metadata.annotations).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': port, 'prometheus.io/path': '/metrics' });
+      if (d.metadata.name !== 'halo-gateway') expect(env(container(d))).not.toHaveProperty('METRICS_PORT');
+    }
+    // ServiceMonitors are opt-in (they need the Prometheus Operator's CRDs).
+    expect(all(r(), 'ServiceMonitor')).toEqual([]);
   });
 
   it('gives chat its database, Redis (the pub/sub of its subscriptions) and no gRPC peers', () => {
@@ -349,14 +388,10 @@ describe('the default install (ci/default-values.yaml)', () => {
       expect((composed.data as Record<string, string>)[file]).toBe(readFileSync(join(ROOT, 'gateway', file), 'utf8'));
     }
     expect(podTemplate(one(r(), 'Deployment', 'halo-gateway')).spec.volumes).toContainEqual({ name: 'composed', configMap: { name: 'halo-composed' } });
-    // Hot-reloaded, so no checksum of it on the pods: only the Secret's.
-    expect(Object.keys(podTemplate(one(r(), 'Deployment', 'halo-gateway')).metadata.annotations!)).toEqual(['checksum/secret']);
-    // The services (not the gateway, which has no /metrics yet) are annotated for a Prometheus scraper.
-    expect(podTemplate(one(r(), 'Deployment', 'halo-catalog')).metadata.annotations).toMatchObject({
-      'prometheus.io/scrape': 'true',
-      'prometheus.io/port': '4003',
-      'prometheus.io/path': '/metrics',
-    });
+    // Hot-reloaded, so no checksum of it on the pods: only the Secret's (beside the scrape annotations).
+    expect(Object.keys(podTemplate(one(r(), 'Deployment', 'halo-gateway')).metadata.annotations!).filter((k) => k.startsWith('checksum/'))).toEqual([
+      'checksum/secret',
+    ]);
   });
 
   it('has a helm test pod that calls the gateway /readyz through its Service', () => {
@@ -404,6 +439,43 @@ describe('the full install (ci/full-values.yaml)', () => {
     expect(content.SHUTDOWN_TIMEOUT_MS).toBe('10000');
     expect(auth).toMatchObject({ HALO_ENV: 'production', ACCESS_TOKEN_TTL: '15m', ALLOWED_ORIGINS: 'https://app.halo.example.com' });
     expect(auth.OAUTH_GOOGLE_CLIENT_SECRET).toEqual({ secretKeyRef: { name: 'halo-oauth', key: 'google-client-secret' } });
+  });
+
+  it('has a ServiceMonitor per component on the port /metrics is on, with the interval, timeout and labels asked for', () => {
+    const monitors = all(r(), 'ServiceMonitor');
+    expect(monitors.map((m) => m.metadata.name)).toEqual(all(r(), 'Deployment').map((d) => d.metadata.name));
+    for (const m of monitors) {
+      const spec = m.spec as { selector: { matchLabels: Record<string, string> }; endpoints: Record<string, string>[] };
+      // It selects exactly its component's Service (by the Services' labels), and names a port that Service has.
+      const selects = (o: Obj) => Object.entries(spec.selector.matchLabels).every(([k, v]) => o.metadata.labels?.[k] === v);
+      expect(all(r(), 'Service').filter(selects).map((o) => o.metadata.name)).toEqual([m.metadata.name]);
+      const service = one(r(), 'Service', m.metadata.name);
+      expect(m.metadata.labels).toMatchObject({ release: 'kube-prometheus-stack', 'app.kubernetes.io/component': m.metadata.name.slice('halo-'.length) });
+      const port = m.metadata.name === 'halo-gateway' ? 'metrics' : 'http';
+      expect(spec.endpoints).toEqual([{ port, path: '/metrics', scheme: 'http', interval: '15s', scrapeTimeout: '10s' }]);
+      expect((service.spec as { ports: { name: string }[] }).ports.map((p) => p.name)).toContain(port);
+    }
+  });
+
+  it("holds the ServiceMonitors to the Prometheus Operator's own schema (a CRD): a misspelt field or a wrong value is refused", () => {
+    const changed = (change: (endpoint: Record<string, unknown>) => void) => {
+      const monitor = structuredClone(one(r(), 'ServiceMonitor', 'halo-gateway'));
+      change((monitor.spec as { endpoints: Record<string, unknown>[] }).endpoints[0]!);
+      return validateK8sObjects([monitor]);
+    };
+    expect(changed(() => undefined)).toEqual([]);
+    expect(changed((e) => (e.intervall = '15s')).join('\n')).toContain("'\"intervall\"' does not exist");
+    expect(changed((e) => (e.interval = 'soon')).join('\n')).toContain('interval must match pattern');
+  });
+
+  it("admits the configured scraper to /metrics' port only", () => {
+    const scraper = rulesOf(one(r(), 'NetworkPolicy', 'halo-gateway')).at(-1);
+    expect(scraper).toEqual({ ports: ['metrics'], from: ['namespace observability, pods app.kubernetes.io/name=prometheus'] });
+    // chat's own extra rule stays beside it.
+    expect(rulesOf(one(r(), 'NetworkPolicy', 'halo-chat')).slice(1)).toEqual([
+      { ports: ['http'], from: ['namespace observability, pods app.kubernetes.io/name=prometheus'] },
+      { ports: ['http'], from: ['namespace monitoring'] },
+    ]);
   });
 
   it('routes the Ingress to the gateway Service only', () => {

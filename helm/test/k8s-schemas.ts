@@ -4,7 +4,7 @@ import ts from 'typescript';
 
 /**
  * Validates Kubernetes objects offline, in two independent ways, both from the Kubernetes OpenAPI
- * schemas as packaged by `kubernetes-models`:
+ * schemas as packaged by `kubernetes-models` (and the CRDs' schemas by `@kubernetes-models/*`):
  *
  * - its compiled JSON-schema validators (helm/test/validate-k8s.mjs): required fields, types,
  *   enums, formats — what `kubeconform` checks by default;
@@ -42,9 +42,16 @@ function validateWithSchemas(objects: K8sObject[]): string[] {
   return problems.flatMap((p) => p.errors.map((e) => `${label(objects[p.index]!)}: ${e}`));
 }
 
-/** `kubernetes-models/<group>/<version>/<Kind>` exports `I<Kind>`. */
+/**
+ * The package of a group's schemas: Kubernetes' own in `kubernetes-models`, custom resources the
+ * chart renders in their `@kubernetes-models/*` package (the Prometheus Operator's ServiceMonitor).
+ */
+export const CRD_MODELS: Readonly<Record<string, string>> = { 'monitoring.coreos.com': '@kubernetes-models/prometheus-operator' };
+
+/** `<package>/<group>/<version>/<Kind>` exports `I<Kind>`. */
 function modelPath(obj: K8sObject): string {
-  return `kubernetes-models/${obj.apiVersion}/${obj.kind}`;
+  const group = obj.apiVersion.includes('/') ? obj.apiVersion.slice(0, obj.apiVersion.indexOf('/')) : '';
+  return `${CRD_MODELS[group] ?? 'kubernetes-models'}/${obj.apiVersion}/${obj.kind}`;
 }
 
 function validateStrictFields(objects: K8sObject[]): string[] {

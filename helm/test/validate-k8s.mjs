@@ -6,6 +6,10 @@
 //   node helm/test/validate-k8s.mjs < objects.json   →   [{ index, kind, name, errors: [...] }]
 import { readFileSync } from 'node:fs';
 
+// Custom resources: their group's package (as CRD_MODELS in k8s-schemas.ts).
+const CRD_MODELS = { 'monitoring.coreos.com': '@kubernetes-models/prometheus-operator' };
+const packageOf = (apiVersion) => CRD_MODELS[apiVersion.split('/')[0]] ?? 'kubernetes-models';
+
 const objects = JSON.parse(readFileSync(0, 'utf8'));
 const problems = [];
 for (const [index, obj] of objects.entries()) {
@@ -18,7 +22,7 @@ for (const [index, obj] of objects.entries()) {
   let Model;
   try {
     // Core objects (apiVersion v1) live under kubernetes-models/v1, the others under their group.
-    ({ [obj.kind]: Model } = await import(`kubernetes-models/${obj.apiVersion}/${obj.kind}`));
+    ({ [obj.kind]: Model } = await import(`${packageOf(obj.apiVersion)}/${obj.apiVersion}/${obj.kind}`));
   } catch {
     fail([`no schema for ${obj.apiVersion} ${obj.kind}`]);
     continue;

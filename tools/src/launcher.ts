@@ -1,10 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { closeSync, openSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
   DEV_OIDC_PORT,
+  GATEWAY_METRICS_PORT,
   GATEWAY_PORT,
   generateServiceKey,
   grpcAddrVar,
@@ -61,6 +63,13 @@ export interface LaunchOptions {
   onGiveUp?: (name: ProcessName, message: string) => void;
   /** What to do with each log line of the children (and the launcher's own, as `launcher`). */
   onLog?: (name: ProcessName, line: string) => void;
+  /**
+   * Each Node process writes its stdout and stderr straight to `<logDir>/<name>.log`
+   * (`<name>-<replica>.log` for an extra replica; truncated at start, appended after a restart)
+   * instead of through `onLog`: a benchmark must not spend its own CPU relaying the servers' log
+   * lines. `onLog` still gets the launcher's and PostgreSQL's lines.
+   */
+  logDir?: string;
   readyTimeoutMs?: number;
   /**
    * Embedded mode (no DATABASE_URL): where the PostgreSQL cluster keeps its files.
@@ -195,7 +204,7 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
     }
     const gateway = launch(
       'gateway',
-      { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(gwPort), NODE_OPTIONS: gatewayNodeOptions(o) },
+      { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(gwPort), METRICS_PORT: String(GATEWAY_METRICS_PORT + offset), NODE_OPTIONS: gatewayNodeOptions(o) },
       `http://127.0.0.1:${gwPort}`,
       '/readyz',
       o,
@@ -288,13 +297,16 @@ function launch(
   const { supervisor } = opts;
   const onLog = opts.onLog ?? (() => undefined);
   const crashes: number[] = [];
+  const logFile = opts.logDir ? join(opts.logDir, `${name}${replica ? `-${replica}` : ''}.log`) : undefined;
   const spawnChild = (): ChildProcess => {
+    const logFd = logFile === undefined ? undefined : openSync(logFile, crashes.length ? 'a' : 'w');
     const child = spawn(process.execPath, [entry(name)], {
       cwd: ROOT,
       env: { ...process.env, ...opts.env, ...opts.envFor?.[name], ...ports },
       // The IPC channel is how a child notices that the launcher died (kit: installSignalHandlers).
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      stdio: ['ignore', logFd ?? 'pipe', logFd ?? 'pipe', 'ipc'],
     });
+    if (logFd !== undefined) closeSync(logFd); // the child has its own copy
     for (const stream of [child.stdout, child.stderr]) {
       if (stream) createInterface({ input: stream }).on('line', (line) => onLog(name, line));
     }

@@ -228,6 +228,9 @@ trusted keys), then the merged `env` map on top, sorted by name. (dict "root" $ 
 {{- if $c.grpcPort }}
 {{- $_ := set $env "GRPC_PORT" (dict "value" (toString $c.grpcPort)) }}
 {{- end }}
+{{- if $c.metricsPort }}
+{{- $_ := set $env "METRICS_PORT" (dict "value" (toString $c.metricsPort)) }}
+{{- end }}
 {{- $_ := set $env "JWT_SECRET" (fromYaml (include "halo.secretKeyRef" (dict "secret" .secret "key" "jwt-secret"))) }}
 {{- range $peer := $c.calls }}
 {{- $p := index $root.Values.components $peer }}

@@ -33,10 +33,10 @@ spec:
         {{- . | nindent 8 }}
         {{- end }}
       {{- $annotations := merge (dict) (default (dict) $c.podAnnotations) (fromYaml (include "halo.meshAnnotations" $root)) }}
-      {{- if and $root.Values.metrics.scrapeAnnotations $c.database }}
-      {{- /* Services serve Prometheus' format at /metrics on their HTTP port (docs/operations.md). */}}
+      {{- if $root.Values.metrics.scrapeAnnotations }}
+      {{- /* Every process serves Prometheus' format at /metrics (docs/operations.md). */}}
       {{- $_ := set $annotations "prometheus.io/scrape" "true" }}
-      {{- $_ := set $annotations "prometheus.io/port" (toString $c.httpPort) }}
+      {{- $_ := set $annotations "prometheus.io/port" (toString ($c.metricsPort | default $c.httpPort)) }}
       {{- $_ := set $annotations "prometheus.io/path" "/metrics" }}
       {{- end }}
       {{- if not $root.Values.secrets.existingSecret }}
@@ -77,6 +77,11 @@ spec:
             {{- if $c.grpcPort }}
             - name: grpc
               containerPort: {{ $c.grpcPort }}
+              protocol: TCP
+            {{- end }}
+            {{- if $c.metricsPort }}
+            - name: metrics
+              containerPort: {{ $c.metricsPort }}
               protocol: TCP
             {{- end }}
           env:
@@ -163,6 +168,13 @@ spec:
       protocol: TCP
       appProtocol: kubernetes.io/h2c
     {{- end }}
+    {{- if $c.metricsPort }}
+    # Prometheus' /metrics, for a ServiceMonitor; the Ingress routes to `http` only.
+    - name: metrics
+      port: {{ $c.metricsPort }}
+      targetPort: metrics
+      protocol: TCP
+    {{- end }}
 {{- end }}
 
 {{- define "halo.hpa" -}}
@@ -221,7 +233,8 @@ spec:
 {{/*
 Who may open a connection to a component's pods. The gateway: the ingress controller (HTTP) and
 the chart's test pod. A service: the gateway on HTTP (REST proxy, subgraph), and on gRPC only the
-components that call it. Kubelet probes are not subject to NetworkPolicy.
+components that call it. The metrics scraper: the port /metrics is on (the gateway's `metrics`,
+a service's `http`). Kubelet probes are not subject to NetworkPolicy.
 */}}
 {{- define "halo.networkPolicy" -}}
 {{- $root := .root }}{{ $c := .c }}
@@ -275,6 +288,20 @@ spec:
           protocol: TCP
     {{- end }}
     {{- end }}
+    {{- with $np.metricsScraper }}
+    {{- if .enabled }}
+    - from:
+        - namespaceSelector:
+            {{- toYaml (.namespaceSelector | default (dict)) | nindent 12 }}
+          {{- with .podSelector }}
+          podSelector:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+      ports:
+        - port: {{ ternary "metrics" "http" (not (empty $c.metricsPort)) }}
+          protocol: TCP
+    {{- end }}
+    {{- end }}
     {{- with $c.networkPolicyExtraIngress }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -323,4 +350,35 @@ spec:
         - name: tmp
           emptyDir:
             sizeLimit: 64Mi
+{{- end }}
+
+{{/*
+A Prometheus Operator ServiceMonitor for one component: its Service's port that serves /metrics
+(the gateway's `metrics`, a service's `http`).
+*/}}
+{{- define "halo.serviceMonitor" -}}
+{{- $c := .c }}
+{{- $sm := .root.Values.metrics.serviceMonitor }}
+{{- $ctx := dict "root" .root "name" $c.name "version" $c.tag }}
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata:
+  name: {{ $c.fullname }}
+  labels:
+    {{- include "halo.labels" $ctx | nindent 4 }}
+    {{- with $sm.labels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  selector:
+    matchLabels:
+      {{- include "halo.selectorLabels" $ctx | nindent 6 }}
+  endpoints:
+    - port: {{ ternary "metrics" "http" (not (empty $c.metricsPort)) }}
+      path: /metrics
+      scheme: http
+      interval: {{ $sm.interval }}
+      {{- with $sm.scrapeTimeout }}
+      scrapeTimeout: {{ . }}
+      {{- end }}
 {{- end }}

@@ -1,7 +1,10 @@
 import * as grpc from '@grpc/grpc-js';
+import { Registry } from 'prom-client';
 import { CallPolicy } from './call-policy';
 import { callUnary } from './grpc';
 import { isHaloError } from './errors';
+import { grpcClientMetrics } from './metrics';
+import { metricValue } from './testing';
 
 /**
  * The call policy against a real gRPC server that answers with the status each test scripts:
@@ -26,14 +29,14 @@ const definition: grpc.ServiceDefinition = {
 let server: grpc.Server;
 let client: grpc.Client & { ping: (...args: never[]) => grpc.ClientUnaryCall };
 let calls = 0;
-/** What the server answers to each call: a status code (OK = a reply). */
-let script: (n: number) => grpc.status = () => grpc.status.OK;
+/** What the server answers to each call (numbered, with its request): a status code (OK = a reply). */
+let script: (n: number, request: { tag?: string }) => grpc.status = () => grpc.status.OK;
 
 beforeAll(async () => {
   server = new grpc.Server();
   server.addService(definition, {
-    ping: (_call: unknown, callback: grpc.sendUnaryData<unknown>) => {
-      const code = script(++calls);
+    ping: (call: { request: { tag?: string } }, callback: grpc.sendUnaryData<unknown>) => {
+      const code = script(++calls, call.request);
       if (code === grpc.status.OK) callback(null, { ok: true });
       else callback({ code, details: `scripted ${grpc.status[code]}` } as grpc.ServiceError);
     },
@@ -55,8 +58,8 @@ beforeEach(() => {
   script = () => grpc.status.OK;
 });
 
-const ping = (policy: CallPolicy, idempotent: boolean, deadlineMs = 2_000) =>
-  callUnary(client, client.ping as never, {}, { defaultDeadlineMs: deadlineMs, policy, idempotent });
+const ping = (policy: CallPolicy, idempotent: boolean, deadlineMs = 2_000, request: { tag?: string } = {}) =>
+  callUnary(client, client.ping as never, request, { defaultDeadlineMs: deadlineMs, policy, idempotent });
 
 const failsWith = async (p: Promise<unknown>) => {
   const err = await p.then(() => null, (e: unknown) => e);
@@ -116,4 +119,52 @@ it('retries never outlive the call deadline', async () => {
   // Past the deadline an attempt fails as DEADLINE_EXCEEDED, which is not retried: the kit's 503.
   expect(await failsWith(ping(policy, true, 300))).toMatchObject({ kind: 'UNAVAILABLE', message: 'Upstream service unavailable' });
   expect(Date.now() - started).toBeLessThan(1_500);
+});
+
+describe('metrics (the calling process’s halo_grpc_client_* series)', () => {
+  const METHOD = 'halo.test.Pinger/Ping';
+  let registry: Registry;
+  let policy: CallPolicy;
+  const scrape = () => registry.metrics();
+  const timed = async (code: string) => metricValue(await scrape(), 'halo_grpc_client_handling_seconds_count', { peer: 'pinger', method: METHOD, code });
+
+  beforeEach(() => {
+    registry = new Registry();
+    policy = new CallPolicy('pinger', { retries: 2, breakerThreshold: 3, halfOpenMs: 200 }, undefined, grpcClientMetrics(registry));
+  });
+
+  it('times each call once by peer, method and final status, and counts its retries', async () => {
+    // Counted by tag: an attempt the deadline test above left in flight may still arrive.
+    let attempts = 0;
+    script = (_n, request) => (request.tag === 'retried' && ++attempts <= 2 ? grpc.status.UNAVAILABLE : grpc.status.OK);
+    await ping(policy, true, 2_000, { tag: 'retried' });
+    expect(attempts).toBe(3);
+    script = () => grpc.status.NOT_FOUND;
+    await failsWith(ping(policy, true));
+    const text = await scrape();
+    expect(await timed('OK')).toBe(1);
+    expect(await timed('NOT_FOUND')).toBe(1);
+    expect(metricValue(text, 'halo_grpc_client_retries_total', { peer: 'pinger', method: METHOD })).toBe(2);
+    // The retried call's time includes its backoffs (≥ 25 ms before the first retry).
+    expect(metricValue(text, 'halo_grpc_client_handling_seconds_sum', { code: 'OK' })).toBeGreaterThan(0.02);
+  });
+
+  it('reports the breaker: opened (counted), calls failed fast as CIRCUIT_OPEN, then closed again', async () => {
+    const breaker = async () => metricValue(await scrape(), 'halo_grpc_client_breaker_open', { peer: 'pinger' });
+    expect(await breaker()).toBe(0);
+    script = () => grpc.status.UNAVAILABLE;
+    // A write: not retried, so three calls are three failed attempts, and the breaker opens.
+    for (let i = 0; i < 3; i++) await failsWith(ping(policy, false));
+    expect(await timed('UNAVAILABLE')).toBe(3);
+    expect(await breaker()).toBe(1);
+    expect(metricValue(await scrape(), 'halo_grpc_client_breaker_opened_total', { peer: 'pinger' })).toBe(1);
+    await failsWith(ping(policy, false));
+    expect(await timed('CIRCUIT_OPEN')).toBe(1);
+
+    script = () => grpc.status.OK;
+    await new Promise((r) => setTimeout(r, 250));
+    await ping(policy, false);
+    expect(await breaker()).toBe(0);
+    expect(await timed('OK')).toBe(1);
+  });
 });

@@ -97,6 +97,8 @@ describe('defineService', () => {
     await fetch(`${base}/notes`);
     await fetch(`${base}/notes`);
     await fetch(`${base}/nope/123`);
+    await fetch(`${base}/healthz`);
+    await fetch(`${base}/readyz`);
     const res = await fetch(`${base}/metrics`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
@@ -107,6 +109,8 @@ describe('defineService', () => {
     // An unknown path is one label value, not one per path.
     expect(count('service="catalog",method="GET",route="unmatched",status="404"')).toBeGreaterThanOrEqual(1);
     expect(text).not.toContain('/nope/123');
+    // Probes (and scrapes) are not requests: nothing unmatched answered 200.
+    expect(count('service="catalog",method="GET",route="unmatched",status="200"')).toBeNaN();
     expect(text).toMatch(/^halo_db_pool_connections\{state="total",service="catalog"\} \d+$/m);
     expect(text).toMatch(/^nodejs_eventloop_lag_seconds\{service="catalog"\} /m);
   });

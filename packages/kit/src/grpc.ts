@@ -246,7 +246,7 @@ export async function callUnary<Req, Res>(
       method.call(client, request, metadata, { deadline }, (err, res) => (err ? reject(err) : resolve(res)));
     });
   try {
-    return await (opts.policy ? opts.policy.run(attempt, opts.idempotent ?? false) : attempt());
+    return await (opts.policy ? opts.policy.run(attempt, opts.idempotent ?? false, methodLabel(method)) : attempt());
   } catch (err) {
     if (isHaloError(err)) throw err;
     const e = err as grpc.ServiceError;
@@ -255,6 +255,15 @@ export async function callUnary<Req, Res>(
     }
     throw fromGrpcError(e);
   }
+}
+
+/**
+ * A client method's name as servers label theirs (`halo.content.v1.UserService/GetUser`): grpc-js
+ * puts the method's path on each function of a generated client.
+ */
+function methodLabel(method: unknown): string {
+  const path = (method as { path?: unknown }).path;
+  return typeof path === 'string' ? path.slice(1) : 'unknown';
 }
 
 /** Channel options shared by every client: keepalive so idle channels survive proxies. */

@@ -4,11 +4,12 @@ import type { Db } from './db';
 
 /**
  * Prometheus metrics of one service process (prom-client): the runtime's (event loop lag, heap,
- * GC, CPU), HTTP requests by route template, gRPC calls served by method and status, the database
- * pool, and whatever the service adds (e.g. payments' idempotency outcomes). Served at `/metrics`
- * on the service's HTTP port, which only the gateway and the cluster's scraper reach — the gateway
- * never proxies it (it is in no route table). One registry per service, so tests that run several
- * services in one process keep them apart.
+ * GC, CPU), HTTP requests by route template, gRPC calls served by method and status, gRPC calls
+ * made to peers, the database pool, and whatever the service adds (e.g. payments' idempotency
+ * outcomes). Served at `/metrics` on the service's HTTP port, which only the gateway and the
+ * cluster's scraper reach — the gateway never proxies it (it is in no route table). One registry
+ * per service, so tests that run several services in one process keep them apart. The gateway
+ * builds its own registry from the same parts (gateway/src/metrics.ts).
  */
 export interface ServiceMetrics {
   registry: Registry;
@@ -16,6 +17,8 @@ export interface ServiceMetrics {
   http: RequestHandler;
   /** Records one gRPC call served. */
   grpcServed(method: string, code: string, seconds: number): void;
+  /** gRPC calls this process makes to its peers (give it to `callPolicyFor`). */
+  readonly grpcClient: GrpcClientMetrics;
   /** Reports the pool's connections at every scrape. */
   watchDb(db: Db): void;
   /** A counter of the service's own, registered once on this registry. */
@@ -24,19 +27,34 @@ export interface ServiceMetrics {
   gauge<L extends string>(name: string, help: string, labelNames: readonly L[]): Gauge<L>;
 }
 
-const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Seconds: from a millisecond cache hit to a request that hit a 10 s deadline. */
+export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-export function createMetrics(service: string): ServiceMetrics {
+/** A process's registry: every series labelled `service=<name>`, with the Node runtime's metrics. */
+export function createProcessRegistry(name: string): Registry {
   const registry = new Registry();
-  registry.setDefaultLabels({ service });
+  registry.setDefaultLabels({ service: name });
   collectDefaultMetrics({ register: registry });
-  const httpDuration = new Histogram({
+  return registry;
+}
+
+/** `halo_http_request_duration_seconds{method,route,status}`, the same series on every process. */
+export function httpRequestHistogram(registry: Registry): Histogram<'method' | 'route' | 'status'> {
+  return new Histogram({
     name: 'halo_http_request_duration_seconds',
     help: 'HTTP requests served, by method, route template and status',
     labelNames: ['method', 'route', 'status'] as const,
     buckets: LATENCY_BUCKETS,
     registers: [registry],
   });
+}
+
+/** Paths that never count as requests: the scrape itself and the probes (not logged either). */
+const UNTIMED = new Set(['/metrics', '/healthz', '/readyz']);
+
+export function createMetrics(service: string): ServiceMetrics {
+  const registry = createProcessRegistry(service);
+  const httpDuration = httpRequestHistogram(registry);
   const grpcDuration = new Histogram({
     name: 'halo_grpc_server_handling_seconds',
     help: 'gRPC calls served, by method and status code (refusals by service identity included)',
@@ -61,10 +79,12 @@ export function createMetrics(service: string): ServiceMetrics {
     },
   });
 
+  let grpcClient: GrpcClientMetrics | undefined;
+
   return {
     registry,
     http(req: Request, res: Response, next: NextFunction) {
-      if (req.path === '/metrics') return void next();
+      if (UNTIMED.has(req.path)) return void next();
       const end = httpDuration.startTimer({ method: req.method });
       res.once('finish', () => {
         // The matched route's template (`/posts/:id`), never the raw path: bounded label values.
@@ -75,6 +95,10 @@ export function createMetrics(service: string): ServiceMetrics {
     },
     grpcServed(method, code, seconds) {
       grpcDuration.observe({ method, code }, seconds);
+    },
+    // Made on first use: a service that calls no peer shows no empty gRPC client series.
+    get grpcClient() {
+      return (grpcClient ??= grpcClientMetrics(registry));
     },
     watchDb(db) {
       dbs.push(db);
@@ -88,6 +112,72 @@ export function createMetrics(service: string): ServiceMetrics {
       const existing = registry.getSingleMetric(name);
       if (existing) return existing as Gauge<(typeof labelNames)[number]>;
       return new Gauge({ name, help, labelNames, registers: [registry] });
+    },
+  };
+}
+
+/**
+ * gRPC calls a process makes to its peers, as src/call-policy.ts sees them: one observation per
+ * call (its attempts and backoffs included, as the caller waited), the retries it took, and each
+ * peer's circuit breaker.
+ */
+export interface GrpcClientMetrics {
+  /**
+   * One call: `method` as the servers label it (`halo.content.v1.UserService/GetUser`), `code` the
+   * final gRPC status name, or `CIRCUIT_OPEN` when the open breaker failed it without sending it.
+   */
+  call(peer: string, method: string, code: string, seconds: number, retries: number): void;
+  /** The breaker of a call policy: reported at every scrape (1 while not closed). */
+  watchBreaker(peer: string, notClosed: () => boolean): void;
+  /** The breaker of `peer` opened (counted: an opening between two scrapes still shows). */
+  breakerOpened(peer: string): void;
+}
+
+export function grpcClientMetrics(registry: Registry): GrpcClientMetrics {
+  const duration = new Histogram({
+    name: 'halo_grpc_client_handling_seconds',
+    help: 'gRPC calls made to peers, by peer, method and final status code (retries included)',
+    labelNames: ['peer', 'method', 'code'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const retries = new Counter({
+    name: 'halo_grpc_client_retries_total',
+    help: 'Extra attempts of gRPC reads whose peer was unreachable, by peer and method',
+    labelNames: ['peer', 'method'] as const,
+    registers: [registry],
+  });
+  const opened = new Counter({
+    name: 'halo_grpc_client_breaker_opened_total',
+    help: 'Times the circuit breaker to a peer opened (calls then fail fast)',
+    labelNames: ['peer'] as const,
+    registers: [registry],
+  });
+  const breakers: { peer: string; notClosed: () => boolean }[] = [];
+  new Gauge({
+    name: 'halo_grpc_client_breaker_open',
+    help: 'Whether the circuit breaker to a peer is open or half-open (1) or closed (0)',
+    labelNames: ['peer'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const open = new Map<string, number>();
+      for (const b of breakers) open.set(b.peer, Math.max(open.get(b.peer) ?? 0, b.notClosed() ? 1 : 0));
+      for (const [peer, value] of open) this.set({ peer }, value);
+    },
+  });
+  return {
+    call(peer, method, code, seconds, retried) {
+      duration.observe({ peer, method, code }, seconds);
+      if (retried > 0) retries.inc({ peer, method }, retried);
+    },
+    watchBreaker(peer, notClosed) {
+      breakers.push({ peer, notClosed });
+      // The peer shows (at 0) before its first opening.
+      opened.inc({ peer }, 0);
+    },
+    breakerOpened(peer) {
+      opened.inc({ peer });
     },
   };
 }

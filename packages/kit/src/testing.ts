@@ -258,3 +258,42 @@ export async function callRest(base: string, method: string, path: string, init:
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, body: text ? (JSON.parse(text) as Record<string, any>) : undefined }; // any: asserted per test
 }
+
+/** One sample of a Prometheus text exposition: `name{labels} value`. */
+export interface MetricSample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+const SAMPLE_LINE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)(?: \d+)?$/;
+const LABEL_PAIR = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)",?/g;
+
+/** The samples of a `/metrics` answer (Prometheus text format 0.0.4), comments skipped. */
+export function parseMetrics(text: string): MetricSample[] {
+  const samples: MetricSample[] = [];
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const m = SAMPLE_LINE.exec(line);
+    if (!m) throw new Error(`not a Prometheus sample line: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const [, key, raw] of (m[2] ?? '').matchAll(LABEL_PAIR)) {
+      labels[key!] = raw!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+    }
+    samples.push({ name: m[1]!, labels, value: Number(m[3]) });
+  }
+  return samples;
+}
+
+/**
+ * The sum of the samples named `name` whose labels include `labels` (0 when there are none), e.g.
+ * `metricValue(text, 'halo_http_request_duration_seconds_count', { route: '/posts/:id' })`.
+ */
+export function metricValue(text: string | MetricSample[], name: string, labels: Record<string, string> = {}): number {
+  const samples = typeof text === 'string' ? parseMetrics(text) : text;
+  let sum = 0;
+  for (const s of samples) {
+    if (s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)) sum += s.value;
+  }
+  return sum;
+}

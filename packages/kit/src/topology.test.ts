@@ -1,4 +1,6 @@
 import {
+  DEV_OIDC_PORT,
+  GATEWAY_METRICS_PORT,
   GATEWAY_PORT,
   GRPC_CALLS,
   grpcCallersOf,
@@ -17,8 +19,14 @@ describe('topology', () => {
   });
 
   it('never gives two listeners the same default port', () => {
-    const ports = [GATEWAY_PORT, ...SERVICE_NAMES.flatMap((n) => [SERVICES[n].httpPort, SERVICES[n].grpcPort])];
+    const ports = [GATEWAY_PORT, GATEWAY_METRICS_PORT, DEV_OIDC_PORT, ...SERVICE_NAMES.flatMap((n) => [SERVICES[n].httpPort, SERVICES[n].grpcPort])];
     expect(new Set(ports).size).toBe(ports.length);
+  });
+
+  it('keeps the same distinctness under any launcher port offset below 4000 (npm start, e2e systems side by side)', () => {
+    // Two systems offset by a and b collide when some port p + a equals another port q + b.
+    const others = [GATEWAY_PORT, DEV_OIDC_PORT, ...SERVICE_NAMES.flatMap((n) => [SERVICES[n].httpPort, SERVICES[n].grpcPort])];
+    for (const q of others) expect(Math.abs(GATEWAY_METRICS_PORT - q)).toBeGreaterThanOrEqual(4000);
   });
 
   it('derives variable names and default addresses from the table', () => {

@@ -4,6 +4,12 @@
  * Adding a service starts here (docs/adding-a-service.md).
  */
 export const GATEWAY_PORT = 4000;
+/**
+ * The gateway's Prometheus metrics (`METRICS_PORT`), apart from its public port so an ingress to
+ * the gateway never exposes them. 9464 is OpenTelemetry's Prometheus exporter port, and far from
+ * the 4000/5000 blocks: a launcher's port offset never lands it on another process's port.
+ */
+export const GATEWAY_METRICS_PORT = 9464;
 
 export const SERVICES = {
   auth: { httpPort: 4001, grpcPort: 5001 },

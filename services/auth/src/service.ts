@@ -31,8 +31,8 @@ export const authService = defineService({
   root: resolve(__dirname, '..'),
   config: authConfigShape,
   refineConfig: refineAuthConfig,
-  domain: async ({ db, identity, config, logger, lifecycle }) => {
-    const users = contentUsers(config.CONTENT_GRPC_ADDR, config.GRPC_DEADLINE_MS, identity, callPolicyFor('content', config, logger));
+  domain: async ({ db, identity, metrics, config, logger, lifecycle }) => {
+    const users = contentUsers(config.CONTENT_GRPC_ADDR, config.GRPC_DEADLINE_MS, identity, callPolicyFor('content', config, logger, metrics.grpcClient));
     lifecycle.register('content client', () => users.close());
     const redis = config.REDIS_URL ? await limiterRedis(config.REDIS_URL, logger, lifecycle) : null;
     const store = new AuthStore(db);

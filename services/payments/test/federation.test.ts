@@ -31,6 +31,7 @@ beforeAll(async () => {
   const config = loadGatewayConfig({
     HTTP_HOST: '127.0.0.1',
     HTTP_PORT: '0',
+    METRICS_PORT: '0',
     LOG_LEVEL: 'silent',
     JWT_SECRET: TEST_JWT_SECRET,
     AUTH_URL: auth.base,

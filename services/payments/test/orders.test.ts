@@ -1,3 +1,4 @@
+import { metricValue, parseMetrics } from '@halo/kit/testing';
 import { AS, call, startReplica, startTestCatalog, startTestPayments, type TestPayments } from './helpers';
 
 /**
@@ -88,6 +89,18 @@ describe('POST /api/orders', () => {
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ error: 'Product not found' });
     expect(await rowsFor('unknown-product')).toEqual([]);
+  });
+
+  it("payments' /metrics shows its gRPC calls to catalog by method and final status, and catalog's breaker closed", async () => {
+    expect((await order({ product_id: kopi, client_order_id: 'metrics-known' })).status).toBe(201);
+    expect((await order({ product_id: 999_998, client_order_id: 'metrics-unknown' })).status).toBe(404);
+    const text = await (await fetch(`${t.base}/metrics`)).text();
+    const calls = (code: string) =>
+      metricValue(text, 'halo_grpc_client_handling_seconds_count', { service: 'payments', peer: 'catalog', method: 'halo.catalog.v1.ProductService/GetProduct', code });
+    expect(calls('OK')).toBeGreaterThanOrEqual(1);
+    expect(calls('NOT_FOUND')).toBeGreaterThanOrEqual(1);
+    const breaker = parseMetrics(text).filter((m) => m.name === 'halo_grpc_client_breaker_open');
+    expect(breaker).toEqual([{ name: 'halo_grpc_client_breaker_open', labels: { peer: 'catalog', service: 'payments' }, value: 0 }]);
   });
 
   it.each([

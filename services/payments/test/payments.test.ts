@@ -41,7 +41,7 @@ afterAll(async () => {
 const processor = () => t.service.domain.processor;
 
 describe('metrics', () => {
-  it('counts each keyed request by outcome at /metrics (first, replay, reused)', async () => {
+  it('counts each keyed request by outcome at /metrics (first, replay, in_progress = 409, reused = 422)', async () => {
     const outcomes = async () => {
       const text = await (await fetch(`${t.base}/metrics`)).text();
       const of = (o: string) =>
@@ -51,19 +51,26 @@ describe('metrics', () => {
             .find((l) => l.startsWith('halo_idempotency_outcomes_total{') && l.includes(`outcome="${o}"`) && l.includes('service="payments"'))
             ?.split(' ')[1] ?? 0,
         );
-      return { first: of('first'), replay: of('replay'), reused: of('reused') };
+      return { first: of('first'), replay: of('replay'), in_progress: of('in_progress'), reused: of('reused') };
     };
     const before = await outcomes();
     const key = newKey();
     expect((await pay(t.base, key, { amount: 3 })).status).toBe(201);
     expect((await pay(t.base, key, { amount: 3 })).status).toBe(201);
     expect((await pay(t.base, key, { amount: 4 })).status).toBe(422);
+    // Another request holds this key's lock (as another replica's would): 409.
+    const busyKey = newKey();
+    const lockKey = (t.service.domain.store as RedisIdempotencyStore).keys(`7:${sha256Hex(busyKey)}`).lock;
+    await redis.set(lockKey, `deadbeef:${requestFingerprint('POST', '/api/payments', { amount: 5 })}`, 'PX', 5000);
+    expect((await pay(t.base, busyKey, { amount: 5 })).status).toBe(409);
+    await redis.del(lockKey);
     const after = await outcomes();
-    expect({ first: after.first - before.first, replay: after.replay - before.replay, reused: after.reused - before.reused }).toEqual({
-      first: 1,
-      replay: 1,
-      reused: 1,
-    });
+    expect({
+      first: after.first - before.first,
+      replay: after.replay - before.replay,
+      in_progress: after.in_progress - before.in_progress,
+      reused: after.reused - before.reused,
+    }).toEqual({ first: 1, replay: 1, in_progress: 1, reused: 1 });
   });
 });
 
