@@ -1,6 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import {
   closeHttpServer,
+  CONNECTIONS_CHECKING,
+  guardHttpServer,
   healthCheck,
   Lifecycle,
   listen,
@@ -122,7 +124,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     if (!graphql.isReady()) throw new Error('supergraph not loaded');
   });
 
-  const server = createServer({ ServerResponse: GatewayResponse }, (req, res) => {
+  const server = createServer({ ServerResponse: GatewayResponse, ...CONNECTIONS_CHECKING }, (req, res) => {
     const requestId = requestIdOf(req);
     // Set on the request so the proxy and the subgraph fetches forward it upstream.
     req.headers[REQUEST_ID_HEADER] = requestId;
@@ -174,6 +176,8 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   });
   // Longer than common load-balancer idle timeouts, so they close idle connections first.
   server.keepAliveTimeout = 65_000;
+  // A slow client holds one connection for a bounded time, then gets a contract 408.
+  guardHttpServer(server, { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS });
   // GraphQL over WebSocket on the same port and path (graphql-transport-ws).
   const subscriptions = createSubscriptions({
     server,

@@ -39,6 +39,10 @@ export const gatewayConfigShape = {
   LOG_LEVEL: env.logLevel(),
   BODY_LIMIT: env.bytes('1mb'),
   SHUTDOWN_TIMEOUT_MS: env.int(10_000),
+  /** A client must have sent its request headers within this (408 otherwise). */
+  HTTP_HEADERS_TIMEOUT_MS: env.int(10_000, 1),
+  /** A client must have sent its whole request, body included, within this (408 otherwise). */
+  HTTP_REQUEST_TIMEOUT_MS: env.int(30_000, 1),
   /** Idle time on an upstream connection before the gateway answers 504. */
   UPSTREAM_TIMEOUT_MS: env.int(30_000, 1),
   SUPERGRAPH_PATH: z.string().default(DEFAULT_SUPERGRAPH_PATH),

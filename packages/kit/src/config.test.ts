@@ -21,6 +21,8 @@ describe('loadConfig', () => {
     expect(loadConfig(shape, DB)).toEqual({
       HALO_ENV: 'production',
       HTTP_HOST: '0.0.0.0',
+      HTTP_HEADERS_TIMEOUT_MS: 10_000,
+      HTTP_REQUEST_TIMEOUT_MS: 30_000,
       HTTP_PORT: 4002,
       GRPC_PORT: 5002,
       DATABASE_URL: DB.DATABASE_URL,

@@ -93,6 +93,10 @@ export function serviceConfigShape(defaults: { httpPort: number; grpcPort?: numb
     LOG_LEVEL: env.logLevel(),
     BODY_LIMIT: env.bytes('1mb'),
     SHUTDOWN_TIMEOUT_MS: env.int(10_000),
+    /** A client must have sent its request headers within this (408 otherwise). */
+    HTTP_HEADERS_TIMEOUT_MS: env.int(10_000, 1),
+    /** A client must have sent its whole request, body included, within this (408 otherwise). */
+    HTTP_REQUEST_TIMEOUT_MS: env.int(30_000, 1),
     GRPC_DEADLINE_MS: env.int(2_000, 1),
     /** Extra attempts of a gRPC read whose peer was unreachable (src/call-policy.ts). */
     GRPC_RETRIES: env.int(2, 0),

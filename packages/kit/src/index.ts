@@ -5,6 +5,7 @@ export * from './graphql';
 export * from './grpc';
 export * from './call-policy';
 export * from './http';
+export * from './http-server';
 export * from './jwt';
 export * from './lifecycle';
 export * from './logger';

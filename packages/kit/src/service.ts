@@ -13,6 +13,7 @@ import { openDb, type Db } from './db';
 import { formatGraphQLError, graphqlCaller } from './graphql';
 import { startGrpcServer, type GrpcServiceBinding } from './grpc';
 import type { ServiceIdentity } from './service-identity';
+import { CONNECTIONS_CHECKING, guardHttpServer, type HttpTimeouts } from './http-server';
 import { metricsEndpoint, type ServiceMetrics } from './metrics';
 import { migrate } from './migrate';
 import { serveSubscriptions } from './subscriptions';
@@ -52,11 +53,12 @@ export function finishHttpApp(app: Express): Express {
 /** Starts an HTTP server and registers its graceful drain on the lifecycle. */
 export async function serveHttp(
   app: Express,
-  opts: { port: number; host: string; lifecycle: Lifecycle; logger: Logger; drainMs: number },
+  opts: { port: number; host: string; lifecycle: Lifecycle; logger: Logger; drainMs: number; timeouts?: HttpTimeouts },
 ): Promise<{ server: Server; port: number }> {
-  const server = createServer(app);
+  const server = createServer(CONNECTIONS_CHECKING, app);
   // Keep-alive longer than typical proxy idle timeouts, so the gateway's pooled sockets are not cut mid-request.
   server.keepAliveTimeout = 65_000;
+  guardHttpServer(server, opts.timeouts ?? { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000 });
   const port = await listen(server, opts.port, opts.host);
   opts.lifecycle.register('http server', () => closeHttpServer(server, opts.drainMs));
   opts.logger.info({ port }, 'HTTP listening');
@@ -111,6 +113,8 @@ export interface ServiceRuntimeConfig {
   HTTP_PORT: number;
   GRPC_PORT: number;
   SHUTDOWN_TIMEOUT_MS: number;
+  HTTP_HEADERS_TIMEOUT_MS?: number;
+  HTTP_REQUEST_TIMEOUT_MS?: number;
 }
 
 /** What a started service hands back to its main (and to tests). */
@@ -233,6 +237,7 @@ export async function serveService(opts: {
     lifecycle,
     logger,
     drainMs: config.SHUTDOWN_TIMEOUT_MS,
+    timeouts: { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS ?? 10_000, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS ?? 30_000 },
   });
   // Registered after the HTTP server, so closed before it: upgraded sockets would hold its drain.
   if (opts.subscriptions) serveSubscriptions({ ...opts.subscriptions, server, logger, lifecycle, metrics: opts.metrics });
