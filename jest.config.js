@@ -11,7 +11,7 @@ const OIDC_PROVIDER_ESM = [
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/packages', '<rootDir>/services', '<rootDir>/gateway', '<rootDir>/tools', '<rootDir>/e2e', '<rootDir>/helm'],
+  roots: ['<rootDir>/packages', '<rootDir>/services', '<rootDir>/gateway', '<rootDir>/tools', '<rootDir>/e2e', '<rootDir>/helm', '<rootDir>/loadtest'],
   testMatch: ['**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   transform: {

@@ -1,95 +1,321 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
-import { join, resolve } from 'node:path';
-import autocannon from 'autocannon';
+import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { join, relative, resolve } from 'node:path';
 import { createLogger, openRedis, redisReady, SERVICE_NAMES } from '@halo/kit';
 import { dropSchema } from '@halo/kit/testing';
 import { startSystem, type RunningSystem } from '@halo/tools';
-import { benchFanout } from './chat-bench';
-import { benchPayments } from './payments-bench';
+import { benchFanout, type FanoutKey } from './chat-bench';
+import { benchGateways, QUERIES, REST_PATHS, startPeers, type GatewaysReport, type Peers, type Ratio } from './gateways-bench';
+import { benchPayments, type PaymentsKey } from './payments-bench';
+import { memOf, pin, pinTree, planPinning, threadAffinity, type Pinning } from './pin';
+import { spread } from './rounds';
 
 /**
- * `npm run bench`: starts Halo (embedded, NODE_ENV=production) plus a bare node:http server as
- * the machine's ceiling, loads each path with autocannon in ONE run, and prints throughput as
- * ratios (through the gateway vs direct to the service) with every process's peak RSS.
- * Absolute numbers depend on the machine; the ratios are what to compare between runs.
+ * `npm run bench`: ONE run, ONE summary table (loadtest/README.md). Starts Halo (embedded unless
+ * DATABASE_URL, NODE_ENV=production, LOG_LEVEL=info as a production install) and, beside it, the
+ * peers of the gateway comparison (src/gateways-bench.ts); pins the load generator (this process:
+ * autocannon runs in it) to one CPU and every server process to another; then measures
+ *
+ * - the gateways (S1, S1c), REST through the gateway vs direct (S2) and the node:http ceiling, in
+ *   paired rounds (src/rounds.ts) with the gateway's CPU per request (BENCH_ONLY=gateways);
+ * - payments' idempotency layer (S3, src/payments-bench.ts; BENCH_ONLY=payments);
+ * - subscription fan-out through the gateway (S5, src/chat-bench.ts; BENCH_ONLY=chat);
+ *
+ * and prints the summary, writes loadtest/results/gateways[-postgres].{json,md} and merges its
+ * sections into docs/benchmarks.md. Server logs go to loadtest/results/logs/, never through this
+ * process (that would charge the load generator's CPU for them).
  */
 const ROOT = resolve(__dirname, '../..');
-const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const DURATION_S = Number(process.env.BENCH_DURATION ?? 15);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const WARMUP_S = Number(process.env.BENCH_WARMUP ?? Math.min(5, DURATION_S));
 const PORT_OFFSET = Number(process.env.BENCH_PORT_OFFSET ?? 200);
+/** Also Halo and Hive without in-flight dedupe, engine for engine with plain Apollo (S1). */
+const NO_DEDUPE = process.env.BENCH_NO_DEDUPE === '1' || process.env.BENCH_NO_DEDUPE === 'true';
 const OUT = resolve(ROOT, 'docs/benchmarks.md');
-/** Which database the services run on; each mode keeps its own section of docs/benchmarks.md. */
+const RESULTS = resolve(ROOT, 'loadtest/results');
+const LOGS = join(RESULTS, 'logs');
+/** Which database the services run on; each mode keeps its own sections of docs/benchmarks.md. */
 const MODE = process.env.DATABASE_URL ? 'postgres' : 'embedded';
-/** `payments` or `chat`: only that scenario (and only its section is rewritten). */
-const ONLY = process.env.BENCH_ONLY;
-const runs = (scenario: 'gateway' | 'payments' | 'chat') => ONLY === undefined || ONLY === '' || ONLY === scenario;
+/** `gateways`, `payments` or `chat`: only that scenario (and only its sections are rewritten). */
+const ONLY = process.env.BENCH_ONLY === 'gateway' ? 'gateways' : process.env.BENCH_ONLY;
+const runs = (scenario: 'gateways' | 'payments' | 'chat') => ONLY === undefined || ONLY === '' || ONLY === scenario;
 /** Subscribers per fan-out row (BENCH_SUBSCRIBERS=100,500). */
 const SUBSCRIBERS = (process.env.BENCH_SUBSCRIBERS ?? '100,500').split(',').map(Number);
-/** A fresh secret per run: the bench signs its own tokens (payments needs a caller). */
+/** What a production install uses (the chart's default); every Halo process logs at it. */
+const LOG_LEVEL = 'info';
+/** A fresh secret per run: the bench signs its own tokens. */
 const JWT_SECRET = randomBytes(32).toString('base64url');
+const KNOBS = [
+  'BENCH_ONLY',
+  'BENCH_ROUNDS',
+  'BENCH_DURATION',
+  'BENCH_WARMUP',
+  'BENCH_CONNECTIONS',
+  'BENCH_PORT_OFFSET',
+  'BENCH_NO_DEDUPE',
+  'BENCH_SUBSCRIBERS',
+  'BENCH_MESSAGES',
+];
+const COMMAND = [
+  ...KNOBS.filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]}`),
+  ...(process.env.REDIS_URL ? ['REDIS_URL=redis://…'] : []),
+  ...(process.env.DATABASE_URL ? ['DATABASE_URL=postgres://…'] : []),
+  'npm run bench',
+].join(' ');
 
-interface Row {
+interface SummaryRow {
+  scenario: string;
+  measure: string;
+  value: string;
+  notes: string;
+  goal: string;
+  /** null: no goal. */
+  met: boolean | null;
+}
+
+const x = (v: number) => (Number.isFinite(v) ? `${v.toFixed(2)}×` : '—');
+const int = (v: number | null | undefined) => (v === null || v === undefined || !Number.isFinite(v) ? '—' : String(Math.round(v)));
+const range = (r: Ratio | undefined) => (r && r.spread.n ? `${x(r.spread.min)}–${x(r.spread.max)} (${r.spread.n} rounds)` : '—');
+
+function summaryRows(g: GatewaysReport | undefined, pay: PaymentsKey | undefined, chat: FanoutKey | null | undefined, memory: MemoryRow[]): SummaryRow[] {
+  const rows: SummaryRow[] = [];
+  if (g) {
+    const ratioRow = (scenario: string, measure: string, key: string, goal?: { text: string; ok: (v: number) => boolean }): SummaryRow => {
+      const r = g.ratios[key];
+      const v = r?.spread.median ?? NaN;
+      return { scenario, measure, value: x(v), notes: range(r), goal: goal?.text ?? '—', met: goal ? Number.isFinite(v) && goal.ok(v) : null };
+    };
+    rows.push({
+      scenario: 'ceiling',
+      measure: 'raw node:http `/hello`, req/s (one interval)',
+      value: int(g.ceiling.rps),
+      notes: `p99 ${g.ceiling.p99} ms`,
+      goal: '—',
+      met: null,
+    });
+    const names = { me: 'S1 `me { orders { product user } }`', nested: 'S1 nested `users { posts { … comments } }`', flat: 'S1 flat `posts(first: 10)`' };
+    for (const [q, scenario] of Object.entries(names)) {
+      rows.push(ratioRow(scenario, 'Halo ÷ Hive Gateway (defaults), req/s', `${q}:halo/hive`, { text: '≥ 1.0', ok: (v) => v >= 1 }));
+      rows.push(ratioRow(scenario, 'Halo ÷ plain @apollo/gateway + Apollo Server 5, req/s', `${q}:halo/apollo`));
+      const cpu = (t: string) => int(g.perTarget[`${q}:${t}`]?.cpuUsPerRequest);
+      const c = g.ratios[`${q}:cpu:halo/apollo`];
+      rows.push({
+        scenario,
+        measure: 'gateway CPU µs/request: Halo / Hive / Apollo',
+        value: `${cpu('halo')} / ${cpu('hive')} / ${cpu('apollo')}`,
+        notes: `Halo ÷ Apollo ${x(c?.spread.median ?? NaN)}, ${range(c)}`,
+        goal: 'Halo ≤ Apollo',
+        met: c ? c.spread.median <= 1 : false,
+      });
+      if (g.ratios[`${q}:halo-nodedupe/hive-nodedupe`]) {
+        rows.push(ratioRow(scenario, 'no in-flight dedupe: Halo ÷ Hive Gateway, req/s', `${q}:halo-nodedupe/hive-nodedupe`));
+        rows.push(ratioRow(scenario, 'no in-flight dedupe: Halo ÷ plain Apollo, req/s', `${q}:halo-nodedupe/apollo`));
+        const n = g.ratios[`${q}:cpu:halo-nodedupe/apollo`];
+        rows.push({
+          scenario,
+          measure: 'no in-flight dedupe: gateway CPU µs/request, Halo / Hive / Apollo',
+          value: `${cpu('halo-nodedupe')} / ${cpu('hive-nodedupe')} / ${cpu('apollo')}`,
+          notes: `Halo ÷ Apollo ${x(n?.spread.median ?? NaN)}, ${range(n)}`,
+          goal: '—',
+          met: null,
+        });
+      }
+    }
+    const s1c = 'S1c anonymous public `products` (maxAge 60)';
+    rows.push(ratioRow(s1c, 'Halo with its response cache (32 MiB) ÷ Hive Gateway, req/s', 'products:halo-cache/hive', { text: '≥ 3', ok: (v) => v >= 3 }));
+    rows.push(ratioRow(s1c, 'Halo, response cache off ÷ Hive Gateway, req/s', 'products:halo/hive'));
+    for (const [id, path] of [
+      ['rest-post', REST_PATHS.post],
+      ['rest-products', REST_PATHS.products],
+    ] as const) {
+      const scenario = `S2 REST \`GET ${path}\``;
+      rows.push(ratioRow(scenario, 'through the gateway ÷ direct to the service, req/s', `${id}:gateway/direct`, { text: '≥ 0.8', ok: (v) => v >= 0.8 }));
+      const perRound = g.rounds.map((r) => r[`${id}:gateway`]?.cpuUsPerRequest).filter((v): v is number => typeof v === 'number');
+      const s = spread(perRound);
+      rows.push({
+        scenario,
+        measure: 'gateway CPU µs per proxied request',
+        value: int(s.median),
+        notes: s.n ? `${int(s.min)}–${int(s.max)} (${s.n} rounds)` : '—',
+        goal: '—',
+        met: null,
+      });
+    }
+  }
+  if (pay) {
+    rows.push({
+      scenario: 'S3 payments idempotency',
+      measure: 'first calls: with the layer ÷ without, req/s',
+      value: x(pay.throughputRatio),
+      notes: 'one interval each',
+      goal: '≥ 0.85',
+      met: pay.throughputRatio >= 0.85,
+    });
+    rows.push({
+      scenario: 'S3 payments idempotency',
+      measure: 'p50 added by the layer (1 connection)',
+      value: `${pay.p50AddedMs >= 0 ? '+' : ''}${pay.p50AddedMs.toFixed(3)} ms`,
+      notes: '',
+      goal: '≤ 1 ms',
+      met: pay.p50AddedMs <= 1,
+    });
+  }
+  if (chat) {
+    rows.push({
+      scenario: 'S5 chat fan-out',
+      measure: `publish → receive p95, ${chat.subscribers} subscribers, \`author { name }\``,
+      value: `${chat.p95.toFixed(1)} ms, ${chat.lost} lost`,
+      notes: '',
+      goal: 'p95 < 50 ms, 0 lost',
+      met: chat.p95 < 50 && chat.lost === 0,
+    });
+  }
+  const gwMem = memory.find((m) => m.name === 'gateway');
+  if (gwMem && (g || chat)) {
+    const peers = memory.filter((m) => ['gateway-cache', 'gateway-no-dedupe', 'hive', 'hive-no-dedupe', 'apollo'].includes(m.name));
+    rows.push({
+      scenario: 'memory',
+      measure: 'Halo gateway peak RSS under load (VmHWM, whole run)',
+      value: `${int(gwMem.peak)} MB`,
+      notes: peers.map((m) => `${m.name} ${int(m.peak)}`).join(', '),
+      goal: '< 300 MB',
+      met: gwMem.peak < 300,
+    });
+  }
+  return rows;
+}
+
+function renderSummary(rows: SummaryRow[]): string {
+  return [
+    '| scenario | measure | median | min–max / notes | goal | met |',
+    '|---|---|---:|---|---|---|',
+    ...rows.map((r) => `| ${r.scenario} | ${r.measure} | ${r.value} | ${r.notes} | ${r.goal} | ${r.met === null ? '' : r.met ? 'yes' : '**no**'} |`),
+    '',
+  ].join('\n');
+}
+
+interface MemoryRow {
   name: string;
-  target: string;
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: number;
+  pid: number;
+  idle: number;
+  peak: number;
 }
 
-const PRODUCTS = '/products?category=books&sort=price&order=desc&page=1&limit=10';
-
-const NESTED_QUERY = JSON.stringify({
-  query: '{ users { id name posts { id title author { id name } comments { id body author { name } } } } }',
-});
-
-async function load(
-  name: string,
-  url: string,
-  init: { method?: 'GET' | 'POST'; body?: string; headers?: Record<string, string> } = {},
-): Promise<Row> {
-  // A short warm-up so JIT, connection pools and query plans are hot before measuring.
-  await autocannon({ url, connections: 10, duration: 1, ...init });
-  const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, ...init });
-  const errors = r.errors + r.timeouts + r.non2xx;
-  return { name, target: url, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors };
+interface RunInfo {
+  started: Date;
+  readySecs: number;
+  pinning: Pinning;
+  affinity: { name: string; pid: number; cpus: string }[];
+  load: { start: number[]; end: number[] };
 }
 
-/** Resident set size in MB from /proc (VmHWM is the kernel's own peak). */
-function memOf(pid: number): { rss: number; peak: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
-  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+function machine(): string {
+  const cpu = cpus();
+  return `${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Node ${process.version}`;
 }
 
-function startCeiling(port: number): Promise<ChildProcess> {
-  const code = `require('node:http').createServer((q, s) => {
-    s.writeHead(200, { 'content-type': 'application/json' }); s.end('{"message":"Halo Dunia!"}');
-  }).listen(${port}, '127.0.0.1', () => process.send('ready'));`;
-  const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-  return new Promise((ok, fail) => {
-    child.once('message', () => ok(child));
-    child.once('exit', (c) => fail(new Error(`ceiling server exited with ${c}`)));
-  });
+const loadText = (l: number[]) => l.map((v) => v.toFixed(2)).join(' / ');
+
+function renderGatewaysSection(g: GatewaysReport, rows: SummaryRow[], memory: MemoryRow[], info: RunInfo, detailed: boolean): string {
+  const targets = g.groups.flatMap((grp) => grp.targets.map((t) => ({ grp, t })));
+  const lines = [
+    `## Gateways compared, pinned and paired (${MODE === 'postgres' ? 'PostgreSQL' : 'embedded PostgreSQL'})`,
+    '',
+    `- Command: \`${COMMAND}\` (${info.started.toISOString()}); system ready ${info.readySecs.toFixed(1)} s after launch`,
+    `- Machine: ${machine()}`,
+    `- CPUs: ${info.pinning.describe}`,
+    `- Load average (1 / 5 / 15 min) at the start of measuring: ${loadText(info.load.start)}; at the end: ${loadText(info.load.end)}`,
+    `- Method: ${CONNECTIONS} closed-loop connections (autocannon); ${ROUNDS} rounds × ${DURATION_S} s per target, after a ${WARMUP_S} s warm-up of every target;` +
+      ' the targets of a comparison back to back, their order rotated each round; each ratio is computed inside a round and the' +
+      ' median of the per-round ratios is shown with their min–max. CPU per request: utime + stime of the gateway process' +
+      ' (/proc/<pid>/stat, all threads) over the interval ÷ requests completed.',
+    '- Every server: NODE_ENV=production, output to files (loadtest/results/logs/), not through the load generator.' +
+      ' Halo: LOG_LEVEL=info (a production install\'s level), GRAPHQL_MAX_COST=5000 (the nested query costs 2210 with the' +
+      ' default list size; the cost check still runs), in-flight dedupe on (its default), response cache OFF' +
+      ' (GRAPHQL_RESPONSE_CACHE_MIB=0) except for the second Halo gateway of S1c (its default 32 MiB), which has the same' +
+      ' environment otherwise. Hive Gateway 2.12 (`@graphql-hive/gateway-runtime`, node:http): its defaults, in-flight' +
+      ' dedupe of identical subgraph requests on (`deduplicateInflightRequests` of its HTTP transport), no usage reporting,' +
+      ' `authorization` propagated to subgraphs. Plain Apollo: @apollo/gateway 2.14 + Apollo Server 5 standalone, keep-alive' +
+      ' fetch, `authorization` forwarded, telemetry and reporting off. All on the same running subgraphs.',
+    '- In-flight dedupe: all connections send the same query with the same credentials, so Halo\'s and Hive\'s dedupe' +
+      ' (never across callers) shares most subgraph fetches among concurrent requests; plain Apollo has none. The S1 ratios' +
+      ' against plain Apollo measure that as much as the engines' +
+      (NO_DEDUPE
+        ? '; the "no in-flight dedupe" rows compare the engines alone (a third Halo gateway with GRAPHQL_DEDUPE_INFLIGHT=false, a second Hive with `deduplicateInflightRequests: false`).'
+        : ' (`BENCH_NO_DEDUPE=1` adds Halo and Hive without it).'),
+    '- Halo checks the caller\'s JWT at the edge (and the subgraphs again); the peers only forward it to the subgraphs,' +
+      ' which verify it. `me { orders }` is asked as a demo user with ' +
+      `${g.ordersOfCaller} orders (entity fetches to catalog and content); every answer was checked to be the same data without errors from every gateway before measuring.`,
+    '',
+    renderSummary(rows),
+    '### Per target (medians over the rounds)',
+    '',
+    '| comparison | target | req/s | p50 ms | p99 ms | CPU µs/req (process) | failed requests (timed out), all rounds |',
+    '|---|---|---:|---:|---:|---:|---:|',
+    ...targets.map(({ grp, t }) => {
+      const p = g.perTarget[t.id]!;
+      return `| ${grp.id} | ${t.label} | ${int(p.rps)} | ${p.p50} | ${p.p99} | ${int(p.cpuUsPerRequest)}${t.cpuOf ? ` (${t.cpuOf})` : ''} | ${p.errors}${p.timeouts ? ` (${p.timeouts})` : ''} |`;
+    }),
+    `| ceiling | raw node:http | ${int(g.ceiling.rps)} | ${g.ceiling.p50} | ${g.ceiling.p99} | ${int(g.ceiling.cpuUsPerRequest)} | ${g.ceiling.errors} |`,
+    '',
+    '### Memory (RSS MB)',
+    '',
+    '| process | after start | peak (VmHWM), whole run |',
+    '|---|---:|---:|',
+    ...memory.map((m) => `| ${m.name} | ${int(m.idle)} | ${int(m.peak)} |`),
+    '',
+  ];
+  if (detailed) {
+    lines.push(
+      '### Per-round ratios',
+      '',
+      '| ratio | per round |',
+      '|---|---|',
+      ...Object.entries(g.ratios).map(([name, r]) => `| ${name} | ${r.values.map((v) => v.toFixed(3)).join(', ')} |`),
+      '',
+      '### Queries',
+      '',
+      ...Object.entries(QUERIES).map(([k, q]) => `- ${k}: \`${q}\``),
+      '',
+      '### CPU affinity of every process after pinning',
+      '',
+      ...info.affinity.map((a) => `- ${a.name} (pid ${a.pid}): CPU ${a.cpus}`),
+      '',
+    );
+  } else {
+    lines.push('Per-round ratios, queries and CPU affinities: `loadtest/results/' + resultsName() + '.md` (and `.json`).', '');
+  }
+  return lines.join('\n');
 }
+
+const resultsName = () => (MODE === 'postgres' ? 'gateways-postgres' : 'gateways');
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'halo-bench-'));
   chmodSync(dataDir, 0o755); // the embedded PostgreSQL may run as user postgres
+  mkdirSync(LOGS, { recursive: true });
+  const launcherLog = openSync(join(LOGS, 'launcher.log'), 'w');
   const benchSchema = `bench_${process.pid}`;
-  const started = Date.now();
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  const pinning = planPinning();
+  log(`bench: ${pinning.describe}`);
+  // Until everything is started, this process sits on the servers' CPU: whatever it spawns
+  // inherits that affinity from birth. Each server is pinned explicitly below anyway.
+  if (pinning.enabled) pin(process.pid, pinning.serverCpu!);
+  const started = new Date();
   let system: RunningSystem | undefined;
-  let ceiling: ChildProcess | undefined;
+  let peers: Peers | undefined;
   try {
     system = await startSystem({
       portOffset: PORT_OFFSET,
+      devOidc: false,
       env: {
         NODE_ENV: 'production',
         HALO_ENV: 'development',
-        LOG_LEVEL: 'warn',
+        LOG_LEVEL,
         // The nested query is deliberately heavy (three unbounded list levels: cost 2210 with the
         // default list size) and is measured engine for engine; the cost check still runs.
         GRAPHQL_MAX_COST: '5000',
@@ -98,51 +324,63 @@ async function main(): Promise<void> {
       },
       // Postgres mode works in a throwaway schema (dropped below); the embedded server in a temp directory.
       postgresDataDir: join(dataDir, 'postgres'),
-      envFor: Object.fromEntries(
-        SERVICE_NAMES.map((name) => [name, { DB_SCHEMA: MODE === 'postgres' ? `${benchSchema}_${name}` : undefined }]),
-      ),
-      onLog: (name, line) => process.stderr.write(`${name}| ${line}\n`),
+      envFor: {
+        ...Object.fromEntries(SERVICE_NAMES.map((name) => [name, { DB_SCHEMA: MODE === 'postgres' ? `${benchSchema}_${name}` : undefined }])),
+        // S1 compares engines: the edge response cache only in S1c's second gateway.
+        gateway: { GRAPHQL_RESPONSE_CACHE_MIB: '0' },
+      },
+      logDir: LOGS,
+      onLog: (name, line) => writeSync(launcherLog, `${name}| ${line}\n`),
     });
-    const readySecs = (Date.now() - started) / 1000;
-    const log = (line: string) => process.stderr.write(`${line}\n`);
+    const readySecs = (Date.now() - started.getTime()) / 1000;
+    if (runs('gateways')) peers = await startPeers({ system, portOffset: PORT_OFFSET, noDedupe: NO_DEDUPE, workDir: dataDir, logDir: LOGS });
+
+    const servers = [
+      ...system.processes.map((p) => ({ name: p.replica ? `${p.name}-${p.replica}` : p.name, pid: p.child.pid! })),
+      ...(peers?.all ?? []).map((p) => ({ name: p.name, pid: p.child.pid! })),
+    ];
+    const affinity: RunInfo['affinity'] = [];
+    if (pinning.enabled) {
+      for (const s of servers) pinTree(s.pid, pinning.serverCpu!);
+      if (system.postgres) pinTree(system.postgres.child.pid!, pinning.serverCpu!);
+      pin(process.pid, pinning.loadCpu!);
+      const check = [
+        ...servers.map((s) => ({ ...s, want: pinning.serverCpu! })),
+        ...(system.postgres ? [{ name: 'postgres', pid: system.postgres.child.pid!, want: pinning.serverCpu! }] : []),
+        { name: 'bench (load generator)', pid: process.pid, want: pinning.loadCpu! },
+      ];
+      for (const c of check) {
+        const lists = threadAffinity(c.pid);
+        affinity.push({ name: c.name, pid: c.pid, cpus: lists.join(' | ') });
+        if (lists.length !== 1 || lists[0] !== String(c.want)) throw new Error(`${c.name} (pid ${c.pid}) runs on CPUs ${lists.join(' | ')}, not ${c.want}`);
+      }
+      log(`bench: pinned ${check.length} processes (PostgreSQL's backends with their postmaster)`);
+    }
+    const idle = new Map(servers.map((s) => [s.name, memOf(s.pid).rss]));
+    const load = { start: loadavg(), end: [] as number[] };
+    log(`bench: load average at start ${loadText(load.start)}`);
     let doc = existsSync(OUT) ? readFileSync(OUT, 'utf8') : '';
 
-    if (runs('gateway')) {
-      const ceilingPort = 4999 + PORT_OFFSET;
-      ceiling = await startCeiling(ceilingPort);
-
-      const gw = system.gatewayUrl;
-      const content = system.processes.find((p) => p.name === 'content')!.url;
-      const catalog = system.processes.find((p) => p.name === 'catalog')!.url;
-      const idle = Object.fromEntries(system.processes.map((p) => [p.name, memOf(p.child.pid!).rss]));
-
-      const gql = { method: 'POST' as const, body: NESTED_QUERY, headers: { 'content-type': 'application/json' } };
-      const rows: Row[] = [];
-      const run = async (name: string, url: string, init?: Parameters<typeof load>[2]) => {
-        log(`bench: ${name} …`);
-        rows.push(await load(name, url, init));
-      };
-      await run('raw node:http (ceiling)', `http://127.0.0.1:${ceilingPort}/hello`);
-      await run('REST /hello direct', `${content}/hello`);
-      await run('REST /hello via gateway', `${gw}/hello`);
-      await run('REST /posts/2 direct', `${content}/posts/2`);
-      await run('REST /posts/2 via gateway', `${gw}/posts/2`);
-      await run('REST /products (filter+sort) direct', `${catalog}${PRODUCTS}`);
-      await run('REST /products (filter+sort) via gateway', `${gw}${PRODUCTS}`);
-      await run('GraphQL nested direct (subgraph)', `${content}/graphql`, gql);
-      await run('GraphQL nested via gateway', `${gw}/graphql`, gql);
-
-      const peaks = system.processes.map((p) => ({ name: p.name, idle: idle[p.name]!, peak: memOf(p.child.pid!).peak }));
-      const section = render(rows, peaks, readySecs);
-      process.stdout.write(section);
-      doc = mergeSection(doc, MODE, section);
+    let gateways: GatewaysReport | undefined;
+    if (peers) {
+      gateways = await benchGateways({
+        system,
+        peers,
+        jwtSecret: JWT_SECRET,
+        connections: CONNECTIONS,
+        durationS: DURATION_S,
+        rounds: ROUNDS,
+        warmupS: WARMUP_S,
+        log,
+      });
     }
 
     // Payments: the idempotency layer's cost, and replays against first calls.
+    let payments: PaymentsKey | undefined;
     if (runs('payments')) {
       const paymentsSchema = MODE === 'postgres' ? `${benchSchema}_payments` : 'payments';
       const store = process.env.REDIS_URL ? 'redis' : 'memory';
-      const paymentsSection = await benchPayments({
+      const { section, key } = await benchPayments({
         withLayer: system.processes.find((p) => p.name === 'payments')!.url,
         env:
           MODE === 'postgres'
@@ -155,16 +393,20 @@ async function main(): Promise<void> {
         store,
         mode: MODE,
         log,
+        logLevel: LOG_LEVEL,
+        ...(pinning.enabled ? { onSpawn: (pid: number) => pinTree(pid, pinning.serverCpu!) } : {}),
+        pinning: pinning.describe,
       });
-      process.stdout.write(paymentsSection);
-      doc = mergeSection(doc, `payments-${MODE}-${store}`, paymentsSection);
+      payments = key;
+      doc = mergeSection(doc, `payments-${MODE}-${store}`, section);
       if (process.env.REDIS_URL) await dropBenchKeys(process.env.REDIS_URL, paymentsSchema);
     }
 
     // Subscriptions: publish → receive latency through the gateway for many subscribers.
+    let chat: FanoutKey | null | undefined;
     if (runs('chat')) {
       const pubsub = process.env.REDIS_URL ? 'redis' : 'in-process';
-      const chatSection = await benchFanout({
+      const { section, key } = await benchFanout({
         gatewayUrl: system.gatewayUrl,
         jwtSecret: JWT_SECRET,
         subscriberCounts: SUBSCRIBERS,
@@ -172,16 +414,61 @@ async function main(): Promise<void> {
         intervalMs: 20,
         pubsub: `${pubsub} pub/sub, ${MODE === 'postgres' ? 'PostgreSQL' : 'embedded PostgreSQL'}`,
         log,
+        pinning: pinning.describe,
       });
-      process.stdout.write(chatSection);
-      doc = mergeSection(doc, `chat-${MODE}-${pubsub}`, chatSection);
+      chat = key;
+      doc = mergeSection(doc, `chat-${MODE}-${pubsub}`, section);
     }
+    load.end = loadavg();
+    log(`bench: load average at the end ${loadText(load.end)}`);
 
+    const memory: MemoryRow[] = servers.map((s) => ({ name: s.name, pid: s.pid, idle: idle.get(s.name) ?? NaN, peak: memOf(s.pid).peak }));
+    const rows = summaryRows(gateways, payments, chat, memory);
+    const info: RunInfo = { started, readySecs, pinning, affinity, load };
+    if (gateways) {
+      writeFileSync(join(RESULTS, `${resultsName()}.md`), `${renderGatewaysSection(gateways, rows, memory, info, true)}`);
+      writeFileSync(
+        join(RESULTS, `${resultsName()}.json`),
+        `${JSON.stringify(
+          {
+            command: COMMAND,
+            date: started.toISOString(),
+            machine: machine(),
+            mode: MODE,
+            config: { connections: CONNECTIONS, durationS: DURATION_S, rounds: ROUNDS, warmupS: WARMUP_S, portOffset: PORT_OFFSET, noDedupe: NO_DEDUPE },
+            pinning: { ...pinning, affinity },
+            loadAverage: load,
+            queries: QUERIES,
+            restPaths: REST_PATHS,
+            summary: rows,
+            gateways,
+            payments: payments ?? null,
+            chat: chat ?? null,
+            memory,
+          },
+          null,
+          2,
+        )}\n`,
+      );
+      doc = mergeSection(doc, resultsName(), renderGatewaysSection(gateways, rows, memory, info, false), true);
+      log(`bench: wrote ${relative(ROOT, join(RESULTS, resultsName()))}.{json,md}`);
+    }
     writeFileSync(OUT, doc);
-    log(`bench: wrote ${OUT}`);
+    log(`bench: wrote ${relative(ROOT, OUT)}`);
+    const errors = gateways ? Object.values(gateways.perTarget).reduce((a, p) => a + p.errors, 0) + gateways.ceiling.errors : 0;
+    process.stdout.write(
+      [
+        '',
+        `${COMMAND} — ${machine()}`,
+        `${pinning.describe}; load average ${loadText(load.start)} → ${loadText(load.end)}${errors ? `; ${errors} REQUEST ERRORS while measuring` : ''}`,
+        '',
+        renderSummary(rows),
+      ].join('\n'),
+    );
   } finally {
-    ceiling?.kill();
+    await peers?.stop();
     await system?.stop();
+    closeSync(launcherLog);
     rmSync(dataDir, { recursive: true, force: true });
     if (MODE === 'postgres') for (const name of SERVICE_NAMES) await dropSchema(`${benchSchema}_${name}`, process.env.DATABASE_URL!);
   }
@@ -203,58 +490,21 @@ async function dropBenchKeys(url: string, schema: string): Promise<void> {
   }
 }
 
-function render(rows: Row[], mem: { name: string; idle: number; peak: number }[], readySecs: number): string {
-  const by = (name: string) => rows.find((r) => r.name === name)!;
-  const ratio = (a: string, b: string) => by(a).rps / by(b).rps;
-  const ratios = [
-    ['REST /hello: gateway ÷ direct', ratio('REST /hello via gateway', 'REST /hello direct'), '≥ 0.5'],
-    ['REST /posts/2: gateway ÷ direct', ratio('REST /posts/2 via gateway', 'REST /posts/2 direct'), '≥ 0.5'],
-    ['REST /products: gateway ÷ direct', ratio('REST /products (filter+sort) via gateway', 'REST /products (filter+sort) direct'), '≥ 0.5'],
-    ['GraphQL nested: gateway ÷ subgraph', ratio('GraphQL nested via gateway', 'GraphQL nested direct (subgraph)'), '—'],
-    ['REST /hello direct ÷ raw node:http', ratio('REST /hello direct', 'raw node:http (ceiling)'), '—'],
-    ['REST /hello via gateway ÷ raw node:http', ratio('REST /hello via gateway', 'raw node:http (ceiling)'), '—'],
-  ] as const;
-  const cpu = cpus();
-  const lines = [
-    `## ${MODE === 'postgres' ? 'Production mode: PostgreSQL (`DATABASE_URL`)' : 'Embedded mode: one embedded PostgreSQL (`npm start` default)'}`,
-    '',
-    `- Command: \`${MODE === 'postgres' ? 'DATABASE_URL=postgres://… ' : ''}npm run bench\``,
-    `- Date: ${new Date().toISOString()}`,
-    `- Machine: ${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Node ${process.version}`,
-    `- Load: ${CONNECTIONS} connections, ${DURATION_S} s per row after a 1 s warm-up; NODE_ENV=production, LOG_LEVEL=warn`,
-    `- System ready ${readySecs.toFixed(1)} s after launch (built, data directory new)`,
-    '',
-    '### Ratios',
-    '',
-    '| ratio | value | goal |',
-    '|---|---:|---|',
-    ...ratios.map(([name, v, goal]) => `| ${name} | ${v.toFixed(2)}× | ${goal} |`),
-    '',
-    '### Throughput',
-    '',
-    '| path | req/s | p50 ms | p99 ms | errors |',
-    '|---|---:|---:|---:|---:|',
-    ...rows.map((r) => `| ${r.name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.errors} |`),
-    '',
-    '### Memory (RSS)',
-    '',
-    '| process | idle MB (goal < 150) | peak MB under load (gateway goal < 300) |',
-    '|---|---:|---:|',
-    ...mem.map((m) => `| ${m.name} | ${m.idle.toFixed(0)} | ${m.peak.toFixed(0)} |`),
-    '',
-  ];
-  return lines.join('\n');
-}
-
 const HEADER = `# Benchmarks
 
-Produced by \`npm run bench\` (loadtest/src/bench.ts). Each section comes from ONE run on one
-machine; compare ratios, not absolute numbers — the load generator (autocannon) shares the two
-cores with Halo. Sections are rewritten by the run of their mode and kept otherwise.
+Produced by \`npm run bench\` (loadtest/src/bench.ts; method and knobs in loadtest/README.md). The
+headline is the first section, the gateways compared pinned and paired: ONE run, the load
+generator (autocannon) on one CPU and every server process on the other, every ratio taken inside
+a round and shown as the median over the rounds with its min–max, and ONE summary table that also
+carries the payments (S3) and fan-out (S5) key figures. Compare ratios, not absolute numbers.
+Sections are rewritten by the run of their mode and kept otherwise.
 `;
 
-/** Replaces (or appends) this mode's section, keeping the other mode's last result. */
-function mergeSection(doc: string, mode: string, section: string): string {
+/**
+ * Replaces (or adds) this mode's section, keeping the others. A new headline section goes right
+ * after the header, before the older ones; others are appended.
+ */
+function mergeSection(doc: string, mode: string, section: string, headline = false): string {
   const start = `<!-- bench:${mode} -->`;
   const end = `<!-- /bench:${mode} -->`;
   const block = `${start}\n${section}${end}\n`;
@@ -262,6 +512,10 @@ function mergeSection(doc: string, mode: string, section: string): string {
   const i = body.indexOf(start);
   const j = body.indexOf(end);
   if (i !== -1 && j !== -1) return body.slice(0, i) + block + body.slice(j + end.length + 1);
+  if (headline) {
+    const first = body.indexOf('<!-- bench:');
+    if (first !== -1) return `${body.slice(0, first)}${block}\n${body.slice(first)}`;
+  }
   return `${body.trimEnd()}\n\n${block}`;
 }
 

@@ -20,6 +20,15 @@ export interface FanoutOptions {
   /** For the heading: what carries events between chat processes, and the database. */
   pubsub: string;
   log: (line: string) => void;
+  /** One line on how load generator and servers shared the CPUs, for the section. */
+  pinning?: string;
+}
+
+/** The figure the summary table of `npm run bench` shows: the largest row with `author { name }`. */
+export interface FanoutKey {
+  subscribers: number;
+  p95: number;
+  lost: number;
 }
 
 interface FanoutRow {
@@ -42,7 +51,7 @@ const SEND = 'mutation($c: ID!, $t: String!) { sendMessage(chatId: $c, text: $t)
 const now = () => performance.timeOrigin + performance.now();
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
-export async function benchFanout(opts: FanoutOptions): Promise<string> {
+export async function benchFanout(opts: FanoutOptions): Promise<{ section: string; key: FanoutKey | null }> {
   const rows: FanoutRow[] = [];
   const sender = signAccessToken({ sub: '1', name: 'bench', role: 'user' }, opts.jwtSecret, 3600);
   const send = async (chatId: string, text: string) => {
@@ -113,15 +122,19 @@ export async function benchFanout(opts: FanoutOptions): Promise<string> {
   }
 
   const ms = (v: number) => (Number.isFinite(v) ? v.toFixed(1) : '—');
-  return [
+  const withAuthor = rows.filter((r) => r.selection.startsWith('with author')).sort((a, b) => b.subscribers - a.subscribers)[0];
+  const key = withAuthor ? { subscribers: withAuthor.subscribers, p95: withAuthor.p95, lost: withAuthor.expected - withAuthor.delivered } : null;
+  const section = [
     `## Subscriptions: publish → receive through the gateway (${opts.pubsub})`,
     '',
     `- ${opts.messages} messages per row, one every ${opts.intervalMs} ms, sent with sendMessage over HTTP through the gateway; every subscriber its own WebSocket and user; goal p95 < 50 ms at 500 subscribers, 0 lost`,
     `- Date: ${new Date().toISOString()}`,
+    ...(opts.pinning ? [`- CPUs: ${opts.pinning}`] : []),
     '',
     '| selection | subscribers | p50 ms | p95 ms | p99 ms | max ms | lost |',
     '|---|---:|---:|---:|---:|---:|---:|',
     ...rows.map((r) => `| ${r.selection} | ${r.subscribers} | ${ms(r.p50)} | ${ms(r.p95)} | ${ms(r.p99)} | ${ms(r.max)} | ${r.expected - r.delivered} |`),
     '',
   ].join('\n');
+  return { section, key };
 }

@@ -33,6 +33,20 @@ export interface PaymentsBenchOptions {
   /** The database: `embedded` or `postgres` (DATABASE_URL). */
   mode: string;
   log: (line: string) => void;
+  /** The system's LOG_LEVEL, so both payments processes log alike (default warn). */
+  logLevel?: string;
+  /** Called with the pid of the extra payments process as soon as it is spawned (CPU pinning). */
+  onSpawn?: (pid: number) => void;
+  /** One line on how load generator and servers shared the CPUs, for the section. */
+  pinning?: string;
+}
+
+/** The figures the summary table of `npm run bench` shows. */
+export interface PaymentsKey {
+  /** First calls: throughput with the idempotency layer ÷ without. */
+  throughputRatio: number;
+  /** First calls over one connection: p50 with the layer minus without, ms. */
+  p50AddedMs: number;
 }
 
 interface ThroughputRow {
@@ -62,7 +76,8 @@ async function startWithoutLayer(opts: PaymentsBenchOptions): Promise<ChildProce
       ...opts.env,
       NODE_ENV: 'production',
       HALO_ENV: 'development',
-      LOG_LEVEL: 'warn',
+      // The system's own payments logs at this level too: only the layer may differ.
+      LOG_LEVEL: opts.logLevel ?? 'warn',
       SEED_DEMO_DATA: 'false',
       HTTP_HOST: '127.0.0.1',
       HTTP_PORT: String(opts.port),
@@ -74,6 +89,7 @@ async function startWithoutLayer(opts: PaymentsBenchOptions): Promise<ChildProce
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  if (child.pid !== undefined) opts.onSpawn?.(child.pid);
   const base = `http://127.0.0.1:${opts.port}`;
   for (let i = 0; i < 200; i++) {
     if (child.exitCode !== null) throw new Error(`payments (no idempotency layer) exited with ${child.exitCode}`);
@@ -110,7 +126,7 @@ async function throughput(
   const run = (duration: number, connections: number) => autocannon({ url: base, connections, duration, requests: [req] });
   await run(1, 10);
   const r = await run(opts.durationS, opts.connections);
-  return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx };
+  return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx /* errors include timeouts */ };
 }
 
 /** One keep-alive connection, one request after another, timed with hrtime. */
@@ -139,7 +155,7 @@ async function latency(name: string, base: string, token: string, key: string | 
   return { name, n: samples.length, p50: at(0.5), p99: at(0.99), mean: samples.reduce((a, b) => a + b, 0) / samples.length };
 }
 
-export async function benchPayments(opts: PaymentsBenchOptions): Promise<string> {
+export async function benchPayments(opts: PaymentsBenchOptions): Promise<{ section: string; key: PaymentsKey }> {
   const token = signAccessToken({ sub: '424242', name: 'bench', role: 'user' }, opts.jwtSecret, 3600);
   const without = await startWithoutLayer(opts);
   const withoutBase = `http://127.0.0.1:${opts.port}`;
@@ -183,7 +199,10 @@ export async function benchPayments(opts: PaymentsBenchOptions): Promise<string>
       () => latency(`replay, ${layer}`, opts.withLayer, token, replayKeys.with, opts.durationS),
       l,
     );
-    return render(t, l, opts);
+    return {
+      section: render(t, l, opts),
+      key: { throughputRatio: t[0]!.rps / t[1]!.rps, p50AddedMs: l[0]!.p50 - l[1]!.p50 },
+    };
   } finally {
     without.kill('SIGTERM');
     await new Promise((r) => without.once('exit', r));
@@ -213,6 +232,7 @@ function render(t: ThroughputRow[], l: LatencyRow[], opts: PaymentsBenchOptions)
     `  ${opts.connections} connections, ${opts.durationS} s per row after a 1 s warm-up; latency: one keep-alive connection in series,`,
     `  ${opts.durationS} s per row after 200 warm-up requests. "No layer" is a second payments process with`,
     '  `PAYMENTS_IDEMPOTENCY_STORE=none` on the same database (the Postgres fence alone).',
+    ...(opts.pinning ? [`- CPUs: ${opts.pinning}`] : []),
     '',
     '### Ratios',
     '',

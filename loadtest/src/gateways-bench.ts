@@ -1,0 +1,431 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { openSync, closeSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import autocannon from 'autocannon';
+import { signAccessToken } from '@halo/kit';
+import type { RunningSystem } from '@halo/tools';
+import { cpuMicros } from './pin';
+import { pairedRatios, perRound, runRounds, spread, type Group, type RoundSamples, type Sample, type Spread } from './rounds';
+
+/**
+ * The gateway comparison of `npm run bench` (issue 12): Halo's gateway against Hive Gateway and a
+ * plain @apollo/gateway + Apollo Server 5 on the same running subgraphs (S1, S1c), REST through
+ * the gateway against the service directly (S2), with the raw node:http ceiling, measured in
+ * paired rounds (src/rounds.ts) with the gateway process's CPU per request from /proc.
+ *
+ * Extra processes started here, beside the system: the ceiling server, Hive Gateway
+ * (src/peers/hive.ts), plain Apollo (src/peers/apollo.ts) and a second Halo gateway with its edge
+ * response cache at the default size (the system's own runs with GRAPHQL_RESPONSE_CACHE_MIB=0):
+ * same environment, copied from the running gateway's /proc/<pid>/environ, another port. With
+ * BENCH_NO_DEDUPE=1 also Hive and Halo each without in-flight dedupe, for the engine-for-engine
+ * comparison with plain Apollo (which has none): on this load every connection sends the same
+ * query with the same credentials, so dedupe shares most subgraph fetches.
+ */
+const ROOT = resolve(__dirname, '../..');
+const SUPERGRAPH = resolve(ROOT, 'gateway/supergraph.graphql');
+
+export interface ExtraProcess {
+  name: string;
+  url: string;
+  child: ChildProcess;
+}
+
+export interface Peers {
+  ceiling: ExtraProcess;
+  hive: ExtraProcess;
+  hiveNoDedupe?: ExtraProcess;
+  apollo: ExtraProcess;
+  haloCache: ExtraProcess;
+  haloNoDedupe?: ExtraProcess;
+  all: ExtraProcess[];
+  stop(): Promise<void>;
+}
+
+export interface PeersOptions {
+  system: RunningSystem;
+  portOffset: number;
+  /** Also Hive and Halo without in-flight dedupe. */
+  noDedupe: boolean;
+  /** Rewritten supergraph goes here. */
+  workDir: string;
+  /** Every extra process writes its output to `<logDir>/<name>.log`. */
+  logDir: string;
+}
+
+/** The committed supergraph with each subgraph's URL pointing at the running service. */
+export function rewriteSupergraph(sdl: string, serviceUrls: Record<string, string>): string {
+  const seen = new Set<string>();
+  const out = sdl.replace(/@join__graph\(name: "([^"]+)", url: "([^"]*)"\)/g, (whole, name: string) => {
+    const base = serviceUrls[name];
+    if (!base) return whole;
+    seen.add(name);
+    return `@join__graph(name: "${name}", url: "${base}/graphql")`;
+  });
+  const missing = Object.keys(serviceUrls).filter((n) => !seen.has(n));
+  if (missing.length) throw new Error(`supergraph has no @join__graph for ${missing.join(', ')}`);
+  return out;
+}
+
+function spawnLogged(name: string, args: string[], env: Record<string, string | undefined>, logDir: string): ChildProcess {
+  const fd = openSync(join(logDir, `${name}.log`), 'w');
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  return child;
+}
+
+async function waitFor(proc: ExtraProcess, probe: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (proc.child.exitCode !== null || proc.child.signalCode !== null) {
+      throw new Error(`${proc.name} exited (${proc.child.exitCode ?? proc.child.signalCode}) while starting; see its log`);
+    }
+    if (await probe().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${proc.name} was not ready within ${timeoutMs} ms`);
+}
+
+const graphqlReady = (url: string) => async () =>
+  (await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ __typename }"}' })).ok;
+
+/** The environment a process runs with, from /proc (NUL-separated KEY=value). */
+function environOf(pid: number): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const entry of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
+    const i = entry.indexOf('=');
+    if (i > 0) env[entry.slice(0, i)] = entry.slice(i + 1);
+  }
+  return env;
+}
+
+export async function startPeers(opts: PeersOptions): Promise<Peers> {
+  const { system, portOffset, logDir } = opts;
+  const services = Object.fromEntries(system.processes.filter((p) => p.name !== 'gateway' && p.name !== 'oidc' && !p.replica).map((p) => [p.name, p.url]));
+  const supergraphFile = join(opts.workDir, 'supergraph.bench.graphql');
+  writeFileSync(supergraphFile, rewriteSupergraph(readFileSync(SUPERGRAPH, 'utf8'), services));
+  const gateway = system.processes.find((p) => p.name === 'gateway')!;
+  const base = { PATH: process.env.PATH, NODE_ENV: 'production', APOLLO_TELEMETRY_DISABLED: 'true', SUPERGRAPH_FILE: supergraphFile };
+  const started: ExtraProcess[] = [];
+  const stop = async () => {
+    await Promise.all(
+      started.map(
+        ({ child }) =>
+          new Promise<void>((done) => {
+            if (child.exitCode !== null || child.signalCode !== null) return done();
+            const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+            child.once('exit', () => {
+              clearTimeout(kill);
+              done();
+            });
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
+  };
+  const add = (name: string, port: number, args: string[], env: Record<string, string | undefined>) => {
+    const proc = { name, url: `http://127.0.0.1:${port}`, child: spawnLogged(name, args, env, logDir) };
+    started.push(proc);
+    return proc;
+  };
+  try {
+    const ceilingPort = 4999 + portOffset;
+    const ceiling = add(
+      'ceiling',
+      ceilingPort,
+      [
+        '-e',
+        `require('node:http').createServer((q, s) => {
+          s.writeHead(200, { 'content-type': 'application/json' }); s.end('{"message":"Halo Dunia!"}');
+        }).listen(${ceilingPort}, '127.0.0.1');`,
+      ],
+      { PATH: process.env.PATH, NODE_ENV: 'production' },
+    );
+    const hivePort = 4990 + portOffset;
+    const hive = add('hive', hivePort, [resolve(__dirname, 'peers/hive.js')], { ...base, PORT: String(hivePort) });
+    const hiveNoDedupe = opts.noDedupe
+      ? add('hive-no-dedupe', 4991 + portOffset, [resolve(__dirname, 'peers/hive.js')], { ...base, PORT: String(4991 + portOffset), HIVE_DEDUPE: 'false' })
+      : undefined;
+    const apollo = add('apollo', 4992 + portOffset, [resolve(__dirname, 'peers/apollo.js')], { ...base, PORT: String(4992 + portOffset) });
+    // Halo's gateway as the system runs it, but with the response cache at its default size.
+    const haloEnv: Record<string, string | undefined> = { ...environOf(gateway.child.pid!), HTTP_PORT: String(4993 + portOffset), METRICS_PORT: '0' };
+    delete haloEnv.GRAPHQL_RESPONSE_CACHE_MIB;
+    const haloCache = add('gateway-cache', 4993 + portOffset, [resolve(ROOT, 'gateway/dist/main.js')], haloEnv);
+    const haloNoDedupe = opts.noDedupe
+      ? add('gateway-no-dedupe', 4994 + portOffset, [resolve(ROOT, 'gateway/dist/main.js')], {
+          ...environOf(gateway.child.pid!),
+          HTTP_PORT: String(4994 + portOffset),
+          METRICS_PORT: '0',
+          GRAPHQL_DEDUPE_INFLIGHT: 'false',
+        })
+      : undefined;
+
+    await waitFor(ceiling, async () => (await fetch(`${ceiling.url}/hello`)).ok);
+    for (const p of [hive, hiveNoDedupe, apollo].filter((p): p is ExtraProcess => p !== undefined)) await waitFor(p, graphqlReady(p.url));
+    for (const p of [haloCache, haloNoDedupe].filter((p): p is ExtraProcess => p !== undefined)) await waitFor(p, async () => (await fetch(`${p.url}/readyz`)).ok);
+    return {
+      ceiling,
+      hive,
+      ...(hiveNoDedupe ? { hiveNoDedupe } : {}),
+      apollo,
+      haloCache,
+      ...(haloNoDedupe ? { haloNoDedupe } : {}),
+      all: [...started],
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+// ── What is measured ────────────────────────────────────────────────────────────────────────
+
+export const QUERIES = {
+  me: '{ me { orders { id product { name price } user { name } } } }',
+  nested: '{ users { id name posts { id title author { id name } comments { id body author { name } } } } }',
+  flat: '{ posts(first: 10) { edges { node { id title } } } }',
+  products: '{ products(page: 1, limit: 10) { data { id name price } meta { total } } }',
+} as const;
+
+export const REST_PATHS = { post: '/posts/2', products: '/products?page=2&limit=5' } as const;
+
+interface LoadTarget {
+  id: string;
+  label: string;
+  url: string;
+  init: { method: 'GET' | 'POST'; body?: string; headers?: Record<string, string> };
+  /** The process whose CPU time is charged to this target's requests. */
+  cpuPid?: number;
+}
+
+export interface GatewaysOptions {
+  system: RunningSystem;
+  peers: Peers;
+  jwtSecret: string;
+  connections: number;
+  durationS: number;
+  rounds: number;
+  warmupS: number;
+  log: (line: string) => void;
+}
+
+export interface Ratio {
+  /** Per-round values, in round order. */
+  values: number[];
+  spread: Spread;
+}
+
+export interface GatewaysReport {
+  groups: { id: string; title: string; targets: { id: string; label: string; url: string; cpuOf?: string }[] }[];
+  rounds: RoundSamples[];
+  ceiling: Sample;
+  /** The comparisons the summary shows, by name (e.g. `me:halo/hive`, `me:cpu:halo/apollo`). */
+  ratios: Record<string, Ratio>;
+  /** Median per target: req/s, p50, p99, CPU µs per request; errors summed over the rounds. */
+  perTarget: Record<string, { rps: number; p50: number; p99: number; cpuUsPerRequest: number | null; errors: number; timeouts: number; requests: number }>;
+  ordersOfCaller: number;
+}
+
+async function measure(t: LoadTarget, connections: number, durationS: number): Promise<Sample> {
+  const before = t.cpuPid ? cpuMicros(t.cpuPid) : 0;
+  const r = await autocannon({ url: t.url, connections, duration: durationS, ...t.init });
+  const cpu = t.cpuPid ? cpuMicros(t.cpuPid) - before : 0;
+  const requests = r.requests.total;
+  return {
+    rps: requests / r.duration,
+    requests,
+    // autocannon's `errors` already include its `timeouts`.
+    errors: r.errors + r.non2xx,
+    timeouts: r.timeouts,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    cpuUsPerRequest: t.cpuPid && requests > 0 ? cpu / requests : null,
+  };
+}
+
+const gqlInit = (query: string, headers: Record<string, string> = {}) => ({
+  method: 'POST' as const,
+  body: JSON.stringify({ query }),
+  headers: { 'content-type': 'application/json', ...headers },
+});
+
+/** POSTs the target's request once: the parsed answer, refusing a non-200, errors or no data. */
+async function answerOf(t: LoadTarget): Promise<{ body: string; headers: Headers }> {
+  const res = await fetch(t.url, { method: t.init.method, headers: t.init.headers ?? {}, ...(t.init.body ? { body: t.init.body } : {}) });
+  const body = await res.text();
+  if (res.status !== 200) throw new Error(`${t.label} ${t.url}: HTTP ${res.status}: ${body.slice(0, 500)}`);
+  return { body, headers: res.headers };
+}
+
+async function graphqlData(t: LoadTarget): Promise<{ data: unknown; headers: Headers }> {
+  const { body, headers } = await answerOf(t);
+  const parsed = JSON.parse(body) as { data?: unknown; errors?: unknown[] };
+  if (parsed.errors?.length || parsed.data == null) throw new Error(`${t.label} answered ${t.id} with errors: ${body.slice(0, 800)}`);
+  return { data: parsed.data, headers };
+}
+
+/** The bench caller's orders: created through the gateway so `me { orders }` fetches products and users. */
+async function ensureOrders(gatewayUrl: string, authorization: string, log: (line: string) => void): Promise<void> {
+  for (const productId of [1, 2, 3, 4, 5]) {
+    const res = await fetch(`${gatewayUrl}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization },
+      body: JSON.stringify({ product_id: productId, client_order_id: `bench-${productId}` }),
+    });
+    if (res.status !== 201 && res.status !== 200) throw new Error(`POST /api/orders answered ${res.status}: ${await res.text()}`);
+  }
+  log('bench: the caller has 5 orders');
+}
+
+export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysReport> {
+  const { system, peers, log } = opts;
+  const gw = system.processes.find((p) => p.name === 'gateway')!;
+  const direct = (name: string) => system.processes.find((p) => p.name === name && !p.replica)!;
+  // Alice of the demo data (content user 2): a real user, so `user { name }` resolves.
+  const authorization = `Bearer ${signAccessToken({ sub: '2', name: 'Alice', role: 'user' }, opts.jwtSecret, 24 * 3600)}`;
+  await ensureOrders(gw.url, authorization, log);
+
+  const gateways = [
+    { key: 'halo', label: 'Halo', url: gw.url, pid: gw.child.pid! },
+    { key: 'hive', label: 'Hive Gateway', url: peers.hive.url, pid: peers.hive.child.pid! },
+    { key: 'apollo', label: 'plain @apollo/gateway', url: peers.apollo.url, pid: peers.apollo.child.pid! },
+    ...(peers.haloNoDedupe ? [{ key: 'halo-nodedupe', label: 'Halo, no dedupe', url: peers.haloNoDedupe.url, pid: peers.haloNoDedupe.child.pid! }] : []),
+    ...(peers.hiveNoDedupe ? [{ key: 'hive-nodedupe', label: 'Hive Gateway, no dedupe', url: peers.hiveNoDedupe.url, pid: peers.hiveNoDedupe.child.pid! }] : []),
+  ];
+  const graphqlGroup = (id: keyof typeof QUERIES, title: string, headers?: Record<string, string>): Group<LoadTarget> & { title: string } => ({
+    id,
+    title,
+    targets: gateways.map((g) => ({ id: `${id}:${g.key}`, label: g.label, url: `${g.url}/graphql`, init: gqlInit(QUERIES[id], headers), cpuPid: g.pid })),
+  });
+  const restGroup = (id: string, title: string, path: string, service: string): Group<LoadTarget> & { title: string } => ({
+    id,
+    title,
+    targets: [
+      { id: `${id}:gateway`, label: 'via Halo gateway', url: `${gw.url}${path}`, init: { method: 'GET' }, cpuPid: gw.child.pid! },
+      { id: `${id}:direct`, label: `direct to ${service}`, url: `${direct(service).url}${path}`, init: { method: 'GET' }, cpuPid: direct(service).child.pid! },
+    ],
+  });
+  const groups: (Group<LoadTarget> & { title: string })[] = [
+    graphqlGroup('me', 'S1 `me { orders { product user } }` (auth → payments → catalog + content), caller token', { authorization }),
+    graphqlGroup('nested', 'S1 nested `users { posts { author comments { author } } }`'),
+    graphqlGroup('flat', 'S1 flat `posts(first: 10)`'),
+    {
+      id: 'products',
+      title: 'S1c anonymous public `products(page: 1, limit: 10)` (catalog maxAge 60)',
+      targets: [
+        { id: 'products:halo-cache', label: 'Halo, response cache 32 MiB', url: `${peers.haloCache.url}/graphql`, init: gqlInit(QUERIES.products), cpuPid: peers.haloCache.child.pid! },
+        { id: 'products:halo', label: 'Halo, response cache off', url: `${gw.url}/graphql`, init: gqlInit(QUERIES.products), cpuPid: gw.child.pid! },
+        { id: 'products:hive', label: 'Hive Gateway', url: `${peers.hive.url}/graphql`, init: gqlInit(QUERIES.products), cpuPid: peers.hive.child.pid! },
+      ],
+    },
+    restGroup('rest-post', `S2 REST GET ${REST_PATHS.post}`, REST_PATHS.post, 'content'),
+    restGroup('rest-products', `S2 REST GET ${REST_PATHS.products}`, REST_PATHS.products, 'catalog'),
+  ];
+
+  // Every answer checked before anything is measured: data without errors, the same from every gateway.
+  let ordersOfCaller = 0;
+  for (const group of groups) {
+    const rest = group.id.startsWith('rest-');
+    const answers: string[] = [];
+    for (const t of group.targets) {
+      if (rest) {
+        answers.push((await answerOf(t)).body);
+        continue;
+      }
+      const { data } = await graphqlData(t);
+      answers.push(JSON.stringify(data));
+      if (group.id === 'me') {
+        const orders = (data as { me: { orders: { product: { name: string } | null; user: { name: string } | null }[] } }).me.orders;
+        if (!orders.length || orders.some((o) => !o.product?.name || !o.user?.name)) {
+          throw new Error(`${t.label}: me { orders } lacks orders, products or users: ${JSON.stringify(data).slice(0, 500)}`);
+        }
+        ordersOfCaller = orders.length;
+      }
+    }
+    const differing = group.targets.filter((_, i) => answers[i] !== answers[0]);
+    if (differing.length) {
+      throw new Error(
+        `${group.id}: ${differing.map((t) => t.label).join(', ')} answered differently from ${group.targets[0]!.label}:\n${answers.map((a) => a.slice(0, 300)).join('\n')}`,
+      );
+    }
+  }
+  // The cached gateway must really answer from its cache (a hit carries Age).
+  const hit = await graphqlData(groups.find((g) => g.id === 'products')!.targets[0]!);
+  if (hit.headers.get('age') === null) throw new Error(`Halo with its response cache did not answer products from the cache (no Age header)`);
+  log(`bench: every query answers the same data without errors through every gateway (caller has ${ordersOfCaller} orders)`);
+
+  // Warm-up: every target once at full load (JIT, pools, query plans), then the ceiling once.
+  for (const group of groups) {
+    for (const t of group.targets) {
+      log(`bench: warm-up ${t.id} (${opts.warmupS} s)`);
+      await autocannon({ url: t.url, connections: opts.connections, duration: opts.warmupS, ...t.init });
+    }
+  }
+  log('bench: raw node:http ceiling …');
+  const ceilingTarget: LoadTarget = { id: 'ceiling', label: 'raw node:http', url: `${peers.ceiling.url}/hello`, init: { method: 'GET' }, cpuPid: peers.ceiling.child.pid! };
+  await autocannon({ url: ceilingTarget.url, connections: opts.connections, duration: Math.min(opts.warmupS, 2) });
+  const ceiling = await measure(ceilingTarget, opts.connections, opts.durationS);
+
+  const rounds = await runRounds(groups, opts.rounds, async (t, round) => {
+    const s = await measure(t, opts.connections, opts.durationS);
+    log(
+      `bench: round ${round + 1}/${opts.rounds} ${t.id}: ${Math.round(s.rps)} req/s, p99 ${s.p99} ms` +
+        `${s.cpuUsPerRequest === null ? '' : `, ${Math.round(s.cpuUsPerRequest)} µs CPU/req`}` +
+        `${s.errors ? `, ${s.errors} ERRORS (${s.timeouts ?? 0} timed out)` : ''}`,
+    );
+    return s;
+  });
+
+  const ratios: Record<string, Ratio> = {};
+  const ratio = (name: string, a: string, b: string, of?: (s: Sample) => number | null) => {
+    const values = pairedRatios(rounds, a, b, of);
+    ratios[name] = { values, spread: spread(values) };
+  };
+  const cpu = (s: Sample) => s.cpuUsPerRequest;
+  for (const q of ['me', 'nested', 'flat']) {
+    ratio(`${q}:halo/hive`, `${q}:halo`, `${q}:hive`);
+    ratio(`${q}:halo/apollo`, `${q}:halo`, `${q}:apollo`);
+    ratio(`${q}:cpu:halo/apollo`, `${q}:halo`, `${q}:apollo`, cpu);
+    ratio(`${q}:cpu:halo/hive`, `${q}:halo`, `${q}:hive`, cpu);
+    if (peers.haloNoDedupe && peers.hiveNoDedupe) {
+      ratio(`${q}:halo-nodedupe/hive-nodedupe`, `${q}:halo-nodedupe`, `${q}:hive-nodedupe`);
+      ratio(`${q}:halo-nodedupe/apollo`, `${q}:halo-nodedupe`, `${q}:apollo`);
+      ratio(`${q}:cpu:halo-nodedupe/apollo`, `${q}:halo-nodedupe`, `${q}:apollo`, cpu);
+    }
+  }
+  ratio('products:halo-cache/hive', 'products:halo-cache', 'products:hive');
+  ratio('products:halo/hive', 'products:halo', 'products:hive');
+  for (const r of ['rest-post', 'rest-products']) ratio(`${r}:gateway/direct`, `${r}:gateway`, `${r}:direct`);
+
+  const perTarget: GatewaysReport['perTarget'] = {};
+  for (const group of groups) {
+    for (const t of group.targets) {
+      const m = (of: (s: Sample) => number | null) => spread(perRound(rounds, t.id, of)).median;
+      perTarget[t.id] = {
+        rps: m((s) => s.rps),
+        p50: m((s) => s.p50),
+        p99: m((s) => s.p99),
+        cpuUsPerRequest: t.cpuPid ? m(cpu) : null,
+        errors: perRound(rounds, t.id, (s) => s.errors).reduce((a, b) => a + b, 0),
+        timeouts: perRound(rounds, t.id, (s) => s.timeouts ?? 0).reduce((a, b) => a + b, 0),
+        requests: perRound(rounds, t.id, (s) => s.requests).reduce((a, b) => a + b, 0),
+      };
+    }
+  }
+  const pidName = new Map<number, string>([
+    ...system.processes.map((p) => [p.child.pid!, p.name] as const),
+    ...peers.all.map((p) => [p.child.pid!, p.name] as const),
+  ]);
+  return {
+    groups: groups.map((g) => ({
+      id: g.id,
+      title: g.title,
+      targets: g.targets.map((t) => ({ id: t.id, label: t.label, url: t.url, ...(t.cpuPid ? { cpuOf: pidName.get(t.cpuPid) ?? String(t.cpuPid) } : {}) })),
+    })),
+    rounds,
+    ceiling,
+    ratios,
+    perTarget,
+    ordersOfCaller,
+  };
+}

@@ -1,0 +1,53 @@
+import { readFileSync } from 'node:fs';
+import { ApolloGateway, RemoteGraphQLDataSource } from '@apollo/gateway';
+import { ApolloServer } from '@apollo/server';
+import {
+  ApolloServerPluginLandingPageDisabled,
+  ApolloServerPluginSchemaReportingDisabled,
+  ApolloServerPluginUsageReportingDisabled,
+} from '@apollo/server/plugin/disabled';
+import { startStandaloneServer } from '@apollo/server/standalone';
+
+/**
+ * A peer for the gateway comparison (`npm run bench`): a plain @apollo/gateway behind Apollo
+ * Server 5's standalone server, as its documentation sets one up, plus what any fair setup needs:
+ * a keep-alive subgraph fetcher (Node's global fetch; Apollo's default fetcher costs ~1.5× the
+ * CPU, STACK-NOTES.md), the client's `authorization` forwarded to the subgraphs (which verify
+ * it), and nothing sent to Apollo (APOLLO_TELEMETRY_DISABLED, usage and schema reporting off).
+ * The supergraph's `@link(… authenticated …, for: SECURITY)` loses its purpose argument, which
+ * @apollo/gateway refuses (it does not enforce @authenticated; the subgraphs do).
+ * Environment: PORT, SUPERGRAPH_FILE.
+ */
+process.env.APOLLO_TELEMETRY_DISABLED = 'true';
+const port = Number(process.env.PORT);
+const supergraphSdl = readFileSync(process.env.SUPERGRAPH_FILE!, 'utf8').replace(/(@link\(url: "https:\/\/specs\.apollo\.dev\/authenticated\/[^"]*"), for: SECURITY\)/, '$1)');
+
+interface Context {
+  authorization?: string | undefined;
+}
+
+class Subgraph extends RemoteGraphQLDataSource<Context> {
+  override willSendRequest({ request, context }: Parameters<NonNullable<RemoteGraphQLDataSource<Context>['willSendRequest']>>[0]): void {
+    if (context.authorization) request.http?.headers.set('authorization', context.authorization);
+  }
+}
+
+async function main(): Promise<void> {
+  const server = new ApolloServer<Context>({
+    gateway: new ApolloGateway({
+      supergraphSdl,
+      buildService: ({ url }) => new Subgraph({ url, fetcher: fetch as unknown as RemoteGraphQLDataSource['fetcher'] }),
+    }),
+    plugins: [ApolloServerPluginUsageReportingDisabled(), ApolloServerPluginSchemaReportingDisabled(), ApolloServerPluginLandingPageDisabled()],
+  });
+  const { url } = await startStandaloneServer(server, {
+    listen: { port, host: '127.0.0.1' },
+    context: async ({ req }) => ({ authorization: req.headers.authorization }),
+  });
+  process.stdout.write(`plain @apollo/gateway listening at ${url}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`apollo peer failed: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,43 @@
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createGatewayRuntime } from '@graphql-hive/gateway-runtime';
+
+/**
+ * A peer for the gateway comparison (`npm run bench`): Hive Gateway's runtime with its defaults
+ * on the supergraph the bench gives it (subgraph URLs rewritten to the running services), served
+ * by node:http. Two deliberate settings only:
+ *
+ * - the client's `authorization` goes to every subgraph (`propagateHeaders.fromClientToSubgraphs`),
+ *   so the subgraphs verify the caller as they do behind Halo (where the gateway also checks the
+ *   token itself);
+ * - `HIVE_DEDUPE=false` turns off its in-flight deduplication of identical subgraph requests
+ *   (`deduplicateInflightRequests` of its HTTP transport, @graphql-tools/executor-http; on by
+ *   default, and the key includes the propagated headers, so it never crosses callers).
+ *
+ * No usage reporting (none is configured: the runtime reports only with `reporting` or a
+ * Hive/GraphOS supergraph source), no response cache (only with `responseCaching`).
+ * Environment: PORT, SUPERGRAPH_FILE, HIVE_DEDUPE.
+ */
+const port = Number(process.env.PORT);
+const supergraph = readFileSync(process.env.SUPERGRAPH_FILE!, 'utf8');
+const dedupe = process.env.HIVE_DEDUPE !== 'false';
+
+const gateway = createGatewayRuntime({
+  supergraph,
+  propagateHeaders: {
+    fromClientToSubgraphs: ({ request }) => {
+      const authorization = request.headers.get('authorization');
+      return authorization ? { authorization } : {};
+    },
+  },
+  ...(dedupe ? {} : { transportEntries: { '*.http': { options: { deduplicateInflightRequests: false } } } }),
+});
+
+createServer(gateway).listen(port, '127.0.0.1', () => {
+  process.stdout.write(`hive gateway (dedupe ${dedupe ? 'on' : 'off'}) listening on ${port}\n`);
+});
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => {
+    void Promise.resolve(gateway.dispose()).finally(() => process.exit(0));
+  });
+}
