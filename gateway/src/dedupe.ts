@@ -1,10 +1,4 @@
-import type { RemoteGraphQLDataSource } from '@apollo/gateway';
-
-/** Apollo's minimal fetch contract (@apollo/utils.fetcher, reached through the gateway's types). */
-type Fetcher = RemoteGraphQLDataSource['fetcher'];
-type FetcherRequestInit = NonNullable<Parameters<Fetcher>[1]>;
-type FetcherResponse = Awaited<ReturnType<Fetcher>>;
-type FetcherHeaders = FetcherResponse['headers'];
+import { BufferedResponse, type BufferedAnswer, type Fetcher, type FetcherRequestInit } from './http-fetcher';
 
 /**
  * Headers that differ per incoming request without changing what a subgraph answers: left out of
@@ -12,67 +6,6 @@ type FetcherHeaders = FetcherResponse['headers'];
  * (above all `authorization`) is part of it.
  */
 const PER_REQUEST_HEADERS = new Set(['x-request-id']);
-
-/** A subgraph answer read to the end once, handed to every fetch that waited for it. */
-interface SharedAnswer {
-  status: number;
-  statusText: string;
-  url: string;
-  redirected: boolean;
-  headers: [string, string][];
-  body: string;
-}
-
-/**
- * One waiter's view of a shared answer: its own headers and its own body reads, so `json()` parses
- * a fresh object each time and nobody can change what another request sees.
- */
-class SharedResponse implements FetcherResponse {
-  readonly status: number;
-  readonly statusText: string;
-  readonly url: string;
-  readonly redirected: boolean;
-  readonly ok: boolean;
-  readonly headers: FetcherHeaders;
-  #used = false;
-
-  constructor(private readonly answer: SharedAnswer) {
-    this.status = answer.status;
-    this.statusText = answer.statusText;
-    this.url = answer.url;
-    this.redirected = answer.redirected;
-    this.ok = answer.status >= 200 && answer.status < 300;
-    this.headers = new Headers(answer.headers) as unknown as FetcherHeaders;
-  }
-
-  get bodyUsed(): boolean {
-    return this.#used;
-  }
-
-  #read(): string {
-    if (this.#used) throw new TypeError('Body is unusable: Body has already been read');
-    this.#used = true;
-    return this.answer.body;
-  }
-
-  async text(): Promise<string> {
-    return this.#read();
-  }
-
-  async json(): Promise<unknown> {
-    return JSON.parse(this.#read());
-  }
-
-  async arrayBuffer(): Promise<ArrayBuffer> {
-    const bytes = Buffer.from(this.#read(), 'utf8');
-    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
-  }
-
-  clone(): FetcherResponse {
-    if (this.#used) throw new TypeError('Response.clone: Body has already been consumed.');
-    return new SharedResponse(this.answer);
-  }
-}
 
 /** The identity of a fetch: where it goes, the credentials and other headers it carries, its body. */
 function keyOf(url: string, init: FetcherRequestInit | undefined): string | null {
@@ -108,11 +41,11 @@ export interface DedupingFetcher {
  * cached. The caller decides what may share (read-only operations: see SubgraphDataSource).
  */
 export function dedupingFetcher(fetcher: Fetcher): DedupingFetcher {
-  const pending = new Map<string, Promise<SharedAnswer>>();
+  const pending = new Map<string, Promise<BufferedAnswer>>();
   let waiting = 0;
   let shared = 0;
 
-  async function fetchAndRead(url: string, init: FetcherRequestInit | undefined): Promise<SharedAnswer> {
+  async function fetchAndRead(url: string, init: FetcherRequestInit | undefined): Promise<BufferedAnswer> {
     const res = await fetcher(url, init);
     const body = await res.text();
     return {
@@ -137,7 +70,7 @@ export function dedupingFetcher(fetcher: Fetcher): DedupingFetcher {
         waiting++;
         shared++;
         try {
-          return new SharedResponse(await inFlight);
+          return new BufferedResponse(await inFlight);
         } finally {
           waiting--;
         }
@@ -145,7 +78,7 @@ export function dedupingFetcher(fetcher: Fetcher): DedupingFetcher {
       const answer = fetchAndRead(url, init);
       pending.set(key, answer);
       try {
-        return new SharedResponse(await answer);
+        return new BufferedResponse(await answer);
       } finally {
         // Answered means no longer in flight: the next identical fetch is sent afresh.
         pending.delete(key);

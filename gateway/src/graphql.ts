@@ -30,6 +30,7 @@ import {
 import { prepareSupergraph, toTransportError, type CallerResolver } from './auth';
 import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from './body';
 import { dedupingFetcher } from './dedupe';
+import { createHttpFetcher } from './http-fetcher';
 import { OperationPolicy } from './operation-policy';
 import { RedisResponseTier, responseCachePlugin, ResponseCacheStore } from './response-cache';
 import { trustedDocumentsCache, trustedDocumentsPlugin, type TrustedDocuments } from './persisted';
@@ -171,11 +172,11 @@ function aliasLimitRule(maxAliases: number): ValidationRule {
 const VALIDATION_CODES_KEPT = new Set(['MAX_ALIASES_LIMIT']);
 
 /**
- * Node's global fetch (undici) keeps connections alive and pools them per origin; Apollo's
- * default fetcher costs about 1.5× the CPU (STACK-NOTES.md). Its types differ from Apollo's
- * minimal Fetcher only in the DOM-vs-Node details, hence the cast.
+ * node:http with a keep-alive pool per subgraph (src/http-fetcher.ts): Apollo's default fetcher
+ * costs about 1.5× the CPU of Node's global fetch (STACK-NOTES.md), and the global fetch's
+ * WHATWG-stream machinery costs more than the plain request and one string read.
  */
-const keepAliveFetcher = fetch as unknown as RemoteGraphQLDataSource['fetcher'];
+const keepAliveFetcher = createHttpFetcher();
 
 const isService = (name: string): name is ServiceName => Object.hasOwn(SERVICES, name);
 
