@@ -1,10 +1,10 @@
-import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import WebSocket from 'ws';
 import { startSystem, type RunningSystem } from '@halo/tools';
+import { memOf, pin, pinTree, planPinning } from './pin';
 
 /**
  * `npm run bench:soak`: does the gateway's memory stay flat under a long mixed load? Starts Halo
@@ -78,12 +78,6 @@ async function heapAfterGc(pid: number): Promise<number> {
   }
 }
 
-function rssMb(pid: number): { rss: number; peak: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
-  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
-}
-
 /** Least-squares slope of heap after GC, in MB per minute. */
 function slopePerMinute(samples: Sample[]): number {
   const n = samples.length;
@@ -101,14 +95,6 @@ function slopePerMinute(samples: Sample[]): number {
   return den === 0 ? 0 : num / den;
 }
 
-function pin(pid: number, cpu: number): void {
-  try {
-    execFileSync('taskset', ['-a', '-cp', String(cpu), String(pid)], { stdio: 'ignore' });
-  } catch {
-    // no taskset or one CPU: unpinned
-  }
-}
-
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'halo-soak-'));
   chmodSync(dataDir, 0o755);
@@ -122,10 +108,13 @@ async function main(): Promise<void> {
       onLog: () => undefined,
     });
     const gateway = system.processes.find((p) => p.name === 'gateway')!.child.pid!;
-    const pinned = cpus().length >= 2;
+    // As `npm run bench` pins (src/pin.ts): the servers, PostgreSQL's backends included, on one CPU.
+    const pinning = planPinning();
+    const pinned = pinning.enabled;
     if (pinned) {
-      for (const p of system.processes) pin(p.child.pid!, 1);
-      pin(process.pid, 0);
+      for (const p of system.processes) pinTree(p.child.pid!, pinning.serverCpu!);
+      if (system.postgres) pinTree(system.postgres.child.pid!, pinning.serverCpu!);
+      pin(process.pid, pinning.loadCpu!);
     }
     const json = { 'content-type': 'application/json' };
     const requests: autocannon.Request[] = [
@@ -149,7 +138,7 @@ async function main(): Promise<void> {
     let total = 0;
     const sample = async () => {
       const heap = await heapAfterGc(gateway);
-      samples.push({ atS: Math.round((Date.now() - started) / 1000), heapAfterGcMb: heap, rssMb: rssMb(gateway).rss, requests: total });
+      samples.push({ atS: Math.round((Date.now() - started) / 1000), heapAfterGcMb: heap, rssMb: memOf(gateway).rss, requests: total });
       log(`t=${samples.at(-1)!.atS}s heap after GC ${heap.toFixed(1)} MB, RSS ${samples.at(-1)!.rssMb.toFixed(0)} MB`);
     };
     await sample();
@@ -167,14 +156,14 @@ async function main(): Promise<void> {
     const first = samples[0]!.heapAfterGcMb;
     const last = samples.at(-1)!.heapAfterGcMb;
     const slope = slopePerMinute(samples.slice(1)); // the first sample precedes the load
-    const peak = rssMb(gateway).peak;
+    const peak = memOf(gateway).peak;
     const cpu = cpus();
     const md = [
       '## Gateway memory over a soak (`npm run bench:soak`)',
       '',
       `- Date: ${new Date().toISOString()}; machine: ${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`,
       `- ${SECONDS} s of mixed load (nested POST, flat GET, cacheable products, REST /posts/2 and /products) at ${CONNECTIONS} connections; ` +
-        `${pinned ? 'servers on CPU 1, load on CPU 0' : 'unpinned (one CPU)'}; NODE_ENV=production, LOG_LEVEL=info`,
+        `${pinning.describe}; NODE_ENV=production, LOG_LEVEL=info`,
       `- ${result.requests.total} requests (${Math.round(result.requests.average)}/s), ${errors} errors`,
       '',
       '| minute | heap after GC MB | RSS MB |',
