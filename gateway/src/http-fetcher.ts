@@ -77,11 +77,31 @@ export interface HttpFetcherOptions {
   timeoutMs?: number;
 }
 
-interface Origin {
+/** Where requests to one upstream go: its host and port, and a keep-alive pool of its own. */
+export interface UpstreamOrigin {
   send: typeof request;
   agent: Agent;
   hostname: string;
   port: number;
+}
+
+/**
+ * The connection side of an upstream URL (http or https): one keep-alive pool, LIFO so the most
+ * recently used sockets stay busy and the others time out when idle. The REST proxy
+ * (src/proxy.ts) and the subgraph fetcher both send through one per upstream.
+ */
+export function upstreamOrigin(url: URL, maxSockets: number): UpstreamOrigin {
+  const tls = url.protocol === 'https:';
+  const pool = { keepAlive: true, maxSockets, scheduling: 'lifo' } as const;
+  return {
+    send: tls ? httpsRequest : request,
+    agent: tls ? new HttpsAgent(pool) : new Agent(pool),
+    hostname: url.hostname.replace(/^\[|\]$/g, ''),
+    port: url.port ? Number(url.port) : tls ? 443 : 80,
+  };
+}
+
+interface Origin extends UpstreamOrigin {
   path: string;
 }
 
@@ -99,15 +119,7 @@ export function createHttpFetcher({ maxSockets = 256, timeoutMs = 300_000 }: Htt
     let origin = origins.get(url);
     if (origin) return origin;
     const u = new URL(url);
-    const tls = u.protocol === 'https:';
-    const pool = { keepAlive: true, maxSockets, scheduling: 'lifo' } as const;
-    origin = {
-      send: tls ? httpsRequest : request,
-      agent: tls ? new HttpsAgent(pool) : new Agent(pool),
-      hostname: u.hostname.replace(/^\[|\]$/g, ''),
-      port: u.port ? Number(u.port) : tls ? 443 : 80,
-      path: `${u.pathname}${u.search}`,
-    };
+    origin = { ...upstreamOrigin(u, maxSockets), path: `${u.pathname}${u.search}` };
     // A gateway talks to a handful of subgraph URLs: one entry (and one pool) each.
     origins.set(url, origin);
     return origin;

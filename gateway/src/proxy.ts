@@ -1,8 +1,8 @@
-import { Agent, request, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type RequestOptions, type ServerResponse } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { sendJson, type Logger, type ServiceName } from '@halo/kit';
 import { hasBody, isEncoded, isJsonType, parseJson, payloadTooLarge, readBody, sendBodyError } from './body';
+import { upstreamOrigin, type UpstreamOrigin } from './http-fetcher';
 import type { GatewayMetrics } from './metrics';
 
 /**
@@ -107,14 +107,10 @@ function copyResponseHead(upstream: IncomingMessage, req: IncomingMessage, res: 
 
 const hasCredentials = (headers: IncomingHttpHeaders) => headers.authorization !== undefined || headers['x-api-key'] !== undefined;
 
-interface Target {
+interface Target extends UpstreamOrigin {
   service: ServiceName;
-  send: (options: RequestOptions) => ClientRequest;
-  hostname: string;
-  port: number;
   /** The base URL's path, if any (`http://host/base` → `/base`), put before every request path. */
   prefix: string;
-  agent: Agent;
 }
 
 /** What a failure the gateway answers for says about the upstream, in the metrics. */
@@ -124,17 +120,7 @@ export function createServiceProxies({ targets, timeoutMs, bodyLimit, logger, ma
   const byService = new Map<ServiceName, Target>();
   for (const [service, target] of Object.entries(targets) as [ServiceName, string][]) {
     const url = new URL(target);
-    const tls = url.protocol === 'https:';
-    // LIFO keeps the most recently used sockets busy and lets the others time out when idle.
-    const pool = { keepAlive: true, maxSockets, scheduling: 'lifo' } as const;
-    byService.set(service, {
-      service,
-      send: tls ? httpsRequest : request,
-      hostname: url.hostname.replace(/^\[|\]$/g, ''),
-      port: url.port ? Number(url.port) : tls ? 443 : 80,
-      prefix: url.pathname.replace(/\/+$/, ''),
-      agent: tls ? new HttpsAgent(pool) : new Agent(pool),
-    });
+    byService.set(service, { ...upstreamOrigin(url, maxSockets), service, prefix: url.pathname.replace(/\/+$/, '') });
   }
 
   /** One proxied request. `body`: bytes already read (JSON); null: stream `req`; undefined: none. */
