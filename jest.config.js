@@ -28,6 +28,9 @@ module.exports = {
     '^@halo/proto$': '<rootDir>/packages/proto/src/index.ts',
     '^@halo/client$': '<rootDir>/packages/client/src/index.ts',
   },
+  // PostgreSQL and Redis for the run: the machine's, or started for it (tools/jest/test-servers.ts).
+  globalSetup: '<rootDir>/tools/jest/global-setup.ts',
+  globalTeardown: '<rootDir>/tools/jest/global-teardown.ts',
   testTimeout: 30_000,
   maxWorkers: 2,
 };

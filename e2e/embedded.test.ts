@@ -123,11 +123,10 @@ it('recovers after the launcher is killed with SIGKILL, while another system run
     first.child.kill('SIGKILL');
     await exited(first.child);
     // The services notice the launcher is gone and stop, freeing their ports; its Postgres is
-    // left running (own process group) until the next start takes the data directory back.
+    // stopped by its watchdog, or by the next start if that comes first (e2e/launcher.test.ts).
     const second = npmStart(450, dataDir);
     try {
       await second.ready;
-      expect(second.output()).toMatch(/stopping PostgreSQL \(pid \d+\) left running by an earlier launcher/);
       expect(await snapshot(gateway)).toEqual(users);
       // The other system was never disturbed.
       expect((await fetch(`${beside.url}/hello`)).status).toBe(200);

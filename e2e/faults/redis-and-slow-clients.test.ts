@@ -1,10 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { connect, createServer, type Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { createClient, type Client } from 'graphql-ws';
 import pg from 'pg';
 import WebSocket from 'ws';
-import { TEST_DATABASE_URL } from '@halo/kit/testing';
+import { freePort, startRedisServer, TEST_DATABASE_URL, type RedisServer } from '@halo/kit/testing';
 import { bearer, gql, startE2ESystem } from '../helpers';
 
 /**
@@ -21,40 +20,16 @@ import { bearer, gql, startE2ESystem } from '../helpers';
  */
 let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 let db: pg.Client;
-let redis: ChildProcess | undefined;
+let redis: RedisServer | undefined;
 let redisPort: number;
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const p = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(p));
-    });
-  });
-
 async function startRedis(): Promise<void> {
-  const child = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  redis = child;
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      if (out.includes('Ready to accept connections')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${out}`)));
-  });
+  redis = await startRedisServer(redisPort);
 }
 
 async function stopRedis(): Promise<void> {
-  const child = redis;
+  await redis?.stop();
   redis = undefined;
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  await new Promise<void>((resolve) => {
-    child.once('exit', () => resolve());
-    child.kill('SIGKILL');
-  });
 }
 
 beforeAll(async () => {

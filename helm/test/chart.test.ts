@@ -4,8 +4,11 @@ import Ajv from 'ajv';
 import { parse } from 'yaml';
 import { GATEWAY_METRICS_PORT, GATEWAY_PORT, GRPC_CALLS, SERVICES } from '@halo/kit/launch';
 import { validateK8sObjects, type K8sObject } from './k8s-schemas';
-import { buildRenderer, CHART, render, renderError, renderText, ROOT, type Rendered, type Renderer } from './render';
+import { buildRenderer, rendererTests, CHART, render, renderError, renderText, ROOT, type Rendered, type Renderer } from './render';
 
+
+// Every test here needs the renderer (Go + Debian's libraries): skipped with one line without them.
+const { describe, it, beforeAll } = rendererTests('helm/halo chart tests');
 /**
  * helm/halo, rendered here the way `helm template` renders it (helm/render: our stand-in for
  * `helm template`, Go's text/template + sprig), for every CI value set: the values validate against

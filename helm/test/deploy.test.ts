@@ -3,9 +3,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { validate as lintDockerfile } from 'dockerfile-utils';
 import { parse } from 'yaml';
-import { TEST_DATABASE_URL } from '@halo/kit/testing';
+import { DEFAULT_TEST_DATABASE_URL } from '@halo/kit/testing';
 import { validateK8sObjects } from './k8s-schemas';
-import { buildRenderer, parseObjects, renderText, ROOT, type Renderer } from './render';
+import { describeWithRenderer, parseObjects, renderText, ROOT } from './render';
 
 /**
  * deploy/: the image recipe, the local-cluster kustomization (helm/halo rendered, plus PostgreSQL
@@ -15,12 +15,6 @@ import { buildRenderer, parseObjects, renderText, ROOT, type Renderer } from './
  */
 const DEPLOY = join(ROOT, 'deploy');
 const LOCAL = join(DEPLOY, 'local');
-
-let renderer: Renderer;
-beforeAll(() => {
-  renderer = buildRenderer();
-}, 120_000);
-afterAll(() => renderer?.dispose());
 
 describe('deploy/Dockerfile', () => {
   const text = readFileSync(join(DEPLOY, 'Dockerfile'), 'utf8');
@@ -63,16 +57,19 @@ describe('deploy/Dockerfile', () => {
   });
 });
 
-describe('deploy/local', () => {
-  it('halo.yaml is helm/halo rendered with deploy/local/values.yaml', () => {
-    const text = renderText(renderer, [join(LOCAL, 'values.yaml')]);
+// Only this test needs the chart renderer (Go); the Dockerfile and compose tests do not.
+describeWithRenderer('deploy/local/halo.yaml', (renderer) => {
+  it('is helm/halo rendered with deploy/local/values.yaml', () => {
+    const text = renderText(renderer(), [join(LOCAL, 'values.yaml')]);
     const file = join(LOCAL, 'halo.yaml');
     if (process.env.UPDATE_EXAMPLES) writeFileSync(file, text);
     expect(text).toBe(readFileSync(file, 'utf8'));
     // kubectl has no hooks: nothing in it may depend on one.
     expect(text).not.toContain('helm.sh/hook');
   });
+});
 
+describe('deploy/local', () => {
   const kustomize = () => {
     const out = spawnSync('kubectl', ['kustomize', LOCAL], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
     if (out.error || out.status !== 0) throw new Error(`kubectl kustomize failed: ${out.error?.message ?? out.stderr}`);
@@ -123,7 +120,8 @@ describe('deploy/compose.yaml', () => {
       services: Record<string, { image: string; ports: string[]; environment?: Record<string, string> }>;
     };
     expect(Object.keys(compose.services).sort()).toEqual(['postgres', 'redis']);
-    const db = new URL(TEST_DATABASE_URL);
+    // Where `npm test` looks by default (not TEST_DATABASE_URL: the run may use another server).
+    const db = new URL(DEFAULT_TEST_DATABASE_URL);
     const { postgres, redis } = compose.services;
     expect(postgres!.image).toMatch(/^postgres:\d+/);
     expect(postgres!.ports).toEqual([`127.0.0.1:${db.port}:5432`]);

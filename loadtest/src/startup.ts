@@ -7,7 +7,8 @@ import { resolve } from 'node:path';
  * `npm run bench:startup`: how long `npm start` takes until "Halo is ready" — cold (no `.data`)
  * and warm (data present) — and how much memory the idle embedded system holds, per process and
  * in total. Runs the real front door (`node tools/bin/start.js`, build check included) ROUNDS
- * times each, alternating cold and warm, and reports medians. Needs the default ports free.
+ * times each, alternating cold and warm, and reports medians. Needs the default ports free, or
+HALO_PORT_OFFSET (and HALO_DATA_DIR for a data directory of its own), passed on to `npm start`.
  *
  * Memory: RSS per process (what `ps` shows; shared pages counted in every process that maps them)
  * and PSS summed over the tree (each shared page divided among its sharers), which is what the
@@ -17,6 +18,8 @@ const ROOT = resolve(__dirname, '../..');
 const ROUNDS = Number(process.env.STARTUP_ROUNDS ?? 3);
 const IDLE_MS = Number(process.env.STARTUP_IDLE_MS ?? 5_000);
 const OUT_DIR = resolve(ROOT, 'loadtest/results');
+/** What a cold start removes: `npm start`'s data (HALO_DATA_DIR when set, as the launcher reads it). */
+const DATA_DIR = process.env.HALO_DATA_DIR ? resolve(process.env.HALO_DATA_DIR) : resolve(ROOT, '.data');
 
 interface ProcMem {
   pid: number;
@@ -71,7 +74,7 @@ function memOf(pid: number): { rss: number; pss: number } {
 }
 
 async function round(kind: Round['kind']): Promise<Round> {
-  if (kind === 'cold') rmSync(resolve(ROOT, '.data'), { recursive: true, force: true });
+  if (kind === 'cold') rmSync(DATA_DIR, { recursive: true, force: true });
   const started = performance.now();
   const child = spawn(process.execPath, [resolve(ROOT, 'tools/bin/start.js')], {
     cwd: ROOT,

@@ -1,10 +1,10 @@
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { basename, dirname, join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
+import { freePort } from '@halo/kit/launch';
 
 /**
  * The embedded mode's one PostgreSQL server: real PostgreSQL 17 binaries from the
@@ -66,7 +66,17 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
       if (attempt < 3 && child.exitCode !== null) continue;
       throw err;
     }
-    return { adminUrl, port, dataDir: opts.dataDir, child, stop: () => stopChild(child) };
+    const watchdog = watchLauncher(child.pid!);
+    return {
+      adminUrl,
+      port,
+      dataDir: opts.dataDir,
+      child,
+      stop: () => {
+        watchdog?.kill('SIGKILL');
+        return stopChild(child);
+      },
+    };
   }
 }
 
@@ -212,6 +222,27 @@ async function stopOrphan(dataDir: string, log: (line: string) => void): Promise
   }
 }
 
+/** How long the services get to drain (kit: LAUNCHER_GONE_DRAIN_MS) before their database goes. */
+const SERVICES_DRAIN_S = 3;
+
+/**
+ * PostgreSQL runs in its own process group (see above), so nothing stops it when the launcher is
+ * killed outright. A tiny shell holds a pipe from the launcher: the launcher's end closes when it
+ * dies, however it dies, and the shell then stops PostgreSQL once the services had their drain.
+ */
+function watchLauncher(pid: number): ChildProcess | undefined {
+  if (process.platform === 'win32') return undefined;
+  const watchdog = spawn('sh', ['-c', `read _; sleep ${SERVICES_DRAIN_S}; kill -INT ${pid} 2>/dev/null`], {
+    detached: true,
+    stdio: ['pipe', 'ignore', 'ignore'],
+  });
+  watchdog.on('error', () => undefined); // no sh: the next start still stops an orphan (stopOrphan)
+  watchdog.unref();
+  // Kept open (never written): EOF for the shell exactly when this process is gone.
+  (watchdog.stdin as unknown as { unref?: () => void }).unref?.();
+  return watchdog;
+}
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -219,17 +250,6 @@ function alive(pid: number): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitReady(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {

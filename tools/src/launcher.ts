@@ -1,15 +1,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, openSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { join, resolve } from 'node:path';
+import { closeSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
   DEV_OIDC_PORT,
+  EXIT_CANNOT_START,
+  freePort,
   GATEWAY_METRICS_PORT,
   GATEWAY_PORT,
   generateServiceKey,
   grpcAddrVar,
+  portIsFree,
   grpcCallersOf,
   provisionServiceRoles,
   roleUrl,
@@ -20,7 +22,10 @@ import {
   type ServiceRole,
 } from '@halo/kit/launch';
 import { DEV_JWT_SECRET, DEV_OIDC_CLIENT_ID, DEV_OIDC_CLIENT_SECRET } from './dev-defaults';
+import { ensureDatabase } from './database-check';
+import { LaunchError } from './launch-error';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres';
+import { CAN_IDENTIFY, isRunning, readRecord, reap, record, writeRecord, type LauncherRecord } from './process-records';
 
 /**
  * Starts Halo as separate processes on loopback — every service and the gateway — and waits
@@ -28,6 +33,8 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgre
  * the way Halo is started in tests is the way a newcomer starts it.
  */
 const ROOT = resolve(__dirname, '../..');
+
+export { LaunchError };
 
 export type ProcessName = ServiceName | 'gateway' | 'oidc' | 'postgres' | 'launcher';
 
@@ -126,19 +133,41 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
   const running: RunningProcess[] = [];
   let postgres: RunningSystem['postgres'];
   let stopped: Promise<void> | undefined;
+  const log = (line: string) => opts.onLog?.('launcher', line);
+  const embedded = !(opts.env?.DATABASE_URL ?? process.env.DATABASE_URL);
+  const postgresDataDir = opts.postgresDataDir ?? DEFAULT_POSTGRES_DIR;
+  const recordFile = join(dirname(postgresDataDir), `launcher-${offset}.json`);
+  // Nothing is started (or stopped) until these pass: another launcher, ports, the database.
+  await takeOver(recordFile, embedded ? postgresDataDir : undefined, log);
+  await checkPorts(plannedPorts(offset, opts.devOidc ?? dev));
+  if (!embedded) await ensureDatabase((opts.env?.DATABASE_URL ?? process.env.DATABASE_URL)!, log);
+  const launcherRecord = record('launcher', process.pid);
+  const records: LauncherRecord | undefined = launcherRecord && {
+    launcher: launcherRecord,
+    processes: [],
+    ...(embedded ? { postgresDataDir } : {}),
+  };
+  const remember = (name: string, pid: number | undefined) => {
+    const r = pid === undefined ? undefined : record(name, pid);
+    if (!records || !r) return;
+    records.processes.push(r);
+    writeRecord(recordFile, records);
+  };
+  if (records) writeRecord(recordFile, records);
   const stop = () =>
     (stopped ??= (async () => {
       supervisor.stopping = true;
       await stopAll(running);
       // Last: the services have drained and closed their pools.
       await postgres?.stop();
+      rmSync(recordFile, { force: true });
     })());
   let ready = false;
   const supervisor: Supervisor = {
     stopping: false,
     gaveUp: undefined,
     policy: { ...DEFAULT_RESTART_POLICY, ...opts.restart },
-    log: (line) => opts.onLog?.('launcher', line),
+    log,
     giveUp(name, message) {
       if (this.stopping) return;
       this.gaveUp = new Error(message);
@@ -164,7 +193,7 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
     // The dev secret only ever comes from here, and only in development.
     ...(dev && !opts.env?.JWT_SECRET && !process.env.JWT_SECRET ? { JWT_SECRET: DEV_JWT_SECRET } : {}),
   };
-  const o = { ...opts, env: { ...common, ...opts.env }, envFor: { ...opts.envFor }, supervisor };
+  const o = { ...opts, env: { ...common, ...opts.env }, envFor: { ...opts.envFor }, supervisor, remember };
   // Service identity: a fresh Ed25519 key per process at every start, and each gRPC server gets
   // the public keys of exactly the processes that call it (docs/service-identity.md).
   const keys = Object.fromEntries(
@@ -214,8 +243,9 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
 
     // The one place that decides "embedded or not": without DATABASE_URL, one PostgreSQL server of
     // our own, and each service connects with its own role to its own schema, as in production.
-    if (!(o.env.DATABASE_URL ?? process.env.DATABASE_URL)) {
-      postgres = await startPostgres(opts.postgresDataDir ?? DEFAULT_POSTGRES_DIR, opts.onLog);
+    if (embedded) {
+      postgres = await startPostgres(postgresDataDir, opts.onLog);
+      remember('postgres', postgres.child.pid);
       const pgChild = postgres.child;
       pgChild.once('exit', (code, signal) =>
         supervisor.giveUp('postgres', `PostgreSQL exited unexpectedly (${signal ?? `code ${code}`}); stopping Halo.`),
@@ -299,7 +329,7 @@ function launch(
   ports: Record<string, string>,
   url: string,
   readyPath: string,
-  opts: LaunchOptions & { supervisor: Supervisor },
+  opts: LaunchOptions & { supervisor: Supervisor; remember: (name: string, pid: number | undefined) => void },
   running: RunningProcess[],
   grpcAddr?: string,
   replica?: number,
@@ -308,6 +338,7 @@ function launch(
   const onLog = opts.onLog ?? (() => undefined);
   const crashes: number[] = [];
   const logFile = opts.logDir ? join(opts.logDir, `${name}${replica ? `-${replica}` : ''}.log`) : undefined;
+  let lastLine = '';
   const spawnChild = (): ChildProcess => {
     const logFd = logFile === undefined ? undefined : openSync(logFile, crashes.length ? 'a' : 'w');
     const child = spawn(process.execPath, [...(name === 'gateway' ? GATEWAY_V8_FLAGS : []), entry(name)], {
@@ -317,11 +348,23 @@ function launch(
       stdio: ['ignore', logFd ?? 'pipe', logFd ?? 'pipe', 'ipc'],
     });
     if (logFd !== undefined) closeSync(logFd); // the child has its own copy
+    opts.remember(name, child.pid);
     for (const stream of [child.stdout, child.stderr]) {
-      if (stream) createInterface({ input: stream }).on('line', (line) => onLog(name, line));
+      if (stream) {
+        createInterface({ input: stream }).on('line', (line) => {
+          lastLine = line;
+          onLog(name, line);
+        });
+      }
     }
     child.once('exit', (code, signal) => {
       if (supervisor.stopping) return;
+      if (code === EXIT_CANNOT_START) {
+        // It said why in one line (kit: runService); starting it again cannot help.
+        const why = logFile ? lastLineOf(logFile) : lastLine;
+        supervisor.giveUp(name, `${why.startsWith(`${name}: `) ? why : `${name}: ${why || 'cannot start as configured'}`}; stopping Halo.`);
+        return;
+      }
       const now = Date.now();
       crashes.push(now);
       while (crashes.length && crashes[0]! < now - supervisor.policy.windowMs) crashes.shift();
@@ -350,16 +393,76 @@ function launch(
   return proc;
 }
 
-/** A loopback port nothing listens on right now (the OS's choice). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
+/** The last line of a process's log file (its one-line reason for not starting). */
+function lastLineOf(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').pop() ?? '';
+  } catch {
+    return '';
+  }
+}
+
+
+/**
+ * Before anything starts: a launcher of this checkout that still runs on these ports (or on this
+ * PostgreSQL data directory) is refused with one line; processes a dead launcher left are stopped.
+ */
+async function takeOver(recordFile: string, postgresDataDir: string | undefined, log: (line: string) => void): Promise<void> {
+  if (!CAN_IDENTIFY) return;
+  const dir = dirname(recordFile);
+  let files: string[] = [];
+  try {
+    files = readdirSync(dir).filter((f) => /^launcher-\d+\.json$/.test(f));
+  } catch {
+    return; // no state directory yet: nothing ever ran here
+  }
+  for (const file of files) {
+    const path = join(dir, file);
+    const rec = readRecord(path);
+    if (!rec) continue;
+    // This very process (tests run systems one after another) is not "another launcher".
+    const other = rec.launcher.pid !== process.pid && isRunning(rec.launcher);
+    if (other && path === recordFile) {
+      throw new LaunchError(
+        `Halo is already running here (launcher pid ${rec.launcher.pid}); stop it first, or start another beside it with HALO_PORT_OFFSET=100 HALO_DATA_DIR=/tmp/halo-2 npm start`,
+      );
+    }
+    if (other && postgresDataDir !== undefined && rec.postgresDataDir === postgresDataDir) {
+      throw new LaunchError(
+        `The PostgreSQL data in ${postgresDataDir} is in use by another Halo launcher (pid ${rec.launcher.pid}); stop it, or give this one its own: HALO_DATA_DIR=/tmp/halo-2 npm start`,
+      );
+    }
+    if (!other && path === recordFile && rec.launcher.pid !== process.pid) await reap(rec, log);
+  }
+}
+
+interface PlannedPort {
+  port: number;
+  owner: string;
+}
+
+/** Every fixed port this launcher is about to listen on. */
+function plannedPorts(offset: number, devOidc: boolean): PlannedPort[] {
+  return [
+    { port: GATEWAY_PORT + offset, owner: 'gateway' },
+    { port: GATEWAY_METRICS_PORT + offset, owner: 'gateway metrics' },
+    ...(devOidc ? [{ port: DEV_OIDC_PORT + offset, owner: 'dev OpenID provider' }] : []),
+    ...SERVICE_NAMES.flatMap((name) => [
+      { port: SERVICES[name].httpPort + offset, owner: `${name} HTTP` },
+      { port: SERVICES[name].grpcPort + offset, owner: `${name} gRPC` },
+    ]),
+  ];
+}
+
+/** All taken ports named in one line, with the way out, before a single process is started. */
+async function checkPorts(ports: PlannedPort[]): Promise<void> {
+  const taken: PlannedPort[] = [];
+  for (const p of ports) if (!(await portIsFree(p.port))) taken.push(p);
+  if (!taken.length) return;
+  const list = taken.map((p) => `${p.port} (${p.owner})`).join(', ');
+  throw new LaunchError(
+    `Port${taken.length > 1 ? 's' : ''} already in use: ${list} — another Halo or another program holds ${taken.length > 1 ? 'them' : 'it'}; stop it, or move every port: HALO_PORT_OFFSET=100 npm start`,
+  );
 }
 
 /** Until the process answers its ready path; restarts in between are the supervisor's business. */
@@ -369,8 +472,10 @@ async function waitReady(proc: RunningProcess, timeoutMs: number, supervisor: Su
     if (supervisor.gaveUp) throw supervisor.gaveUp;
     if (supervisor.stopping) throw new Error(`${proc.name}: stopped before it was ready`);
     try {
+      const child = proc.child;
       const res = await fetch(`${proc.url}${proc.readyPath}`, { signal: AbortSignal.timeout(1_000) });
-      if (res.ok) return;
+      // Only our own process's answer counts: not one that exited meanwhile (its port is someone else's).
+      if (res.ok && child === proc.child && child.exitCode === null && child.signalCode === null) return;
     } catch {
       // not listening yet
     }

@@ -292,3 +292,34 @@ export const HealthClient = grpc.makeGenericClientConstructor(
 export function checkHealth(client: HealthClient, service: string, opts: CallOptions & { defaultDeadlineMs: number }): Promise<string> {
   return callUnary(client, client.Check, { service }, opts).then((r) => r.status);
 }
+
+/**
+ * Waits until the gRPC server at `address` reports `service` ('' = the whole server) SERVING on
+ * the standard health service, for at most `timeoutMs`; resolves to whether it did. For a service
+ * that needs a peer while it starts (auth's seed asks content): asking the peer itself before it
+ * listens would fail calls and open the circuit breaker. Health checks go around the call policy.
+ */
+export async function waitForServing(address: string, opts: { service?: string; timeoutMs: number }): Promise<boolean> {
+  // Reconnect quickly while the peer is starting (grpc-js waits 1 s and more between attempts by default).
+  const client = new HealthClient(address, grpc.credentials.createInsecure(), {
+    'grpc.initial_reconnect_backoff_ms': 50,
+    'grpc.max_reconnect_backoff_ms': 250,
+  });
+  const until = Date.now() + opts.timeoutMs;
+  try {
+    while (Date.now() < until) {
+      const connected = await new Promise<boolean>((resolve) => client.waitForReady(until, (err) => resolve(!err)));
+      if (!connected) return false;
+      const status = await new Promise<string | undefined>((resolve) => {
+        client.Check({ service: opts.service ?? '' }, new grpc.Metadata(), { deadline: Math.min(until, Date.now() + 1_000) }, (err, res) =>
+          resolve(err ? undefined : res.status),
+        );
+      });
+      if (status === 'SERVING') return true;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return false;
+  } finally {
+    client.close();
+  }
+}

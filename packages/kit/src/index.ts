@@ -25,3 +25,4 @@ export * from './rest-manifest';
 export * from './service-identity';
 export * from './metrics';
 export * from './subscriptions';
+export * from './exit-codes';

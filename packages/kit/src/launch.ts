@@ -5,3 +5,5 @@
 export * from './topology';
 export * from './db-roles';
 export { generateServiceKey, type ServiceKeyPair } from './service-keys';
+export { freePort, portIsFree } from './ports';
+export { EXIT_CANNOT_START } from './exit-codes';

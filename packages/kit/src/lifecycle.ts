@@ -3,6 +3,9 @@ import type { Logger } from './logger';
 
 type Closer = () => Promise<void> | void;
 
+/** How long a service started by the launcher drains once the launcher is gone. */
+export const LAUNCHER_GONE_DRAIN_MS = 3_000;
+
 /**
  * Resources registered as they are opened and released in reverse order on shutdown, each with
  * a share of one overall grace period. After shutdown the event loop empties and the process
@@ -46,27 +49,36 @@ export class Lifecycle {
    */
   installSignalHandlers(timeoutMs: number): void {
     let firstAt = 0;
-    const onSignal = (signal: NodeJS.Signals) => {
+    const onSignal = (signal: NodeJS.Signals | 'disconnect', graceMs = timeoutMs) => {
       if (firstAt) {
         if (Date.now() - firstAt >= 1_000) process.exit(1);
         return;
       }
       firstAt = Date.now();
       this.logger.info({ signal }, 'shutting down');
-      const hardStop = setTimeout(() => process.exit(1), timeoutMs + 2_000);
+      const hardStop = setTimeout(() => process.exit(1), graceMs + 2_000);
       hardStop.unref();
-      void this.shutdown(timeoutMs).then(() => {
+      void this.shutdown(graceMs).then(() => {
         process.exitCode ??= 0;
       });
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
     // Started by the embedded launcher (an IPC channel): when the launcher dies, even by SIGKILL,
-    // the channel closes and the service drains and exits instead of holding its ports. The
-    // channel is unref'd so it never keeps a finished process alive.
+    // the channel closes and the service drains (at most LAUNCHER_GONE_DRAIN_MS: nobody waits for
+    // it) and exits instead of holding its ports. The channel is unref'd so it never keeps a
+    // finished process alive.
+    const launcherGone = () => {
+      onSignal('disconnect', Math.min(timeoutMs, LAUNCHER_GONE_DRAIN_MS));
+      // Out at LAUNCHER_GONE_DRAIN_MS whatever the drain still waits for.
+      setTimeout(() => process.exit(1), LAUNCHER_GONE_DRAIN_MS).unref();
+    };
     if (process.channel) {
       process.channel.unref();
-      process.once('disconnect', () => onSignal('SIGTERM'));
+      process.once('disconnect', launcherGone);
+    } else if (process.send && !process.connected) {
+      // The launcher died while this service was still starting.
+      launcherGone();
     }
   }
 }

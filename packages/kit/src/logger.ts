@@ -1,3 +1,4 @@
+import { write, writeSync } from 'node:fs';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { currentRequestId } from './request-context';
 
@@ -41,17 +42,103 @@ export function createLogger(name: string, level: string = process.env.LOG_LEVEL
 
 /** How long a log line may wait in the buffer before it is written. */
 const FLUSH_EVERY_MS = 250;
+/** Lines beyond this, while the reader does not keep up, are dropped rather than held. */
+const MAX_BUFFERED_BYTES = 1024 * 1024;
 let stdout: DestinationStream | undefined;
 
 /**
  * Standard output through one buffer per process: lines are written in batches of about 4 KiB, and
  * at least every 250 ms, instead of one write system call per line (at the gateway's per-request
- * access log that was ≈6% of its CPU under load). pino flushes the buffer synchronously when the
- * process exits, a fatal error's exit included; only a SIGKILL can lose the last 250 ms of lines.
+ * access log that was ≈6% of its CPU under load). What is buffered is written synchronously when
+ * the process exits; only a SIGKILL can lose the last 250 ms of lines.
  */
 function bufferedStdout(): DestinationStream {
   if (stdout) return stdout;
-  const dest = pino.destination({ dest: 1, sync: false, minLength: 4096 });
+  const dest = new LineBuffer(1);
   setInterval(() => dest.flush(), FLUSH_EVERY_MS).unref();
+  process.on('exit', () => dest.flushSync());
   return (stdout = dest);
+}
+
+/**
+ * The buffer behind `bufferedStdout`. Not sonic-boom (pino.destination): its synchronous flush at
+ * exit retries every failed write forever, so a service whose reader was gone (the launcher killed,
+ * EPIPE) spun at exit and ignored SIGTERM. Here a closed output drops the lines and logging stops;
+ * a full pipe (EAGAIN) is retried briefly at exit, then dropped: exiting matters more.
+ */
+export class LineBuffer implements DestinationStream {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private inFlight: Buffer | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly fd: number,
+    private readonly minLength = 4096,
+  ) {}
+
+  write(line: string): void {
+    if (this.closed) return;
+    if (this.pendingBytes > MAX_BUFFERED_BYTES) return;
+    const buf = Buffer.from(line);
+    this.pending.push(buf);
+    this.pendingBytes += buf.length;
+    if (this.pendingBytes >= this.minLength) this.flush();
+  }
+
+  /** Writes what is buffered without blocking; one write at a time. */
+  flush(done?: () => void): void {
+    if (this.closed || this.inFlight || !this.pendingBytes) return void done?.();
+    const chunk = this.take();
+    this.inFlight = chunk;
+    writeAll(this.fd, chunk, (err, rest) => {
+      this.inFlight = undefined;
+      if (err?.code === 'EAGAIN') {
+        // The reader is slow: keep the lines (bounded above) for the next flush.
+        this.pending.unshift(rest);
+        this.pendingBytes += rest.length;
+      } else if (err) this.close();
+      done?.();
+    });
+  }
+
+  /** At exit: what is in flight and buffered, written once; any failure drops it. */
+  flushSync(): void {
+    if (this.closed) return;
+    const chunks = [...(this.inFlight ? [this.inFlight] : []), this.take()];
+    this.inFlight = undefined;
+    let retries = 100; // ~100 ms of a full pipe, then the rest is dropped
+    for (let chunk of chunks) {
+      while (chunk.length) {
+        try {
+          chunk = chunk.subarray(writeSync(this.fd, chunk));
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EAGAIN' || retries-- <= 0) return this.close();
+          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
+        }
+      }
+    }
+  }
+
+  private take(): Buffer {
+    const chunk = Buffer.concat(this.pending, this.pendingBytes);
+    this.pending = [];
+    this.pendingBytes = 0;
+    return chunk;
+  }
+
+  private close(): void {
+    this.closed = true;
+    this.pending = [];
+    this.pendingBytes = 0;
+  }
+}
+
+/** Writes `chunk` in as many writes as it takes; on an error, `rest` is what was not written. */
+function writeAll(fd: number, chunk: Buffer, done: (err: NodeJS.ErrnoException | null, rest: Buffer) => void): void {
+  write(fd, chunk, (err, n) => {
+    if (err) return done(err, chunk);
+    if (n < chunk.length) return writeAll(fd, chunk.subarray(n), done);
+    done(null, chunk.subarray(n));
+  });
 }

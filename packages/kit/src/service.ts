@@ -20,6 +20,7 @@ import { serveSubscriptions } from './subscriptions';
 import { errorHandler, healthCheck, jsonBody, notFoundHandler, requestContext } from './http';
 import { closeHttpServer, Lifecycle, listen } from './lifecycle';
 import { createLogger, type Logger } from './logger';
+import { EXIT_CANNOT_START } from './exit-codes';
 
 /**
  * The express app every service starts from: health endpoints first (not logged), then request
@@ -85,7 +86,7 @@ export async function runService<C extends { LOG_LEVEL: string; SHUTDOWN_TIMEOUT
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${name}: ${err.message}\n`);
-      process.exit(1);
+      process.exit(EXIT_CANNOT_START);
     }
     throw err;
   }
@@ -94,14 +95,37 @@ export async function runService<C extends { LOG_LEVEL: string; SHUTDOWN_TIMEOUT
     const service = await start(config, logger);
     service?.lifecycle.installSignalHandlers(config.SHUTDOWN_TIMEOUT_MS);
   } catch (err) {
-    if (err instanceof ConfigError) {
-      // A setting that only start-up can judge (keys, tables): the same one line as a bad variable.
-      process.stderr.write(`${name}: ${err.message}\n`);
-      process.exit(1);
+    // A setting that only start-up can judge (keys, tables, the database, a port): the same one
+    // line as a bad variable, and an exit code that tells a supervisor not to try again.
+    const line = cannotStartReason(err);
+    if (line !== undefined) {
+      process.stderr.write(`${name}: ${line}\n`);
+      process.exit(EXIT_CANNOT_START);
     }
     logger.fatal({ err }, 'failed to start');
     process.exit(1);
   }
+}
+
+/** PostgreSQL's SQLSTATEs for a start that no retry can fix: no such database, login refused. */
+const PG_CANNOT_START: Record<string, string> = {
+  '3D000': 'the database in DATABASE_URL does not exist',
+  '28P01': 'PostgreSQL refused the password in DATABASE_URL',
+  '28000': 'PostgreSQL refused the login of the role in DATABASE_URL',
+};
+
+/** One readable line when `err` means the process can never start as configured, else undefined. */
+export function cannotStartReason(err: unknown): string | undefined {
+  if (err instanceof ConfigError) return err.message;
+  const e = err as { code?: unknown; message?: unknown; address?: unknown; port?: unknown; syscall?: unknown };
+  const message = typeof e.message === 'string' ? e.message : String(err);
+  // grpc-js reports a taken port in its message only.
+  if (e.code !== 'EADDRINUSE' && message.includes('EADDRINUSE')) return `a port is already in use (${message})`;
+  if (typeof e.code !== 'string') return undefined;
+  if (PG_CANNOT_START[e.code]) return `${PG_CANNOT_START[e.code]} (${message})`;
+  if (e.code === 'EADDRINUSE') return `port ${String(e.port ?? '')} is already in use (${message})`;
+  if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') return `unknown host: ${message}`;
+  return undefined;
 }
 
 /** The settings every service's wiring reads (all from `serviceConfigShape`). */

@@ -9,8 +9,14 @@ import { serviceIdentityFor, type ServiceIdentity } from './service-identity';
 import { generateServiceKey, type ServiceKeyPair } from './service-keys';
 import { grpcCallersOf, SERVICE_NAMES, type ServiceName } from './topology';
 
-/** The real Postgres used by the test suites (CI starts it; see README). */
-export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+/** Where the tests look for PostgreSQL unless TEST_DATABASE_URL says otherwise. */
+export const DEFAULT_TEST_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
+
+/**
+ * The real Postgres used by the test suites: the machine's, or one Jest's global setup started for
+ * the run when nothing answers there (tools/jest/test-servers.ts; README "Test it").
+ */
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? DEFAULT_TEST_DATABASE_URL;
 
 /** A dev-only signing secret for tests; never used outside them. */
 export const TEST_JWT_SECRET = 'test-only-secret-0123456789abcdef0123456789abcdef';
@@ -297,3 +303,6 @@ export function metricValue(text: string | MetricSample[], name: string, labels:
   }
   return sum;
 }
+
+export { freePort, portIsFree } from './ports';
+export { hasRedisServer, REDIS_MISSING, startRedisServer, type RedisServer } from './test-redis';

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { Router, type Response } from 'express';
-import { callPolicyFor, defineService, openRedis, redisReady, signAccessToken, type Lifecycle, type Logger, type Redis } from '@halo/kit';
+import { callPolicyFor, defineService, openRedis, redisReady, signAccessToken, waitForServing, type Lifecycle, type Logger, type Redis } from '@halo/kit';
 import { authConfigShape, refineAuthConfig } from './config';
 import { seedDemoCredentials } from './db/seed';
 import { AuthStore } from './db/store';
@@ -18,6 +18,9 @@ import { OAuthProviders } from './oauth/providers';
 import { restRoutes } from './rest/routes';
 import { createLoginLimiter } from './security/login-limiter';
 import { createPasswordHasher } from './security/passwords';
+
+/** How long auth's seed waits for content to serve (the services start in parallel). */
+const CONTENT_WAIT_MS = 30_000;
 
 /** Expired refresh-token families are deleted this often. */
 const PURGE_INTERVAL_MS = 60 * 60_000;
@@ -69,7 +72,13 @@ export const authService = defineService({
       oauth: new OAuthFlows({ store, providers: new OAuthProviders(config.OAUTH_PROVIDERS, { logger }), logger }),
     };
   },
-  seed: ({ domain, logger }) => seedDemoCredentials({ ...domain, logger }),
+  // The demo users are content's: wait until content serves (its gRPC health) before asking it.
+  seed: async ({ domain, logger, config }) => {
+    if (!(await waitForServing(config.CONTENT_GRPC_ADDR, { timeoutMs: CONTENT_WAIT_MS }))) {
+      logger.warn({ peer: 'content', waitedMs: CONTENT_WAIT_MS }, 'content is not serving yet; seeding anyway');
+    }
+    await seedDemoCredentials({ ...domain, logger });
+  },
   // Logins are refused (503, fail closed) while Redis is down, so readiness fails with it.
   ready: async ({ redis }) => {
     if (redis) await redis.ping();

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
-import { ConfigError } from '@halo/kit';
+import { ConfigError, EXIT_CANNOT_START } from '@halo/kit';
 import { authService } from '../src/service';
 import { TEST_JWT_SECRET } from './helpers';
 
@@ -37,7 +37,8 @@ describe('JWT_SECRET', () => {
       encoding: 'utf8',
       timeout: 20_000,
     });
-    expect(run.status).toBe(1);
+    // Restarting cannot fix a setting: the exit code says so (kit: EXIT_CANNOT_START).
+    expect(run.status).toBe(EXIT_CANNOT_START);
     expect(run.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^auth: Invalid configuration: JWT_SECRET: /)]);
     expect(run.stderr).not.toContain('short');
   });

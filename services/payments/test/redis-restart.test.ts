@@ -1,5 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { freePort, startRedisServer, type RedisServer } from '@halo/kit/testing';
 import { newKey, pay, startTestPayments, type TestPayments } from './helpers';
 
 /**
@@ -9,41 +8,17 @@ import { newKey, pay, startTestPayments, type TestPayments } from './helpers';
  * is answered from the database (the same payment), never charged twice. A private redis-server
  * (the real binary, its own port) so the shared one stays up for the other test files.
  */
-let redis: ChildProcess | undefined;
+let redis: RedisServer | undefined;
 let port: number;
 let t: TestPayments;
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const p = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(p));
-    });
-  });
-
 async function startRedis(): Promise<void> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  redis = child;
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      if (out.includes('Ready to accept connections')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${out}`)));
-  });
+  redis = await startRedisServer(port);
 }
 
 async function stopRedis(): Promise<void> {
-  const child = redis;
+  await redis?.stop();
   redis = undefined;
-  if (!child || child.exitCode !== null) return;
-  await new Promise<void>((resolve) => {
-    child.once('exit', () => resolve());
-    child.kill('SIGKILL');
-  });
 }
 
 beforeAll(async () => {

@@ -1,0 +1,89 @@
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+/**
+ * What a launcher started, on disk: each process by pid and start time, so the next launcher can
+ * stop what an earlier one left (killed with SIGKILL, a service stuck in its drain) and tell a
+ * launcher that still runs from one that died. A pid alone is not enough (pids are reused); a pid
+ * whose start time matches is the same process. Never by name: another checkout's Halo looks alike.
+ */
+export interface ProcessRecord {
+  name: string;
+  pid: number;
+  /** Start time in clock ticks since boot (/proc/<pid>/stat, field 22). */
+  startTime: number;
+}
+
+export interface LauncherRecord {
+  launcher: ProcessRecord;
+  processes: ProcessRecord[];
+  /** Embedded mode: the PostgreSQL data directory this launcher owns. */
+  postgresDataDir?: string;
+}
+
+/** Where processes cannot be identified (no /proc), nothing is recorded or reaped. */
+export const CAN_IDENTIFY = process.platform === 'linux';
+
+/** The start time of `pid`, or undefined when there is no such process (or only its zombie). */
+export function startTimeOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command name (which may hold spaces): state is field 3,
+    // starttime field 22.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[0] === 'Z' ? undefined : Number(fields[19]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Still the process that was recorded (not gone, not a new one under a reused pid). */
+export const isRunning = (r: ProcessRecord): boolean => startTimeOf(r.pid) === r.startTime;
+
+export function record(name: string, pid: number): ProcessRecord | undefined {
+  const startTime = startTimeOf(pid);
+  return startTime === undefined ? undefined : { name, pid, startTime };
+}
+
+export function readRecord(file: string): LauncherRecord | undefined {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as LauncherRecord;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Written whole and renamed into place: a launcher killed mid-write leaves the previous file. */
+export function writeRecord(file: string, rec: LauncherRecord): void {
+  if (!CAN_IDENTIFY) return;
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(`${file}.tmp`, JSON.stringify(rec));
+  renameSync(`${file}.tmp`, file);
+}
+
+/**
+ * Stops the processes of `rec` that still run: SIGTERM, then SIGKILL for any still there after
+ * `graceMs`. Resolves with what it stopped.
+ */
+export async function reap(rec: LauncherRecord, log: (line: string) => void, graceMs = 3_000): Promise<ProcessRecord[]> {
+  const left = rec.processes.filter(isRunning);
+  for (const p of left) {
+    log(`stopping ${p.name} (pid ${p.pid}) left running by an earlier launcher`);
+    signal(p.pid, 'SIGTERM');
+  }
+  const deadline = Date.now() + graceMs;
+  while (left.some(isRunning) && Date.now() < deadline) await sleep(50);
+  for (const p of left.filter(isRunning)) signal(p.pid, 'SIGKILL');
+  while (left.some(isRunning)) await sleep(20);
+  return left;
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // gone in between
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
