@@ -3,6 +3,7 @@ import express, { type ErrorRequestHandler, type RequestHandler, type Router } f
 import { HaloError, isHaloError, toRestError } from './errors';
 import type { Lifecycle } from './lifecycle';
 import type { Logger } from './logger';
+import { BODY_MAY_HOLD_NUL, rawJsonMayHoldNul } from './nul';
 import { runInRequest } from './request-context';
 import { REQUEST_ID_HEADER, saneRequestId } from './request-id';
 
@@ -77,12 +78,14 @@ export function jsonBody(limitBytes: number): RequestHandler {
     limit: limitBytes,
     strict: false,
     // JSON is UTF-8 (RFC 8259): bytes that are not would be stored as U+FFFD, silently changed.
-    verify: (_req, _res, buf) => {
+    verify: (req, _res, buf) => {
       try {
         STRICT_UTF8.decode(buf);
       } catch {
         throw Object.assign(new SyntaxError('request body is not valid UTF-8'), { status: 400, type: 'entity.parse.failed' });
       }
+      // Read by refuseNulInput: only a body with this escape can hold a NUL character.
+      if (rawJsonMayHoldNul(buf)) (req as { [BODY_MAY_HOLD_NUL]?: boolean })[BODY_MAY_HOLD_NUL] = true;
     },
   });
 }

@@ -20,6 +20,7 @@ export * from './define-service';
 export * from './keyset';
 export * from './request-context';
 export * from './text';
+export * from './nul';
 export * from './users';
 export * from './rest-manifest';
 export * from './service-identity';
