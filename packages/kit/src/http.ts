@@ -3,7 +3,7 @@ import express, { type ErrorRequestHandler, type RequestHandler, type Router } f
 import { HaloError, isHaloError, toRestError } from './errors';
 import type { Lifecycle } from './lifecycle';
 import type { Logger } from './logger';
-import { BODY_MAY_HOLD_NUL, rawJsonMayHoldNul } from './nul';
+import { BODY_MAY_HOLD_NUL, findNul, nulError, rawJsonMayHoldNul } from './nul';
 import { runInRequest } from './request-context';
 import { REQUEST_ID_HEADER, saneRequestId } from './request-id';
 
@@ -104,7 +104,11 @@ export function route(
   const r = router.route(path);
   const allowed: string[] = [];
   for (const [method, handler] of Object.entries(handlers)) {
-    r[method as 'get'](handler);
+    // Path parameters are named only here, after routing: the NUL rule's third input (kit/src/nul.ts).
+    r[method as 'get']((req, res, next) => {
+      const field = findNul(req.params, 'path');
+      return field === null ? handler(req, res, next) : next(nulError(field));
+    });
     allowed.push(method.toUpperCase());
   }
   if (allowed.includes('GET')) allowed.push('HEAD');

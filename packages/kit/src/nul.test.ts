@@ -1,7 +1,7 @@
 import express from 'express';
 import { buildSchema, graphql } from 'graphql';
 import request from 'supertest';
-import { errorHandler, jsonBody } from './http';
+import { errorHandler, jsonBody, route } from './http';
 import { findNul, refuseNulArguments, refuseNulInput } from './nul';
 import { formatGraphQLError } from './graphql';
 import { capturingLogger } from './testing';
@@ -31,7 +31,13 @@ describe('the NUL rule', () => {
     app.use(jsonBody(1024 * 1024));
     app.use(refuseNulInput());
     app.all('/echo', (req, res) => void res.json({ body: req.body as unknown, query: req.query }));
+    const router = express.Router();
+    route(router, '/things/:thingId', { get: (req, res) => void res.json(req.params) });
+    app.use(router);
     app.use(errorHandler());
+    const param = await request(app).get('/things/a%00b');
+    expect([param.status, param.body]).toEqual([400, { error: 'thingId must not contain NUL characters' }]);
+    expect((await request(app).get('/things/ab')).body).toEqual({ thingId: 'ab' });
     const query = await request(app).get('/echo?category=%00&page=1');
     expect([query.status, query.body]).toEqual([400, { error: 'category must not contain NUL characters' }]);
     const body = await request(app).post('/echo').send({ user: { name: 'x\u0000' } });

@@ -83,7 +83,7 @@ const JSON_NUL_ESCAPE = '\\u0000';
 /**
  * REST: the query string and the JSON body. Both are looked at only when their raw text could hold
  * a NUL (a `%00` in the URL, a `\u0000` escape in the body: `jsonBody` marks it), so most requests
- * cost one substring search each. Path parameters are named by the route: `validateRestInput`.
+ * cost one substring search each. Path parameters are named by the route: the kit's `route()`.
  */
 export function refuseNulInput(): RequestHandler {
   return (req: Request, _res: Response, next: NextFunction) => {

@@ -2,7 +2,6 @@ import type { Request, RequestHandler, Response, Router } from 'express';
 import { z } from 'zod';
 import { badRequest, isHaloError } from './errors';
 import { route } from './http';
-import { refuseNul } from './nul';
 import { SERVICES, type ServiceName } from './topology';
 
 /**
@@ -243,8 +242,6 @@ export function validateRestInput(
   raw: { params?: unknown; query?: unknown; body?: unknown },
 ): RestInput {
   const s = versionSchemas(route, version);
-  // Path parameters are named here; the query and the body were checked for NUL by refuseNulInput.
-  refuseNul(raw.params, 'path');
   const params = (s.params ? check(s.params, raw.params ?? {}) : (raw.params ?? {})) as Record<string, string>;
   const query = (s.query ? check(s.query, raw.query ?? {}) : (raw.query ?? {})) as Record<string, unknown>;
   let body = raw.body;
