@@ -16,7 +16,7 @@ import { sha256 } from './persisted';
  */
 export const MAX_VARIABLES_DEPTH = 64;
 
-/** True when `value` holds an object or array more than `levels` levels down. Allocates nothing. */
+/** True when `value` nests objects or arrays more than `levels` levels deep (itself being level 1). Allocates nothing. */
 export function deeperThan(value: unknown, levels: number): boolean {
   if (typeof value !== 'object' || value === null) return false;
   if (levels === 0) return true;
@@ -40,14 +40,14 @@ export interface OperationRequest {
  * cap, or a persisted-query hash that is not the SHA-256 of the query sent with it.
  */
 export function operationRequestError(op: OperationRequest): GraphQLFormattedError | null {
-  // The top-level object is level 1: `{"v": 1}` is one level deep.
-  if (deeperThan(op.variables, MAX_VARIABLES_DEPTH - 1)) {
+  // The variables object is level 1: `{"v": 1}` is one level deep, `{"v": {"w": 1}}` two.
+  if (deeperThan(op.variables, MAX_VARIABLES_DEPTH)) {
     return {
       message: `variables are nested deeper than ${MAX_VARIABLES_DEPTH} levels`,
       extensions: { code: 'VARIABLES_DEPTH_LIMIT', maxVariablesDepth: MAX_VARIABLES_DEPTH },
     };
   }
-  if (deeperThan(op.extensions, MAX_VARIABLES_DEPTH - 1)) {
+  if (deeperThan(op.extensions, MAX_VARIABLES_DEPTH)) {
     return {
       message: `extensions are nested deeper than ${MAX_VARIABLES_DEPTH} levels`,
       extensions: { code: 'VARIABLES_DEPTH_LIMIT', maxVariablesDepth: MAX_VARIABLES_DEPTH },
