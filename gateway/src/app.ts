@@ -8,6 +8,8 @@ import {
   listen,
   openRedis,
   REQUEST_ID_HEADER,
+  repeatedHeader,
+  repeatedHeaderMessage,
   requestIdOf,
   sendJson,
   serviceIdentityFor,
@@ -139,6 +141,14 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     if (path === '/healthz' || path === '/readyz') return health(req, res, () => notFound(req, res));
     if (logger.isLevelEnabled('info')) accessLog(logger, req, res, requestId, path);
     metrics?.track(res);
+    // Credentials and the payment key are single-valued: sent twice, nothing may guess which one counts.
+    const repeated = repeatedHeader(req.rawHeaders);
+    if (repeated !== null) {
+      const message = repeatedHeaderMessage(repeated);
+      return path === '/graphql'
+        ? sendJson(res, 400, { errors: [{ message, extensions: { code: 'BAD_REQUEST' } }] })
+        : sendJson(res, 400, { error: message });
+    }
     if (path === '/graphql') {
       res.route = ROUTE_GRAPHQL;
       // A browser opening /graphql in development gets GraphiQL; everything else is an operation.

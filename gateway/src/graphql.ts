@@ -34,6 +34,7 @@ import { createHttpFetcher } from './http-fetcher';
 import { OperationPolicy } from './operation-policy';
 import { RedisResponseTier, responseCachePlugin, ResponseCacheStore } from './response-cache';
 import { trustedDocumentsCache, trustedDocumentsPlugin, type TrustedDocuments } from './persisted';
+import { getOperationRequest, operationChoicePlugin, operationRequestError, type OperationRequest } from './request-checks';
 
 /** What every resolver and subgraph request sees: who asked and which request this is. */
 export interface GraphQLContext {
@@ -260,6 +261,12 @@ export function formatGatewayError(logger: Logger) {
       logger.error({ err: original, path: formatted.path }, 'graphql execution failed');
       return { message: INTERNAL_MESSAGE, path: formatted.path, extensions: { code: 'INTERNAL_SERVER_ERROR' } };
     }
+    // A request error Apollo raises without a code of its own (an unsupported persisted-query
+    // version…) is the client's: never labelled an internal error.
+    const status = (error instanceof GraphQLError ? (error.extensions.http as { status?: number } | undefined)?.status : undefined) ?? 0;
+    if (formatted.extensions?.code === 'INTERNAL_SERVER_ERROR' && status >= 400 && status < 500) {
+      return { ...formatted, extensions: { ...formatted.extensions, code: 'BAD_REQUEST' } };
+    }
     if (formatted.extensions && 'response' in formatted.extensions) {
       const { response: _internal, ...extensions } = formatted.extensions;
       return { ...formatted, extensions };
@@ -341,6 +348,7 @@ export function createGraphQL(opts: GraphQLOptions) {
       // Apollo's landing page loads Apollo Sandbox from a CDN; development gets GraphiQL (src/docs.ts).
       ApolloServerPluginLandingPageDisabled(),
       ...(trusted ? [trustedDocumentsPlugin<GraphQLContext>(trusted)] : []),
+      operationChoicePlugin<GraphQLContext>(),
       policy.plugin<GraphQLContext>(),
       privateForCallersPlugin,
       // After the edge's checks: a cached answer is only served to an operation they let through.
@@ -373,12 +381,14 @@ export function createGraphQL(opts: GraphQLOptions) {
         return sendJson(res, 400, { errors: [error] });
       }
     }
+    const url = req.url ?? '';
+    const q = url.indexOf('?');
+    const refused = requestError(body, req.method === 'GET' && q !== -1 ? url.slice(q) : '');
+    if (refused) return sendJson(res, 400, { errors: [refused] });
     const headers = new HeaderMap();
     for (const [key, value] of Object.entries(req.headers)) {
       if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value);
     }
-    const url = req.url ?? '';
-    const q = url.indexOf('?');
     const response = await server.executeHTTPGraphQLRequest({
       httpGraphQLRequest: { method: req.method ?? 'GET', headers, search: q === -1 ? '' : url.slice(q), body },
       // Credentials are checked once per HTTP request (a batch shares them); a bad one is a 401.
@@ -454,3 +464,25 @@ export function createGraphQL(opts: GraphQLOptions) {
 }
 
 export type GraphQLHandler = ReturnType<typeof createGraphQL>;
+
+/**
+ * The first request error of a POST body (one operation or a batch) or a GET's parameters, checked
+ * before Apollo sees them (src/request-checks.ts). A GET's parameters are decoded here only when
+ * it has variables or extensions to look at.
+ */
+function requestError(body: unknown, getSearch: string): GraphQLFormattedError | null {
+  if (Array.isArray(body)) {
+    for (const op of body) {
+      const error = isObject(op) ? operationRequestError(op) : null;
+      if (error) return error;
+    }
+    return null;
+  }
+  if (isObject(body)) return operationRequestError(body);
+  if (getSearch && (getSearch.includes('variables=') || getSearch.includes('extensions='))) {
+    return operationRequestError(getOperationRequest(getSearch));
+  }
+  return null;
+}
+
+const isObject = (value: unknown): value is OperationRequest => typeof value === 'object' && value !== null;

@@ -9,6 +9,7 @@ import type { Db } from './db';
 import type { GrpcServiceBinding } from './grpc';
 import { Lifecycle } from './lifecycle';
 import type { Logger } from './logger';
+import { refuseNulArguments, refuseNulInput } from './nul';
 import { serviceIdentityFor, type ServiceIdentity } from './service-identity';
 import { createMetrics, type ServiceMetrics } from './metrics';
 import { createHttpApp, openServiceDb, runService, serveService, startSubgraph, subgraphMiddleware, withLifecycle, type StartedService, type SubgraphSubscriptions } from './service';
@@ -145,7 +146,8 @@ export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig 
       let subscriptions: SubgraphSubscriptions | undefined;
       if (def.graphql) {
         const typeDefs = parse(readFileSync(resolve(def.root, 'schema.graphql'), 'utf8'));
-        const schema = def.graphql.schema(typeDefs, domain);
+        // Before both servers are built from it: HTTP and WebSocket operations refuse NUL alike.
+        const schema = refuseNulArguments(def.graphql.schema(typeDefs, domain));
         const apollo = await startSubgraph<BaseContext>({ schema, logger, lifecycle });
         const context = def.graphql.context;
         const extra = (req: IncomingMessage) => (context ? context(domain, req) : {});
@@ -154,7 +156,8 @@ export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig 
           subscriptions = { schema, context: extra, jwtSecret: config.JWT_SECRET, maxPayload: config.BODY_LIMIT };
         }
       }
-      if (def.rest) app.use(def.rest(domain, config));
+      // The NUL rule for every REST route (query and body; path parameters in validateRestInput).
+      if (def.rest) app.use(refuseNulInput(), def.rest(domain, config));
 
       const grpcServices = def.grpc?.(domain, logger) ?? [];
       return { ...(await serveService({ app, grpcServices, identity, metrics, config, lifecycle, logger, db, subscriptions })), domain };

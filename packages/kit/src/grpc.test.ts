@@ -117,6 +117,13 @@ describe('gRPC server and client helpers', () => {
     expect((byEmail as HaloError).kind).toBe('NOT_FOUND');
   });
 
+  it('refuses a NUL character in any string of the request as INVALID_ARGUMENT naming the field, before the handler', async () => {
+    // getUserByEmail's handler would answer NOT_FOUND: the rule answers first.
+    const err = await callUnary(client, client.getUserByEmail, { email: 'a\u0000@x.io' }, { defaultDeadlineMs: 5_000, auth: AS_AUTH }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(HaloError);
+    expect([(err as HaloError).kind, (err as HaloError).message]).toEqual(['BAD_REQUEST', 'email must not contain NUL characters']);
+  });
+
   it('turns an unexpected error into INTERNAL without its message, and logs it on the server', async () => {
     const err = await callUnary(client, client.getUser, { id: 500 }, { requestId: 'req-500', defaultDeadlineMs: 5_000, auth: AS_AUTH }).catch(
       (e: unknown) => e,

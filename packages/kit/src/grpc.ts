@@ -5,6 +5,7 @@ import { ConfigError } from './config';
 import { fromGrpcError, HaloError, isHaloError, toGrpcError } from './errors';
 import type { CallPolicy } from './call-policy';
 import type { Logger } from './logger';
+import { refuseNul } from './nul';
 import type { ServiceMetrics } from './metrics';
 import { authorizeCaller, SERVICE_TOKEN_METADATA, type GrpcAccess, type ServiceIdentity } from './service-identity';
 import { currentRequestId, runInRequest, type RequestContext } from './request-context';
@@ -38,6 +39,8 @@ export function unary<Req, Res>(logger: Logger, handler: UnaryHandler<Req, Res>)
     };
     runInRequest(ctx, () => {
       try {
+        // INVALID_ARGUMENT naming the field: PostgreSQL cannot store a NUL character (kit/src/nul.ts).
+        refuseNul(call.request, 'request');
         handler(call.request, ctx).then((res) => callback(null, res), fail);
       } catch (err) {
         fail(err);

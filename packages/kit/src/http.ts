@@ -3,6 +3,7 @@ import express, { type ErrorRequestHandler, type RequestHandler, type Router } f
 import { HaloError, isHaloError, toRestError } from './errors';
 import type { Lifecycle } from './lifecycle';
 import type { Logger } from './logger';
+import { BODY_MAY_HOLD_NUL, findNul, nulError, rawJsonMayHoldNul } from './nul';
 import { runInRequest } from './request-context';
 import { REQUEST_ID_HEADER, saneRequestId } from './request-id';
 
@@ -77,12 +78,14 @@ export function jsonBody(limitBytes: number): RequestHandler {
     limit: limitBytes,
     strict: false,
     // JSON is UTF-8 (RFC 8259): bytes that are not would be stored as U+FFFD, silently changed.
-    verify: (_req, _res, buf) => {
+    verify: (req, _res, buf) => {
       try {
         STRICT_UTF8.decode(buf);
       } catch {
         throw Object.assign(new SyntaxError('request body is not valid UTF-8'), { status: 400, type: 'entity.parse.failed' });
       }
+      // Read by refuseNulInput: only a body with this escape can hold a NUL character.
+      if (rawJsonMayHoldNul(buf)) (req as { [BODY_MAY_HOLD_NUL]?: boolean })[BODY_MAY_HOLD_NUL] = true;
     },
   });
 }
@@ -101,7 +104,11 @@ export function route(
   const r = router.route(path);
   const allowed: string[] = [];
   for (const [method, handler] of Object.entries(handlers)) {
-    r[method as 'get'](handler);
+    // Path parameters are named only here, after routing: the NUL rule's third input (kit/src/nul.ts).
+    r[method as 'get']((req, res, next) => {
+      const field = findNul(req.params, 'path');
+      return field === null ? handler(req, res, next) : next(nulError(field));
+    });
     allowed.push(method.toUpperCase());
   }
   if (allowed.includes('GET')) allowed.push('HEAD');

@@ -20,6 +20,8 @@ export * from './define-service';
 export * from './keyset';
 export * from './request-context';
 export * from './text';
+export * from './nul';
+export * from './single-headers';
 export * from './users';
 export * from './rest-manifest';
 export * from './service-identity';

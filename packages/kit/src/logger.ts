@@ -24,6 +24,10 @@ export function createLogger(name: string, level: string = process.env.LOG_LEVEL
     },
     // A field the line sets itself wins; the frozen OUTSIDE object is never written to.
     mixinMergeStrategy: (fields: object, mixed: object) => (mixed === OUTSIDE ? fields : Object.assign(mixed, fields)),
+    // An error is its message, code and stack, never the object graph a library hangs on it
+    // (node-postgres attaches its whole client to an idle client's error: connection settings,
+    // the backend's cancel key). `err` is where every log call puts an error.
+    serializers: { err: errorForLog },
     redact: {
       paths: [
         'req.headers.authorization',
@@ -38,6 +42,43 @@ export function createLogger(name: string, level: string = process.env.LOG_LEVEL
     },
   };
   return pino(options, destination ?? bufferedStdout());
+}
+
+/** The most stack frames a logged error keeps: where it was thrown and how it got there. */
+const STACK_FRAMES = 12;
+const MAX_MESSAGE = 1_000;
+/** `cause` chains (and an AggregateError's errors) are followed this far. */
+const MAX_NESTING = 3;
+
+export interface LoggedError {
+  type: string;
+  message: string;
+  code?: string | number;
+  stack?: string;
+  cause?: LoggedError | string;
+  errors?: (LoggedError | string)[];
+}
+
+/**
+ * What a log line keeps of an error: its type, message, `code` (a SQLSTATE, an errno, a gRPC
+ * status) and a bounded stack, with its `cause` chain. No other property is copied: a library's
+ * error may carry its client, socket or request, and those hold credentials and keys.
+ */
+export function errorForLog(err: unknown, nesting = 0): LoggedError | string {
+  if (!(err instanceof Error)) {
+    if (typeof err === 'string') return err.slice(0, MAX_MESSAGE);
+    const message = (err as { message?: unknown } | null)?.message;
+    return { type: typeof err, message: typeof message === 'string' ? message.slice(0, MAX_MESSAGE) : String(err).slice(0, MAX_MESSAGE) };
+  }
+  const out: LoggedError = { type: err.constructor?.name || err.name, message: String(err.message).slice(0, MAX_MESSAGE) };
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' || typeof code === 'number') out.code = typeof code === 'string' ? code.slice(0, 100) : code;
+  if (typeof err.stack === 'string') out.stack = err.stack.split('\n', STACK_FRAMES + 1).join('\n').slice(0, 4_000);
+  if (nesting < MAX_NESTING) {
+    if (err.cause !== undefined) out.cause = errorForLog(err.cause, nesting + 1);
+    if (err instanceof AggregateError) out.errors = err.errors.slice(0, 5).map((e: unknown) => errorForLog(e, nesting + 1));
+  }
+  return out;
 }
 
 /** How long a log line may wait in the buffer before it is written. */

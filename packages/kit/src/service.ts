@@ -19,6 +19,7 @@ import { migrate } from './migrate';
 import { serveSubscriptions } from './subscriptions';
 import { errorHandler, healthCheck, jsonBody, notFoundHandler, requestContext } from './http';
 import { closeHttpServer, Lifecycle, listen } from './lifecycle';
+import { refuseRepeatedHeaders } from './single-headers';
 import { createLogger, type Logger } from './logger';
 import { EXIT_CANNOT_START } from './exit-codes';
 
@@ -41,6 +42,7 @@ export function createHttpApp(opts: {
   if (opts.metrics) app.use(opts.metrics.http, metricsEndpoint(opts.metrics));
   app.use(healthCheck(opts.lifecycle, opts.ready));
   app.use(requestContext(opts.logger));
+  app.use(refuseRepeatedHeaders());
   app.use(jsonBody(opts.bodyLimit));
   return app;
 }

@@ -67,7 +67,10 @@ export const restManifest = defineRestManifest({
           description: 'The payment (also the replay of a completed request, with `Idempotent-Replayed: true`)',
           schema: one(payment),
         },
-        400: { description: '`Idempotency-Key required`, `Idempotency-Key must be at most 255 characters`, or the amount’s message' },
+        400: {
+          description:
+            '`Idempotency-Key required`, `Idempotency-Key must be at most 255 characters`, `Idempotency-Key must be sent once` (the header repeated), or the amount’s message',
+        },
         403: FORBIDDEN,
         409: { description: '`Request in progress` (`status: "processing"`), with `Retry-After`', schema: processing },
         422: { description: '`Idempotency-Key reused with a different request`' },

@@ -1,0 +1,50 @@
+import type { RequestHandler } from 'express';
+import { badRequest } from './errors';
+
+/**
+ * Headers that carry exactly one value: credentials and the payment key. Sent twice, Node joins
+ * `Idempotency-Key: a` and `Idempotency-Key: b` into one key `a, b` and keeps only the first
+ * `Authorization`: either way a guess. They are refused instead, 400 `<Header> must be sent once`
+ * (docs/api/conventions.md), judged from the raw headers, so one value holding a comma stays valid.
+ */
+const SINGLE: readonly { lower: string; name: string }[] = [
+  { lower: 'authorization', name: 'Authorization' },
+  { lower: 'x-api-key', name: 'X-API-Key' },
+  { lower: 'idempotency-key', name: 'Idempotency-Key' },
+];
+
+/** `name` equals `lower` (ASCII letters and `-`) whatever its case, without allocating a string. */
+function sameName(name: string, lower: string): boolean {
+  if (name.length !== lower.length) return false;
+  // `| 0x20` lower-cases an ASCII letter and leaves `-` (0x2d) as it is.
+  for (let i = 0; i < lower.length; i++) if ((name.charCodeAt(i) | 0x20) !== lower.charCodeAt(i)) return false;
+  return true;
+}
+
+/**
+ * The display name of the first single-valued header present more than once in `rawHeaders`
+ * (`req.rawHeaders`: name, value, name, value…), or null. One pass, no allocation.
+ */
+export function repeatedHeader(rawHeaders: readonly string[]): string | null {
+  let seen = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    for (let h = 0; h < SINGLE.length; h++) {
+      if (!sameName(name, SINGLE[h]!.lower)) continue;
+      if (seen & (1 << h)) return SINGLE[h]!.name;
+      seen |= 1 << h;
+      break;
+    }
+  }
+  return null;
+}
+
+export const repeatedHeaderMessage = (name: string) => `${name} must be sent once`;
+
+/** Every service's HTTP app: a repeated single-valued header is 400 before any route runs. */
+export function refuseRepeatedHeaders(): RequestHandler {
+  return (req, _res, next) => {
+    const repeated = repeatedHeader(req.rawHeaders);
+    next(repeated === null ? undefined : badRequest(repeatedHeaderMessage(repeated)));
+  };
+}
