@@ -101,6 +101,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     serviceUrls: config.serviceUrls,
     bodyLimit: config.BODY_LIMIT,
     logger,
+    introspection: config.GRAPHQL_INTROSPECTION,
     limits: {
       maxDepth: config.GRAPHQL_MAX_DEPTH,
       maxCost: config.GRAPHQL_MAX_COST,

@@ -78,6 +78,11 @@ export const gatewayConfigShape = {
    * Unset (the default): any operation within the limits runs.
    */
   GRAPHQL_TRUSTED_DOCUMENTS: z.string().min(1).optional(),
+  /**
+   * `__schema` / `__type` queries; unset: on except when HALO_ENV=production (where they are
+   * 400 `INTROSPECTION_DISABLED`). GraphiQL (development) needs them on.
+   */
+  GRAPHQL_INTROSPECTION: env.flag(),
   /** Memory for cached query plans (@apollo/gateway's LRU), in MiB. */
   GRAPHQL_QUERY_PLAN_CACHE_MIB: env.int(30, 1),
   /** Identical subgraph fetches of queries (same caller) share one request while it is in flight. */
@@ -110,5 +115,5 @@ export function loadGatewayConfig(source: Record<string, string | undefined> = p
   for (const name of SERVICE_NAMES) {
     serviceUrls[name] = (urls[serviceUrlVar(name)] ?? defaultServiceUrl(name)).replace(/\/+$/, '');
   }
-  return { ...config, serviceUrls };
+  return { ...config, GRAPHQL_INTROSPECTION: config.GRAPHQL_INTROSPECTION ?? config.HALO_ENV !== 'production', serviceUrls };
 }
