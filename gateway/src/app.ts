@@ -84,6 +84,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     bodyLimit: config.BODY_LIMIT,
     logger,
     ...(metrics ? { metrics } : {}),
+    trustedProxies: config.GATEWAY_TRUSTED_PROXIES,
   });
   const callers = createCallerResolver({
     identity: serviceIdentityFor('gateway', config),

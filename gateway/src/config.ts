@@ -11,6 +11,7 @@ import {
   z,
   type ServiceName,
 } from '@halo/kit';
+import { parseTrustedProxies } from './forwarded';
 import { DEFAULT_ROUTES_PATH } from './routes';
 
 /** The composed supergraph committed beside the package (`npm run compose` writes it). */
@@ -43,6 +44,22 @@ export const gatewayConfigShape = {
   HTTP_HEADERS_TIMEOUT_MS: env.int(10_000, 1),
   /** A client must have sent its whole request, body included, within this (408 otherwise). */
   HTTP_REQUEST_TIMEOUT_MS: env.int(30_000, 1),
+  /**
+   * The proxies in front of the gateway (the ingress): addresses, CIDR ranges, `loopback`,
+   * `linklocal`, `uniquelocal`, comma-separated. Only their `X-Forwarded-For` is kept; anyone
+   * else's is replaced by the socket address. Default: none (the Helm chart sets its ingress's).
+   */
+  GATEWAY_TRUSTED_PROXIES: z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      try {
+        return parseTrustedProxies(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
   /** Idle time on an upstream connection before the gateway answers 504. */
   UPSTREAM_TIMEOUT_MS: env.int(30_000, 1),
   SUPERGRAPH_PATH: z.string().default(DEFAULT_SUPERGRAPH_PATH),
