@@ -52,6 +52,11 @@ export interface LoginLimiter {
   succeeded(email: string, ip: string): Promise<void>;
 }
 
+/** Registrations per client address. `consume` throws 429 (over the limit) or 503 (store down). */
+export interface RegistrationLimiter {
+  consume(ip: string): Promise<void>;
+}
+
 /** The account use cases, once for every transport. */
 export class Accounts {
   constructor(
@@ -61,16 +66,19 @@ export class Accounts {
       identities: IdentityRepo;
       passwords: PasswordHasher;
       limiter: LoginLimiter;
+      registrations: RegistrationLimiter;
       logger: Logger;
     },
   ) {}
 
   /**
    * Creates the user in content, then their credentials here. If the second step fails the user is
-   * deleted again (compensation), so a failed registration leaves nothing half-written.
+   * deleted again (compensation), so a failed registration leaves nothing half-written. A valid
+   * request counts against its address's limit first (a mistyped form does not).
    */
-  async register(body: unknown): Promise<User> {
+  async register(body: unknown, ip: string): Promise<User> {
     const input = registration(body);
+    await this.deps.registrations.consume(ip);
     // Hash first: nothing to undo if it fails, and the window between the two writes stays short.
     const hash = await this.deps.passwords.hash(input.password);
     let user: User;
