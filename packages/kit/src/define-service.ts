@@ -9,6 +9,7 @@ import type { Db } from './db';
 import type { GrpcServiceBinding } from './grpc';
 import { Lifecycle } from './lifecycle';
 import type { Logger } from './logger';
+import { enforceDeclaredScopes } from './scopes';
 import { serviceIdentityFor, type ServiceIdentity } from './service-identity';
 import { createMetrics, type ServiceMetrics } from './metrics';
 import { createHttpApp, openServiceDb, runService, serveService, startSubgraph, subgraphMiddleware, withLifecycle, type StartedService, type SubgraphSubscriptions } from './service';
@@ -145,7 +146,8 @@ export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig 
       let subscriptions: SubgraphSubscriptions | undefined;
       if (def.graphql) {
         const typeDefs = parse(readFileSync(resolve(def.root, 'schema.graphql'), 'utf8'));
-        const schema = def.graphql.schema(typeDefs, domain);
+        // API keys stay within the scopes the SDL declares (`@requiresScopes`), on every path.
+        const schema = enforceDeclaredScopes(def.graphql.schema(typeDefs, domain), typeDefs);
         const apollo = await startSubgraph<BaseContext>({ schema, logger, lifecycle });
         const context = def.graphql.context;
         const extra = (req: IncomingMessage) => (context ? context(domain, req) : {});

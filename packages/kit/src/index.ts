@@ -7,6 +7,7 @@ export * from './call-policy';
 export * from './http';
 export * from './http-server';
 export * from './jwt';
+export * from './scopes';
 export * from './lifecycle';
 export * from './logger';
 export * from './migrate';

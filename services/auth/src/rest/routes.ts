@@ -75,7 +75,7 @@ export function restRoutes(deps: { accounts: Accounts; apiKeys: ApiKeys; session
         res.status(204).end();
       },
     },
-  });
+  }, { jwtSecret });
 }
 
 /** 429 answers carry `Retry-After`; the kit's error mapper writes the status and body. */
