@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { getIntrospectionQuery } from 'graphql';
@@ -14,9 +15,12 @@ const PORT_OFFSET = 1300;
 let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 
 beforeAll(async () => {
+  // A production gateway refuses the suites' committed secret: this system gets one of its own.
+  const JWT_SECRET = randomBytes(32).toString('base64url');
+  const envFor = Object.fromEntries(['gateway', ...SERVICE_NAMES].map((name) => [name, { JWT_SECRET }]));
   sys = await startE2ESystem({
     portOffset: PORT_OFFSET,
-    envFor: { gateway: { HALO_ENV: 'production' }, auth: { REGISTER_MAX_PER_IP: '10' } },
+    envFor: { ...envFor, gateway: { JWT_SECRET, HALO_ENV: 'production' }, auth: { JWT_SECRET, REGISTER_MAX_PER_IP: '10' } },
   });
 }, 90_000);
 

@@ -6,6 +6,7 @@ import {
   GATEWAY_METRICS_PORT,
   GATEWAY_PORT,
   loadConfig,
+  refuseDevSecrets,
   SERVICE_NAMES,
   serviceUrlVar,
   z,
@@ -127,6 +128,7 @@ export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
  */
 export function loadGatewayConfig(source: Record<string, string | undefined> = process.env) {
   const config = loadConfig(gatewayConfigShape, source);
+  refuseDevSecrets(source, config.HALO_ENV);
   const urls = loadConfig(serviceUrlShape, source);
   const serviceUrls = {} as Record<ServiceName, string>;
   for (const name of SERVICE_NAMES) {

@@ -9,6 +9,7 @@ import type { Db } from './db';
 import type { GrpcServiceBinding } from './grpc';
 import { Lifecycle } from './lifecycle';
 import type { Logger } from './logger';
+import { refuseDevSecrets } from './dev-secrets';
 import { enforceDeclaredScopes } from './scopes';
 import { serviceIdentityFor, type ServiceIdentity } from './service-identity';
 import { createMetrics, type ServiceMetrics } from './metrics';
@@ -41,6 +42,7 @@ export function loadServiceConfig<X extends z.ZodRawShape = {}>(name: ServiceNam
   const loaded = loadConfig({ ...kitConfigShape(name), ...extra }, source);
   const seed = (loaded as { SEED_DEMO_DATA?: boolean }).SEED_DEMO_DATA;
   const haloEnv = (loaded as { HALO_ENV: string }).HALO_ENV;
+  refuseDevSecrets(source, haloEnv);
   if (seed && haloEnv === 'production') {
     throw new ConfigError('Invalid configuration: SEED_DEMO_DATA: demo data is never seeded when HALO_ENV=production');
   }

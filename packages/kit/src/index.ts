@@ -1,4 +1,5 @@
 export * from './config';
+export * from './dev-secrets';
 export * from './db';
 export * from './errors';
 export * from './graphql';
