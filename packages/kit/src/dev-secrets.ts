@@ -15,8 +15,6 @@ export const COMMITTED_DEV_SECRETS: readonly string[] = [
   DEV_JWT_SECRET,
   DEV_OIDC_CLIENT_SECRET,
   HALO_PLACEHOLDER,
-  // The test suites' secret (packages/kit/src/testing.ts).
-  'test-only-secret-0123456789abcdef0123456789abcdef',
   // Once committed for deploy/local (secrets.env): a JWT secret and three private keys' `d`.
   'local-dev-only-jwt-secret-0123456789abcdef',
   'An6SfuwnIdgc-AT6Lh948z-9g0uBYnMvLJb5ba97Fi0',
