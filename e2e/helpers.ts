@@ -60,6 +60,8 @@ export async function startE2ESystem(opts: {
       LOG_LEVEL: 'warn',
       SEED_DEMO_DATA: 'true',
       JWT_SECRET: TEST_JWT_SECRET,
+      // Suites register many users from one address (loopback); a test of the limit sets its own.
+      REGISTER_MAX_PER_IP: '100000',
       ...(opts.postgres
         ? { DATABASE_URL: process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test' }
         : { DATABASE_URL: '' }),

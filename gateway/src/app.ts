@@ -86,6 +86,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     bodyLimit: config.BODY_LIMIT,
     logger,
     ...(metrics ? { metrics } : {}),
+    trustedProxies: config.GATEWAY_TRUSTED_PROXIES,
   });
   const callers = createCallerResolver({
     identity: serviceIdentityFor('gateway', config),
@@ -103,6 +104,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     serviceUrls: config.serviceUrls,
     bodyLimit: config.BODY_LIMIT,
     logger,
+    introspection: config.GRAPHQL_INTROSPECTION,
     limits: {
       maxDepth: config.GRAPHQL_MAX_DEPTH,
       maxCost: config.GRAPHQL_MAX_COST,

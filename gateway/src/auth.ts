@@ -89,6 +89,8 @@ export interface AuthPolicy {
 }
 
 const AUTHENTICATED_SPEC = 'https://specs.apollo.dev/authenticated/';
+/** Enforced by every subgraph through the kit (kit/src/scopes.ts), for API-key callers. */
+const REQUIRES_SCOPES_SPEC = 'https://specs.apollo.dev/requiresScopes/';
 
 const argValue = (d: ConstDirectiveNode, name: string) => {
   const arg = d.arguments?.find((a) => a.name.value === name);
@@ -99,7 +101,8 @@ const argValue = (d: ConstDirectiveNode, name: string) => {
  * Reads the `@authenticated` policy out of a supergraph and returns an SDL @apollo/gateway will
  * load. The gateway refuses any `for: SECURITY` feature it does not itself enforce (Apollo Router
  * enforces this one; @apollo/gateway does not), so the `for: SECURITY` purpose is dropped from
- * that one link — because Halo enforces it itself (src/operation-policy.ts).
+ * the links Halo enforces itself: `@authenticated` here (src/operation-policy.ts),
+ * `@requiresScopes` in the subgraphs (the kit, for API keys).
  */
 export function prepareSupergraph(sdl: string): { sdl: string; policy: AuthPolicy } {
   const doc = parse(sdl);
@@ -108,7 +111,7 @@ export function prepareSupergraph(sdl: string): { sdl: string; policy: AuthPolic
     Directive(node) {
       if (node.name.value !== 'link') return undefined;
       const url = argValue(node as ConstDirectiveNode, 'url');
-      if (!url?.startsWith(AUTHENTICATED_SPEC)) return undefined;
+      if (!url?.startsWith(AUTHENTICATED_SPEC) && !url?.startsWith(REQUIRES_SCOPES_SPEC)) return undefined;
       linked = true;
       return { ...node, arguments: node.arguments?.filter((a) => a.name.value !== 'for') };
     },

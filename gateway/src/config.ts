@@ -6,11 +6,13 @@ import {
   GATEWAY_METRICS_PORT,
   GATEWAY_PORT,
   loadConfig,
+  refuseDevSecrets,
   SERVICE_NAMES,
   serviceUrlVar,
   z,
   type ServiceName,
 } from '@halo/kit';
+import { parseTrustedProxies } from './forwarded';
 import { DEFAULT_ROUTES_PATH } from './routes';
 
 /** The composed supergraph committed beside the package (`npm run compose` writes it). */
@@ -43,6 +45,22 @@ export const gatewayConfigShape = {
   HTTP_HEADERS_TIMEOUT_MS: env.int(10_000, 1),
   /** A client must have sent its whole request, body included, within this (408 otherwise). */
   HTTP_REQUEST_TIMEOUT_MS: env.int(30_000, 1),
+  /**
+   * The proxies in front of the gateway (the ingress): addresses, CIDR ranges, `loopback`,
+   * `linklocal`, `uniquelocal`, comma-separated. Only their `X-Forwarded-For` is kept; anyone
+   * else's is replaced by the socket address. Default: none (the Helm chart sets its ingress's).
+   */
+  GATEWAY_TRUSTED_PROXIES: z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      try {
+        return parseTrustedProxies(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
   /** Idle time on an upstream connection before the gateway answers 504. */
   UPSTREAM_TIMEOUT_MS: env.int(30_000, 1),
   SUPERGRAPH_PATH: z.string().default(DEFAULT_SUPERGRAPH_PATH),
@@ -78,6 +96,11 @@ export const gatewayConfigShape = {
    * Unset (the default): any operation within the limits runs.
    */
   GRAPHQL_TRUSTED_DOCUMENTS: z.string().min(1).optional(),
+  /**
+   * `__schema` / `__type` queries; unset: on except when HALO_ENV=production (where they are
+   * 400 `INTROSPECTION_DISABLED`). GraphiQL (development) needs them on.
+   */
+  GRAPHQL_INTROSPECTION: env.flag(),
   /** Memory for cached query plans (@apollo/gateway's LRU), in MiB. */
   GRAPHQL_QUERY_PLAN_CACHE_MIB: env.int(30, 1),
   /** Identical subgraph fetches of queries (same caller) share one request while it is in flight. */
@@ -105,10 +128,11 @@ export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
  */
 export function loadGatewayConfig(source: Record<string, string | undefined> = process.env) {
   const config = loadConfig(gatewayConfigShape, source);
+  refuseDevSecrets(source, config.HALO_ENV);
   const urls = loadConfig(serviceUrlShape, source);
   const serviceUrls = {} as Record<ServiceName, string>;
   for (const name of SERVICE_NAMES) {
     serviceUrls[name] = (urls[serviceUrlVar(name)] ?? defaultServiceUrl(name)).replace(/\/+$/, '');
   }
-  return { ...config, serviceUrls };
+  return { ...config, GRAPHQL_INTROSPECTION: config.GRAPHQL_INTROSPECTION ?? config.HALO_ENV !== 'production', serviceUrls };
 }

@@ -122,6 +122,8 @@ export interface GraphQLOptions {
   bodyLimit: number;
   logger: Logger;
   limits: GraphQLLimits;
+  /** Off: `__schema` and `__type` are refused with 400 `INTROSPECTION_DISABLED` (GRAPHQL_INTROSPECTION). */
+  introspection?: boolean;
   persistedQueries: {
     /** Where APQ registrations live (Redis); default: in this process. */
     cache?: NonNullable<PersistedQueryOptions['cache']>;
@@ -169,8 +171,27 @@ function aliasLimitRule(maxAliases: number): ValidationRule {
   });
 }
 
+export const INTROSPECTION_DISABLED = 'INTROSPECTION_DISABLED';
+
+/**
+ * Introspection switched off (production's default): the gateway's own rule rather than Apollo's
+ * `introspection: false`, so the answer has a code of its own and WebSocket operations get the
+ * same rule. `__typename` stays allowed: clients need it.
+ */
+const noIntrospectionRule: ValidationRule = (ctx) => ({
+  Field(node) {
+    if (node.name.value !== '__schema' && node.name.value !== '__type') return;
+    ctx.reportError(
+      new GraphQLError('GraphQL introspection is disabled on this server (GRAPHQL_INTROSPECTION)', {
+        nodes: node,
+        extensions: { code: INTROSPECTION_DISABLED },
+      }),
+    );
+  },
+});
+
 /** Limit errors raised as validation errors keep their own code (see aliasLimitRule). */
-const VALIDATION_CODES_KEPT = new Set(['MAX_ALIASES_LIMIT']);
+const VALIDATION_CODES_KEPT = new Set(['MAX_ALIASES_LIMIT', INTROSPECTION_DISABLED]);
 
 /**
  * node:http with a keep-alive pool per subgraph (src/http-fetcher.ts): Apollo's default fetcher
@@ -319,6 +340,7 @@ export function createGraphQL(opts: GraphQLOptions) {
     experimental_approximateQueryPlanStoreMiB: opts.queryPlanCacheMiB,
   });
   const trusted = opts.persistedQueries.trusted;
+  const validationRules = [aliasLimitRule(limits.maxAliases), ...(opts.introspection === false ? [noIntrospectionRule] : [])];
   const responseCache = opts.responseCacheMiB ? new ResponseCacheStore(opts.responseCacheMiB * 1024 * 1024) : null;
 
   const server = new ApolloServer<GraphQLContext>({
@@ -327,6 +349,7 @@ export function createGraphQL(opts: GraphQLOptions) {
     allowBatchedHttpRequests: true,
     // /graphql authenticates by the Authorization header only, never by cookies (docs/api/graphql.md).
     csrfPrevention: false,
+    // Refused, when switched off, by noIntrospectionRule (one code for HTTP and WebSocket).
     introspection: true,
     includeStacktraceInErrorResponses: false,
     // The gateway's Lifecycle owns SIGTERM/SIGINT; Apollo's own handlers would re-raise the signal.
@@ -336,7 +359,7 @@ export function createGraphQL(opts: GraphQLOptions) {
     // parsing twice); a document is parsed only when Apollo has not cached it already.
     parseOptions: { maxTokens: limits.maxTokens },
     // Validation runs once per document (Apollo caches validated documents by query hash).
-    validationRules: [aliasLimitRule(limits.maxAliases)],
+    validationRules,
     persistedQueries: {
       ttl: opts.persistedQueries.ttlSeconds,
       ...(trusted ? { cache: trustedDocumentsCache(trusted) } : opts.persistedQueries.cache ? { cache: opts.persistedQueries.cache } : {}),
@@ -445,7 +468,7 @@ export function createGraphQL(opts: GraphQLOptions) {
     policy,
     /** Parsing and validation exactly as HTTP operations get them (token cap, alias cap). */
     parseOptions: { maxTokens: limits.maxTokens },
-    validationRules: [aliasLimitRule(limits.maxAliases)],
+    validationRules,
     handle(req: IncomingMessage, res: ServerResponse, requestId: string): void {
       execute(req, res, requestId).catch((err: unknown) => {
         logger.error({ err, requestId }, 'graphql request failed');

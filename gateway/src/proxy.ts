@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerR
 import type { TLSSocket } from 'node:tls';
 import { sendJson, type Logger, type ServiceName } from '@halo/kit';
 import { hasBody, isEncoded, isJsonType, parseJson, payloadTooLarge, readBody, sendBodyError } from './body';
+import { forwardedFor, type TrustedProxies } from './forwarded';
 import { upstreamOrigin, type UpstreamOrigin } from './http-fetcher';
 import type { GatewayMetrics } from './metrics';
 
@@ -10,9 +11,10 @@ import type { GatewayMetrics } from './metrics';
  * else per request than the outgoing request, its header object and a few listeners.
  *
  * - Headers: hop-by-hop ones (RFC 9110 §7.6.1, and any the Connection header names) are dropped
- *   both ways; `X-Forwarded-For/-Port/-Proto` are appended to and `X-Forwarded-Host` set when
- *   absent, as http-proxy's `xfwd` did (auth's `trust proxy` reads the last hop); `Host` stays the
- *   client's, as with http-proxy's `changeOrigin: false`.
+ *   both ways. `X-Forwarded-*` are the gateway's (src/forwarded.ts): from a trusted proxy its
+ *   `-Port/-Proto` are appended to and `-Host` kept, from anyone else all are replaced; the last
+ *   `X-Forwarded-For` entry is always the client (auth's `trust proxy` reads that one hop).
+ *   `Host` stays the client's, as with http-proxy's `changeOrigin: false`.
  * - Bodies: a JSON body (not compressed) is read and checked here first, so malformed JSON and
  *   invalid UTF-8 are 400 `Invalid JSON` at the edge, then sent with its Content-Length. Any other
  *   body streams through, counted: over `bodyLimit` (declared or as it arrives) it is 413 and the
@@ -34,6 +36,8 @@ export interface ProxyOptions {
   maxSockets?: number;
   /** Times each upstream request until the service's answer headers (src/metrics.ts). */
   metrics?: Pick<GatewayMetrics, 'upstream'>;
+  /** Whose `X-Forwarded-*` to keep (`GATEWAY_TRUSTED_PROXIES`); null: nobody's. */
+  trustedProxies?: TrustedProxies | null;
 }
 
 /** Connection errors that mean "the service is not there" rather than "it answered badly". */
@@ -66,7 +70,7 @@ const HOST_PORT = /:(\d+)$/;
 const CLOSE = Object.freeze({ connection: 'close' });
 
 /** The headers the service receives: the client's, minus hop-by-hop, plus the X-Forwarded-* set. */
-export function upstreamHeaders(req: IncomingMessage): OutgoingHttpHeaders {
+export function upstreamHeaders(req: IncomingMessage, trusted: TrustedProxies | null = null): OutgoingHttpHeaders {
   const incoming = req.headers;
   const named = connectionTokens(incoming.connection);
   const out: OutgoingHttpHeaders = {};
@@ -77,7 +81,14 @@ export function upstreamHeaders(req: IncomingMessage): OutgoingHttpHeaders {
   const encrypted = (req.socket as TLSSocket).encrypted === true;
   const host = incoming.host;
   const port = host !== undefined ? HOST_PORT.exec(host)?.[1] : undefined;
-  appendForwarded(out, 'x-forwarded-for', req.socket.remoteAddress ?? '');
+  const peer = req.socket.remoteAddress ?? '';
+  out['x-forwarded-for'] = forwardedFor(incoming['x-forwarded-for'], peer, trusted);
+  if (trusted === null || !trusted.has(peer)) {
+    // What a client says about the way it came is not believed: only a trusted proxy's is.
+    delete out['x-forwarded-port'];
+    delete out['x-forwarded-proto'];
+    delete out['x-forwarded-host'];
+  }
   appendForwarded(out, 'x-forwarded-port', port ?? (encrypted ? '443' : '80'));
   appendForwarded(out, 'x-forwarded-proto', encrypted ? 'https' : 'http');
   if (out['x-forwarded-host'] === undefined) out['x-forwarded-host'] = host ?? '';
@@ -116,7 +127,7 @@ interface Target extends UpstreamOrigin {
 /** What a failure the gateway answers for says about the upstream, in the metrics. */
 const FAILED_AS = { 502: 'error', 503: 'unreachable', 504: 'timeout' } as const;
 
-export function createServiceProxies({ targets, timeoutMs, bodyLimit, logger, maxSockets = 256, metrics }: ProxyOptions) {
+export function createServiceProxies({ targets, timeoutMs, bodyLimit, logger, maxSockets = 256, metrics, trustedProxies = null }: ProxyOptions) {
   const byService = new Map<ServiceName, Target>();
   for (const [service, target] of Object.entries(targets) as [ServiceName, string][]) {
     const url = new URL(target);
@@ -125,7 +136,7 @@ export function createServiceProxies({ targets, timeoutMs, bodyLimit, logger, ma
 
   /** One proxied request. `body`: bytes already read (JSON); null: stream `req`; undefined: none. */
   function exchange(target: Target, req: IncomingMessage, res: ServerResponse, body: Buffer | null | undefined): void {
-    const headers = upstreamHeaders(req);
+    const headers = upstreamHeaders(req, trustedProxies);
     if (body) {
       headers['content-length'] = String(body.length);
     } else if (body === null && headers['content-length'] === undefined) {

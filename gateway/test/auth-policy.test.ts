@@ -22,7 +22,7 @@ it('drops only the SECURITY purpose of the authenticated link, keeping the rest 
   expect(Object.keys(after.getTypeMap()).sort()).toEqual(Object.keys(before.getTypeMap()).sort());
 });
 
-it('leaves a supergraph without @authenticated untouched', () => {
-  const plain = committed.replace(/@link\(url: "https:\/\/specs\.apollo\.dev\/authenticated[^)]*\)\n?/, '');
+it('leaves a supergraph without @authenticated and @requiresScopes untouched', () => {
+  const plain = committed.replace(/@link\(url: "https:\/\/specs\.apollo\.dev\/(authenticated|requiresScopes)[^)]*\)\n?/g, '');
   expect(prepareSupergraph(plain).sdl).toBe(plain);
 });

@@ -3,6 +3,7 @@ import { get, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import { getIntrospectionQuery } from 'graphql';
 import { capturingLogger } from '@halo/kit/testing';
 import { isGatewayPath } from '@halo/kit';
 import { DEFAULT_OPENAPI_PATH } from '../src/config';
@@ -182,6 +183,45 @@ describe('GraphiQL at /graphql', () => {
     expect(body).not.toMatch(/<html|graphiql|apollographql\.com/i);
     expect((await fetch(`${prod.url}/graphiql/assets/yoga-graphiql.umd.js`)).status).toBe(404);
     expect(await (await fetch(`${prod.url}/graphql?query=${encodeURIComponent('{ __typename }')}`)).json()).toEqual({ data: { __typename: 'Query' } });
+  });
+});
+
+describe('introspection (GRAPHQL_INTROSPECTION)', () => {
+  const introspect = (url: string, query = getIntrospectionQuery()) =>
+    fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+  type Answer = { data?: { __schema: { queryType: unknown } }; errors: { message: string; extensions: { code: string } }[] };
+  const json = async (res: Response) => (await res.json()) as Answer;
+
+  it('is on in development, where GraphiQL reads the schema with it', async () => {
+    const res = await introspect(dev.url);
+    expect(res.status).toBe(200);
+    expect((await json(res)).data!.__schema.queryType).toMatchObject({ name: 'Query' });
+  });
+
+  it('is off by default in production: 400 INTROSPECTION_DISABLED, over POST and GET, __type too; __typename still answers', async () => {
+    const post = await introspect(prod.url);
+    expect(post.status).toBe(400);
+    const body = await json(post);
+    expect(body.data).toBeUndefined();
+    expect(body.errors[0]).toMatchObject({
+      message: 'GraphQL introspection is disabled on this server (GRAPHQL_INTROSPECTION)',
+      extensions: { code: 'INTROSPECTION_DISABLED' },
+    });
+    const get = await fetch(`${prod.url}/graphql?query=${encodeURIComponent('{ __type(name: "Query") { name } }')}`);
+    expect(get.status).toBe(400);
+    expect((await json(get)).errors[0]!.extensions.code).toBe('INTROSPECTION_DISABLED');
+    expect((await (await introspect(prod.url, '{ __typename }')).json() as { data: unknown }).data).toEqual({ __typename: 'Query' });
+  });
+
+  it('can be switched on in production, and off in development', async () => {
+    const on = await startGateway({ HALO_ENV: 'production', GRAPHQL_INTROSPECTION: 'true', SUPERGRAPH_PATH: supergraph.path });
+    const off = await startGateway({ HALO_ENV: 'development', GRAPHQL_INTROSPECTION: 'false', SUPERGRAPH_PATH: supergraph.path });
+    try {
+      expect((await introspect(on.url)).status).toBe(200);
+      expect((await json(await introspect(off.url))).errors[0]!.extensions.code).toBe('INTROSPECTION_DISABLED');
+    } finally {
+      await Promise.all([on.stop(), off.stop()]);
+    }
   });
 });
 

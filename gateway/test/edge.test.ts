@@ -70,7 +70,7 @@ let gw: RunningGateway;
 beforeAll(async () => {
   subgraph = await startSubgraph(SDL, resolvers);
   supergraph = tempSupergraph(composeSupergraph([{ name: 'content', sdl: SDL, url: 'http://127.0.0.1:1/graphql' }]));
-  gw = await startGateway({ CONTENT_URL: subgraph.url, SUPERGRAPH_PATH: supergraph.path, JWT_SECRET: TEST_JWT_SECRET, ...LIMITS });
+  gw = await startGateway({ CONTENT_URL: subgraph.url, SUPERGRAPH_PATH: supergraph.path, JWT_SECRET: TEST_JWT_SECRET, GRAPHQL_INTROSPECTION: 'true', ...LIMITS });
 });
 
 afterAll(async () => {
@@ -372,7 +372,7 @@ describe('trusted documents (GRAPHQL_TRUSTED_DOCUMENTS)', () => {
     };
     const path = `${supergraph.path}.manifest.json`;
     writeFileSync(path, JSON.stringify(manifest));
-    const trusted = await startGateway({ CONTENT_URL: subgraph.url, SUPERGRAPH_PATH: supergraph.path, GRAPHQL_TRUSTED_DOCUMENTS: path });
+    const trusted = await startGateway({ CONTENT_URL: subgraph.url, SUPERGRAPH_PATH: supergraph.path, GRAPHQL_TRUSTED_DOCUMENTS: path, GRAPHQL_INTROSPECTION: 'true' });
     try {
       const expected = { data: { item: { name: 'item t' } } };
       expect((await send('POST', { extensions: persisted(listed) }, {}, trusted.url)).body).toEqual(expected);

@@ -161,21 +161,40 @@ describe('hop-by-hop headers (RFC 9110 §7.6.1)', () => {
   });
 });
 
-describe('forwarding headers', () => {
-  it('keeps the client’s Host and appends to X-Forwarded-* as http-proxy’s xfwd did', async () => {
-    const res = await fetch(`${gw.url}/hello`, { headers: { 'x-forwarded-for': '203.0.113.7', 'x-forwarded-proto': 'https' } });
+describe('forwarding headers (GATEWAY_TRUSTED_PROXIES)', () => {
+  it('from an untrusted peer (the default: no proxy is trusted), replaces every X-Forwarded-* with its own', async () => {
+    const res = await fetch(`${gw.url}/hello`, {
+      headers: { 'x-forwarded-for': '203.0.113.7', 'x-forwarded-proto': 'https', 'x-forwarded-port': '8443', 'x-forwarded-host': 'halo.example' },
+    });
     expect(res.status).toBe(200);
     const { headers } = probe.last();
     expect(headers.host).toBe(`127.0.0.1:${gw.port}`);
-    expect(headers['x-forwarded-for']).toBe('203.0.113.7,127.0.0.1');
-    expect(headers['x-forwarded-proto']).toBe('https,http');
+    expect(headers['x-forwarded-for']).toBe('127.0.0.1');
+    expect(headers['x-forwarded-proto']).toBe('http');
     expect(headers['x-forwarded-port']).toBe(String(gw.port));
     expect(headers['x-forwarded-host']).toBe(`127.0.0.1:${gw.port}`);
   });
 
-  it('leaves a client’s X-Forwarded-Host as it is', async () => {
-    await fetch(`${gw.url}/hello`, { headers: { 'x-forwarded-host': 'halo.example' } });
-    expect(probe.last().headers['x-forwarded-host']).toBe('halo.example');
+  it('from a trusted proxy, keeps its chain up to the client (trusted hops after it dropped) and appends to -Proto/-Port', async () => {
+    const trusting = await startGateway({ CONTENT_URL: probe.url, SUPERGRAPH_PATH: supergraph.path, GATEWAY_TRUSTED_PROXIES: 'loopback, 10.0.0.0/8' });
+    try {
+      const send = (headers: Record<string, string>) => fetch(`${trusting.url}/hello`, { headers }).then(() => probe.last().headers);
+      const seen = await send({ 'x-forwarded-for': '198.51.100.1, 203.0.113.7, 10.1.2.3', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'halo.example' });
+      expect(seen['x-forwarded-for']).toBe('198.51.100.1,203.0.113.7');
+      expect(seen['x-forwarded-proto']).toBe('https,http');
+      expect(seen['x-forwarded-host']).toBe('halo.example');
+      expect((await send({}))['x-forwarded-for']).toBe('127.0.0.1');
+      expect((await send({ 'x-forwarded-for': '10.9.9.9' }))['x-forwarded-for']).toBe('10.9.9.9');
+    } finally {
+      await trusting.stop();
+    }
+  });
+
+  it('refuses a GATEWAY_TRUSTED_PROXIES that is not addresses or ranges, naming the variable', async () => {
+    await expect(startGateway({ SUPERGRAPH_PATH: supergraph.path, GATEWAY_TRUSTED_PROXIES: 'ingress.example' })).rejects.toThrow(
+      /GATEWAY_TRUSTED_PROXIES: "ingress.example" is not an address/,
+    );
+    await expect(startGateway({ SUPERGRAPH_PATH: supergraph.path, GATEWAY_TRUSTED_PROXIES: '10.0.0.0/33' })).rejects.toThrow(/GATEWAY_TRUSTED_PROXIES/);
   });
 });
 

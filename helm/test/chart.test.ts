@@ -292,6 +292,13 @@ describe('the default install (ci/default-values.yaml)', () => {
     ]);
   });
 
+  it('has every gRPC server listen on all interfaces (GRPC_HOST=0.0.0.0): its peers call it from other pods', () => {
+    const grpcServers = all(r(), 'Deployment').filter((d) => env(container(d)).GRPC_PORT !== undefined);
+    expect(grpcServers.map((d) => d.metadata.name)).toEqual(['halo-auth', 'halo-catalog', 'halo-chat', 'halo-content', 'halo-payments']);
+    for (const d of grpcServers) expect([d.metadata.name, env(container(d)).GRPC_HOST]).toEqual([d.metadata.name, '0.0.0.0']);
+    expect(env(container(one(r(), 'Deployment', 'halo-gateway')))).not.toHaveProperty('GRPC_HOST');
+  });
+
   it("gives each gRPC server exactly its callers' public keys", () => {
     const trusted = (name: string) => {
       const value = env(container(one(r(), 'Deployment', name))).SERVICE_TRUSTED_KEYS as string | undefined;

@@ -1,9 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { validate as lintDockerfile } from 'dockerfile-utils';
 import { parse } from 'yaml';
 import { DEFAULT_TEST_DATABASE_URL } from '@halo/kit/testing';
+import { localSecrets } from '../../tools/src/local-secrets';
 import { validateK8sObjects } from './k8s-schemas';
 import { describeWithRenderer, parseObjects, renderText, ROOT } from './render';
 
@@ -70,8 +72,42 @@ describeWithRenderer('deploy/local/halo.yaml', (renderer) => {
 });
 
 describe('deploy/local', () => {
+  // What an operator does: a copy of deploy/local with its secrets made by `npm run local-secrets`.
+  let applied: string;
+  beforeAll(() => {
+    applied = mkdtempSync(join(tmpdir(), 'halo-deploy-local-'));
+    cpSync(LOCAL, applied, { recursive: true, filter: (src) => !/(secrets\.env|trusted-keys\.yaml)$/.test(src) });
+    localSecrets(applied);
+  });
+  afterAll(() => rmSync(applied, { recursive: true, force: true }));
+
+  it('commits no private key: secrets.env and trusted-keys.yaml are made at apply time, and ignored by git', () => {
+    const tracked = spawnSync('git', ['ls-files', LOCAL], { encoding: 'utf8' }).stdout;
+    expect(tracked).not.toMatch(/secrets\.env|trusted-keys\.yaml/);
+    expect(tracked).toMatch(/kustomization\.yaml/);
+    for (const name of spawnSync('git', ['ls-files', DEPLOY, join(ROOT, 'helm')], { encoding: 'utf8' }).stdout.trim().split('\n')) {
+      expect([name, readFileSync(join(ROOT, name), 'utf8')]).not.toEqual([name, expect.stringMatching(/"d"\s*:\s*"(?!HALO-PLACEHOLDER)[A-Za-z0-9_-]{43}"/)]);
+    }
+  });
+
+  it('local-secrets makes fresh keys: each gRPC server trusts exactly its callers’ new public keys', () => {
+    const objects = kustomize();
+    const secret = objects.find((o) => o.kind === 'Secret' && o.metadata?.name === 'halo-local')!;
+    const data = secret.data as Record<string, string>;
+    const privateKid = (key: string) => (JSON.parse(Buffer.from(data[key]!, 'base64').toString()) as { kid: string }).kid;
+    const trusted = (name: string) => {
+      const d = objects.find((o) => o.kind === 'Deployment' && o.metadata?.name === name) as { spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } } };
+      const value = d.spec.template.spec.containers[0]!.env.find((e) => e.name === 'SERVICE_TRUSTED_KEYS')!.value!;
+      return (JSON.parse(value) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+    };
+    expect(trusted('halo-auth')).toEqual([privateKid('gateway-signing-key')]);
+    expect(trusted('halo-content')).toEqual([privateKid('auth-signing-key')]);
+    expect(trusted('halo-catalog')).toEqual([privateKid('payments-signing-key')]);
+    expect(privateKid('gateway-signing-key')).not.toMatch(/local-dev/);
+  });
+
   const kustomize = () => {
-    const out = spawnSync('kubectl', ['kustomize', LOCAL], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    const out = spawnSync('kubectl', ['kustomize', applied], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
     if (out.error || out.status !== 0) throw new Error(`kubectl kustomize failed: ${out.error?.message ?? out.stderr}`);
     const objects = parseObjects(out.stdout);
     // kustomize wraps long base64 values at 70 columns; the API server's decoder (Go's base64)

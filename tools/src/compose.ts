@@ -3,7 +3,8 @@ import { basename, relative, resolve } from 'node:path';
 import { composeServices } from '@apollo/composition';
 import { defaultServiceUrl, SERVICE_NAMES } from '@halo/kit';
 import { parse } from 'graphql';
-import { composeRest, OPENAPI_FILE, ROUTES_FILE } from './compose-rest';
+import { composeRest, loadManifests, OPENAPI_FILE, ROUTES_FILE } from './compose-rest';
+import { clientScopes, CLIENT_SCOPES_FILE, declaredOperations, loadSubgraphSdls, scopesDoc, SCOPES_DOC_FILE } from './compose-scopes';
 import { acknowledge, ACKNOWLEDGED_FILE, baselineSupergraph, breakingChanges, describeChanges, readAcknowledged, unacknowledged } from './schema-changes';
 
 /**
@@ -95,8 +96,15 @@ async function main(): Promise<void> {
     [ROUTES_FILE, rest.routes],
     [OPENAPI_FILE, rest.openapi],
   ];
+  // What API keys may do, from the same declarations: the docs page and the SDK's scope list.
+  const operations = declaredOperations(loadManifests(), loadSubgraphSdls());
   // The Helm chart ships the same files (its ConfigMap's defaults), so a release never lags the code.
-  const outputs = [...composed, ...composed.map(([path, content]): [string, string] => [resolve(CHART_FILES_DIR, basename(path)), content])];
+  const outputs = [
+    ...composed,
+    ...composed.map(([path, content]): [string, string] => [resolve(CHART_FILES_DIR, basename(path)), content]),
+    [SCOPES_DOC_FILE, scopesDoc(operations)],
+    [CLIENT_SCOPES_FILE, clientScopes(operations)],
+  ] as [string, string][];
   if (check) {
     const stale = outputs.filter(([path, content]) => (existsSync(path) ? readFileSync(path, 'utf8') : '') !== content);
     for (const [path] of stale) process.stderr.write(`${relative(process.cwd(), path)} is stale: run \`npm run compose\` and commit the result.\n`);

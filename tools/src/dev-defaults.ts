@@ -3,6 +3,6 @@
  * when HALO_ENV=development; no service has a default secret of its own, so production without
  * real secrets stops at start-up instead of running with these.
  */
-export const DEV_JWT_SECRET = 'halo-dev-only-jwt-secret--never-use-in-production--0001';
 export const DEV_OIDC_CLIENT_ID = 'halo-dev';
-export const DEV_OIDC_CLIENT_SECRET = 'halo-dev-only-oidc-client-secret--never-use-in-production';
+// The secrets live in the kit, beside the list a production process refuses (kit/src/dev-secrets.ts).
+export { DEV_JWT_SECRET, DEV_OIDC_CLIENT_SECRET } from '@halo/kit';

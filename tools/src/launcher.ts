@@ -257,13 +257,13 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
     const services = SERVICE_NAMES.map((name) => {
       const http = SERVICES[name].httpPort + offset;
       const grpc = SERVICES[name].grpcPort + offset;
-      return launch(name, { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_PORT: String(grpc) }, peers[serviceUrlVar(name)]!, '/readyz', o, running, `127.0.0.1:${grpc}`);
+      return launch(name, { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpc) }, peers[serviceUrlVar(name)]!, '/readyz', o, running, `127.0.0.1:${grpc}`);
     });
     const replicas: RunningProcess[] = [];
     for (const name of SERVICE_NAMES) {
       for (let replica = 1; replica < (opts.replicas?.[name] ?? 1); replica++) {
         const http = await freePort();
-        const ports = { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_PORT: '0' };
+        const ports = { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_HOST: '127.0.0.1', GRPC_PORT: '0' };
         replicas.push(launch(name, ports, `http://127.0.0.1:${http}`, '/readyz', o, running, undefined, replica));
       }
     }

@@ -226,6 +226,8 @@ trusted keys), then the merged `env` map on top, sorted by name. (dict "root" $ 
 {{- $_ := set $env "HTTP_HOST" (dict "value" "0.0.0.0") }}
 {{- $_ := set $env "HTTP_PORT" (dict "value" (toString $c.httpPort)) }}
 {{- if $c.grpcPort }}
+{{- /* Explicit: a service's gRPC host defaults to its HTTP_HOST, and pods are called by their peers. */}}
+{{- $_ := set $env "GRPC_HOST" (dict "value" "0.0.0.0") }}
 {{- $_ := set $env "GRPC_PORT" (dict "value" (toString $c.grpcPort)) }}
 {{- end }}
 {{- if $c.metricsPort }}

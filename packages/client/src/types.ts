@@ -46,8 +46,8 @@ export interface Profile {
   created_at: string;
 }
 
-export const API_KEY_SCOPES = ['profile:read', 'users:write', 'catalog:write', 'payments:write'] as const;
-export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
+import type { ApiKeyScope } from './scopes';
+export { API_KEY_SCOPES, OPERATION_SCOPES, type ApiKeyScope } from './scopes';
 
 /** An API key as listed (`GET /auth/api-keys`): never the key itself. */
 export interface ApiKey {

@@ -83,6 +83,11 @@ export function serviceConfigShape(defaults: { httpPort: number; grpcPort?: numb
     HTTP_HOST: env.str('0.0.0.0'),
     HTTP_PORT: env.port(defaults.httpPort),
     GRPC_PORT: env.port(defaults.grpcPort ?? 0),
+    /**
+     * Where gRPC listens; unset: HTTP_HOST, so a loopback-only process (`npm start`) exposes no
+     * port beyond loopback. The Helm chart sets 0.0.0.0 (pods are called by their peers).
+     */
+    GRPC_HOST: z.string().min(1).optional(),
     /** The service's own role on its database; `npm start` sets it to its embedded server. */
     DATABASE_URL: z.url({
       error: (issue) => (issue.input === undefined ? 'is required (npm start sets it for you)' : 'must be a postgres:// URL'),

@@ -9,7 +9,9 @@ import type { Db } from './db';
 import type { GrpcServiceBinding } from './grpc';
 import { Lifecycle } from './lifecycle';
 import type { Logger } from './logger';
+import { refuseDevSecrets } from './dev-secrets';
 import { refuseNulArguments, refuseNulInput } from './nul';
+import { enforceDeclaredScopes } from './scopes';
 import { serviceIdentityFor, type ServiceIdentity } from './service-identity';
 import { createMetrics, type ServiceMetrics } from './metrics';
 import { createHttpApp, openServiceDb, runService, serveService, startSubgraph, subgraphMiddleware, withLifecycle, type StartedService, type SubgraphSubscriptions } from './service';
@@ -41,6 +43,7 @@ export function loadServiceConfig<X extends z.ZodRawShape = {}>(name: ServiceNam
   const loaded = loadConfig({ ...kitConfigShape(name), ...extra }, source);
   const seed = (loaded as { SEED_DEMO_DATA?: boolean }).SEED_DEMO_DATA;
   const haloEnv = (loaded as { HALO_ENV: string }).HALO_ENV;
+  refuseDevSecrets(source, haloEnv);
   if (seed && haloEnv === 'production') {
     throw new ConfigError('Invalid configuration: SEED_DEMO_DATA: demo data is never seeded when HALO_ENV=production');
   }
@@ -146,8 +149,9 @@ export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig 
       let subscriptions: SubgraphSubscriptions | undefined;
       if (def.graphql) {
         const typeDefs = parse(readFileSync(resolve(def.root, 'schema.graphql'), 'utf8'));
-        // Before both servers are built from it: HTTP and WebSocket operations refuse NUL alike.
-        const schema = refuseNulArguments(def.graphql.schema(typeDefs, domain));
+        // Before both servers are built from it, so HTTP and WebSocket operations alike refuse NUL
+        // and keep API keys within the scopes the SDL declares (`@requiresScopes`).
+        const schema = refuseNulArguments(enforceDeclaredScopes(def.graphql.schema(typeDefs, domain), typeDefs));
         const apollo = await startSubgraph<BaseContext>({ schema, logger, lifecycle });
         const context = def.graphql.context;
         const extra = (req: IncomingMessage) => (context ? context(domain, req) : {});

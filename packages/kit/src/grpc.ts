@@ -159,6 +159,7 @@ export interface RunningGrpcServer {
  * access table), and the standard grpc.health.v1 service, open to anyone so probes work.
  */
 export async function startGrpcServer(opts: {
+  /** Default 0.0.0.0; a service passes GRPC_HOST (default its HTTP_HOST). */
   host?: string;
   port: number;
   services: GrpcServiceBinding[];

@@ -1,4 +1,5 @@
 export * from './config';
+export * from './dev-secrets';
 export * from './db';
 export * from './errors';
 export * from './graphql';
@@ -7,6 +8,7 @@ export * from './call-policy';
 export * from './http';
 export * from './http-server';
 export * from './jwt';
+export * from './scopes';
 export * from './lifecycle';
 export * from './logger';
 export * from './migrate';

@@ -16,6 +16,9 @@ import {
   type RestRoute,
 } from './rest-manifest';
 import { requiredText } from './text';
+import { signAccessToken } from './jwt';
+import { SCOPES } from './scopes';
+import { TEST_JWT_SECRET } from './testing';
 
 const SUNSET = 'Wed, 01 Sep 2027 00:00:00 GMT';
 const GUIDE = '/docs/migrations/v1-to-v2.md';
@@ -196,7 +199,7 @@ describe('mountRestRoutes', () => {
   function app(handlers: Parameters<typeof mountRestRoutes<'listThings' | 'getThing' | 'createThing' | 'thingCallback'>>[2]) {
     const a = express();
     a.use(jsonBody(1024));
-    a.use(mountRestRoutes(Router(), things, handlers));
+    a.use(mountRestRoutes(Router(), things, handlers, { jwtSecret: TEST_JWT_SECRET }));
     a.use(notFoundHandler);
     a.use(errorHandler());
     return a;
@@ -354,5 +357,44 @@ describe('restOpenApi', () => {
     });
     expect(create.responses).toMatchObject({ 201: {}, 400: {}, 401: {} });
     expect(JSON.stringify(doc)).not.toContain('$schema');
+  });
+});
+
+describe('API keys and the declared scope (kit/src/scopes.ts)', () => {
+  const scoped = defineRestManifest({
+    service: 'catalog',
+    description: 'Scoped things',
+    routes: [
+      { id: 'openThing', method: 'GET', path: '/open', summary: 'Public', responses: { 200: { description: 'ok' } } },
+      { id: 'writeThing', method: 'POST', path: '/write', summary: 'Scoped', auth: 'required', scope: 'catalog:write', responses: { 200: { description: 'ok' } } },
+      { id: 'adminThing', method: 'POST', path: '/admin', summary: 'No scope', auth: 'required', responses: { 200: { description: 'ok' } } },
+    ],
+  });
+  const ok = (_req: express.Request, res: express.Response) => void res.json({ ok: true });
+  const a = express();
+  a.use(jsonBody(1024));
+  a.use(mountRestRoutes(Router(), scoped, { openThing: ok, writeThing: ok, adminThing: ok }, { jwtSecret: TEST_JWT_SECRET }));
+  a.use(errorHandler());
+  const token = (scope?: string) => `Bearer ${signAccessToken({ sub: '1', name: 'A', role: 'admin', ...(scope !== undefined ? { scope, akid: '9' } : {}) }, TEST_JWT_SECRET, 60)}`;
+
+  it('refuses a key without the route’s scope with 403 before the handler; a key with it and a user token pass', async () => {
+    const refused = await request(a).post('/write').set('authorization', token('users:write catalog:read'));
+    expect([refused.status, refused.body]).toEqual([403, { error: 'Forbidden' }]);
+    expect((await request(a).post('/write').set('authorization', token('catalog:write'))).status).toBe(200);
+    expect((await request(a).post('/write').set('authorization', token())).status).toBe(200);
+  });
+
+  it('refuses every key on an authenticated route that declares no scope; public routes stay public', async () => {
+    expect((await request(a).post('/admin').set('authorization', token(SCOPES.join(' ')))).status).toBe(403);
+    expect((await request(a).post('/admin').set('authorization', token())).status).toBe(200);
+    expect((await request(a).get('/open').set('authorization', token(''))).status).toBe(200);
+  });
+
+  it('refuses a scope on a public route, or an unknown one, where the manifest is declared', () => {
+    const route = { id: 'x', method: 'GET', path: '/x', summary: 'x', responses: {} } as const;
+    expect(() => defineRestManifest({ service: 'catalog', description: '', routes: [{ ...route, scope: 'catalog:write' }] })).toThrow(/a scope needs auth/);
+    expect(() =>
+      defineRestManifest({ service: 'catalog', description: '', routes: [{ ...route, auth: 'required', scope: 'catalog:wrte' as 'catalog:write' }] }),
+    ).toThrow(/one of SCOPES/);
   });
 });

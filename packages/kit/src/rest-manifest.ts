@@ -2,6 +2,8 @@ import type { Request, RequestHandler, Response, Router } from 'express';
 import { z } from 'zod';
 import { badRequest, isHaloError } from './errors';
 import { route } from './http';
+import { callerFromHeader } from './jwt';
+import { isScope, requireDeclaredScope, type Scope } from './scopes';
 import { SERVICES, type ServiceName } from './topology';
 
 /**
@@ -53,9 +55,14 @@ export interface RestRoute<Id extends string = string> {
   description?: string;
   /**
    * `required`: the gateway refuses a request without a valid caller (401) before it reaches the
-   * service; roles and scopes stay the service's to check (403).
+   * service; roles stay the service's to check (403).
    */
   auth?: 'required';
+  /**
+   * The scope an API key needs for this route (only with `auth`). Without one, no key may call it:
+   * the kit answers 403 `Forbidden` to a key that lacks it, before the handler (kit/src/scopes.ts).
+   */
+  scope?: Scope;
   params?: z.ZodObject;
   query?: z.ZodObject;
   /** The JSON body; an object schema also receives a body that is absent or not an object, as `{}`. */
@@ -136,6 +143,7 @@ export function defineRestManifest<const Id extends string>(manifest: RestManife
     if (!REST_METHODS.includes(r.method)) throw new Error(`${where(r)}: unknown method`);
     if (!PATH.test(r.path)) throw new Error(`${where(r)}: the path must be /segments or /:params, without a trailing slash`);
     if (isGatewayPath(r.path)) throw new Error(`${where(r)}: the gateway owns this path`);
+    if (r.scope !== undefined && (!r.auth || !isScope(r.scope))) throw new Error(`${where(r)}: a scope needs auth and must be one of SCOPES`);
     const declared = pathParams(r.path);
     if (new Set(declared).size !== declared.length) throw new Error(`${where(r)}: a path parameter appears twice`);
     if (r.params) {
@@ -257,6 +265,15 @@ export type RestHandler = (req: Request, res: Response, input: RestInput) => unk
  */
 export type RestHandlerSpec = RestHandler | { authorize: (req: Request) => unknown; handle: RestHandler };
 
+/** The verified caller, or null: a bad token is the handler's to answer (401), not this check's. */
+function verifiedCaller(req: Request, jwtSecret: string | undefined) {
+  try {
+    return callerFromHeader(req.headers.authorization, jwtSecret);
+  } catch {
+    return null;
+  }
+}
+
 /** One handler per route of the manifest that is mounted here (keys checked against its ids). */
 export type RestHandlers<Id extends string> = Partial<Record<Id, RestHandlerSpec>>;
 
@@ -269,6 +286,8 @@ export function mountRestRoutes<Id extends string>(
   router: Router,
   manifest: RestManifest<Id>,
   handlers: RestHandlers<Id>,
+  /** The secret that verifies callers, so an API key is held to each route's declared scope. */
+  opts: { jwtSecret: string | undefined },
 ): Router {
   const byPath = new Map<string, Partial<Record<Lowercase<RestMethod>, RequestHandler>>>();
   const known = new Set<string>();
@@ -281,11 +300,15 @@ export function mountRestRoutes<Id extends string>(
     }
     if (!spec) throw new Error(`${manifest.service}: no handler for REST route ${r.id} (${r.method} ${r.path})`);
     const { authorize, handle } = typeof spec === 'function' ? { authorize: undefined, handle: spec } : spec;
+    const scopes = r.scope ? [[r.scope]] : [];
+    // Public routes stay public: only an authenticated route holds a key to its scope.
+    const keyCheck = r.auth ? (req: Request) => requireDeclaredScope(verifiedCaller(req, opts.jwtSecret), scopes) : undefined;
     for (const [version] of routeVersions(r)) {
       const path = `${upstreamPrefix(version)}${r.path}`;
       const methods = byPath.get(path) ?? {};
       byPath.set(path, methods);
       methods[r.method.toLowerCase() as Lowercase<RestMethod>] = async (req, res) => {
+        keyCheck?.(req);
         if (authorize) await authorize(req);
         const input = validateRestInput(r, version, { params: req.params, query: req.query, body: req.body });
         await handle(req, res, input);
@@ -455,6 +478,9 @@ function operation(m: RestManifest, route: RestRoute, version: number, v: RestVe
   }
   if ((s.params || s.query || s.body) && !responses['400']) responses['400'] = errorResponse('Invalid input: the message names the field');
   if (route.auth && !responses['401']) responses['401'] = errorResponse('`Token required`, `Invalid token` or `Invalid API key`');
+  if (route.auth && !responses['403']) {
+    responses['403'] = errorResponse(route.scope ? `\`Forbidden\`: an API key without scope \`${route.scope}\`` : '`Forbidden`: any API key (no scope allows this route)');
+  }
   const description = [
     route.description,
     notice && `Version ${version} is deprecated: it stops answering on ${notice.sunset}. Migration guide: ${notice.link}`,
@@ -467,7 +493,8 @@ function operation(m: RestManifest, route: RestRoute, version: number, v: RestVe
     ...(description ? { description } : {}),
     tags: [m.service],
     ...(notice ? { deprecated: true } : {}),
-    ...(route.auth ? { security: [{ bearerAuth: [] }, { apiKey: [] }] } : {}),
+    ...(route.auth ? { security: [{ bearerAuth: [] }, { apiKey: route.scope ? [route.scope] : [] }] } : {}),
+    ...(route.auth ? { 'x-halo-api-key-scope': route.scope ?? null } : {}),
     ...(() => {
       const p = parameters(route, s.query);
       return p.length > 0 ? { parameters: p } : {};

@@ -138,6 +138,7 @@ export interface ServiceRuntimeConfig {
   HTTP_HOST: string;
   HTTP_PORT: number;
   GRPC_PORT: number;
+  GRPC_HOST?: string | undefined;
   SHUTDOWN_TIMEOUT_MS: number;
   HTTP_HEADERS_TIMEOUT_MS?: number;
   HTTP_REQUEST_TIMEOUT_MS?: number;
@@ -255,7 +256,14 @@ export async function serveService(opts: {
 }): Promise<StartedService> {
   const { config, lifecycle, logger } = opts;
   finishHttpApp(opts.app);
-  const grpcServer = await startGrpcServer({ port: config.GRPC_PORT, services: opts.grpcServices, identity: opts.identity, metrics: opts.metrics, logger });
+  const grpcServer = await startGrpcServer({
+    host: config.GRPC_HOST ?? config.HTTP_HOST,
+    port: config.GRPC_PORT,
+    services: opts.grpcServices,
+    identity: opts.identity,
+    metrics: opts.metrics,
+    logger,
+  });
   lifecycle.register('grpc server', () => grpcServer.shutdown(config.SHUTDOWN_TIMEOUT_MS));
   const { server, port } = await serveHttp(opts.app, {
     port: config.HTTP_PORT,

@@ -65,12 +65,18 @@ export const authConfigShape = {
   LOGIN_MAX_FAILS_PER_EMAIL: env.int(5, 1),
   LOGIN_MAX_FAILS_PER_IP: env.int(20, 1),
   LOGIN_WINDOW_S: env.int(900, 1),
-  /** The login limiter's store; without it the counters live in this process's memory. */
+  /** Registrations per client address per REGISTER_WINDOW_S (429 with Retry-After beyond). */
+  REGISTER_MAX_PER_IP: env.int(10, 1),
+  REGISTER_WINDOW_S: env.int(3600, 1),
+  /** The login and registration limiters' store; without it the counters live in this process's memory. */
   REDIS_URL: z
     .string()
     .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
     .optional(),
-  /** Which proxies' X-Forwarded-For to believe for the client address (the gateway's, on a private network). */
+  /**
+   * The gateway's addresses: from them, and only one hop deep, X-Forwarded-For's last entry is the
+   * client address (the gateway owns that header; src/http/client-address.ts).
+   */
   TRUST_PROXY: trustProxy(),
   CONTENT_GRPC_ADDR: env.str(defaultGrpcAddr('content')),
 };

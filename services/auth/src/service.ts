@@ -12,11 +12,12 @@ import { authSchema } from './graphql/resolvers';
 import { contentUsers } from './grpc/clients/content-users';
 import { apiKeyServiceBinding } from './grpc/server/api-key-service';
 import { oauthRoutes } from './http/oauth-routes';
+import { trustGatewayHop } from './http/client-address';
 import { HttpSessions } from './http/sessions';
 import { OAuthFlows } from './oauth/flow';
 import { OAuthProviders } from './oauth/providers';
 import { restRoutes } from './rest/routes';
-import { createLoginLimiter } from './security/login-limiter';
+import { createLoginLimiter, createRegistrationLimiter } from './security/login-limiter';
 import { createPasswordHasher } from './security/passwords';
 
 /** How long auth's seed waits for content to serve (the services start in parallel). */
@@ -27,7 +28,7 @@ const PURGE_INTERVAL_MS = 60 * 60_000;
 
 /**
  * Credentials, sessions (JWT + rotating refresh tokens), API keys and OAuth/OIDC login. Users
- * themselves live in content, reached over gRPC. Redis (optional) holds the login limiter's counters.
+ * themselves live in content, reached over gRPC. Redis (optional) holds the login and registration limiters' counters.
  */
 export const authService = defineService({
   name: 'auth',
@@ -52,6 +53,11 @@ export const authService = defineService({
       redis,
       logger,
     );
+    const registrations = createRegistrationLimiter(
+      { maxPerIp: config.REGISTER_MAX_PER_IP, windowSeconds: config.REGISTER_WINDOW_S, keyPrefix: `halo:${db.schema}` },
+      redis,
+      logger,
+    );
     const sign: TokenSigner = (claims, ttl) => signAccessToken(claims, config.JWT_SECRET, ttl);
     const sessions = new Sessions({
       repo: store,
@@ -66,7 +72,7 @@ export const authService = defineService({
       users,
       passwords,
       redis,
-      accounts: new Accounts({ users, credentials: store, identities: store, passwords, limiter, logger }),
+      accounts: new Accounts({ users, credentials: store, identities: store, passwords, limiter, registrations, logger }),
       apiKeys: new ApiKeys({ repo: store, users, sign, tokenTtlSeconds: config.API_KEY_TOKEN_TTL }),
       sessions,
       oauth: new OAuthFlows({ store, providers: new OAuthProviders(config.OAUTH_PROVIDERS, { logger }), logger }),
@@ -83,8 +89,8 @@ export const authService = defineService({
   ready: async ({ redis }) => {
     if (redis) await redis.ping();
   },
-  // The client address for the per-IP login limit comes from X-Forwarded-For set by trusted proxies.
-  configureHttp: (app, config) => app.set('trust proxy', config.TRUST_PROXY),
+  // The client address for the per-address limits: the gateway's last X-Forwarded-For entry.
+  configureHttp: (app, config) => trustGatewayHop(app, config.TRUST_PROXY),
   graphql: { schema: (typeDefs, { accounts }) => authSchema(typeDefs, accounts) },
   rest: ({ accounts, apiKeys, sessions, oauth }, config) => {
     const web = new HttpSessions(sessions, { cookieSecure: config.COOKIE_SECURE, allowedOrigins: config.ALLOWED_ORIGINS });

@@ -8,8 +8,15 @@ export { TEST_JWT_SECRET };
 
 const COMMON = TEST_SERVICE_ENV;
 
+/** Tests register many users from one address: the registration limit is raised (tests set their own). */
 export const authTestConfig = (contentGrpcPort: number, extra: Record<string, string> = {}) =>
-  authService.loadConfig({ ...COMMON, ...testIdentityEnv('auth'), CONTENT_GRPC_ADDR: `127.0.0.1:${contentGrpcPort}`, ...extra });
+  authService.loadConfig({
+    ...COMMON,
+    ...testIdentityEnv('auth'),
+    REGISTER_MAX_PER_IP: '100000',
+    CONTENT_GRPC_ADDR: `127.0.0.1:${contentGrpcPort}`,
+    ...extra,
+  });
 
 /** The real content service (it owns the users) and the real auth service, in-process, each on a throwaway schema. */
 export interface TestSystem {

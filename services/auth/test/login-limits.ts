@@ -1,4 +1,4 @@
-import { login, signUp, uniqueEmail, type TestSystem } from './helpers';
+import { login, post, signUp, uniqueEmail, type TestSystem } from './helpers';
 
 /** The limits both rate-limit test files start auth with (small, so the tests stay fast). */
 export const LIMITS = { LOGIN_MAX_FAILS_PER_EMAIL: '3', LOGIN_MAX_FAILS_PER_IP: '5', LOGIN_WINDOW_S: '900' };
@@ -68,6 +68,17 @@ export function loginLimitCases(system: () => TestSystem): void {
     expect((await login(base, me.email, me.password, from(freshIp()))).status).toBe(200);
   });
 
+  it('only the last X-Forwarded-For hop (the gateway’s) is believed: rotating the entries before it dodges nothing', async () => {
+    const { base } = system();
+    const me = await signUp(base);
+    // A private address last, as if a proxy inside the network had appended it: still the client.
+    const last = `10.23.0.${++ipCounter}`;
+    for (let i = 0; i < 5; i++) {
+      expect((await login(base, uniqueEmail('hop'), 'password123', from(`198.51.100.${i}, ${last}`))).status).toBe(401);
+    }
+    expect((await login(base, me.email, me.password, from(`198.51.100.99, ${last}`))).status).toBe(429);
+  });
+
   it('parallel guesses cannot slip past the limit together', async () => {
     const { base } = system();
     const me = await signUp(base);
@@ -76,4 +87,24 @@ export function loginLimitCases(system: () => TestSystem): void {
     expect(statuses.filter((s) => s === 401)).toHaveLength(3);
     expect(statuses.filter((s) => s === 429)).toHaveLength(3);
   });
+}
+
+/** `POST /auth/register` from `ip` (through loopback, as from the gateway). */
+export const registerFrom = (base: string, ip: string) =>
+  post(base, '/auth/register', { name: 'Limited', email: uniqueEmail('reg'), password: 'password123' }, from(ip));
+
+/**
+ * Registration limit (REGISTER_MAX_PER_IP): `bases` are auth instances started with a limit of 3;
+ * registrations are spread over them in turn (one instance, or replicas sharing a store).
+ */
+export async function expectRegistrationLimit(bases: string[]): Promise<void> {
+  const ip = freshIp();
+  for (let i = 0; i < 3; i++) expect((await registerFrom(bases[i % bases.length]!, ip)).status).toBe(201);
+  const refused = await registerFrom(bases[3 % bases.length]!, ip);
+  expect([refused.status, refused.body]).toEqual([429, { error: 'Too many attempts' }]);
+  const retryAfter = Number(refused.headers.get('retry-after'));
+  expect(retryAfter).toBeGreaterThan(3500);
+  expect(retryAfter).toBeLessThanOrEqual(3600);
+  // Another address is not affected; a request that fails validation is not counted.
+  expect((await registerFrom(bases[0]!, freshIp())).status).toBe(201);
 }

@@ -1,6 +1,6 @@
 import { createLogger, openRedis, redisReady, type Redis } from '@halo/kit';
 import { http, login, signUp, startTestSystem, type TestSystem } from './helpers';
-import { freshIp, from, LIMITS, loginLimitCases } from './login-limits';
+import { expectRegistrationLimit, freshIp, from, LIMITS, loginLimitCases } from './login-limits';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -42,6 +42,20 @@ describe('login brute-force limits, Redis store', () => {
     const ip = freshIp();
     for (let i = 0; i < 3; i++) expect((await login(sys.base, me.email, 'wrong-password', from(ip))).status).toBe(401);
     expect((await login(second.base, me.email, me.password, from(ip))).status).toBe(429);
+  });
+});
+
+describe('registration limit, Redis store', () => {
+  it('counts an address’s registrations across every instance sharing the Redis: the 4th of 3 is 429', async () => {
+    const [a, b] = await Promise.all([sys.startAuth({ REGISTER_MAX_PER_IP: '3' }), sys.startAuth({ REGISTER_MAX_PER_IP: '3' })]);
+    await expectRegistrationLimit([a.base, b.base]);
+    expect((await redis.keys(`${prefix}register-ip:*`)).length).toBeGreaterThan(0);
+  });
+
+  it('fails closed when Redis is unreachable: 503, nobody registered', async () => {
+    const down = await sys.startAuth({ REDIS_URL: 'redis://127.0.0.1:1' });
+    const res = await http(down.base, 'POST', '/auth/register', { body: { name: 'X', email: 'down@example.com', password: 'password123' } });
+    expect([res.status, res.body]).toEqual([503, { error: 'Service unavailable' }]);
   });
 });
 

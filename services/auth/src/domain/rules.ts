@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { badRequest, emailAddress, normaliseEmail, parseId as parseKitId, requiredText, userName } from '@halo/kit';
+import { badRequest, emailAddress, isScope, normaliseEmail, parseId as parseKitId, requiredText, SCOPES, userName, type Scope } from '@halo/kit';
 
 export const MIN_PASSWORD_LENGTH = 8;
 /** argon2 pre-hashes any length, but nobody types a kilobyte: a cap keeps request cost bounded. */
@@ -49,10 +49,8 @@ function asObject(body: unknown): Record<string, unknown> {
 
 // ── Scopes ────────────────────────────────────────────────────────────────────────────────────
 
-/** What an API key may be granted; a token exchanged for a key carries exactly these. */
-export const SCOPES = ['profile:read', 'users:write', 'catalog:write', 'payments:write'] as const;
-export type Scope = (typeof SCOPES)[number];
-const isScope = (s: string): s is Scope => (SCOPES as readonly string[]).includes(s);
+// What an API key may be granted is the kit's list, next to the rule that enforces it.
+export { SCOPES, type Scope } from '@halo/kit';
 
 /** A non-empty list of known scopes, de-duplicated, in the canonical order above. */
 export function parseScopes(raw: unknown): Scope[] {

@@ -100,6 +100,7 @@ export const restManifest = defineRestManifest({
       path: '/profile',
       summary: 'The caller’s profile',
       auth: 'required',
+      scope: 'profile:read',
       responses: { 200: { description: 'The profile (never a password or a hash)', schema: profile } },
     },
     {

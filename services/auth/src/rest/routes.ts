@@ -37,10 +37,10 @@ export function restRoutes(deps: { accounts: Accounts; apiKeys: ApiKeys; session
   const keyManager = (req: Request) => apiKeys.manager(caller(req));
 
   return mountRestRoutes(Router(), restManifest, {
-    register: async (_req, res, { body }) => {
-      const user = await accounts.register(body);
+    register: withRetryAfter(async (req, res, { body }) => {
+      const user = await accounts.register(body, req.ip ?? 'unknown');
       res.status(201).json({ user: { id: user.id, name: user.name, email: user.email } });
-    },
+    }),
     login: {
       // A cross-site login is 403 before its body is looked at.
       authorize: (req) => sessions.assertSameSite(req),
@@ -75,7 +75,7 @@ export function restRoutes(deps: { accounts: Accounts; apiKeys: ApiKeys; session
         res.status(204).end();
       },
     },
-  });
+  }, { jwtSecret });
 }
 
 /** 429 answers carry `Retry-After`; the kit's error mapper writes the status and body. */

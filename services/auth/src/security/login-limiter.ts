@@ -1,6 +1,6 @@
 import { unavailable, type HaloError, type Logger, type Redis } from '@halo/kit';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { LoginLimiter } from '../domain/accounts';
+import type { LoginLimiter, RegistrationLimiter } from '../domain/accounts';
 import { addressKey } from '../domain/limits';
 import { retryAfterSeconds, sha256Hex, TooManyAttempts } from '../domain/tokens';
 
@@ -22,25 +22,13 @@ export interface LoginLimits {
  * configured but unreachable the limiter fails closed: 503.
  */
 export function createLoginLimiter(limits: LoginLimits, redis: Redis | null, logger: Logger): LoginLimiter {
-  const make = (prefix: string, points: number): RateLimiterAbstract =>
-    redis
-      ? new RateLimiterRedis({
-          storeClient: redis,
-          keyPrefix: `${limits.keyPrefix}:${prefix}`,
-          points,
-          duration: limits.windowSeconds,
-          rejectIfRedisNotReady: true,
-        })
-      : new RateLimiterMemory({ keyPrefix: `${limits.keyPrefix}:${prefix}`, points, duration: limits.windowSeconds });
+  const make = (prefix: string, points: number) => counter(redis, `${limits.keyPrefix}:${prefix}`, points, limits.windowSeconds);
   const byEmail = make('login-email', limits.maxFailsPerEmail);
   const byIp = make('login-ip', limits.maxFailsPerIp);
   // The email is hashed: the store needs a key, not anyone's address.
   const emailKey = (email: string) => sha256Hex(email.toLowerCase());
 
-  const storeDown = (err: unknown): HaloError => {
-    logger.error({ err }, 'login limiter store unavailable; refusing logins');
-    return unavailable();
-  };
+  const storeDown = (err: unknown) => limiterDown(logger, 'logins', err);
 
   return {
     async before(email, ip) {
@@ -60,6 +48,43 @@ export function createLoginLimiter(limits: LoginLimits, redis: Redis | null, log
       } catch (err) {
         // The login itself succeeded; a counter left one too high only matters at the limit.
         logger.warn({ err }, 'could not reset login counters');
+      }
+    },
+  };
+}
+
+/** One fixed-window counter, in Redis (shared by every replica) or in this process. */
+function counter(redis: Redis | null, keyPrefix: string, points: number, duration: number): RateLimiterAbstract {
+  return redis
+    ? new RateLimiterRedis({ storeClient: redis, keyPrefix, points, duration, rejectIfRedisNotReady: true })
+    : new RateLimiterMemory({ keyPrefix, points, duration });
+}
+
+function limiterDown(logger: Logger, what: string, err: unknown): HaloError {
+  logger.error({ err }, `rate limiter store unavailable; refusing ${what}`);
+  return unavailable();
+}
+
+export interface RegistrationLimits {
+  maxPerIp: number;
+  windowSeconds: number;
+  keyPrefix: string;
+}
+
+/**
+ * Registrations per client address (`addressKey`: IPv4 address or IPv6 /64) over a fixed window,
+ * with the login limiter's store: every registration that reaches the store counts, accepted or
+ * not (a duplicate email too, so the limit also caps probing which emails exist). Fails closed.
+ */
+export function createRegistrationLimiter(limits: RegistrationLimits, redis: Redis | null, logger: Logger): RegistrationLimiter {
+  const byIp = counter(redis, `${limits.keyPrefix}:register-ip`, limits.maxPerIp, limits.windowSeconds);
+  return {
+    async consume(ip) {
+      try {
+        await byIp.consume(addressKey(ip));
+      } catch (err) {
+        if (!(err instanceof RateLimiterRes)) throw limiterDown(logger, 'registrations', err);
+        throw new TooManyAttempts(retryAfterSeconds(err.msBeforeNext));
       }
     },
   };

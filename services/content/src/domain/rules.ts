@@ -1,4 +1,4 @@
-import { badRequest, emailAddress, timeIdCursor, userName, type Caller, type Role } from '@halo/kit';
+import { badRequest, emailAddress, holdsScope, timeIdCursor, userName, type Caller, type Role } from '@halo/kit';
 
 /** docs/api/resources.md: `POST /greet` needs a non-empty string name. */
 export function greeting(name: unknown): string {
@@ -36,8 +36,11 @@ export type PostPosition = { createdAt: string; id: number };
  * address; everyone else, anonymous callers included, an empty string. The field stays non-null,
  * as public APIs with a non-null email do (the address of someone who is not you reads as "").
  * Services calling over gRPC (auth signing someone in) are not callers and get the user whole.
+ * An API key is its owner within its scopes: its owner's address needs `profile:read` (as
+ * `me { email }` does), anyone else's (an admin's key) `users:email:read`; without, "" as for a stranger.
  */
 export function visibleEmail(caller: Caller | null, user: { id: number; email: string }): string {
   if (caller === null) return '';
-  return caller.role === 'admin' || caller.id === user.id ? user.email : '';
+  if (caller.id === user.id) return holdsScope(caller, 'profile:read') ? user.email : '';
+  return caller.role === 'admin' && holdsScope(caller, 'users:email:read') ? user.email : '';
 }

@@ -7,7 +7,6 @@ import {
   notFound,
   parseId,
   requireCaller,
-  requireScope,
   unavailable,
   type Caller,
   type Logger,
@@ -61,9 +60,6 @@ export interface ProductDirectory {
   exists(productId: number): Promise<boolean>;
 }
 
-/** POSTs need, from an API key, this scope (a user's own token is not scope-limited). */
-export const WRITE_SCOPE = 'payments:write';
-
 export interface PaymentsDeps {
   repo: PaymentsRepo;
   idempotency: Idempotency;
@@ -97,9 +93,9 @@ export class Payments {
     this.staleMs = deps.processorTimeoutMs + deps.lockMs + 1_000;
   }
 
-  /** 401 / 403: who may create payments and orders. */
+  /** 401: who may create payments and orders (an API key's scope is declared per operation, held to by the kit). */
   payer(caller: Caller | null): Caller {
-    return requireScope(requireCaller(caller), WRITE_SCOPE);
+    return requireCaller(caller);
   }
 
   /**

@@ -61,6 +61,7 @@ export const restManifest = defineRestManifest({
         'Lock 30 s, stored response 24 h; Postgres refuses a second payment for one (caller, key) whatever happens to Redis.',
       ].join(' '),
       auth: 'required',
+      scope: 'payments:write',
       body: z.object({ amount }),
       responses: {
         201: {
@@ -85,6 +86,7 @@ export const restManifest = defineRestManifest({
       path: '/api/payments/:id',
       summary: 'One of the caller’s payments',
       auth: 'required',
+      scope: 'payments:read',
       params: z.object({ id: idParam() }),
       responses: { 200: { description: 'The payment', schema: one(payment) }, 404: NOT_FOUND },
     },
@@ -94,6 +96,7 @@ export const restManifest = defineRestManifest({
       path: '/api/orders',
       summary: 'The caller’s orders, newest first',
       auth: 'required',
+      scope: 'payments:read',
       responses: { 200: { description: 'The orders', schema: z.object({ data: z.array(order) }) } },
     },
     {
@@ -105,6 +108,7 @@ export const restManifest = defineRestManifest({
         'A new (caller, client_order_id) creates the order: 201. An existing one answers the existing order: 200, nothing created. ' +
         'The product must exist in catalog (asked over gRPC): 404 `Product not found`; catalog unreachable: 503.',
       auth: 'required',
+      scope: 'payments:write',
       body: newOrder,
       responses: {
         200: { description: 'The existing order with this client_order_id', schema: one(order) },
@@ -120,6 +124,7 @@ export const restManifest = defineRestManifest({
       path: '/api/orders/:id',
       summary: 'One of the caller’s orders',
       auth: 'required',
+      scope: 'payments:read',
       params: z.object({ id: idParam() }),
       responses: { 200: { description: 'The order', schema: one(order) }, 404: NOT_FOUND },
     },

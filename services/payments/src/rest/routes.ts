@@ -85,5 +85,5 @@ export function restRoutes(payments: Payments, jwtSecret: string | undefined): R
         res.json({ data: orderJson(await payments.getOrder(caller(req), params.id)) });
       },
     },
-  });
+  }, { jwtSecret });
 }

@@ -1,0 +1,74 @@
+import { BlockList, isIP } from 'node:net';
+
+/**
+ * The gateway owns `X-Forwarded-*`. A client-sent chain is believed only when the gateway's peer
+ * (the socket) is one of `GATEWAY_TRUSTED_PROXIES` (the ingress in front of it); from anyone else
+ * it is replaced by the socket address, so a client cannot choose the address it is counted under.
+ * The chain forwarded always ends with the client address as the gateway judged it, so each
+ * service believes exactly one hop (the gateway's last entry; auth's `TRUST_PROXY`).
+ */
+export interface TrustedProxies {
+  /** True when `address` (an IPv4, IPv6 or IPv4-mapped IPv6 address) is a trusted proxy. */
+  has(address: string): boolean;
+}
+
+/** Named ranges, as express's `trust proxy` names them. */
+const PRESETS: Record<string, string[]> = {
+  loopback: ['127.0.0.0/8', '::1/128'],
+  linklocal: ['169.254.0.0/16', 'fe80::/10'],
+  uniquelocal: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7'],
+};
+
+const MAPPED_V4 = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i;
+const unmapped = (address: string) => MAPPED_V4.exec(address)?.[1] ?? address;
+
+/**
+ * `GATEWAY_TRUSTED_PROXIES`: a comma list of addresses, CIDR ranges and the presets `loopback`,
+ * `linklocal`, `uniquelocal`; empty → null (no proxy is trusted). Throws a message naming the bad entry.
+ */
+export function parseTrustedProxies(value: string): TrustedProxies | null {
+  const entries = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (entries.length === 0) return null;
+  const list = new BlockList();
+  for (const entry of entries.flatMap((e) => PRESETS[e] ?? [e])) {
+    const [address = '', bits, extra] = entry.split('/');
+    const family = isIP(address);
+    const prefix = bits === undefined ? (family === 6 ? 128 : 32) : /^\d{1,3}$/.test(bits) ? Number(bits) : NaN;
+    if (family === 0 || extra !== undefined || !(prefix >= 0 && prefix <= (family === 6 ? 128 : 32))) {
+      throw new Error(`${JSON.stringify(entry)} is not an address, a CIDR range or one of loopback, linklocal, uniquelocal`);
+    }
+    list.addSubnet(address, prefix, family === 6 ? 'ipv6' : 'ipv4');
+  }
+  return {
+    has(address) {
+      const a = unmapped(address);
+      const family = isIP(a);
+      return family !== 0 && list.check(a, family === 6 ? 'ipv6' : 'ipv4');
+    },
+  };
+}
+
+/**
+ * The `X-Forwarded-For` the services receive. An untrusted peer: its socket address alone. A
+ * trusted one: the chain it sent, cut after its right-most entry that is not itself a trusted
+ * proxy (the client), so the last entry is always the client address.
+ */
+export function forwardedFor(header: string | string[] | undefined, peer: string, trusted: TrustedProxies | null): string {
+  if (trusted === null || header === undefined || !trusted.has(peer)) return peer;
+  const hops = (Array.isArray(header) ? header.join(',') : header)
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (hops.length === 0) return peer;
+  let client = 0;
+  for (let i = hops.length - 1; i >= 0; i--) {
+    if (!trusted.has(hops[i]!)) {
+      client = i;
+      break;
+    }
+  }
+  return hops.slice(0, client + 1).join(',');
+}

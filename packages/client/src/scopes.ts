@@ -1,0 +1,34 @@
+// Composed by `npm run compose` from the services' declarations (REST `scope`, GraphQL `@requiresScopes`). Do not edit by hand.
+
+/** Every scope an API key may be granted (`POST /auth/api-keys`). */
+export const API_KEY_SCOPES = ["profile:read","users:write","users:email:read","catalog:write","payments:read","payments:write","chat:read","chat:write"] as const;
+export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
+
+/**
+ * The scope an API key needs for each authenticated operation (`METHOD /path`, `Type.field`).
+ * An authenticated operation not listed here refuses every key (docs/api/scopes.md).
+ */
+export const OPERATION_SCOPES: Readonly<Record<string, ApiKeyScope>> = {
+  "GET /profile": "profile:read",
+  "POST /products": "catalog:write",
+  "PUT /products/:id": "catalog:write",
+  "DELETE /products/:id": "catalog:write",
+  "POST /api/payments": "payments:write",
+  "GET /api/payments/:id": "payments:read",
+  "GET /api/orders": "payments:read",
+  "POST /api/orders": "payments:write",
+  "GET /api/orders/:id": "payments:read",
+  "Query.me": "profile:read",
+  "Mutation.createUser": "users:write",
+  "Mutation.createProduct": "catalog:write",
+  "Mutation.updateProduct": "catalog:write",
+  "Mutation.deleteProduct": "catalog:write",
+  "User.orders": "payments:read",
+  "Query.order": "payments:read",
+  "Query.payment": "payments:read",
+  "Mutation.createPayment": "payments:write",
+  "Mutation.createOrder": "payments:write",
+  "Query.messages": "chat:read",
+  "Mutation.sendMessage": "chat:write",
+  "Subscription.newMessage": "chat:read",
+};
