@@ -6,10 +6,10 @@ import {
   GATEWAY_METRICS_PORT,
   GATEWAY_PORT,
   loadConfig,
-  SERVICE_NAMES,
+  EDGE_SERVICE_NAMES,
   serviceUrlVar,
   z,
-  type ServiceName,
+  type EdgeServiceName,
 } from '@halo/kit';
 import { DEFAULT_ROUTES_PATH } from './routes';
 
@@ -93,8 +93,11 @@ export const gatewayConfigShape = {
   REDIS_KEY_PREFIX: env.str('halo:gateway:'),
 };
 
-/** One optional `<SERVICE>_URL` per service of the topology table, e.g. `CONTENT_URL`. */
-const serviceUrlShape = Object.fromEntries(SERVICE_NAMES.map((name) => [serviceUrlVar(name), env.url()]));
+/**
+ * One optional `<SERVICE>_URL` per service the gateway routes to, e.g. `CONTENT_URL` (not the
+ * internal registry: its REGISTRY_URL is the gateway's own setting, docs/registry.md).
+ */
+const serviceUrlShape = Object.fromEntries(EDGE_SERVICE_NAMES.map((name) => [serviceUrlVar(name), env.url()]));
 
 export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
 
@@ -106,8 +109,8 @@ export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
 export function loadGatewayConfig(source: Record<string, string | undefined> = process.env) {
   const config = loadConfig(gatewayConfigShape, source);
   const urls = loadConfig(serviceUrlShape, source);
-  const serviceUrls = {} as Record<ServiceName, string>;
-  for (const name of SERVICE_NAMES) {
+  const serviceUrls = {} as Record<EdgeServiceName, string>;
+  for (const name of EDGE_SERVICE_NAMES) {
     serviceUrls[name] = (urls[serviceUrlVar(name)] ?? defaultServiceUrl(name)).replace(/\/+$/, '');
   }
   return { ...config, serviceUrls };
