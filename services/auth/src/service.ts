@@ -15,6 +15,7 @@ import { oauthRoutes } from './http/oauth-routes';
 import { HttpSessions } from './http/sessions';
 import { OAuthFlows } from './oauth/flow';
 import { OAuthProviders } from './oauth/providers';
+import { restManifest } from './rest/manifest';
 import { restRoutes } from './rest/routes';
 import { createLoginLimiter } from './security/login-limiter';
 import { createPasswordHasher } from './security/passwords';
@@ -77,6 +78,7 @@ export const authService = defineService({
   // The client address for the per-IP login limit comes from X-Forwarded-For set by trusted proxies.
   configureHttp: (app, config) => app.set('trust proxy', config.TRUST_PROXY),
   graphql: { schema: (typeDefs, { accounts }) => authSchema(typeDefs, accounts) },
+  restManifest,
   rest: ({ accounts, apiKeys, sessions, oauth }, config) => {
     const web = new HttpSessions(sessions, { cookieSecure: config.COOKIE_SECURE, allowedOrigins: config.ALLOWED_ORIGINS });
     // The linked (or verified-email) user, then exactly the answer of /auth/login.
