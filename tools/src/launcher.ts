@@ -148,7 +148,8 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
     },
   };
 
-  // Every process learns every peer's HTTP and gRPC address (e.g. CONTENT_URL, CONTENT_GRPC_ADDR).
+  // Every process learns every peer's HTTP and gRPC address (e.g. CONTENT_URL, CONTENT_GRPC_ADDR);
+  // REGISTRY_URL among them is where services publish and the gateway reads (docs/registry.md).
   const peers: Record<string, string> = {};
   for (const name of SERVICE_NAMES) {
     peers[serviceUrlVar(name)] = `http://127.0.0.1:${SERVICES[name].httpPort + offset}`;
@@ -225,10 +226,15 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
       o.envFor = { ...o.envFor };
       for (const name of SERVICE_NAMES) o.envFor[name] = { ...o.envFor[name], DATABASE_URL: urls[name] };
     }
-    const services = SERVICE_NAMES.map((name) => {
+    // The registry first; the others publish their contracts to it after they listen, retrying until
+    // it answers (docs/registry.md), so nobody waits for it and "ready" comes as soon as before.
+    const publishing = haloEnv === 'production' ? {} : { REGISTRY_PUBLISH_ON_START: 'true' };
+    const services = [...SERVICE_NAMES].sort((a, b) => Number(b === 'registry') - Number(a === 'registry')).map((name) => {
       const http = SERVICES[name].httpPort + offset;
       const grpc = SERVICES[name].grpcPort + offset;
-      return launch(name, { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_PORT: String(grpc) }, peers[serviceUrlVar(name)]!, '/readyz', o, running, `127.0.0.1:${grpc}`);
+      if (name !== 'registry') o.envFor[name] = { ...publishing, ...o.envFor[name] };
+      const ports = { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_PORT: String(grpc) };
+      return launch(name, ports, peers[serviceUrlVar(name)]!, '/readyz', o, running, `127.0.0.1:${grpc}`);
     });
     const replicas: RunningProcess[] = [];
     for (const name of SERVICE_NAMES) {
