@@ -68,7 +68,7 @@ beforeAll(async () => {
     ]),
   );
   sys = await startE2ESystem({ portOffset: PORT_OFFSET, envFor });
-});
+}, 90_000);
 
 afterAll(async () => {
   await sys?.stop();
