@@ -27,6 +27,7 @@ module.exports = {
     '^@halo/kit/launch$': '<rootDir>/packages/kit/src/launch.ts',
     '^@halo/proto$': '<rootDir>/packages/proto/src/index.ts',
     '^@halo/client$': '<rootDir>/packages/client/src/index.ts',
+    '^@halo/contracts$': '<rootDir>/packages/contracts/src/index.ts',
   },
   // PostgreSQL and Redis for the run: the machine's, or started for it (tools/jest/test-servers.ts).
   globalSetup: '<rootDir>/tools/jest/global-setup.ts',

@@ -7,10 +7,10 @@ import {
   GATEWAY_PORT,
   loadConfig,
   refuseDevSecrets,
-  SERVICE_NAMES,
+  EDGE_SERVICE_NAMES,
   serviceUrlVar,
   z,
-  type ServiceName,
+  type EdgeServiceName,
 } from '@halo/kit';
 import { parseTrustedProxies } from './forwarded';
 import { DEFAULT_ROUTES_PATH } from './routes';
@@ -116,8 +116,11 @@ export const gatewayConfigShape = {
   REDIS_KEY_PREFIX: env.str('halo:gateway:'),
 };
 
-/** One optional `<SERVICE>_URL` per service of the topology table, e.g. `CONTENT_URL`. */
-const serviceUrlShape = Object.fromEntries(SERVICE_NAMES.map((name) => [serviceUrlVar(name), env.url()]));
+/**
+ * One optional `<SERVICE>_URL` per service the gateway routes to, e.g. `CONTENT_URL` (not the
+ * internal registry: its REGISTRY_URL is the gateway's own setting, docs/registry.md).
+ */
+const serviceUrlShape = Object.fromEntries(EDGE_SERVICE_NAMES.map((name) => [serviceUrlVar(name), env.url()]));
 
 export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
 
@@ -130,8 +133,8 @@ export function loadGatewayConfig(source: Record<string, string | undefined> = p
   const config = loadConfig(gatewayConfigShape, source);
   refuseDevSecrets(source, config.HALO_ENV);
   const urls = loadConfig(serviceUrlShape, source);
-  const serviceUrls = {} as Record<ServiceName, string>;
-  for (const name of SERVICE_NAMES) {
+  const serviceUrls = {} as Record<EdgeServiceName, string>;
+  for (const name of EDGE_SERVICE_NAMES) {
     serviceUrls[name] = (urls[serviceUrlVar(name)] ?? defaultServiceUrl(name)).replace(/\/+$/, '');
   }
   return { ...config, GRAPHQL_INTROSPECTION: config.GRAPHQL_INTROSPECTION ?? config.HALO_ENV !== 'production', serviceUrls };

@@ -20,12 +20,12 @@ import {
   INTERNAL_MESSAGE,
   isHaloError,
   type Caller,
+  isEdgeService,
   sendJson,
-  SERVICES,
   toGraphQLError,
   unavailable,
+  type EdgeServiceName,
   type Logger,
-  type ServiceName,
 } from '@halo/kit';
 import { prepareSupergraph, toTransportError, type CallerResolver } from './auth';
 import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from './body';
@@ -118,7 +118,7 @@ export interface GraphQLLimits {
 export interface GraphQLOptions {
   callers: CallerResolver;
   supergraphPath: string;
-  serviceUrls: Record<ServiceName, string>;
+  serviceUrls: Record<EdgeServiceName, string>;
   bodyLimit: number;
   logger: Logger;
   limits: GraphQLLimits;
@@ -200,7 +200,7 @@ const VALIDATION_CODES_KEPT = new Set(['MAX_ALIASES_LIMIT', INTROSPECTION_DISABL
  */
 const keepAliveFetcher = createHttpFetcher();
 
-const isService = (name: string): name is ServiceName => Object.hasOwn(SERVICES, name);
+const isService = (name: string): name is EdgeServiceName => isEdgeService(name);
 
 /**
  * A subgraph request that may share an identical in-flight one: it belongs to an incoming query

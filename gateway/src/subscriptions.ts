@@ -17,7 +17,7 @@ import {
   type ValidationRule,
 } from 'graphql';
 import WebSocket, { WebSocketServer } from 'ws';
-import { isHaloError, requestIdOf, type Caller, type Logger, type ServiceName } from '@halo/kit';
+import { isHaloError, requestIdOf, type Caller, type EdgeServiceName, type Logger } from '@halo/kit';
 import type { CallerResolver } from './auth';
 import { EventChannel } from './event-channel';
 import type { GraphQLContext } from './graphql';
@@ -80,7 +80,7 @@ export interface SubscriptionOptions {
   server: Server;
   callers: CallerResolver;
   policy: OperationPolicy;
-  serviceUrls: Record<ServiceName, string>;
+  serviceUrls: Record<EdgeServiceName, string>;
   parseOptions: { maxTokens: number };
   validationRules: ValidationRule[];
   /** Queries and mutations over the socket: the HTTP pipeline. */
@@ -140,7 +140,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
   const upstreamOf = (connection: Connection, graph: string): Client => {
     let client = connection.upstreams.get(graph);
     if (client) return client;
-    const base = opts.serviceUrls[graph as ServiceName];
+    const base = opts.serviceUrls[graph as EdgeServiceName];
     if (!base) throw error(`No subgraph named ${graph}`, 'INTERNAL_SERVER_ERROR');
     client = createClient({
       url: `${base.replace(/^http/, 'ws')}/graphql`,
@@ -176,7 +176,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     const key = `${f.graph}\n${authorization ?? ''}\n${body}`;
     const known = recent.get(key);
     if (known) return known;
-    const url = `${opts.serviceUrls[f.graph as ServiceName]}/graphql`;
+    const url = `${opts.serviceUrls[f.graph as EdgeServiceName]}/graphql`;
     const answer = (async (): Promise<EntityAnswer> => {
       const res = await fetch(url, {
         method: 'POST',

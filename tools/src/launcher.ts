@@ -12,13 +12,13 @@ import {
   generateServiceKey,
   grpcAddrVar,
   portIsFree,
-  grpcCallersOf,
   provisionServiceRoles,
   roleUrl,
   SERVICE_NAMES,
   SERVICES,
   serviceUrlVar,
   type ServiceName,
+  trustedCallersOf,
   type ServiceRole,
 } from '@halo/kit/launch';
 import { DEV_JWT_SECRET, DEV_OIDC_CLIENT_ID, DEV_OIDC_CLIENT_SECRET } from './dev-defaults';
@@ -177,7 +177,8 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
     },
   };
 
-  // Every process learns every peer's HTTP and gRPC address (e.g. CONTENT_URL, CONTENT_GRPC_ADDR).
+  // Every process learns every peer's HTTP and gRPC address (e.g. CONTENT_URL, CONTENT_GRPC_ADDR);
+  // REGISTRY_URL among them is where services publish and the gateway reads (docs/registry.md).
   const peers: Record<string, string> = {};
   for (const name of SERVICE_NAMES) {
     peers[serviceUrlVar(name)] = `http://127.0.0.1:${SERVICES[name].httpPort + offset}`;
@@ -194,13 +195,14 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
     ...(dev && !opts.env?.JWT_SECRET && !process.env.JWT_SECRET ? { JWT_SECRET: DEV_JWT_SECRET } : {}),
   };
   const o = { ...opts, env: { ...common, ...opts.env }, envFor: { ...opts.envFor }, supervisor, remember };
-  // Service identity: a fresh Ed25519 key per process at every start, and each gRPC server gets
-  // the public keys of exactly the processes that call it (docs/service-identity.md).
+  // Service identity: a fresh Ed25519 key per process at every start, and each server gets the
+  // public keys of exactly the processes that call it: over gRPC, or with a service token over
+  // HTTP as every process calls the registry (docs/service-identity.md, docs/registry.md).
   const keys = Object.fromEntries(
     (['gateway', ...SERVICE_NAMES] as const).map((name) => [name, generateServiceKey(name, `dev-${randomBytes(4).toString('hex')}`)]),
   );
   for (const name of ['gateway', ...SERVICE_NAMES] as const) {
-    const trusted = name === 'gateway' ? [] : grpcCallersOf(name).map((caller) => keys[caller]!.publicJwk);
+    const trusted = name === 'gateway' ? [] : trustedCallersOf(name).map((caller) => keys[caller]!.publicJwk);
     o.envFor[name] = {
       SERVICE_SIGNING_KEY: JSON.stringify(keys[name]!.privateJwk),
       ...(name === 'gateway' ? {} : { SERVICE_TRUSTED_KEYS: JSON.stringify({ keys: trusted }) }),
@@ -254,10 +256,15 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
       o.envFor = { ...o.envFor };
       for (const name of SERVICE_NAMES) o.envFor[name] = { ...o.envFor[name], DATABASE_URL: urls[name] };
     }
-    const services = SERVICE_NAMES.map((name) => {
+    // The registry first; the others publish their contracts to it after they listen, retrying until
+    // it answers (docs/registry.md), so nobody waits for it and "ready" comes as soon as before.
+    const publishing = haloEnv === 'production' ? {} : { REGISTRY_PUBLISH_ON_START: 'true' };
+    const services = [...SERVICE_NAMES].sort((a, b) => Number(b === 'registry') - Number(a === 'registry')).map((name) => {
       const http = SERVICES[name].httpPort + offset;
       const grpc = SERVICES[name].grpcPort + offset;
-      return launch(name, { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpc) }, peers[serviceUrlVar(name)]!, '/readyz', o, running, `127.0.0.1:${grpc}`);
+      if (name !== 'registry') o.envFor[name] = { ...publishing, ...o.envFor[name] };
+      const ports = { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpc) };
+      return launch(name, ports, peers[serviceUrlVar(name)]!, '/readyz', o, running, `127.0.0.1:${grpc}`);
     });
     const replicas: RunningProcess[] = [];
     for (const name of SERVICE_NAMES) {

@@ -170,3 +170,20 @@ describe('loadServiceConfig: the demo-seed rule, once for every service', () => 
     expect(() => loadServiceConfig('content', {}, {})).toThrow(/^Invalid configuration: DATABASE_URL: is required/);
   });
 });
+
+describe('loadServiceConfig: publishing the contract (docs/registry.md)', () => {
+  const load = (vars: Record<string, string | undefined>) => loadServiceConfig('content', {}, { DATABASE_URL: 'postgres://svc@db:5432/halo', ...vars });
+
+  it('refuses REGISTRY_PUBLISH_ON_START when HALO_ENV=production: in a cluster the release hook publishes', () => {
+    expect(() => load({ HALO_ENV: 'production', REGISTRY_PUBLISH_ON_START: 'true', REGISTRY_URL: 'http://registry:4006' })).toThrow(
+      /^Invalid configuration: REGISTRY_PUBLISH_ON_START: refused when HALO_ENV=production/,
+    );
+    expect(load({ HALO_ENV: 'test', REGISTRY_PUBLISH_ON_START: 'true', REGISTRY_URL: 'http://registry:4006' }).REGISTRY_PUBLISH_ON_START).toBe(true);
+  });
+
+  it('needs REGISTRY_URL to publish, at start or as the one-shot', () => {
+    expect(() => load({ HALO_ENV: 'test', REGISTRY_PUBLISH_ON_START: 'true' })).toThrow(/^Invalid configuration: REGISTRY_URL: is required with REGISTRY_PUBLISH_ON_START/);
+    expect(() => load({ HALO_PUBLISH_CONTRACT_ONLY: 'true' })).toThrow(/^Invalid configuration: REGISTRY_URL: is required with HALO_PUBLISH_CONTRACT_ONLY/);
+    expect(load({ HALO_PUBLISH_CONTRACT_ONLY: 'true', REGISTRY_URL: 'http://registry:4006' }).HALO_PUBLISH_CONTRACT_ONLY).toBe(true);
+  });
+});

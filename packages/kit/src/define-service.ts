@@ -12,8 +12,10 @@ import type { Logger } from './logger';
 import { refuseDevSecrets } from './dev-secrets';
 import { refuseNulArguments, refuseNulInput } from './nul';
 import { enforceDeclaredScopes } from './scopes';
-import { serviceIdentityFor, type ServiceIdentity } from './service-identity';
+import { ServiceIdentity, serviceIdentityFor } from './service-identity';
 import { createMetrics, type ServiceMetrics } from './metrics';
+import { PublishError, publishContract, serviceContract, type ServiceContract } from './contract';
+import type { RestManifest } from './rest-manifest';
 import { createHttpApp, openServiceDb, runService, serveService, startSubgraph, subgraphMiddleware, withLifecycle, type StartedService, type SubgraphSubscriptions } from './service';
 import { SERVICES, type ServiceName } from './topology';
 
@@ -27,6 +29,14 @@ export function kitConfigShape(name: ServiceName) {
     SEED_DEMO_DATA: env.flag(),
     /** Apply the service's migrations and exit 0, serving nothing (the chart's migration Job). */
     HALO_MIGRATE_ONLY: env.flag(),
+    /** The schema registry's HTTP base (docs/registry.md); `npm start` sets it. */
+    REGISTRY_URL: env.url(),
+    /** The routing URL this service publishes; default `http://127.0.0.1:<HTTP_PORT>`. */
+    SERVICE_PUBLIC_URL: env.url(),
+    /** Publish this service's contract after start (embedded only; refused when HALO_ENV=production). */
+    REGISTRY_PUBLISH_ON_START: env.flag(),
+    /** Publish the contract and exit, serving nothing (the chart's post-install/upgrade hook). */
+    HALO_PUBLISH_CONTRACT_ONLY: env.flag(),
   };
 }
 
@@ -46,6 +56,14 @@ export function loadServiceConfig<X extends z.ZodRawShape = {}>(name: ServiceNam
   refuseDevSecrets(source, haloEnv);
   if (seed && haloEnv === 'production') {
     throw new ConfigError('Invalid configuration: SEED_DEMO_DATA: demo data is never seeded when HALO_ENV=production');
+  }
+  const registry = loaded as { REGISTRY_URL?: string; REGISTRY_PUBLISH_ON_START?: boolean; HALO_PUBLISH_CONTRACT_ONLY?: boolean };
+  // In a cluster a contract is published once the release is ready (the Helm hook), never by every replica at start.
+  if (registry.REGISTRY_PUBLISH_ON_START && haloEnv === 'production') {
+    throw new ConfigError('Invalid configuration: REGISTRY_PUBLISH_ON_START: refused when HALO_ENV=production (the release hook publishes, HALO_PUBLISH_CONTRACT_ONLY)');
+  }
+  if ((registry.REGISTRY_PUBLISH_ON_START || registry.HALO_PUBLISH_CONTRACT_ONLY) && !registry.REGISTRY_URL) {
+    throw new ConfigError(`Invalid configuration: REGISTRY_URL: is required with ${registry.HALO_PUBLISH_CONTRACT_ONLY ? 'HALO_PUBLISH_CONTRACT_ONLY' : 'REGISTRY_PUBLISH_ON_START'}`);
   }
   return { ...loaded, SEED_DEMO_DATA: seed ?? haloEnv === 'development' } as unknown as ServiceConfig<X>;
 }
@@ -102,6 +120,8 @@ export interface ServiceDefinition<X extends z.ZodRawShape, C extends KitConfig,
   };
   /** The REST routes (after /graphql; the kit adds the 404 and the error mapper after them). */
   rest?: (domain: D, config: C) => RequestHandler;
+  /** The public REST routes' declaration (`src/rest/manifest.ts`): the REST part of the service's contract. */
+  restManifest?: RestManifest;
   /** gRPC services (the kit adds grpc.health.v1). */
   grpc?: (domain: D, logger: Logger) => GrpcServiceBinding[];
 }
@@ -118,9 +138,17 @@ export interface DefinedService<C, D> {
   migrate(config: C, logger: Logger): Promise<void>;
   /** Starts the service; a `db` given (tests: a throwaway schema) is migrated but not closed by it. */
   start(config: C, logger: Logger, opts?: { db?: Db | undefined }): Promise<RunningService<D>>;
-  /** The process entry point: config (one line and exit 1 when bad), start, signals; with HALO_MIGRATE_ONLY, migrate and exit. */
+  /** The service's contract (docs/registry.md): its subgraph, its REST part, its routing URL; null when it has neither. */
+  contract(config: C, httpPort?: number): ServiceContract | null;
+  /**
+   * The process entry point: config (one line and exit 1 when bad), start, signals; with
+   * HALO_MIGRATE_ONLY, migrate and exit; with HALO_PUBLISH_CONTRACT_ONLY, publish and exit.
+   */
   main(): Promise<void>;
 }
+
+/** Publishing at start waits for the registry this long at most (it may start beside the service). */
+const PUBLISH_RETRY_MS = { first: 250, max: 5_000, giveUpAfter: 120_000 };
 
 export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig = ServiceConfig<X>, D = unknown>(
   def: ServiceDefinition<X, C, D>,
@@ -130,6 +158,48 @@ export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig 
   const loadConfigFor = (source: Env = process.env): C => {
     const config = loadServiceConfig(def.name, def.config, source);
     return def.refineConfig ? def.refineConfig(config, source) : (config as unknown as C);
+  };
+
+  const contract = (config: C, httpPort?: number): ServiceContract | null => {
+    if (!def.graphql && !def.restManifest) return null;
+    return serviceContract({
+      service: def.name,
+      url: config.SERVICE_PUBLIC_URL ?? `http://127.0.0.1:${httpPort ?? config.HTTP_PORT}`,
+      sdl: def.graphql ? readFileSync(resolve(def.root, 'schema.graphql'), 'utf8') : null,
+      manifest: def.restManifest,
+    });
+  };
+
+  /**
+   * Publishes after start without delaying it: retried with backoff while the registry is
+   * unreachable (under `npm start` it boots beside the services), given up when refused.
+   */
+  const publishAfterStart = (config: C, logger: Logger, identity: ServiceIdentity, lifecycle: Lifecycle, httpPort: number) => {
+    const c = contract(config, httpPort);
+    if (!c || !config.REGISTRY_URL) return;
+    const registryUrl = config.REGISTRY_URL;
+    let timer: NodeJS.Timeout | undefined;
+    let stopped = false;
+    lifecycle.register('contract publish', () => {
+      stopped = true;
+      clearTimeout(timer);
+    });
+    const started = Date.now();
+    const attempt = async (delay: number): Promise<void> => {
+      if (stopped) return;
+      try {
+        const { body } = await publishContract(c, { registryUrl, identity });
+        logger.info({ version: body.version, composition: body.composition, unchanged: body.unchanged ?? false }, 'contract published to the registry');
+      } catch (err) {
+        if (err instanceof PublishError && err.kind === 'unreachable' && Date.now() - started < PUBLISH_RETRY_MS.giveUpAfter) {
+          timer = setTimeout(() => void attempt(Math.min(delay * 2, PUBLISH_RETRY_MS.max)), delay);
+          timer.unref();
+          return;
+        }
+        logger.error({ err: (err as Error).message, report: err instanceof PublishError ? err.body : undefined }, 'contract not published');
+      }
+    };
+    void attempt(PUBLISH_RETRY_MS.first);
   };
 
   const start = (config: C, logger: Logger, opts: { db?: Db | undefined } = {}): Promise<RunningService<D>> =>
@@ -164,8 +234,31 @@ export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig 
       if (def.rest) app.use(refuseNulInput(), def.rest(domain, config));
 
       const grpcServices = def.grpc?.(domain, logger) ?? [];
-      return { ...(await serveService({ app, grpcServices, identity, metrics, config, lifecycle, logger, db, subscriptions })), domain };
+      const served = await serveService({ app, grpcServices, identity, metrics, config, lifecycle, logger, db, subscriptions });
+      if (config.REGISTRY_PUBLISH_ON_START) publishAfterStart(config, logger, identity, lifecycle, served.httpPort);
+      return { ...served, domain };
     });
+
+  /** HALO_PUBLISH_CONTRACT_ONLY: one publish, then exit 0; refused (1) or unreachable (3) with one line. */
+  const publishOnly = async (config: C): Promise<void> => {
+    const c = contract(config);
+    if (!c) {
+      process.stdout.write(`${def.name}: no contract to publish (no subgraph, no REST routes)\n`);
+      return;
+    }
+    const identity = ServiceIdentity.fromConfig(def.name, config);
+    if (!identity.canCall) throw new ConfigError('Invalid configuration: SERVICE_SIGNING_KEY: is required to publish the contract (its token authenticates the service to the registry)');
+    try {
+      const { body } = await publishContract(c, { registryUrl: config.REGISTRY_URL!, identity });
+      process.stdout.write(`${def.name}: contract ${body.unchanged ? 'unchanged at' : 'published as'} version ${body.version} (composition ${body.composition})\n`);
+    } catch (err) {
+      if (!(err instanceof PublishError)) throw err;
+      const notes = (err.body as { report?: { notes?: string[]; composition?: { errors?: string[] }; rest?: { errors?: string[] } } } | undefined)?.report;
+      const why = [...(notes?.composition?.errors ?? []), ...(notes?.rest?.errors ?? []), ...(notes?.notes ?? [])].join('; ');
+      process.stderr.write(`${def.name}: contract not published: ${err.message}${why ? ` — ${why}` : ''}\n`);
+      process.exitCode = err.kind === 'unreachable' ? 3 : 1;
+    }
+  };
 
   const migrateOnly = async (config: C, logger: Logger): Promise<void> => {
     const lifecycle = new Lifecycle(logger);
@@ -183,9 +276,10 @@ export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig 
     loadConfig: loadConfigFor,
     migrate: migrateOnly,
     start,
+    contract,
     main: () =>
       runService(def.name, () => loadConfigFor(), (config, logger) =>
-        config.HALO_MIGRATE_ONLY ? migrateOnly(config, logger) : start(config, logger),
+        config.HALO_PUBLISH_CONTRACT_ONLY ? publishOnly(config) : config.HALO_MIGRATE_ONLY ? migrateOnly(config, logger) : start(config, logger),
       ),
   };
 }

@@ -26,6 +26,7 @@ export * from './nul';
 export * from './single-headers';
 export * from './users';
 export * from './rest-manifest';
+export * from './contract';
 export * from './service-identity';
 export * from './metrics';
 export * from './subscriptions';

@@ -26,6 +26,8 @@ export const SCOPES = [
   'payments:write',
   'chat:read',
   'chat:write',
+  // The schema registry: check, publish and roll back service contracts (docs/registry.md).
+  'schema:write',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

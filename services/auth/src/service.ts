@@ -16,6 +16,7 @@ import { trustGatewayHop } from './http/client-address';
 import { HttpSessions } from './http/sessions';
 import { OAuthFlows } from './oauth/flow';
 import { OAuthProviders } from './oauth/providers';
+import { restManifest } from './rest/manifest';
 import { restRoutes } from './rest/routes';
 import { createLoginLimiter, createRegistrationLimiter } from './security/login-limiter';
 import { createPasswordHasher } from './security/passwords';
@@ -92,6 +93,7 @@ export const authService = defineService({
   // The client address for the per-address limits: the gateway's last X-Forwarded-For entry.
   configureHttp: (app, config) => trustGatewayHop(app, config.TRUST_PROXY),
   graphql: { schema: (typeDefs, { accounts }) => authSchema(typeDefs, accounts) },
+  restManifest,
   rest: ({ accounts, apiKeys, sessions, oauth }, config) => {
     const web = new HttpSessions(sessions, { cookieSecure: config.COOKIE_SECURE, allowedOrigins: config.ALLOWED_ORIGINS });
     // The linked (or verified-email) user, then exactly the answer of /auth/login.

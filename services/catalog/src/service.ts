@@ -6,6 +6,7 @@ import { Catalog } from './domain/catalog';
 import { createLoaders } from './graphql/loaders';
 import { catalogSchema } from './graphql/resolvers';
 import { productServiceBinding } from './grpc/server/product-service';
+import { restManifest } from './rest/manifest';
 import { restRoutes } from './rest/routes';
 
 /** Products: REST (v1 and v2), the GraphQL subgraph and the gRPC ProductService over one domain. */
@@ -15,6 +16,7 @@ export const catalogService = defineService({
   domain: ({ db }) => new Catalog(new CatalogStore(db)),
   seed: ({ db, logger }) => seedDemoData(db, logger),
   graphql: { schema: catalogSchema, context: (catalog) => ({ loaders: createLoaders(catalog) }) },
+  restManifest,
   rest: (catalog, config) => restRoutes(catalog, config.JWT_SECRET),
   grpc: (catalog, logger) => [productServiceBinding(catalog, logger)],
 });

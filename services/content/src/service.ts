@@ -6,6 +6,7 @@ import { Content } from './domain/content';
 import { createLoaders } from './graphql/loaders';
 import { contentSchema } from './graphql/resolvers';
 import { userServiceBinding } from './grpc/server/user-service';
+import { restManifest } from './rest/manifest';
 import { restRoutes } from './rest/routes';
 
 /** Users, posts and comments: REST, the GraphQL subgraph and the gRPC UserService over one domain. */
@@ -15,6 +16,7 @@ export const contentService = defineService({
   domain: ({ db }) => new Content(new ContentStore(db)),
   seed: ({ db, logger }) => seedDemoData(db, logger),
   graphql: { schema: contentSchema, context: (content) => ({ loaders: createLoaders(content) }) },
+  restManifest,
   rest: (content) => restRoutes(content),
   grpc: (content, logger) => [userServiceBinding(content, logger)],
 });

@@ -10,6 +10,7 @@ import { createLoaders } from './graphql/loaders';
 import { paymentsSchema } from './graphql/resolvers';
 import { catalogProducts } from './grpc/clients/catalog-products';
 import { SimulatedProcessor } from './processor/simulated';
+import { restManifest } from './rest/manifest';
 import { restRoutes } from './rest/routes';
 
 /** Expired entries of the in-process idempotency store are dropped this often. */
@@ -59,6 +60,7 @@ export const paymentsService = defineService({
     schema: (typeDefs, { payments }) => paymentsSchema(typeDefs, payments),
     context: ({ payments }) => ({ loaders: createLoaders(payments) }),
   },
+  restManifest,
   rest: ({ payments }, config) => restRoutes(payments, config.JWT_SECRET),
 });
 

@@ -1,0 +1,80 @@
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { createLogger, generateServiceKey } from '@halo/kit';
+import { openTestDb, startTestService, TEST_SERVICE_ENV, testIdentityEnv, type TestDb, type TestService } from '@halo/kit/testing';
+import { catalogService } from '../../catalog/src/service';
+import { registryService, type RegistryService } from '../src/service';
+import { call, serviceToken } from './helpers';
+
+/**
+ * A service publishes its own contract: after start (REGISTRY_PUBLISH_ON_START, the embedded
+ * mode) and as the one-shot of the Helm hook (HALO_PUBLISH_CONTRACT_ONLY, the built process).
+ */
+const ROOT = resolve(__dirname, '../../..');
+let reg: TestService<RegistryService>;
+
+beforeAll(async () => {
+  // No API key is exchanged here: auth's address is never called.
+  reg = await startTestService(registryService, { AUTH_GRPC_ADDR: '127.0.0.1:1' });
+});
+afterAll(async () => reg?.close());
+
+const catalogVersions = async () => (await call(reg.base, 'GET', '/v1/services/catalog/versions', undefined, await serviceToken('gateway'))).body.versions as { version: number; url: string; author: string }[];
+
+it('REGISTRY_PUBLISH_ON_START: the started service publishes its contract (its own URL), without delaying its start', async () => {
+  const db: TestDb = await openTestDb('catalog');
+  const config = catalogService.loadConfig({ ...TEST_SERVICE_ENV, ...testIdentityEnv('catalog'), REGISTRY_URL: reg.base, REGISTRY_PUBLISH_ON_START: 'true' });
+  const catalog = await catalogService.start(config, createLogger('catalog', 'silent'), { db });
+  try {
+    const url = `http://127.0.0.1:${catalog.httpPort}`;
+    let versions = await catalogVersions();
+    for (let i = 0; i < 100 && versions[0]?.url !== url; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      versions = await catalogVersions();
+    }
+    expect(versions[0]).toMatchObject({ url, author: 'service:catalog' });
+  } finally {
+    await catalog.stop();
+    await db.drop();
+  }
+});
+
+describe('HALO_PUBLISH_CONTRACT_ONLY (the built catalog, as the Helm hook runs it)', () => {
+  // Asynchronous: the registry answering it runs in this very process.
+  const run = (env: Record<string, string>) =>
+    new Promise<{ status: number | null; stdout: string; stderr: string }>((done) => {
+      const child = spawn(process.execPath, [resolve(ROOT, 'services/catalog/dist/main.js')], {
+        env: { PATH: process.env.PATH, ...TEST_SERVICE_ENV, SERVICE_SIGNING_KEY: testIdentityEnv('catalog').SERVICE_SIGNING_KEY, HALO_PUBLISH_CONTRACT_ONLY: 'true', ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.on('close', (status) => done({ status, stdout, stderr }));
+    });
+
+  it('publishes and exits 0; again: unchanged, exits 0', async () => {
+    const first = await run({ REGISTRY_URL: reg.base, SERVICE_PUBLIC_URL: 'http://catalog.halo.svc:4003' });
+    expect([first.status, first.stderr]).toEqual([0, '']);
+    expect(first.stdout).toMatch(/^catalog: contract published as version \d+ \(composition \d+\)\n$/);
+    const again = await run({ REGISTRY_URL: reg.base, SERVICE_PUBLIC_URL: 'http://catalog.halo.svc:4003' });
+    expect(again.stdout).toMatch(/^catalog: contract unchanged at version \d+/);
+    expect(again.status).toBe(0);
+  });
+
+  it('refused (a key the registry does not trust): exit 1 with one line', async () => {
+    const res = await run({ REGISTRY_URL: reg.base, SERVICE_SIGNING_KEY: JSON.stringify(generateServiceKey('catalog', 'rogue').privateJwk) });
+    expect(res.status).toBe(1);
+    expect(res.stderr).toBe('catalog: contract not published: publish refused (401): Invalid token\n');
+  });
+
+  it('registry unreachable: exit 3 with one line; without a signing key: exit 1 naming the variable', async () => {
+    const down = await run({ REGISTRY_URL: 'http://127.0.0.1:1' });
+    expect(down.status).toBe(3);
+    expect(down.stderr).toMatch(/^catalog: contract not published: registry unreachable at http:\/\/127\.0\.0\.1:1: [^\n]+\n$/);
+    const keyless = await run({ REGISTRY_URL: reg.base, SERVICE_SIGNING_KEY: '' });
+    expect(keyless.status).toBe(1);
+    expect(keyless.stderr).toMatch(/^catalog: Invalid configuration: SERVICE_SIGNING_KEY: is required to publish/);
+  });
+});
