@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import {
+  ConfigError,
   defaultGrpcAddr,
   defaultServiceUrl,
   env,
@@ -91,6 +92,18 @@ export const gatewayConfigShape = {
     .optional(),
   /** Namespace of the gateway's keys in that Redis. */
   REDIS_KEY_PREFIX: env.str('halo:gateway:'),
+
+  // ── The schema registry (docs/registry.md "Gateway"; src/supergraph, src/usage) ──
+  /** The registry's HTTP base: compositions come from it; unset, from the files only. */
+  REGISTRY_URL: env.url(),
+  /** Interval of the conditional `GET /v1/supergraph`. */
+  REGISTRY_POLL_MS: env.int(2_000, 100),
+  /** Record which fields operations use and send it to the registry; default on with a registry. */
+  USAGE_REPORTING: env.flag(),
+  /** How often recorded usage is sent. */
+  USAGE_FLUSH_MS: env.int(10_000, 100),
+  /** Distinct (operation, client) pairs held between two sends; beyond, requests are counted as dropped. */
+  USAGE_MAX_OPERATIONS: env.int(5_000, 1),
 };
 
 /** One optional `<SERVICE>_URL` per service of the topology table, e.g. `CONTENT_URL`. */
@@ -104,11 +117,19 @@ export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
  * its subgraph is `<base>/graphql`, so one variable moves both.
  */
 export function loadGatewayConfig(source: Record<string, string | undefined> = process.env) {
-  const config = loadConfig(gatewayConfigShape, source);
+  const { USAGE_REPORTING, ...config } = loadConfig(gatewayConfigShape, source);
   const urls = loadConfig(serviceUrlShape, source);
   const serviceUrls = {} as Record<ServiceName, string>;
+  /** The ones set explicitly: they win over the URLs services publish with their contracts. */
+  const explicitServiceUrls: Partial<Record<ServiceName, string>> = {};
   for (const name of SERVICE_NAMES) {
-    serviceUrls[name] = (urls[serviceUrlVar(name)] ?? defaultServiceUrl(name)).replace(/\/+$/, '');
+    const given = urls[serviceUrlVar(name)]?.replace(/\/+$/, '');
+    if (given) explicitServiceUrls[name] = given;
+    serviceUrls[name] = given ?? defaultServiceUrl(name);
   }
-  return { ...config, serviceUrls };
+  const registryUrl = config.REGISTRY_URL?.replace(/\/+$/, '');
+  if (USAGE_REPORTING && !registryUrl) {
+    throw new ConfigError('Invalid configuration: USAGE_REPORTING: needs REGISTRY_URL (usage is sent to the registry)');
+  }
+  return { ...config, REGISTRY_URL: registryUrl, USAGE_REPORTING: USAGE_REPORTING ?? registryUrl !== undefined, serviceUrls, explicitServiceUrls };
 }

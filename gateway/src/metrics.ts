@@ -100,6 +100,10 @@ export interface WatchedSources {
   subscriptions?: () => number;
   dedupe?: { inFlight(): number; waiting(): number; shared(): number } | null;
   responseCache?: { entries(): number; bytes(): number; hits(): number; misses(): number } | null;
+  /** What is served and whether the registry answers (src/supergraph); up is null without one. */
+  composition?: () => { composition: string; source: string; registryUp: boolean | null };
+  /** Usage recording (src/usage): cumulative counters. */
+  usage?: () => { dropped: number; reports: { sent: number; retried: number; dropped: number } } | null;
 }
 
 const codeOf = (error: Error) => (error as { extensions?: { code?: unknown } }).extensions?.code;
@@ -191,6 +195,48 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
       this.reset();
       this.inc({ result: 'hit' }, sources.responseCache?.hits() ?? 0);
       this.inc({ result: 'miss' }, sources.responseCache?.misses() ?? 0);
+    },
+  });
+
+  new Gauge({
+    name: 'halo_gateway_composition_info',
+    help: 'The composition served (the registry number, or file:<hash> for the committed files) and where it came from; always 1',
+    labelNames: ['composition', 'source'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const served = sources.composition?.();
+      if (served) this.set({ composition: served.composition, source: served.source }, 1);
+    },
+  });
+  new Gauge({
+    name: 'halo_gateway_registry_up',
+    help: 'Whether the last poll of the schema registry got an answer (absent without REGISTRY_URL)',
+    registers: [registry],
+    collect() {
+      this.reset();
+      const up = sources.composition?.().registryUp;
+      if (up !== undefined && up !== null) this.set(up ? 1 : 0);
+    },
+  });
+  new Counter({
+    name: 'halo_gateway_usage_dropped_operations_total',
+    help: 'Executed operations not recorded for usage because USAGE_MAX_OPERATIONS distinct (operation, client) pairs were held',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(sources.usage?.()?.dropped ?? 0);
+    },
+  });
+  new Counter({
+    name: 'halo_gateway_usage_reports_total',
+    help: 'Usage reports (one per hour, operation and client) by what became of them: sent, retried (failed once), dropped (failed twice)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const reports = sources.usage?.()?.reports;
+      for (const outcome of ['sent', 'retried', 'dropped'] as const) this.inc({ outcome }, reports?.[outcome] ?? 0);
     },
   });
 

@@ -17,7 +17,7 @@ import {
   type ValidationRule,
 } from 'graphql';
 import WebSocket, { WebSocketServer } from 'ws';
-import { isHaloError, requestIdOf, type Caller, type Logger, type ServiceName } from '@halo/kit';
+import { isHaloError, requestIdOf, type Caller, type Logger } from '@halo/kit';
 import type { CallerResolver } from './auth';
 import { EventChannel } from './event-channel';
 import type { GraphQLContext } from './graphql';
@@ -40,7 +40,8 @@ import { planSubscription, readJoinMap, REPRESENTATIONS_VAR, type EntityFetch, t
  *   the HTTP pipeline (Apollo), plugins included.
  * - The client unsubscribes or goes → the upstream subscription completes. The subgraph goes away
  *   → the client gets an UNAVAILABLE error for each subscription (never a silent hang). A new
- *   supergraph → every subscription ends with SUBSCRIPTION_SCHEMA_RELOAD (subscribe again).
+ *   supergraph → a subscription whose operation still validates (and passes the limits) stays
+ *   open; the others end with SUBSCRIPTION_SCHEMA_RELOAD (subscribe again).
  *   Shutdown → every socket closes with 1001 Going away.
  *
  * No cookie ever authenticates a socket, so a page on another origin gains nothing by opening one
@@ -72,15 +73,19 @@ interface OperationContext {
 interface SubscriptionContext {
   kind: 'subscription';
   connection: Connection;
+  /** Replaced when a new supergraph plans the same subgraph subscription differently (entity fetches). */
   plan: SubscriptionPlan;
   variables: Record<string, unknown>;
+  document: DocumentNode;
+  operation: OperationDefinitionNode;
 }
 
 export interface SubscriptionOptions {
   server: Server;
   callers: CallerResolver;
   policy: OperationPolicy;
-  serviceUrls: Record<ServiceName, string>;
+  /** Each subgraph's GraphQL URL as served now (src/supergraph: it follows the compositions). */
+  subgraphUrls: Readonly<Record<string, string>>;
   parseOptions: { maxTokens: number };
   validationRules: ValidationRule[];
   /** Queries and mutations over the socket: the HTTP pipeline. */
@@ -119,8 +124,8 @@ export function createSubscriptions(opts: SubscriptionOptions) {
   const log = logger.child({ component: 'subscriptions' });
   const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload });
   const connections = new WeakMap<object, Connection>();
-  /** Every live subscription, to end them on a new supergraph. */
-  const active = new Set<EventChannel<FormattedExecutionResult>>();
+  /** Every live subscription, to judge them again on a new supergraph. */
+  const active = new Map<EventChannel<FormattedExecutionResult>, SubscriptionContext>();
   /** Entity fetches in flight or just answered (see fetchEntities). */
   const recent = new Map<string, Promise<EntityAnswer>>();
   let joins: { loaded: LoadedSupergraph; join: JoinMap } | null = null;
@@ -131,19 +136,67 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     return joins.join;
   };
 
-  policy.onLoad(() => {
-    for (const channel of active) {
+  const callerDependent = (loaded: LoadedSupergraph) => {
+    const { auth } = loaded.policy;
+    return { has: (c: string) => auth.fields.has(c) || auth.types.has(c) };
+  };
+
+  /**
+   * The plan of a live subscription under a new supergraph, or null when it must end: its
+   * operation no longer validates, or the subgraph subscription itself would differ (which the
+   * open upstream cannot follow). Entity fetches may change: the new plan's are used from the
+   * next event on. Judged once per document and operation, however many subscribe with it.
+   */
+  const replan = (loaded: LoadedSupergraph, ctx: SubscriptionContext, seen: Map<SubscriptionPlan, SubscriptionPlan | null>) => {
+    if (seen.has(ctx.plan)) return seen.get(ctx.plan)!;
+    let plan: SubscriptionPlan | null = null;
+    if (validate(loaded.apiSchema, ctx.document, [...specifiedRules, ...opts.validationRules]).length === 0) {
+      try {
+        const next = planSubscription(loaded.apiSchema, joinOf(loaded), ctx.document, ctx.operation, callerDependent(loaded));
+        if (next.graph === ctx.plan.graph && next.query === ctx.plan.query) plan = next;
+      } catch {
+        plan = null;
+      }
+    }
+    seen.set(ctx.plan, plan);
+    return plan;
+  };
+
+  /** Whether one subscriber's operation still passes every check (variables, limits, auth). */
+  const stillAllowed = (loaded: LoadedSupergraph, ctx: SubscriptionContext) => {
+    if (getVariableValues(loaded.apiSchema, ctx.operation.variableDefinitions ?? [], ctx.variables).errors) return false;
+    try {
+      policy.check(loaded.apiSchema, ctx.document, ctx.operation, ctx.variables, ctx.connection.caller);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  // A new supergraph: what still validates stays open (an additive publish ends nothing); the
+  // rest ends with SUBSCRIPTION_SCHEMA_RELOAD, and the client subscribes again.
+  policy.onLoad((loaded) => {
+    const seen = new Map<SubscriptionPlan, SubscriptionPlan | null>();
+    let ended = 0;
+    for (const [channel, ctx] of active) {
+      const plan = replan(loaded, ctx, seen);
+      if (plan && stillAllowed(loaded, ctx)) {
+        ctx.plan = plan;
+        continue;
+      }
+      ended++;
       channel.fail(error('The graph changed: subscribe again', 'SUBSCRIPTION_SCHEMA_RELOAD'));
     }
+    if (active.size + ended > 0) log.info({ kept: active.size, ended }, 'subscriptions judged against the new supergraph');
   });
 
   const upstreamOf = (connection: Connection, graph: string): Client => {
     let client = connection.upstreams.get(graph);
     if (client) return client;
-    const base = opts.serviceUrls[graph as ServiceName];
-    if (!base) throw error(`No subgraph named ${graph}`, 'INTERNAL_SERVER_ERROR');
+    const url = opts.subgraphUrls[graph];
+    if (!url) throw error(`No subgraph named ${graph}`, 'INTERNAL_SERVER_ERROR');
     client = createClient({
-      url: `${base.replace(/^http/, 'ws')}/graphql`,
+      url: url.replace(/^http/, 'ws'),
       webSocketImpl: WebSocket,
       connectionParams: {
         ...(connection.authorization ? { authorization: connection.authorization } : {}),
@@ -176,7 +229,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     const key = `${f.graph}\n${authorization ?? ''}\n${body}`;
     const known = recent.get(key);
     if (known) return known;
-    const url = `${opts.serviceUrls[f.graph as ServiceName]}/graphql`;
+    const url = opts.subgraphUrls[f.graph] ?? '';
     const answer = (async (): Promise<EntityAnswer> => {
       const res = await fetch(url, {
         method: 'POST',
@@ -241,7 +294,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       active.delete(channel);
       void upstream.return?.();
     });
-    active.add(channel);
+    active.set(channel, ctx);
     void (async () => {
       try {
         // One event at a time, so the client gets them in the order the subgraph sent them.
@@ -274,9 +327,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     const name = operation.name?.value ?? '';
     const known = byName.get(name);
     if (known) return known;
-    const { auth } = loaded.policy;
-    const callerDependent = { has: (c: string) => auth.fields.has(c) || auth.types.has(c) };
-    const plan = planSubscription(loaded.apiSchema, joinOf(loaded), document, operation, callerDependent);
+    const plan = planSubscription(loaded.apiSchema, joinOf(loaded), document, operation, callerDependent(loaded));
     byName.set(name, plan);
     return plan;
   };
@@ -374,7 +425,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
         }
         try {
           const plan = planFor(loaded, document, operation);
-          const context: SubscriptionContext = { kind: 'subscription', connection, plan, variables: inputs };
+          const context: SubscriptionContext = { kind: 'subscription', connection, plan, variables: inputs, document, operation };
           return { ...base, contextValue: context };
         } catch (err) {
           if (err instanceof GraphQLError) return [err];
