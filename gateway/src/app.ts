@@ -27,6 +27,7 @@ import { createServiceProxies } from './proxy';
 import { createSubscriptions } from './subscriptions';
 import { migrationGuides } from './versioning';
 import { createSupergraphSource, type ServedComposition } from './supergraph';
+import { createUsageReporting } from './usage';
 
 export interface Gateway {
   server: Server;
@@ -73,6 +74,19 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     logger,
   });
   let routes = source.routes();
+  // Which fields operations use, for the registry's checks (src/usage); off the request path.
+  const usage =
+    config.USAGE_REPORTING && config.REGISTRY_URL
+      ? createUsageReporting({
+          url: config.REGISTRY_URL,
+          identity,
+          gatewayId: GATEWAY_ID,
+          served: () => source.status().composition,
+          flushMs: config.USAGE_FLUSH_MS,
+          maxOperations: config.USAGE_MAX_OPERATIONS,
+          logger,
+        })
+      : null;
   const docs = createDocs({ openapi: source.openapi, graphiql: config.HALO_ENV === 'development' });
   const guides = migrationGuides();
   const proxies = createServiceProxies({
@@ -115,7 +129,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     dedupeInflight: config.GRAPHQL_DEDUPE_INFLIGHT,
     responseCacheMiB: config.GRAPHQL_RESPONSE_CACHE_MIB,
     ...(redis ? { sharedResponseCache: new RedisResponseTier(redis, config.REDIS_KEY_PREFIX, logger) } : {}),
-    plugins: metrics ? [metrics.graphqlPlugin()] : [],
+    plugins: [...(metrics ? [metrics.graphqlPlugin()] : []), ...(usage ? [usage.plugin()] : [])],
   });
   const health = healthCheck(lifecycle, async () => undefined);
 
@@ -196,6 +210,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
       const served = source.status();
       return { composition: served.composition, source: served.source, registryUp: served.registry && served.registry.up };
     },
+    usage: () => usage && usage.stats(),
   });
   let metricsServer: Server | null = null;
 
@@ -205,6 +220,8 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     if (metricsServer) await closeHttpServer(metricsServer, config.SHUTDOWN_TIMEOUT_MS);
   });
   lifecycle.register('composed files', () => source.stop());
+  // After the server drained: what the last requests used is sent too (best effort).
+  lifecycle.register('usage', async () => usage?.stop());
   lifecycle.register('upstream pools', () => {
     proxies.close();
     callers.close();
