@@ -137,6 +137,7 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
   const grpcClient = grpcClientMetrics(registry);
 
   let sources: WatchedSources = {};
+  let registryUp: Gauge | null = null;
   new Gauge({
     name: SUBSCRIPTIONS_GAUGE,
     help: 'GraphQL subscriptions open at the gateway (operations, not sockets)',
@@ -207,16 +208,6 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
       this.reset();
       const served = sources.composition?.();
       if (served) this.set({ composition: served.composition, source: served.source }, 1);
-    },
-  });
-  new Gauge({
-    name: 'halo_gateway_registry_up',
-    help: 'Whether the last poll of the schema registry got an answer (absent without REGISTRY_URL)',
-    registers: [registry],
-    collect() {
-      this.reset();
-      const up = sources.composition?.().registryUp;
-      if (up !== undefined && up !== null) this.set(up ? 1 : 0);
     },
   });
   new Counter({
@@ -303,6 +294,17 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
     },
     watch(next) {
       sources = { ...sources, ...next };
+      // Only with a registry: a 0 would read as "registry down" where there is none.
+      if (!registryUp && next.composition && next.composition().registryUp !== null) {
+        registryUp = new Gauge({
+          name: 'halo_gateway_registry_up',
+          help: 'Whether the last poll of the schema registry got an answer (1) or not (0)',
+          registers: [registry],
+          collect() {
+            this.set(sources.composition?.().registryUp ? 1 : 0);
+          },
+        });
+      }
     },
     async listen(host, port) {
       const server = createServer((req, res) => {
