@@ -198,6 +198,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     validationRules: graphql.validationRules,
     executeOperation: (request, context) => graphql.executeOperation(request, context),
     maxPayload: config.BODY_LIMIT,
+    recordUsage: usage ? (schema, document, operation, client) => usage.record(schema, document, operation, client) : undefined,
     logger,
   });
 

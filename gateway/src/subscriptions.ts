@@ -13,6 +13,7 @@ import {
   type ExecutionResult,
   type FormattedExecutionResult,
   type GraphQLFormattedError,
+  type GraphQLSchema,
   type OperationDefinitionNode,
   type ValidationRule,
 } from 'graphql';
@@ -56,7 +57,14 @@ const ENTITY_REUSE_MS = 2_000;
 /** setTimeout's largest delay; a token living longer is re-armed. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** The client names a socket gave (its `connection_init` payload, else its upgrade request). */
+export interface ClientHeaders {
+  apollo: string | undefined;
+  halo: string | undefined;
+}
+
 interface Connection {
+  client: ClientHeaders;
   caller: Caller | null;
   authorization: string | undefined;
   requestId: string;
@@ -92,6 +100,8 @@ export interface SubscriptionOptions {
   executeOperation: (request: OperationContext['request'], context: GraphQLContext) => Promise<FormattedExecutionResult>;
   /** Largest message accepted from a client (bytes). */
   maxPayload: number;
+  /** Field usage (src/usage): told of every subscription started, with the client's name. */
+  recordUsage?: ((schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, headers: ClientHeaders) => void) | undefined;
   logger: Logger;
 }
 
@@ -380,7 +390,12 @@ export function createSubscriptions(opts: SubscriptionOptions) {
           ctx.extra.socket.close(refused ? CLOSE_UNAUTHORIZED : CLOSE_TRY_AGAIN_LATER, refused ? 'Unauthorized' : 'Service unavailable');
           return false;
         }
-        const connection: Connection = { caller, authorization: req.headers.authorization, requestId, upstreams: new Map(), expiry: undefined };
+        const named = (key: string) => {
+          const v = params[key] ?? ctx.extra.request.headers[key];
+          return typeof v === 'string' ? v : undefined;
+        };
+        const client = { apollo: named('apollographql-client-name'), halo: named('x-client-name') };
+        const connection: Connection = { client, caller, authorization: req.headers.authorization, requestId, upstreams: new Map(), expiry: undefined };
         // A token the client sent lives as long as it does; an API key's exchanged token is not
         // the client's to refresh, so an API-key connection stays until it closes.
         const expires = caller && typeof authorization === 'string' ? expiryOf(connection.authorization) : null;
@@ -426,6 +441,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
         try {
           const plan = planFor(loaded, document, operation);
           const context: SubscriptionContext = { kind: 'subscription', connection, plan, variables: inputs, document, operation };
+          opts.recordUsage?.(loaded.apiSchema, document, operation, connection.client);
           return { ...base, contextValue: context };
         } catch (err) {
           if (err instanceof GraphQLError) return [err];

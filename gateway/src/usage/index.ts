@@ -1,5 +1,6 @@
 import type { ApolloServerPlugin, GraphQLRequestContextWillSendResponse, GraphQLRequestListener } from '@apollo/server';
 import type { Logger, ServiceIdentity } from '@halo/kit';
+import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { clientNameOf } from './coordinates';
 import { UsageRecorder } from './recorder';
 import { createUsageSender, type ReportStats } from './reporter';
@@ -22,6 +23,8 @@ export interface UsageOptions {
 export interface UsageReporting {
   /** The Apollo Server plugin that counts executed operations. */
   plugin<C extends object>(): ApolloServerPlugin<C>;
+  /** One operation that came another way (a subscription over WebSocket). */
+  record(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, client: { apollo: string | undefined; halo: string | undefined }): void;
   /** Cumulative counters (metrics). */
   stats(): { dropped: number; reports: ReportStats };
   /** Sends what was counted now (tests; the timer does it every `flushMs`). */
@@ -83,6 +86,7 @@ export function createUsageReporting(opts: UsageOptions): UsageReporting {
   const timer = setInterval(() => void flush(), opts.flushMs).unref();
   return {
     plugin: <C extends object>() => ({ requestDidStart: async () => listener as GraphQLRequestListener<C> }),
+    record: (schema, document, operation, client) => recorder.record(schema, document, operation, nameOf(client.apollo, client.halo)),
     stats: () => ({ dropped: recorder.dropped, reports: sender.stats() }),
     flush: async () => {
       await flushing;
