@@ -27,6 +27,7 @@ module.exports = {
     '^@halo/kit/launch$': '<rootDir>/packages/kit/src/launch.ts',
     '^@halo/proto$': '<rootDir>/packages/proto/src/index.ts',
     '^@halo/client$': '<rootDir>/packages/client/src/index.ts',
+    '^@halo/contracts$': '<rootDir>/packages/contracts/src/index.ts',
   },
   testTimeout: 30_000,
   maxWorkers: 2,

@@ -7,10 +7,10 @@ import {
   GATEWAY_METRICS_PORT,
   GATEWAY_PORT,
   loadConfig,
-  SERVICE_NAMES,
+  EDGE_SERVICE_NAMES,
   serviceUrlVar,
   z,
-  type ServiceName,
+  type EdgeServiceName,
 } from '@halo/kit';
 import { DEFAULT_ROUTES_PATH } from './routes';
 
@@ -106,8 +106,11 @@ export const gatewayConfigShape = {
   USAGE_MAX_OPERATIONS: env.int(5_000, 1),
 };
 
-/** One optional `<SERVICE>_URL` per service of the topology table, e.g. `CONTENT_URL`. */
-const serviceUrlShape = Object.fromEntries(SERVICE_NAMES.map((name) => [serviceUrlVar(name), env.url()]));
+/**
+ * One optional `<SERVICE>_URL` per service the gateway routes to, e.g. `CONTENT_URL` (not the
+ * internal registry: its REGISTRY_URL is the gateway's own setting, docs/registry.md).
+ */
+const serviceUrlShape = Object.fromEntries(EDGE_SERVICE_NAMES.map((name) => [serviceUrlVar(name), env.url()]));
 
 export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
 
@@ -119,10 +122,10 @@ export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
 export function loadGatewayConfig(source: Record<string, string | undefined> = process.env) {
   const { USAGE_REPORTING, ...config } = loadConfig(gatewayConfigShape, source);
   const urls = loadConfig(serviceUrlShape, source);
-  const serviceUrls = {} as Record<ServiceName, string>;
+  const serviceUrls = {} as Record<EdgeServiceName, string>;
   /** The ones set explicitly: they win over the URLs services publish with their contracts. */
-  const explicitServiceUrls: Partial<Record<ServiceName, string>> = {};
-  for (const name of SERVICE_NAMES) {
+  const explicitServiceUrls: Partial<Record<EdgeServiceName, string>> = {};
+  for (const name of EDGE_SERVICE_NAMES) {
     const given = urls[serviceUrlVar(name)]?.replace(/\/+$/, '');
     if (given) explicitServiceUrls[name] = given;
     serviceUrls[name] = given ?? defaultServiceUrl(name);

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { sendJson, type Logger, type ServiceName } from '@halo/kit';
+import { sendJson, type Logger, type EdgeServiceName } from '@halo/kit';
 import { hasBody, isEncoded, isJsonType, parseJson, payloadTooLarge, readBody, sendBodyError } from './body';
 import { upstreamOrigin, type UpstreamOrigin } from './http-fetcher';
 import type { GatewayMetrics } from './metrics';
@@ -24,7 +24,7 @@ import type { GatewayMetrics } from './metrics';
  */
 
 export interface ProxyOptions {
-  targets: Record<ServiceName, string>;
+  targets: Record<EdgeServiceName, string>;
   /** Socket inactivity (connecting included) before an upstream request is given up: 504. */
   timeoutMs: number;
   /** The contract's body limit (`BODY_LIMIT`). */
@@ -108,7 +108,7 @@ function copyResponseHead(upstream: IncomingMessage, req: IncomingMessage, res: 
 const hasCredentials = (headers: IncomingHttpHeaders) => headers.authorization !== undefined || headers['x-api-key'] !== undefined;
 
 interface Target extends UpstreamOrigin {
-  service: ServiceName;
+  service: EdgeServiceName;
   /** The base URL's path, if any (`http://host/base` → `/base`), put before every request path. */
   prefix: string;
 }
@@ -117,8 +117,8 @@ interface Target extends UpstreamOrigin {
 const FAILED_AS = { 502: 'error', 503: 'unreachable', 504: 'timeout' } as const;
 
 export function createServiceProxies({ targets, timeoutMs, bodyLimit, logger, maxSockets = 256, metrics }: ProxyOptions) {
-  const byService = new Map<ServiceName, Target>();
-  for (const [service, target] of Object.entries(targets) as [ServiceName, string][]) {
+  const byService = new Map<EdgeServiceName, Target>();
+  for (const [service, target] of Object.entries(targets) as [EdgeServiceName, string][]) {
     const url = new URL(target);
     byService.set(service, { ...upstreamOrigin(url, maxSockets), service, prefix: url.pathname.replace(/\/+$/, '') });
   }
@@ -220,7 +220,7 @@ export function createServiceProxies({ targets, timeoutMs, bodyLimit, logger, ma
      * Forwards the request to the service (the route's version rewrite already in `req.url`).
      * Without a body it goes at once; a JSON body is read and checked first; any other streams.
      */
-    forward(service: ServiceName, req: IncomingMessage, res: ServerResponse): void {
+    forward(service: EdgeServiceName, req: IncomingMessage, res: ServerResponse): void {
       const target = byService.get(service);
       if (!target) {
         logger.error({ requestId: req.headers['x-request-id'], service }, 'no upstream configured for the service');

@@ -1,18 +1,18 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
-import { composeRouteTable, restOpenApi, SERVICE_NAMES, type RestManifest, type ServiceName } from '@halo/kit';
+import { composeRestOf, jsonFile } from '@halo/contracts';
+import { defaultServiceUrl, serviceContract, SERVICE_NAMES, type RestManifest, type ServiceName } from '@halo/kit';
 import { validateOpenApi } from './openapi-validate';
 
 /**
  * The REST half of `npm run compose`: every service's route manifest (services/<svc>/src/rest/
  * manifest.ts, loaded from its build output without starting the service; `npm run compose`
  * builds first) becomes the gateway's route table (gateway/routes.json) and one OpenAPI 3.1
- * document (gateway/openapi.json).
+ * document (gateway/openapi.json), merged by @halo/contracts (the registry's own code).
  */
 const ROOT = resolve(__dirname, '../..');
 export const ROUTES_FILE = resolve(ROOT, 'gateway/routes.json');
 export const OPENAPI_FILE = resolve(ROOT, 'gateway/openapi.json');
-const COMMENT = 'Composed by `npm run compose` from services/*/src/rest/manifest.ts. Do not edit by hand.';
 
 export const manifestSource = (name: ServiceName) => resolve(ROOT, 'services', name, 'src/rest/manifest.ts');
 const manifestBuild = (name: ServiceName) => resolve(ROOT, 'services', name, 'dist/rest/manifest.js');
@@ -40,30 +40,16 @@ export function loadManifests(file: (name: ServiceName) => string = manifestBuil
   return manifests;
 }
 
-const INFO_DESCRIPTION = `Every REST route of Halo, composed from the services' own manifests. The same
-address serves GraphQL at \`/graphql\`.
-
-**Versions.** Unversioned paths are version 1; \`/api/v1/<path>\` is the same. Version N of a route
-is \`/api/vN/<path>\`, or the unversioned path with \`Accept: application/vnd.halo.vN+json\` or
-\`?version=N\`. An unknown version is 400 \`Unsupported API version\`. A deprecated version answers
-with \`Deprecation\`, \`Sunset\` and \`Link: <guide>; rel="successor-version"\`.
-
-**Errors.** Every error is \`{"error": "<message>"}\`; a validation error names the field
-(\`name is required\`). Unknown route 404, wrong method 405 with \`Allow\`, malformed JSON 400, a body
-over the limit 413.`;
-
-const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
-
 /** The two files' contents, or why they cannot be composed (an invalid OpenAPI document included). */
 export function composeRest(manifests: () => RestManifest[] = loadManifests): { routes: string; openapi: string } | { errors: string[] } {
   try {
-    const loaded = manifests();
-    const table = composeRouteTable(loaded, COMMENT);
+    const contracts = manifests().map((manifest) => serviceContract({ service: manifest.service, url: defaultServiceUrl(manifest.service), manifest }));
     const version = (JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
-    const doc = { ...restOpenApi(loaded, { title: 'Halo API', version, description: INFO_DESCRIPTION }), 'x-composed-by': COMMENT };
-    const validation = validateOpenApi(doc);
+    const rest = composeRestOf(contracts, version);
+    if ('errors' in rest) return rest;
+    const validation = validateOpenApi(rest.openapi);
     if (!validation.valid) return { errors: [`gateway/openapi.json is not valid OpenAPI 3.1: ${JSON.stringify(validation.errors)}`] };
-    return { routes: json(table), openapi: json(doc) };
+    return { routes: jsonFile(rest.routes), openapi: jsonFile(rest.openapi) };
   } catch (err) {
     return { errors: [(err as Error).message] };
   }

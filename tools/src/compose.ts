@@ -1,16 +1,17 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, relative, resolve } from 'node:path';
-import { composeServices } from '@apollo/composition';
-import { defaultServiceUrl, SERVICE_NAMES } from '@halo/kit';
-import { parse } from 'graphql';
-import { composeRest, OPENAPI_FILE, ROUTES_FILE } from './compose-rest';
+import { composeContracts, composeSupergraphOf, jsonFile } from '@halo/contracts';
+import { checkoutContracts } from './checkout-contracts';
+import { OPENAPI_FILE, ROUTES_FILE } from './compose-rest';
+import { validateOpenApi } from './openapi-validate';
 import { acknowledge, ACKNOWLEDGED_FILE, baselineSupergraph, breakingChanges, describeChanges, readAcknowledged, unacknowledged } from './schema-changes';
 
 /**
  * `npm run compose`: composes what the services declare in their own folders into the files the
  * gateway serves, all committed: every `schema.graphql` into the supergraph
  * (gateway/supergraph.graphql), every REST manifest into the route table and the OpenAPI document
- * (gateway/routes.json, gateway/openapi.json; src/compose-rest.ts). `--check` recomposes and fails
+ * (gateway/routes.json, gateway/openapi.json; src/compose-rest.ts) — all through
+ * `composeContracts` of @halo/contracts, the registry's own code. `--check` recomposes and fails
  * if a committed file is stale or composition breaks, which is how CI catches a change nobody composed.
  * Both refuse a supergraph that breaks clients of the committed one (src/schema-changes.ts) unless
  * the change is acknowledged: `--acknowledge-breaking "<reason>"` records it.
@@ -19,26 +20,20 @@ const ROOT = resolve(__dirname, '../..');
 export const SUPERGRAPH_FILE = resolve(ROOT, 'gateway/supergraph.graphql');
 /** Where the chart (helm/halo) keeps its copies of the composed files. */
 export const CHART_FILES_DIR = resolve(ROOT, 'helm/halo/files');
-const HEADER = '# Composed by `npm run compose` from services/*/schema.graphql. Do not edit by hand.\n';
 
-/** Composes every service's `schema.graphql`; `replace` stands in for some of them (tests). */
+/**
+ * Composes every service's `schema.graphql` (through @halo/contracts, as the registry does);
+ * `replace` stands in for some of them (tests).
+ */
 export function composeSupergraph(replace: Partial<Record<string, string>> = {}): { sdl: string } | { errors: string[] } {
-  let subgraphs;
+  let contracts;
   try {
-    subgraphs = SERVICE_NAMES.map((name) => ({ name, file: resolve(ROOT, 'services', name, 'schema.graphql') }))
-      .filter((s) => replace[s.name] !== undefined || existsSync(s.file))
-      .map((s) => ({
-        name: s.name,
-        // The gateway overrides these per deployment with <SERVICE>_URL; they are the embedded defaults.
-        url: `${defaultServiceUrl(s.name)}/graphql`,
-        typeDefs: parse(replace[s.name] ?? readFileSync(s.file, 'utf8')),
-      }));
+    // Only the subgraphs matter here: no REST manifest is loaded.
+    contracts = checkoutContracts({ manifests: () => [], replaceSdl: replace });
   } catch (err) {
     return { errors: [(err as Error).message] };
   }
-  const result = composeServices(subgraphs);
-  if (result.errors) return { errors: result.errors.map((e) => e.message) };
-  return { sdl: HEADER + result.supergraphSdl + '\n' };
+  return composeSupergraphOf(contracts);
 }
 
 /** The value after `flag` on the command line, if the flag is there. */
@@ -79,16 +74,25 @@ async function main(): Promise<void> {
     process.stderr.write('--acknowledge-breaking needs a reason: --acknowledge-breaking "<why, and who was told>"\n');
     process.exit(1);
   }
-  const supergraph = composeSupergraph();
-  const rest = composeRest();
-  const failed = [
-    ...('errors' in supergraph ? [`Composition failed:\n${supergraph.errors.map((e) => `  - ${e}`).join('\n')}`] : []),
-    ...('errors' in rest ? [`REST composition failed:\n${rest.errors.map((e) => `  - ${e}`).join('\n')}`] : []),
-  ];
-  if ('errors' in supergraph || 'errors' in rest) {
+  const version = (JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+  const result = composeContracts(checkoutContracts(), { version });
+  if (!result.ok) {
+    const { composition, rest } = result.errors;
+    const failed = [
+      ...(composition.length ? [`Composition failed:\n${composition.map((e) => `  - ${e}`).join('\n')}`] : []),
+      ...(rest.length ? [`REST composition failed:\n${rest.map((e) => `  - ${e}`).join('\n')}`] : []),
+    ];
     process.stderr.write(`${failed.join('\n')}\n`);
     process.exit(1);
   }
+  const { supergraph: sdl, routes, openapi } = result.composition;
+  const validation = validateOpenApi(openapi);
+  if (!validation.valid) {
+    process.stderr.write(`REST composition failed:\n  - gateway/openapi.json is not valid OpenAPI 3.1: ${JSON.stringify(validation.errors)}\n`);
+    process.exit(1);
+  }
+  const supergraph = { sdl };
+  const rest = { routes: jsonFile(routes), openapi: jsonFile(openapi) };
   await guardBreakingChanges(supergraph.sdl, check ? undefined : reason);
   const composed: [string, string][] = [
     [SUPERGRAPH_FILE, supergraph.sdl],

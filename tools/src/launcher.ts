@@ -10,13 +10,13 @@ import {
   GATEWAY_PORT,
   generateServiceKey,
   grpcAddrVar,
-  grpcCallersOf,
   provisionServiceRoles,
   roleUrl,
   SERVICE_NAMES,
   SERVICES,
   serviceUrlVar,
   type ServiceName,
+  trustedCallersOf,
   type ServiceRole,
 } from '@halo/kit/launch';
 import { DEV_JWT_SECRET, DEV_OIDC_CLIENT_ID, DEV_OIDC_CLIENT_SECRET } from './dev-defaults';
@@ -165,13 +165,14 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
     ...(dev && !opts.env?.JWT_SECRET && !process.env.JWT_SECRET ? { JWT_SECRET: DEV_JWT_SECRET } : {}),
   };
   const o = { ...opts, env: { ...common, ...opts.env }, envFor: { ...opts.envFor }, supervisor };
-  // Service identity: a fresh Ed25519 key per process at every start, and each gRPC server gets
-  // the public keys of exactly the processes that call it (docs/service-identity.md).
+  // Service identity: a fresh Ed25519 key per process at every start, and each server gets the
+  // public keys of exactly the processes that call it: over gRPC, or with a service token over
+  // HTTP as every process calls the registry (docs/service-identity.md, docs/registry.md).
   const keys = Object.fromEntries(
     (['gateway', ...SERVICE_NAMES] as const).map((name) => [name, generateServiceKey(name, `dev-${randomBytes(4).toString('hex')}`)]),
   );
   for (const name of ['gateway', ...SERVICE_NAMES] as const) {
-    const trusted = name === 'gateway' ? [] : grpcCallersOf(name).map((caller) => keys[caller]!.publicJwk);
+    const trusted = name === 'gateway' ? [] : trustedCallersOf(name).map((caller) => keys[caller]!.publicJwk);
     o.envFor[name] = {
       SERVICE_SIGNING_KEY: JSON.stringify(keys[name]!.privateJwk),
       ...(name === 'gateway' ? {} : { SERVICE_TRUSTED_KEYS: JSON.stringify({ keys: trusted }) }),

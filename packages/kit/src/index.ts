@@ -22,6 +22,7 @@ export * from './request-context';
 export * from './text';
 export * from './users';
 export * from './rest-manifest';
+export * from './contract';
 export * from './service-identity';
 export * from './metrics';
 export * from './subscriptions';

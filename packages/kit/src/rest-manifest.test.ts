@@ -305,7 +305,7 @@ describe('composeRouteTable', () => {
       description: 'd',
       routes: [{ id: 'mine', method: 'GET', path: '/things', summary: 's', responses: { 200: { description: 'ok' } } }],
     });
-    expect(() => composeRouteTable([things, other])).toThrow('GET /things is declared by catalog (listThings) and by content (mine)');
+    expect(() => composeRouteTable([things, other])).toThrow('GET /things is declared by catalog and by content');
   });
 });
 

@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response, Router } from 'express';
 import { z } from 'zod';
 import { badRequest, isHaloError } from './errors';
 import { route } from './http';
-import { SERVICES, type ServiceName } from './topology';
+import { EDGE_SERVICE_NAMES, isEdgeService, type EdgeServiceName } from './topology';
 
 /**
  * A service's public REST routes, declared once in its own folder (`src/rest/manifest.ts`):
@@ -68,7 +68,7 @@ export interface RestRoute<Id extends string = string> {
 }
 
 export interface RestManifest<Id extends string = string> {
-  service: ServiceName;
+  service: EdgeServiceName;
   /** One line about the service's routes: the OpenAPI tag's description. */
   description: string;
   routes: readonly RestRoute<Id>[];
@@ -126,7 +126,7 @@ export function toHttpDate(value: string): string | null {
  */
 export function defineRestManifest<const Id extends string>(manifest: RestManifest<Id>): RestManifest<Id> {
   const where = (r: RestRoute) => `${manifest.service}: REST route ${r.id} (${r.method} ${r.path})`;
-  if (!Object.hasOwn(SERVICES, manifest.service)) throw new Error(`REST manifest of an unknown service: ${manifest.service}`);
+  if (!isEdgeService(manifest.service)) throw new Error(`REST manifest of an unknown service: ${manifest.service}`);
   const ids = new Set<string>();
   const seen = new Set<string>();
   for (const r of manifest.routes) {
@@ -306,7 +306,7 @@ export function mountRestRoutes<Id extends string>(
  * format both sides share, so it is checked on both.
  */
 export const composedRouteSchema = z.strictObject({
-  service: z.enum(Object.keys(SERVICES) as [ServiceName, ...ServiceName[]]),
+  service: z.enum(EDGE_SERVICE_NAMES as [EdgeServiceName, ...EdgeServiceName[]]),
   method: z.enum(REST_METHODS),
   path: z.string().regex(PATH),
   auth: z.literal(true).optional(),
@@ -336,41 +336,67 @@ export type ComposedRoute = z.infer<typeof composedRouteSchema>;
 export type ComposedRouteTable = z.infer<typeof composedRouteTableSchema>;
 
 /**
- * The gateway's route table from every service's manifest: one entry per method and path (its
- * versions merged), sorted, so the file only changes when a route does. Throws on routes that
- * collide across services.
+ * One service's entries of the gateway's route table (its part of a published contract,
+ * docs/registry.md): one entry per method and path, its versions merged, sorted. Throws when the
+ * manifest declares one method, path and version twice.
  */
-export function composeRouteTable(manifests: readonly RestManifest[], comment?: string): ComposedRouteTable {
-  const entries = new Map<string, ComposedRoute & { id: string }>();
-  const allVersions = new Set<number>([1]);
-  for (const m of manifests) {
-    for (const r of m.routes) {
-      const key = `${r.method} ${r.path}`;
-      const versions = routeVersions(r);
-      let entry = entries.get(key);
-      if (entry && (entry.service !== m.service || Boolean(entry.auth) !== (r.auth === 'required'))) {
-        throw new Error(`${key} is declared by ${entry.service} (${entry.id}) and by ${m.service} (${r.id}) with another owner or auth`);
-      }
-      if (!entry) {
-        entry = { id: r.id, service: m.service, method: r.method, path: r.path, ...(r.auth ? { auth: true as const } : {}) };
-        entries.set(key, entry);
-      }
-      const merged = new Set([...(entry.versions ?? []), ...versions.map(([n]) => n)]);
-      if (merged.size !== (entry.versions?.length ?? 0) + versions.length) throw new Error(`${key} is declared twice for one version`);
-      entry.versions = [...merged].sort((a, b) => a - b);
-      for (const [n, v] of versions) {
-        allVersions.add(n);
-        if (v.deprecated) {
-          entry.deprecated = { ...entry.deprecated, [n]: { sunset: toHttpDate(v.deprecated.sunset)!, link: v.deprecated.link } };
-        }
+export function serviceRouteEntries(manifest: RestManifest): ComposedRoute[] {
+  const entries = new Map<string, ComposedRoute>();
+  for (const r of manifest.routes) {
+    const key = `${r.method} ${r.path}`;
+    const versions = routeVersions(r);
+    let entry = entries.get(key);
+    if (entry && Boolean(entry.auth) !== (r.auth === 'required')) {
+      throw new Error(`${key} is declared by ${manifest.service} twice (${r.id} among them) with another auth`);
+    }
+    if (!entry) {
+      entry = { service: manifest.service, method: r.method, path: r.path, ...(r.auth ? { auth: true as const } : {}) };
+      entries.set(key, entry);
+    }
+    const merged = new Set([...(entry.versions ?? []), ...versions.map(([n]) => n)]);
+    if (merged.size !== (entry.versions?.length ?? 0) + versions.length) throw new Error(`${key} is declared twice for one version`);
+    entry.versions = [...merged].sort((a, b) => a - b);
+    for (const [n, v] of versions) {
+      if (v.deprecated) {
+        entry.deprecated = { ...entry.deprecated, [n]: { sunset: toHttpDate(v.deprecated.sunset)!, link: v.deprecated.link } };
       }
     }
   }
-  const routes = [...entries.values()]
-    .sort((a, b) => a.service.localeCompare(b.service) || a.path.localeCompare(b.path) || REST_METHODS.indexOf(a.method) - REST_METHODS.indexOf(b.method))
-    .map(({ id: _id, versions, ...r }): ComposedRoute => ({ ...r, ...(versions && (versions.length > 1 || versions[0] !== 1) ? { versions } : {}) }));
+  return [...entries.values()]
+    .sort(compareRoutes)
+    .map(({ versions, ...r }): ComposedRoute => ({ ...r, ...(versions && (versions.length > 1 || versions[0] !== 1) ? { versions } : {}) }));
+}
+
+const compareRoutes = (a: ComposedRoute, b: ComposedRoute) =>
+  a.service.localeCompare(b.service) || a.path.localeCompare(b.path) || REST_METHODS.indexOf(a.method) - REST_METHODS.indexOf(b.method);
+
+/**
+ * The gateway's route table from every service's entries (`serviceRouteEntries`, or a published
+ * contract's): sorted, so the file only changes when a route does. Throws, naming both, when two
+ * services declare one method and path.
+ */
+export function mergeRouteTable(parts: readonly (readonly ComposedRoute[])[], comment?: string): ComposedRouteTable {
+  const owners = new Map<string, string>();
+  const allVersions = new Set<number>([1]);
+  const routes: ComposedRoute[] = [];
+  for (const part of parts) {
+    for (const r of part) {
+      const key = `${r.method} ${r.path}`;
+      const owner = owners.get(key);
+      if (owner !== undefined) throw new Error(`${key} is declared by ${owner} and by ${r.service}`);
+      owners.set(key, r.service);
+      for (const n of r.versions ?? [1]) allVersions.add(n);
+      routes.push(r);
+    }
+  }
+  routes.sort(compareRoutes);
   const versions = Object.fromEntries([...allVersions].sort((a, b) => a - b).map((n) => [String(n), { upstreamPrefix: upstreamPrefix(n) }]));
   return composedRouteTableSchema.parse({ ...(comment ? { $comment: comment } : {}), defaultVersion: 1, versions, routes });
+}
+
+/** The gateway's route table from every service's manifest (`npm run compose`). */
+export function composeRouteTable(manifests: readonly RestManifest[], comment?: string): ComposedRouteTable {
+  return mergeRouteTable(manifests.map(serviceRouteEntries), comment);
 }
 
 // ── OpenAPI 3.1 ───────────────────────────────────────────────────────────────────────────────
@@ -477,42 +503,72 @@ function operation(m: RestManifest, route: RestRoute, version: number, v: RestVe
   };
 }
 
+/** One service's part of the OpenAPI document: its tag and its operations by path and method. */
+export interface OpenApiPart {
+  tag: { name: string; description: string };
+  paths: Record<string, Record<string, JsonObject>>;
+}
+
 /**
- * One OpenAPI 3.1 document for every service's routes. Version 1 is the unversioned path; version
- * N ≥ 2 is listed at `/api/v<N>/<path>` (how the gateway serves it). Paths and operations come
- * out sorted, so the committed document only changes when a route does.
+ * A service's OpenAPI part (its part of a published contract). Version 1 is the unversioned path;
+ * version N ≥ 2 is listed at `/api/v<N>/<path>` (how the gateway serves it).
  */
+export function serviceOpenApi(m: RestManifest): OpenApiPart {
+  const paths: Record<string, Record<string, JsonObject>> = {};
+  for (const r of m.routes) {
+    for (const [n, v] of routeVersions(r)) {
+      const path = openApiPath(n === 1 ? r.path : `/api/v${n}${r.path}`);
+      const item = (paths[path] ??= {});
+      const method = r.method.toLowerCase();
+      if (item[method]) throw new Error(`OpenAPI: ${r.method} ${path} is declared twice`);
+      item[method] = operation(m, r, n, v);
+    }
+  }
+  return { tag: { name: m.service, description: m.description }, paths: sortedPaths(paths) };
+}
+
+const METHOD_ORDER = REST_METHODS.map((x) => x.toLowerCase());
+
+/** Paths, and each path's methods, in a fixed order: the committed document only changes when a route does. */
+function sortedPaths(paths: Record<string, Record<string, JsonObject>>): Record<string, Record<string, JsonObject>> {
+  return Object.fromEntries(
+    Object.keys(paths)
+      .sort()
+      .map((p) => [p, Object.fromEntries(Object.entries(paths[p]!).sort((a, b) => METHOD_ORDER.indexOf(a[0]) - METHOD_ORDER.indexOf(b[0])))]),
+  );
+}
+
+/** One OpenAPI 3.1 document for every service's routes (`npm run compose`). */
 export function restOpenApi(manifests: readonly RestManifest[], info: OpenApiInfo): JsonObject {
+  return mergeOpenApi(manifests.map(serviceOpenApi), info);
+}
+
+/**
+ * One OpenAPI 3.1 document from every service's part. Throws when a path and method, or an
+ * operationId, is used twice.
+ */
+export function mergeOpenApi(parts: readonly OpenApiPart[], info: OpenApiInfo): JsonObject {
   const paths: Record<string, Record<string, JsonObject>> = {};
   const operationIds = new Map<string, string>();
-  const sorted = [...manifests].sort((a, b) => a.service.localeCompare(b.service));
-  for (const m of sorted) {
-    for (const r of m.routes) {
-      for (const [n, v] of routeVersions(r)) {
-        const path = openApiPath(n === 1 ? r.path : `/api/v${n}${r.path}`);
-        const item = (paths[path] ??= {});
-        const method = r.method.toLowerCase();
-        if (item[method]) throw new Error(`OpenAPI: ${r.method} ${path} is declared twice`);
-        const op = operation(m, r, n, v);
+  const sorted = [...parts].sort((a, b) => a.tag.name.localeCompare(b.tag.name));
+  for (const part of sorted) {
+    for (const [path, ops] of Object.entries(part.paths)) {
+      const item = (paths[path] ??= {});
+      for (const [method, op] of Object.entries(ops)) {
+        if (item[method]) throw new Error(`OpenAPI: ${method.toUpperCase()} ${path} is declared twice`);
         const id = op.operationId as string;
-        if (operationIds.has(id)) throw new Error(`OpenAPI: operationId ${id} is used by ${operationIds.get(id)} and by ${m.service}`);
-        operationIds.set(id, m.service);
+        if (operationIds.has(id)) throw new Error(`OpenAPI: operationId ${id} is used by ${operationIds.get(id)} and by ${part.tag.name}`);
+        operationIds.set(id, part.tag.name);
         item[method] = op;
       }
     }
   }
-  const order = REST_METHODS.map((x) => x.toLowerCase());
-  const sortedPaths = Object.fromEntries(
-    Object.keys(paths)
-      .sort()
-      .map((p) => [p, Object.fromEntries(Object.entries(paths[p]!).sort((a, b) => order.indexOf(a[0]) - order.indexOf(b[0])))]),
-  );
   return {
     openapi: '3.1.0',
     info: { title: info.title, version: info.version, ...(info.description ? { description: info.description } : {}) },
     servers: [{ url: '/' }],
-    tags: sorted.map((m) => ({ name: m.service, description: m.description })),
-    paths: sortedPaths,
+    tags: sorted.map((p) => ({ name: p.tag.name, description: p.tag.description })),
+    paths: sortedPaths(paths),
     components: {
       schemas: {
         Error: {
@@ -531,4 +587,17 @@ export function restOpenApi(manifests: readonly RestManifest[], info: OpenApiInf
       },
     },
   };
+}
+
+// ── A service's REST part of its contract (docs/registry.md) ─────────────────────────────────
+
+/** What a service publishes about its REST routes: its route-table entries and its OpenAPI part. */
+export interface RestPart {
+  routes: ComposedRoute[];
+  openapi: OpenApiPart;
+}
+
+/** A service's REST part, built from its manifest: the same functions `npm run compose` merges. */
+export function restPart(manifest: RestManifest): RestPart {
+  return { routes: serviceRouteEntries(manifest), openapi: serviceOpenApi(manifest) };
 }

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { ConfigError } from './config';
 import { forbidden, unauthenticated } from './errors';
 import { serviceOfKid } from './service-keys';
-import { GRPC_CALLS, grpcCallersOf, type ServiceName } from './topology';
+import { GRPC_CALLS, grpcCallersOf, trustedCallersOf, type ServiceName } from './topology';
 
 export { generateServiceKey, serviceOfKid, type ServiceKeyPair } from './service-keys';
 
@@ -161,11 +161,11 @@ export function serviceIdentityFor(name: ServiceName | 'gateway', cfg: ServiceId
       `Invalid configuration: SERVICE_SIGNING_KEY: is required: ${name} calls ${calls.join(', ')} over gRPC (\`npm run service-key -- ${name}\` makes one; npm start sets it for you)`,
     );
   }
-  const callers = name === 'gateway' ? [] : grpcCallersOf(name);
+  const grpcCallers = name === 'gateway' ? [] : grpcCallersOf(name);
+  const callers = name === 'gateway' ? [] : trustedCallersOf(name);
   if (callers.length > 0 && !identity.trustsAnyone) {
-    throw new ConfigError(
-      `Invalid configuration: SERVICE_TRUSTED_KEYS: is required: ${callers.join(', ')} call${callers.length > 1 ? '' : 's'} ${name} over gRPC (a JWKS of their public keys; npm start sets it for you)`,
-    );
+    const how = grpcCallers.length > 0 ? `${grpcCallers.join(', ')} call${grpcCallers.length > 1 ? '' : 's'} ${name} over gRPC` : `${callers.join(', ')} call ${name} with service tokens`;
+    throw new ConfigError(`Invalid configuration: SERVICE_TRUSTED_KEYS: is required: ${how} (a JWKS of their public keys; npm start sets it for you)`);
   }
   return identity;
 }

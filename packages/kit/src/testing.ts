@@ -7,7 +7,7 @@ import type { DefinedService, RunningService } from './define-service';
 import { createLogger, type Logger } from './logger';
 import { serviceIdentityFor, type ServiceIdentity } from './service-identity';
 import { generateServiceKey, type ServiceKeyPair } from './service-keys';
-import { grpcCallersOf, SERVICE_NAMES, type ServiceName } from './topology';
+import { SERVICE_NAMES, trustedCallersOf, type ServiceName } from './topology';
 
 /** The real Postgres used by the test suites (CI starts it; see README). */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -121,10 +121,10 @@ export const TEST_SERVICE_KEYS: Readonly<Record<ServiceName | 'gateway', Service
 
 /**
  * What the launcher gives `name` (docs/service-identity.md), with the test keys: its own signing
- * key, and the public keys of exactly the processes that call it.
+ * key, and the public keys of exactly the processes that call it (gRPC, or a service token over HTTP).
  */
 export function testIdentityEnv(name: ServiceName | 'gateway'): { SERVICE_SIGNING_KEY: string; SERVICE_TRUSTED_KEYS?: string } {
-  const callers = name === 'gateway' ? [] : grpcCallersOf(name);
+  const callers = name === 'gateway' ? [] : trustedCallersOf(name);
   return {
     SERVICE_SIGNING_KEY: JSON.stringify(TEST_SERVICE_KEYS[name].privateJwk),
     ...(callers.length ? { SERVICE_TRUSTED_KEYS: JSON.stringify({ keys: callers.map((c) => TEST_SERVICE_KEYS[c].publicJwk) }) } : {}),

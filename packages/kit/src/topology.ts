@@ -25,6 +25,13 @@ export const DEV_OIDC_PORT = 4009;
 export type ServiceName = keyof typeof SERVICES;
 export const SERVICE_NAMES = Object.keys(SERVICES) as ServiceName[];
 
+/** Services no client reaches through the gateway: no subgraph, no public REST route. */
+export const INTERNAL_SERVICES = [] as const satisfies readonly ServiceName[];
+/** A service the gateway routes to (its subgraph, its REST routes, or both). */
+export type EdgeServiceName = Exclude<ServiceName, (typeof INTERNAL_SERVICES)[number]>;
+export const EDGE_SERVICE_NAMES = SERVICE_NAMES.filter((n) => !(INTERNAL_SERVICES as readonly string[]).includes(n)) as EdgeServiceName[];
+export const isEdgeService = (name: string): name is EdgeServiceName => (EDGE_SERVICE_NAMES as readonly string[]).includes(name);
+
 /** The env variable that points the gateway at a service's HTTP base URL, e.g. `CONTENT_URL`. */
 export const serviceUrlVar = (name: ServiceName) => `${name.toUpperCase()}_URL`;
 /** The env variable that points a peer at a service's gRPC address, e.g. `CONTENT_GRPC_ADDR`. */
@@ -50,3 +57,15 @@ export const GRPC_CALLS: Readonly<Record<ServiceName | 'gateway', readonly Servi
 /** The processes that call `name` over gRPC. */
 export const grpcCallersOf = (name: ServiceName): (ServiceName | 'gateway')[] =>
   (Object.keys(GRPC_CALLS) as (ServiceName | 'gateway')[]).filter((from) => GRPC_CALLS[from].includes(name));
+
+/**
+ * The processes that call `name` over HTTP with a service token (docs/registry.md): every
+ * service publishes its own contract to the registry and the gateway reads the supergraph.
+ */
+export const serviceTokenCallersOf = (name: ServiceName): (ServiceName | 'gateway')[] =>
+  (name as string) === 'registry' ? ['gateway', ...SERVICE_NAMES.filter((n) => (n as string) !== 'registry')] : [];
+
+/** Whose public keys `name` must trust (SERVICE_TRUSTED_KEYS): its gRPC and its service-token callers. */
+export const trustedCallersOf = (name: ServiceName): (ServiceName | 'gateway')[] => [
+  ...new Set([...grpcCallersOf(name), ...serviceTokenCallersOf(name)]),
+];

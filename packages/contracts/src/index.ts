@@ -1,0 +1,4 @@
+export * from './contract';
+export * from './compose';
+export * from './changes';
+export * from './usage';
