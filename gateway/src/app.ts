@@ -81,7 +81,10 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
           url: config.REGISTRY_URL,
           identity,
           gatewayId: GATEWAY_ID,
-          served: () => source.status().composition,
+          served: () => {
+            const served = source.status();
+            return served.source === 'registry' ? Number(served.composition) : null;
+          },
           flushMs: config.USAGE_FLUSH_MS,
           maxOperations: config.USAGE_MAX_OPERATIONS,
           logger,

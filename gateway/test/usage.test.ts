@@ -185,7 +185,7 @@ describe('usage sender', () => {
 
   it('retries a failed batch once with the next flush, then drops it and counts it', async () => {
     const recorder = new UsageRecorder(100);
-    const sender = createUsageSender(recorder, { url, identity, gatewayId: 'gw-1', served: () => '7', maxReports: 100, logger });
+    const sender = createUsageSender(recorder, { url, identity, gatewayId: 'gw-1', served: () => 7, maxReports: 100, logger });
     const document = parse('query A { products { id } }');
     recorder.record(schema, document, op(document), 'web');
     answer = 500;
@@ -199,14 +199,14 @@ describe('usage sender', () => {
     answer = 202;
     await sender.flush();
     expect(sender.stats()).toEqual({ sent: 1, retried: 2, dropped: 1 });
-    expect(bodies.at(-1)!.gateway).toEqual({ id: 'gw-1', composition: '7' });
+    expect(bodies.at(-1)!.gateway).toEqual({ id: 'gw-1', composition: 7 });
     await sender.flush();
     expect(bodies).toHaveLength(3);
   });
 
   it('fails open when the registry is unreachable', async () => {
     const recorder = new UsageRecorder(100);
-    const sender = createUsageSender(recorder, { url: 'http://127.0.0.1:1', identity, gatewayId: 'gw', served: () => '1', maxReports: 100, logger });
+    const sender = createUsageSender(recorder, { url: 'http://127.0.0.1:1', identity, gatewayId: 'gw', served: () => 1, maxReports: 100, logger });
     const document = parse('query A { products { id } }');
     recorder.record(schema, document, op(document), 'web');
     await expect(sender.flush()).resolves.toBeUndefined();

@@ -3,9 +3,8 @@ import { parseRegistryComposition, type RegistryComposition } from './compositio
 
 /** The registry's audience in the gateway's service token (docs/registry.md). */
 export const REGISTRY_AUDIENCE = 'registry';
-/** Who is polling and what it serves, for the registry's `GET /v1/gateways`. */
+/** Who is polling, for the registry's `GET /v1/gateways`. */
 export const GATEWAY_ID_HEADER = 'x-halo-gateway-id';
-export const GATEWAY_COMPOSITION_HEADER = 'x-halo-gateway-composition';
 /** A poll that takes longer than this counts as the registry being away. */
 const POLL_TIMEOUT_MS = 5_000;
 
@@ -25,7 +24,7 @@ export interface RegistryPollerOptions {
   identity: ServiceIdentity;
   gatewayId: string;
   logger: Logger;
-  /** What the gateway serves now, sent with every poll. */
+  /** What the gateway serves now (the registry's number, or `file:…`). */
   served(): string;
   /** Validates and swaps a new composition in; throws to refuse it (nothing changes then). */
   apply(composition: RegistryComposition): void;
@@ -71,7 +70,7 @@ export function startRegistryPoller(opts: RegistryPollerOptions): RegistryPoller
   const poll = async (): Promise<void> => {
     let res: Response;
     try {
-      const headers: Record<string, string> = { [GATEWAY_ID_HEADER]: opts.gatewayId, [GATEWAY_COMPOSITION_HEADER]: opts.served() };
+      const headers: Record<string, string> = { [GATEWAY_ID_HEADER]: opts.gatewayId };
       if (opts.identity.canCall) headers[SERVICE_TOKEN_METADATA] = await opts.identity.tokenFor(REGISTRY_AUDIENCE);
       if (etag) headers['if-none-match'] = etag;
       res = await fetch(`${opts.url}/v1/supergraph`, { headers, signal: AbortSignal.timeout(POLL_TIMEOUT_MS) });

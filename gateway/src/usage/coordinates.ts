@@ -105,16 +105,25 @@ export function coordinatesOf(schema: GraphQLSchema, document: DocumentNode, ope
   return [...out].sort();
 }
 
-/** One operation's usage record: its signature, hash and coordinates. */
+/** What the registry takes per report (docs/registry.md `POST /v1/usage`): longer is cut. */
+const MAX_NAME = 200;
+const MAX_BODY = 100_000;
+const MAX_COORDINATES = 5_000;
+const MAX_COORDINATE = 300;
+
+/** One operation's usage record: its signature, hash and coordinates, within the registry's bounds. */
 export function operationUsage(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): OperationUsage {
   const name = operation.name?.value ?? '';
   // The signature keeps only the named operation (the document may hold several).
   const body = usageReportingSignature(document, name);
   return {
+    // Of the whole signature: a body cut to the bound still has its own hash.
     hash: createHash('sha256').update(body).digest('hex'),
-    name,
-    body,
-    coordinates: coordinatesOf(schema, document, operation),
+    name: name.slice(0, MAX_NAME),
+    body: body.slice(0, MAX_BODY),
+    coordinates: coordinatesOf(schema, document, operation)
+      .filter((c) => c.length <= MAX_COORDINATE)
+      .slice(0, MAX_COORDINATES),
   };
 }
 

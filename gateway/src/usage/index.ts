@@ -13,8 +13,8 @@ export interface UsageOptions {
   url: string;
   identity: ServiceIdentity;
   gatewayId: string;
-  /** The composition served now (sent with each batch). */
-  served(): string;
+  /** The registry's composition served now (null: the boot files), sent with each batch. */
+  served(): number | null;
   flushMs: number;
   maxOperations: number;
   logger: Logger;

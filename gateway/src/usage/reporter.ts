@@ -1,16 +1,17 @@
 import { SERVICE_TOKEN_METADATA, type Logger, type ServiceIdentity } from '@halo/kit';
 import type { UsageRecorder, UsageReport } from './recorder';
 
-/** The registry accepts bodies up to 1 MiB; batches stay under this. */
+/** The registry accepts bodies up to 1 MiB and 10,000 reports; batches stay under both. */
 export const MAX_BATCH_BYTES = 900 * 1024;
+export const MAX_BATCH_REPORTS = 10_000;
 const SEND_TIMEOUT_MS = 5_000;
 
 export interface ReporterOptions {
   url: string;
   identity: ServiceIdentity;
   gatewayId: string;
-  /** The composition served now, sent with every batch. */
-  served(): string;
+  /** The registry's composition served now (null: the boot files), sent with every batch. */
+  served(): number | null;
   /** At most this many reports are kept for a retry (USAGE_MAX_OPERATIONS). */
   maxReports: number;
   logger: Logger;
@@ -23,13 +24,13 @@ export interface ReportStats {
 }
 
 /** Splits reports into bodies under `maxBytes` (JSON length, close enough for a bound). */
-export function batches(reports: UsageReport[], maxBytes = MAX_BATCH_BYTES): UsageReport[][] {
+export function batches(reports: UsageReport[], maxBytes = MAX_BATCH_BYTES, maxReports = MAX_BATCH_REPORTS): UsageReport[][] {
   const out: UsageReport[][] = [];
   let batch: UsageReport[] = [];
   let bytes = 0;
   for (const report of reports) {
     const size = JSON.stringify(report).length + 1;
-    if (batch.length > 0 && bytes + size > maxBytes) {
+    if (batch.length > 0 && (bytes + size > maxBytes || batch.length >= maxReports)) {
       out.push(batch);
       batch = [];
       bytes = 0;
