@@ -37,6 +37,7 @@ export async function startE2ESystem(opts: {
     catalog: throwawaySchema('e2e_catalog'),
     payments: throwawaySchema('e2e_payments'),
     chat: throwawaySchema('e2e_chat'),
+    registry: throwawaySchema('e2e_registry'),
   };
   // Each process's own settings on top of its throwaway schema (merged per process, not replaced).
   const envFor: NonNullable<LaunchOptions['envFor']> = opts.postgres

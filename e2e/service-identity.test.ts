@@ -12,11 +12,11 @@ import { startE2ESystem } from './helpers';
  * tables alone decide.
  */
 const PORT_OFFSET = 880;
-const PROCESSES = ['gateway', 'auth', 'content', 'catalog', 'payments', 'chat'] as const;
+const PROCESSES = ['gateway', 'auth', 'content', 'catalog', 'payments', 'chat', 'registry'] as const;
 
 /** The policy this test holds the services to (docs/service-identity.md, issue: zero trust). */
 const SERVERS: { service: ServiceName; name: string; definition: grpc.ServiceDefinition; access: Record<string, string[]> }[] = [
-  { service: 'auth', name: 'halo.auth.v1.ApiKeyService', definition: auth.ApiKeyServiceService, access: { ExchangeApiKey: ['gateway'] } },
+  { service: 'auth', name: 'halo.auth.v1.ApiKeyService', definition: auth.ApiKeyServiceService, access: { ExchangeApiKey: ['gateway', 'registry'] } },
   {
     service: 'content',
     name: 'halo.content.v1.UserService',

@@ -46,7 +46,7 @@ export interface Profile {
   created_at: string;
 }
 
-export const API_KEY_SCOPES = ['profile:read', 'users:write', 'catalog:write', 'payments:write'] as const;
+export const API_KEY_SCOPES = ['profile:read', 'users:write', 'catalog:write', 'payments:write', 'schema:write'] as const;
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
 
 /** An API key as listed (`GET /auth/api-keys`): never the key itself. */

@@ -17,6 +17,11 @@ export const SERVICES = {
   catalog: { httpPort: 4003, grpcPort: 5003 },
   payments: { httpPort: 4004, grpcPort: 5004 },
   chat: { httpPort: 4005, grpcPort: 5005 },
+  /**
+   * The schema registry (docs/registry.md): internal only, no subgraph and no public REST, so the
+   * gateway never routes to it; its gRPC port serves only grpc.health.v1.
+   */
+  registry: { httpPort: 4006, grpcPort: 5006 },
 } as const;
 
 /** The dev OpenID provider that `npm start` runs on loopback (never in production). */
@@ -26,7 +31,7 @@ export type ServiceName = keyof typeof SERVICES;
 export const SERVICE_NAMES = Object.keys(SERVICES) as ServiceName[];
 
 /** Services no client reaches through the gateway: no subgraph, no public REST route. */
-export const INTERNAL_SERVICES = [] as const satisfies readonly ServiceName[];
+export const INTERNAL_SERVICES = ['registry'] as const satisfies readonly ServiceName[];
 /** A service the gateway routes to (its subgraph, its REST routes, or both). */
 export type EdgeServiceName = Exclude<ServiceName, (typeof INTERNAL_SERVICES)[number]>;
 export const EDGE_SERVICE_NAMES = SERVICE_NAMES.filter((n) => !(INTERNAL_SERVICES as readonly string[]).includes(n)) as EdgeServiceName[];
@@ -52,6 +57,8 @@ export const GRPC_CALLS: Readonly<Record<ServiceName | 'gateway', readonly Servi
   catalog: [],
   payments: ['catalog'],
   chat: [],
+  // An admin's API key (the subgraph CLI) is exchanged exactly as the gateway exchanges one.
+  registry: ['auth'],
 };
 
 /** The processes that call `name` over gRPC. */
@@ -63,7 +70,7 @@ export const grpcCallersOf = (name: ServiceName): (ServiceName | 'gateway')[] =>
  * service publishes its own contract to the registry and the gateway reads the supergraph.
  */
 export const serviceTokenCallersOf = (name: ServiceName): (ServiceName | 'gateway')[] =>
-  (name as string) === 'registry' ? ['gateway', ...SERVICE_NAMES.filter((n) => (n as string) !== 'registry')] : [];
+  name === 'registry' ? ['gateway', ...SERVICE_NAMES.filter((n) => n !== 'registry')] : [];
 
 /** Whose public keys `name` must trust (SERVICE_TRUSTED_KEYS): its gRPC and its service-token callers. */
 export const trustedCallersOf = (name: ServiceName): (ServiceName | 'gateway')[] => [

@@ -50,7 +50,14 @@ function asObject(body: unknown): Record<string, unknown> {
 // ── Scopes ────────────────────────────────────────────────────────────────────────────────────
 
 /** What an API key may be granted; a token exchanged for a key carries exactly these. */
-export const SCOPES = ['profile:read', 'users:write', 'catalog:write', 'payments:write'] as const;
+export const SCOPES = [
+  'profile:read',
+  'users:write',
+  'catalog:write',
+  'payments:write',
+  // The schema registry: check, publish and roll back service contracts (docs/registry.md).
+  'schema:write',
+] as const;
 export type Scope = (typeof SCOPES)[number];
 const isScope = (s: string): s is Scope => (SCOPES as readonly string[]).includes(s);
 

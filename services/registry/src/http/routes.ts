@@ -1,0 +1,109 @@
+import type { IncomingMessage } from 'node:http';
+import { badRequest, route } from '@halo/kit';
+import { Router, type Request, type Response } from 'express';
+import { z } from 'zod';
+import type { Principal } from '../domain/model';
+import { authorizeUsageReporter, type PublishOutcome, type Registry } from '../domain/registry';
+
+/** A gateway names itself on its polls (optional), so `GET /v1/gateways` shows what each serves. */
+export const GATEWAY_ID_HEADER = 'x-halo-gateway-id';
+
+const usageBody = z.strictObject({
+  gateway: z.strictObject({ id: z.string().min(1).max(200), composition: z.number().int().positive().nullable() }),
+  reports: z
+    .array(
+      z.strictObject({
+        hour: z.iso.datetime({ offset: true }),
+        client: z.string().max(64),
+        operation: z.strictObject({ hash: z.string().min(1).max(128), name: z.string().max(200), body: z.string().max(100_000) }),
+        coordinates: z.array(z.string().min(1).max(300)).max(5_000),
+        count: z.number().int().min(0).max(1e12),
+      }),
+    )
+    .max(10_000),
+});
+
+type Resolve = (req: IncomingMessage) => Promise<Principal>;
+
+const send = (res: Response, status: number, body: unknown, headers: Record<string, string> = {}) => {
+  res.status(status).set({ 'cache-control': 'no-store', ...headers }).json(body);
+};
+
+function sendOutcome(res: Response, outcome: PublishOutcome): void {
+  if (outcome.kind === 'published') send(res, 201, { version: outcome.version, composition: outcome.composition, report: outcome.report });
+  else if (outcome.kind === 'unchanged') send(res, 200, { unchanged: true, version: outcome.version, composition: outcome.composition });
+  else send(res, 422, { error: 'Check failed', report: outcome.report });
+}
+
+/** The registry's HTTP API (docs/registry.md): thin, every rule in the domain. */
+export function registryRoutes(registry: Registry, principalOf: Resolve): Router {
+  const router = Router();
+  const who = (req: Request) => principalOf(req);
+
+  route(router, '/v1/supergraph', {
+    get: async (req, res) => {
+      const principal = await who(req);
+      const gatewayId = principal.kind === 'service' && principal.name === 'gateway' ? req.get(GATEWAY_ID_HEADER) : undefined;
+      const etag = req.get('if-none-match')?.replace(/^W\//, '').replace(/^"|"$/g, '');
+      const latest = await registry.supergraph(etag);
+      if (!latest) return send(res, 404, { error: 'Nothing composed yet' });
+      await registry.sawGateway(gatewayId, latest.composition);
+      if ('notModified' in latest) return void res.status(304).set({ etag: `"${latest.hash}"`, 'cache-control': 'no-store' }).end();
+      send(
+        res,
+        200,
+        {
+          composition: latest.composition,
+          hash: latest.hash,
+          createdAt: latest.createdAt,
+          supergraph: latest.supergraph,
+          routes: latest.routes,
+          openapi: latest.openapi,
+          services: latest.services,
+        },
+        { etag: `"${latest.hash}"` },
+      );
+    },
+  });
+  route(router, '/v1/check', {
+    post: async (req, res) => {
+      const report = await registry.check(await who(req), req.body);
+      send(res, 200, { ok: report.ok, report });
+    },
+  });
+  route(router, '/v1/publish', { post: async (req, res) => sendOutcome(res, await registry.publish(await who(req), req.body)) });
+  route(router, '/v1/rollback', { post: async (req, res) => sendOutcome(res, await registry.rollback(await who(req), req.body)) });
+  route(router, '/v1/services', {
+    get: async (req, res) => {
+      await who(req);
+      send(res, 200, { services: await registry.services() });
+    },
+  });
+  route(router, '/v1/services/:service/versions', {
+    get: async (req, res) => {
+      await who(req);
+      send(res, 200, { versions: await registry.versions(String(req.params.service)) });
+    },
+  });
+  route(router, '/v1/usage', {
+    post: async (req, res) => {
+      const principal = await who(req);
+      authorizeUsageReporter(principal);
+      const parsed = usageBody.safeParse(req.body);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0]!;
+        throw badRequest(`${issue.path.map(String).join('.') || 'body'} is invalid`);
+      }
+      await registry.recordUsage(principal, parsed.data.gateway, parsed.data.reports);
+      send(res, 202, { accepted: parsed.data.reports.length });
+    },
+  });
+  route(router, '/v1/gateways', {
+    get: async (req, res) => {
+      await who(req);
+      send(res, 200, { gateways: await registry.gateways() });
+    },
+  });
+  return router;
+}
+

@@ -1,0 +1,43 @@
+import { resolve } from 'node:path';
+import { defaultServiceUrl, defineService, serviceUrlVar, type EdgeServiceName } from '@halo/kit';
+import { bootstrapAcknowledgements, bootstrapContracts } from './bootstrap-files';
+import { refineRegistryConfig, registryConfigShape } from './config';
+import { PgRegistryStore } from './db/store';
+import { Registry } from './domain/registry';
+import { apiKeyExchange } from './grpc/api-keys';
+import { principalResolver } from './http/principal';
+import { registryRoutes } from './http/routes';
+
+/**
+ * The schema registry (docs/registry.md): every service's published contracts, composed on each
+ * publish, checked against what gateways serve and what clients used. Internal only: no subgraph,
+ * no public REST; its gRPC port serves only grpc.health.v1.
+ */
+export const registryService = defineService({
+  name: 'registry',
+  root: resolve(__dirname, '..'),
+  config: registryConfigShape,
+  refineConfig: (config) => refineRegistryConfig(config),
+  domain: async ({ db, identity, config, logger, lifecycle, metrics }) => {
+    const keys = apiKeyExchange({ address: config.AUTH_GRPC_ADDR, deadlineMs: config.GRPC_DEADLINE_MS, identity, config, logger, metrics: metrics.grpcClient });
+    lifecycle.register('auth client', () => keys.close());
+    const registry = new Registry(new PgRegistryStore(db), {
+      usageWindowDays: config.REGISTRY_USAGE_WINDOW_DAYS,
+      usageRetentionDays: config.REGISTRY_USAGE_RETENTION_DAYS,
+    });
+    const urls = config as unknown as Record<string, string | undefined>;
+    const urlOf = (s: string) => (urls[serviceUrlVar(s as EdgeServiceName)] ?? defaultServiceUrl(s as EdgeServiceName)).replace(/\/+$/, '');
+    const composed = await registry.bootstrap(bootstrapContracts(config.REGISTRY_BOOTSTRAP_DIR, urlOf), bootstrapAcknowledgements(config.REGISTRY_BOOTSTRAP_DIR));
+    if (composed !== null) logger.info({ composition: composed }, 'bootstrapped from the committed composed files');
+    const principalOf = principalResolver({
+      identity,
+      jwtSecret: config.JWT_SECRET,
+      exchangeApiKey: (key) => keys.exchange(key),
+      development: config.HALO_ENV === 'development',
+    });
+    return { registry, principalOf };
+  },
+  rest: ({ registry, principalOf }) => registryRoutes(registry, principalOf),
+});
+
+export type RegistryService = Awaited<ReturnType<typeof registryService.start>>;

@@ -1,0 +1,258 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { startTestService, type TestService } from '@halo/kit/testing';
+import { bearer, post, signUp, signUpAdmin, startTestSystem, type TestSystem } from '../../auth/test/helpers';
+import { registryService, type RegistryService } from '../src/service';
+import { call, catalogWith, contractOf, serviceToken } from './helpers';
+
+/**
+ * The registry over HTTP against real Postgres, with a real auth (and content behind it) for the
+ * API-key path: bootstrap, who may do what, publish, checks against usage, rollback, concurrency.
+ */
+const ROOT = resolve(__dirname, '../../..');
+let auth: TestSystem;
+let reg: TestService<RegistryService>;
+let schemaKey: string;
+let otherKey: string;
+let userToken: string;
+
+beforeAll(async () => {
+  auth = await startTestSystem();
+  reg = await startTestService(registryService, { AUTH_GRPC_ADDR: auth.grpcAddr });
+  const admin = await signUpAdmin(auth);
+  const key = async (scopes: string[]) => (await post(auth.base, '/auth/api-keys', { name: 'ci', scopes }, bearer(admin.token))).body.data.key as string;
+  schemaKey = await key(['schema:write']);
+  otherKey = await key(['catalog:write']);
+  userToken = (await signUp(auth.base)).token;
+}, 60_000);
+
+afterAll(async () => {
+  await reg?.close();
+  await auth?.close();
+});
+
+const as = {
+  catalog: () => serviceToken('catalog'),
+  gateway: () => serviceToken('gateway'),
+  admin: async () => ({ 'x-api-key': schemaKey }),
+};
+
+describe('bootstrap', () => {
+  it('imports the committed files as version 1 of every service, and composes them byte for byte', async () => {
+    const list = await call(reg.base, 'GET', '/v1/services', undefined, await as.gateway());
+    expect(list.status).toBe(200);
+    expect(list.body.services.map((s: any) => [s.service, s.version, s.author])).toEqual([
+      ['auth', 1, 'bootstrap'],
+      ['catalog', 1, 'bootstrap'],
+      ['chat', 1, 'bootstrap'],
+      ['content', 1, 'bootstrap'],
+      ['payments', 1, 'bootstrap'],
+    ]);
+    const sg = await call(reg.base, 'GET', '/v1/supergraph', undefined, await as.gateway());
+    expect(sg.status).toBe(200);
+    expect(sg.body.composition).toBe(1);
+    expect(sg.body.supergraph).toBe(readFileSync(resolve(ROOT, 'gateway/supergraph.graphql'), 'utf8'));
+    expect(`${JSON.stringify(sg.body.routes, null, 2)}\n`).toBe(readFileSync(resolve(ROOT, 'gateway/routes.json'), 'utf8'));
+    expect(`${JSON.stringify(sg.body.openapi, null, 2)}\n`).toBe(readFileSync(resolve(ROOT, 'gateway/openapi.json'), 'utf8'));
+    expect(sg.headers.get('etag')).toBe(`"${sg.body.hash}"`);
+    const again = await call(reg.base, 'GET', '/v1/supergraph', undefined, { ...(await as.gateway()), 'if-none-match': `"${sg.body.hash}"` });
+    expect(again.status).toBe(304);
+  });
+
+  it('a contract equal to the bootstrapped one publishes nothing (same hash)', async () => {
+    const res = await call(reg.base, 'POST', '/v1/publish', { contract: contractOf('content') }, await serviceToken('content'));
+    expect([res.status, res.body]).toEqual([200, { unchanged: true, version: 1, composition: 1 }]);
+  });
+});
+
+describe('who may call', () => {
+  const contract = () => catalogWith('refusedField: String');
+  it('401 Token required without credentials (HALO_ENV is not development), 401 Invalid token with bad ones', async () => {
+    for (const [method, path] of [['GET', '/v1/supergraph'], ['GET', '/v1/services'], ['POST', '/v1/check'], ['POST', '/v1/publish'], ['POST', '/v1/rollback'], ['POST', '/v1/usage'], ['GET', '/v1/gateways'], ['GET', '/v1/services/catalog/versions']] as const) {
+      const body = method === 'POST' ? { contract: contract() } : undefined;
+      expect([path, (await call(reg.base, method, path, body)).body]).toEqual([path, { error: 'Token required' }]);
+      const bad = await call(reg.base, method, path, body, { 'x-halo-service-token': 'nope' });
+      expect([path, bad.status, bad.body]).toEqual([path, 401, { error: 'Invalid token' }]);
+    }
+    expect((await call(reg.base, 'GET', '/v1/services', undefined, await serviceToken('catalog', 'auth'))).status).toBe(401);
+    const wrongKey = await call(reg.base, 'GET', '/v1/services', undefined, { 'x-api-key': 'halo_00000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' });
+    expect([wrongKey.status, wrongKey.body]).toEqual([401, { error: 'Invalid token' }]);
+  });
+
+  it('403 for a service publishing, checking or rolling back another service’s contract, and for an admin key without schema:write', async () => {
+    for (const path of ['/v1/check', '/v1/publish']) {
+      const res = await call(reg.base, 'POST', path, { contract: contract() }, await serviceToken('content'));
+      expect([path, res.status, res.body]).toEqual([path, 403, { error: 'Forbidden' }]);
+      const key = await call(reg.base, 'POST', path, { contract: contract() }, { 'x-api-key': otherKey });
+      expect([path, key.status, key.body]).toEqual([path, 403, { error: 'Forbidden' }]);
+    }
+    expect((await call(reg.base, 'POST', '/v1/rollback', { service: 'catalog' }, await serviceToken('payments'))).status).toBe(403);
+    // A user's own bearer token is not a way in at all.
+    expect((await call(reg.base, 'GET', '/v1/services', undefined, bearer(userToken))).status).toBe(401);
+  });
+
+  it('403 for usage from anyone but the gateway', async () => {
+    const body = { gateway: { id: 'x', composition: 1 }, reports: [] };
+    expect((await call(reg.base, 'POST', '/v1/usage', body, await as.catalog())).status).toBe(403);
+    expect((await call(reg.base, 'POST', '/v1/usage', body, await as.admin())).status).toBe(403);
+    expect((await call(reg.base, 'POST', '/v1/usage', body, await as.gateway())).status).toBe(202);
+  });
+
+  it('an admin API key with schema:write (exchanged through the real auth) may check any service', async () => {
+    const res = await call(reg.base, 'POST', '/v1/check', { contract: contract() }, await as.admin());
+    expect(res.status).toBe(200);
+    expect(res.body.ok).toBe(true);
+  });
+});
+
+describe('publish', () => {
+  it('an additive change: 201, a new version and composition, listed; the check before it changed nothing', async () => {
+    const contract = catalogWith('sku: String');
+    const checked = await call(reg.base, 'POST', '/v1/check', { contract }, await as.catalog());
+    expect(checked.body.report).toMatchObject({ ok: true, service: 'catalog', composition: { ok: true }, rest: { ok: true } });
+    expect(checked.body.report.changes).toEqual([expect.objectContaining({ path: 'Product.sku', breaking: false })]);
+    expect((await call(reg.base, 'GET', '/v1/services/catalog/versions', undefined, await as.catalog())).body.versions).toHaveLength(1);
+
+    const res = await call(reg.base, 'POST', '/v1/publish', { contract }, await as.catalog());
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ version: 2, composition: 2, report: { ok: true } });
+    const sg = await call(reg.base, 'GET', '/v1/supergraph', undefined, await as.gateway());
+    expect(sg.body.supergraph).toContain('sku: String');
+    expect(sg.body.services.catalog).toBe(2);
+    const versions = (await call(reg.base, 'GET', '/v1/services/catalog/versions', undefined, await as.gateway())).body.versions;
+    expect(versions.map((v: any) => [v.version, v.author])).toEqual([[2, 'service:catalog'], [1, 'bootstrap']]);
+    const again = await call(reg.base, 'POST', '/v1/publish', { contract }, await as.catalog());
+    expect([again.status, again.body]).toEqual([200, { unchanged: true, version: 2, composition: 2 }]);
+  });
+
+  it('a contract that does not compose: 422 Check failed naming the error, and nothing changes', async () => {
+    const before = (await call(reg.base, 'GET', '/v1/supergraph', undefined, await as.gateway())).body.composition;
+    const broken = contractOf('catalog');
+    broken.sdl = `${broken.sdl}\nextend type Query { user(id: ID!): Int }`;
+    const res = await call(reg.base, 'POST', '/v1/publish', { contract: broken }, await as.catalog());
+    expect(res.status).toBe(422);
+    expect(res.body.error).toBe('Check failed');
+    expect(res.body.report.composition.ok).toBe(false);
+    expect(res.body.report.composition.errors.join('\n')).toMatch(/user/);
+    expect((await call(reg.base, 'GET', '/v1/supergraph', undefined, await as.gateway())).body.composition).toBe(before);
+    expect((await call(reg.base, 'GET', '/v1/services/catalog/versions', undefined, await as.gateway())).body.versions[0].version).toBe(2);
+  });
+
+  it('REST routes that collide with another service’s: 422 naming both', async () => {
+    const c = contractOf('catalog');
+    c.rest!.routes.push({ service: 'catalog', method: 'GET', path: '/hello' });
+    const res = await call(reg.base, 'POST', '/v1/check', { contract: c }, await as.catalog());
+    expect(res.body.ok).toBe(false);
+    expect(res.body.report.rest.errors).toEqual(['GET /hello is declared by content and by catalog']);
+  });
+
+  it('a malformed contract is 400 naming the field', async () => {
+    const res = await call(reg.base, 'POST', '/v1/publish', { contract: { ...contractOf('catalog'), url: 'nope' } }, await as.catalog());
+    expect([res.status, res.body]).toEqual([400, { error: 'contract.url: url must be an http(s) URL' }]);
+  });
+});
+
+describe('breaking changes against usage', () => {
+  const withoutDescription = () => {
+    const c = catalogWith('sku: String');
+    c.sdl = c.sdl!.replace(/\n\s*description: String!/, '');
+    return c;
+  };
+
+  it('a removal nobody used passes the check with a note', async () => {
+    const res = await call(reg.base, 'POST', '/v1/check', { contract: withoutDescription() }, await as.catalog());
+    expect(res.body.ok).toBe(true);
+    expect(res.body.report.changes).toEqual([expect.objectContaining({ type: 'FIELD_REMOVED', path: 'Product.description', breaking: true, usage: { count: 0, operations: [] } })]);
+    expect(res.body.report.notes).toEqual(['Product.description: breaking, but unused in the last 7 days']);
+  });
+
+  it('a removal of a field an operation used in the window is refused, naming the operation, client and count', async () => {
+    const hour = new Date().toISOString();
+    const report = (client: string, count: number) => ({
+      hour,
+      client,
+      operation: { hash: 'op1', name: 'ProductPage', body: 'query ProductPage { product(id: 1) { name description } }' },
+      coordinates: ['Query', 'Query.product', 'Query.product.id', 'Product', 'Product.name', 'Product.description'],
+      count,
+    });
+    const sent = await call(reg.base, 'POST', '/v1/usage', { gateway: { id: 'gw-1', composition: 2 }, reports: [report('web', 3), report('web', 4), report('ios', 5)] }, await as.gateway());
+    expect(sent.status).toBe(202);
+    const res = await call(reg.base, 'POST', '/v1/publish', { contract: withoutDescription() }, await as.catalog());
+    expect(res.status).toBe(422);
+    const change = res.body.report.changes.find((c: any) => c.path === 'Product.description');
+    expect(change.usage).toEqual({
+      count: 12,
+      operations: [
+        { name: 'ProductPage', hash: 'op1', client: 'web', count: 7, lastSeen: expect.any(String) },
+        { name: 'ProductPage', hash: 'op1', client: 'ios', count: 5, lastSeen: expect.any(String) },
+      ],
+    });
+    expect(res.body.report.notes[0]).toMatch(/^Product\.description: breaking and used 12 times in the last 7 days by ProductPage \(web, 7\)/);
+    const gateways = (await call(reg.base, 'GET', '/v1/gateways', undefined, await as.admin())).body.gateways;
+    expect(gateways).toContainEqual({ id: 'gw-1', composition: 2, lastSeen: expect.any(String) });
+  });
+
+  it('acknowledged, it goes through and the acknowledgement is recorded with its reason and author', async () => {
+    const res = await call(reg.base, 'POST', '/v1/publish', { contract: withoutDescription(), acknowledge: 'web and ios told in #api' }, await as.admin());
+    expect(res.status).toBe(201);
+    expect(res.body.report.changes[0]).toMatchObject({ path: 'Product.description', acknowledged: true });
+    const { rows } = await reg.db.query<{ path: string; reason: string; author: string; version: number }>('SELECT path, reason, author, version FROM acknowledgements');
+    expect(rows).toEqual([{ path: 'Product.description', reason: 'web and ios told in #api', author: expect.stringMatching(/^admin:Root/), version: res.body.version }]);
+  });
+});
+
+describe('rollback', () => {
+  it('republishes the previous version as a new version, after the same checks', async () => {
+    const versions = async () => (await call(reg.base, 'GET', '/v1/services/catalog/versions', undefined, await as.catalog())).body.versions;
+    const [current, previous] = await versions();
+    // The previous version brings description back: additive, so it passes.
+    const res = await call(reg.base, 'POST', '/v1/rollback', { service: 'catalog' }, await as.catalog());
+    expect(res.status).toBe(201);
+    expect(res.body.version).toBe(current.version + 1);
+    const [latest] = await versions();
+    expect(latest.hash).toBe(previous.hash);
+  });
+
+  it('409 when the service has no previous version', async () => {
+    const res = await call(reg.base, 'POST', '/v1/rollback', { service: 'chat' }, await as.admin());
+    expect([res.status, res.body]).toEqual([409, { error: 'chat has no previous version' }]);
+  });
+});
+
+it('two publishes at once are composed one after the other: neither is lost', async () => {
+  const content = contractOf('content');
+  content.sdl = content.sdl!.replace(/(type User @key[^{]*\{)/, '$1\n  nickname: String');
+  const [a, b] = await Promise.all([
+    call(reg.base, 'POST', '/v1/publish', { contract: catalogWith('barcode: String') }, await as.catalog()),
+    call(reg.base, 'POST', '/v1/publish', { contract: content }, await serviceToken('content')),
+  ]);
+  expect([a.status, b.status]).toEqual([201, 201]);
+  expect(new Set([a.body.composition, b.body.composition]).size).toBe(2);
+  const sg = (await call(reg.base, 'GET', '/v1/supergraph', undefined, await as.gateway())).body;
+  expect(sg.composition).toBe(Math.max(a.body.composition, b.body.composition));
+  expect(sg.supergraph).toContain('barcode: String');
+  expect(sg.supergraph).toContain('nickname: String');
+});
+
+it('the check of one subgraph takes under 2 s', async () => {
+  const t0 = performance.now();
+  const res = await call(reg.base, 'POST', '/v1/check', { contract: catalogWith('weight: Float') }, await as.catalog());
+  const ms = performance.now() - t0;
+  expect(res.body.ok).toBe(true);
+  expect(ms).toBeLessThan(2_000);
+});
+
+describe('development only: anonymous from loopback', () => {
+  let dev: TestService<RegistryService>;
+  beforeAll(async () => {
+    dev = await startTestService(registryService, { AUTH_GRPC_ADDR: auth.grpcAddr, HALO_ENV: 'development' });
+  });
+  afterAll(async () => dev?.close());
+
+  it('lets a caller with no credentials do everything in development, as npm start does', async () => {
+    expect((await call(dev.base, 'GET', '/v1/services')).status).toBe(200);
+    expect((await call(dev.base, 'POST', '/v1/check', { contract: catalogWith('devField: String') })).body.ok).toBe(true);
+    // Credentials, when sent, are still checked.
+    expect((await call(dev.base, 'GET', '/v1/services', undefined, { 'x-halo-service-token': 'nope' })).status).toBe(401);
+  });
+});
