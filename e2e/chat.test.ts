@@ -30,7 +30,8 @@ beforeAll(async () => {
     portOffset: 1010,
     postgres: true,
     extraChatReplica: true,
-    envFor: { chat: { REDIS_URL }, gateway: { SUPERGRAPH_PATH: supergraph } },
+    // The file is the source here (no registry): this file's reload tests edit it.
+    envFor: { chat: { REDIS_URL }, gateway: { SUPERGRAPH_PATH: supergraph, REGISTRY_URL: '' } },
   });
   gateway = sys.url;
   chat1 = sys.direct('chat');
