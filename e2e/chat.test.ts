@@ -30,7 +30,8 @@ beforeAll(async () => {
     portOffset: 1010,
     postgres: true,
     extraChatReplica: true,
-    envFor: { chat: { REDIS_URL }, gateway: { SUPERGRAPH_PATH: supergraph } },
+    // The file is the source here (no registry): this file's reload tests edit it.
+    envFor: { chat: { REDIS_URL }, gateway: { SUPERGRAPH_PATH: supergraph, REGISTRY_URL: '' } },
   });
   gateway = sys.url;
   chat1 = sys.direct('chat');
@@ -305,24 +306,50 @@ describe('resources', () => {
     }
   });
 
-  it('a new supergraph ends open subscriptions with SUBSCRIPTION_SCHEMA_RELOAD; subscribing again works', async () => {
+  it('a new supergraph keeps open the subscriptions it still validates, and ends the others with SUBSCRIPTION_SCHEMA_RELOAD', async () => {
     const token = tokenFor('2');
     const room = `e2e-reload-${Date.now()}`;
     const client = connect(gateway, token);
+    const original = readFileSync(supergraph, 'utf8');
+    const served = async () => ((await (await fetch(`${gateway}/readyz`)).json()) as { composition: string }).composition;
+    const servedChange = async (from: string) => {
+      const end = Date.now() + 15_000;
+      while ((await served()) === from) {
+        if (Date.now() > end) throw new Error('timed out waiting for the new supergraph');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    const before = await served();
     try {
       const s = listen(client, NEW, { c: room });
+      const narrow = listen(client, 'subscription($c: ID!) { newMessage(chatId: $c) { id chatId text } }', { c: room });
       await live(s, token, room);
       // A real change (a description): the gateway loads what it parses, so a comment alone would not do.
-      const sdl = readFileSync(supergraph, 'utf8');
-      expect(sdl).toContain('The user\'s posts, newest first.');
-      writeFileSync(supergraph, sdl.replace('The user\'s posts, newest first.', 'The user\'s posts, newest first (reloaded).'));
+      expect(original).toContain('The user\'s posts, newest first.');
+      writeFileSync(supergraph, original.replace('The user\'s posts, newest first.', 'The user\'s posts, newest first (reloaded).'));
+      await servedChange(before);
+      // Still valid: both stay open and keep receiving (issue 25 changed this: they used to end).
+      await live(s, token, room);
+      expect(s.errors).toEqual([]);
+      expect(narrow.errors).toEqual([]);
+      // `createdAt` removed from Message: the subscription selecting it ends, the other stays.
+      writeFileSync(supergraph, original.replace('  text: String!\n  createdAt: String!\n', '  text: String!\n'));
       await until('the reload to end the subscription', () => s.errors.length > 0, 15_000);
       expect(s.errors).toEqual([[expect.objectContaining({ extensions: { code: 'SUBSCRIPTION_SCHEMA_RELOAD' } })]]);
+      const marker = `after ${Date.now()}`;
+      await send(gateway, token, room, marker);
+      await until('the narrow subscription to receive', () => narrow.events.some((e) => e.data?.newMessage?.text === marker), 15_000);
+      expect(narrow.errors).toEqual([]);
+      const removed = await served();
+      writeFileSync(supergraph, original);
+      await servedChange(removed);
       const again = listen(client, NEW, { c: room });
       await live(again, token, room);
       expect(again.errors).toEqual([]);
       again.stop();
+      narrow.stop();
     } finally {
+      writeFileSync(supergraph, original);
       await client.dispose();
     }
   });

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import {
   closeHttpServer,
@@ -19,16 +20,16 @@ import {
 } from '@halo/kit';
 import { createCallerResolver } from './auth';
 import type { GatewayConfig } from './config';
-import { acceptOpenApi, createDocs } from './docs';
+import { createDocs } from './docs';
 import { createGraphQL } from './graphql';
 import { createGatewayMetrics, GatewayResponse, ROUTE_DOCUMENTS, ROUTE_GRAPHQL, ROUTE_UNMATCHED } from './metrics';
 import { loadTrustedDocuments, RedisQueryCache } from './persisted';
 import { RedisResponseTier } from './response-cache';
 import { createServiceProxies } from './proxy';
 import { createSubscriptions } from './subscriptions';
-import { parseRouteTable } from './routes';
-import { createVersioning, migrationGuides, type Versioning } from './versioning';
-import { watchComposedFile } from './watched-file';
+import { migrationGuides } from './versioning';
+import { createSupergraphSource, type ServedComposition } from './supergraph';
+import { createUsageReporting } from './usage';
 
 export interface Gateway {
   server: Server;
@@ -43,6 +44,9 @@ export interface Gateway {
   stop(): Promise<void>;
 }
 
+/** This process among the gateways the registry knows (`GET /v1/gateways`): its pod name in Kubernetes. */
+const GATEWAY_ID = `${hostname()}:${process.pid}`;
+
 const notFound = (_req: IncomingMessage, res: ServerResponse) => sendJson(res, 404, { error: 'Not found' });
 
 /**
@@ -55,30 +59,40 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   const lifecycle = new Lifecycle(logger);
   // Prometheus metrics, on their own port (src/metrics.ts); off: nothing is measured at all.
   const metrics = config.METRICS_PORT === null ? null : createGatewayMetrics(logger);
-  // The composed route table and OpenAPI document, reloaded when `npm run compose` (or a
-  // ConfigMap) changes them, like the supergraph: a service's new route needs no gateway release.
-  const routeTable = watchComposedFile<Versioning>({
-    path: config.ROUTES_PATH,
-    variable: 'ROUTES_PATH',
-    what: 'route table',
+  const identity = serviceIdentityFor('gateway', config);
+  // The supergraph, route table and OpenAPI document: the committed files at boot, then the
+  // registry's compositions (REGISTRY_URL) or the files' new versions (src/supergraph).
+  const source = createSupergraphSource({
+    supergraphPath: config.SUPERGRAPH_PATH,
+    routesPath: config.ROUTES_PATH,
+    openapiPath: config.OPENAPI_PATH,
+    registry: config.REGISTRY_URL
+      ? { url: config.REGISTRY_URL, pollMs: config.REGISTRY_POLL_MS, identity, gatewayId: GATEWAY_ID }
+      : undefined,
+    serviceUrlOverrides: config.explicitServiceUrls,
+    defaultServiceUrls: config.serviceUrls,
+    // Kept in a local: the dispatcher reads it per request.
+    onRoutes: (next) => void (routes = next),
     logger,
-    accept: (text) => {
-      const table = parseRouteTable(text);
-      return createVersioning(table.routes, table);
-    },
-    onChange: (next) => {
-      routes = next;
-    },
   });
-  let routes = routeTable.current();
-  const openapi = watchComposedFile({
-    path: config.OPENAPI_PATH,
-    variable: 'OPENAPI_PATH',
-    what: 'OpenAPI document',
-    logger,
-    accept: acceptOpenApi,
-  });
-  const docs = createDocs({ openapi: openapi.current, graphiql: config.HALO_ENV === 'development' });
+  let routes = source.routes();
+  // Which fields operations use, for the registry's checks (src/usage); off the request path.
+  const usage =
+    config.USAGE_REPORTING && config.REGISTRY_URL
+      ? createUsageReporting({
+          url: config.REGISTRY_URL,
+          identity,
+          gatewayId: GATEWAY_ID,
+          served: () => {
+            const served = source.status();
+            return served.source === 'registry' ? Number(served.composition) : null;
+          },
+          flushMs: config.USAGE_FLUSH_MS,
+          maxOperations: config.USAGE_MAX_OPERATIONS,
+          logger,
+        })
+      : null;
+  const docs = createDocs({ openapi: source.openapi, graphiql: config.HALO_ENV === 'development' });
   const guides = migrationGuides();
   const proxies = createServiceProxies({
     targets: config.serviceUrls,
@@ -89,7 +103,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     trustedProxies: config.GATEWAY_TRUSTED_PROXIES,
   });
   const callers = createCallerResolver({
-    identity: serviceIdentityFor('gateway', config),
+    identity,
     jwtSecret: config.JWT_SECRET,
     authGrpcAddr: config.AUTH_GRPC_ADDR,
     deadlineMs: config.GRPC_DEADLINE_MS,
@@ -100,8 +114,8 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   const redis = config.REDIS_URL ? openRedis(config.REDIS_URL, logger) : null;
   const graphql = createGraphQL({
     callers,
-    supergraphPath: config.SUPERGRAPH_PATH,
-    serviceUrls: config.serviceUrls,
+    supergraph: source.hook,
+    subgraphUrl: source.subgraphUrl,
     bodyLimit: config.BODY_LIMIT,
     logger,
     introspection: config.GRAPHQL_INTROSPECTION,
@@ -122,11 +136,9 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     dedupeInflight: config.GRAPHQL_DEDUPE_INFLIGHT,
     responseCacheMiB: config.GRAPHQL_RESPONSE_CACHE_MIB,
     ...(redis ? { sharedResponseCache: new RedisResponseTier(redis, config.REDIS_KEY_PREFIX, logger) } : {}),
-    plugins: metrics ? [metrics.graphqlPlugin()] : [],
+    plugins: [...(metrics ? [metrics.graphqlPlugin()] : []), ...(usage ? [usage.plugin()] : [])],
   });
-  const health = healthCheck(lifecycle, async () => {
-    if (!graphql.isReady()) throw new Error('supergraph not loaded');
-  });
+  const health = healthCheck(lifecycle, async () => undefined);
 
   const server = createServer({ ServerResponse: GatewayResponse, ...CONNECTIONS_CHECKING }, (req, res) => {
     const requestId = requestIdOf(req);
@@ -140,7 +152,8 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     // Probes come every few seconds and are not worth a log line each.
-    if (path === '/healthz' || path === '/readyz') return health(req, res, () => notFound(req, res));
+    if (path === '/readyz') return readiness(res, lifecycle, graphql.isReady(), source.status());
+    if (path === '/healthz') return health(req, res, () => notFound(req, res));
     if (logger.isLevelEnabled('info')) accessLog(logger, req, res, requestId, path);
     metrics?.track(res);
     // Credentials and the payment key are single-valued: sent twice, nothing may guess which one counts.
@@ -195,16 +208,26 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     server,
     callers,
     policy: graphql.policy,
-    serviceUrls: config.serviceUrls,
+    subgraphUrls: source.subgraphUrls,
     parseOptions: graphql.parseOptions,
     validationRules: graphql.validationRules,
     executeOperation: (request, context) => graphql.executeOperation(request, context),
     maxPayload: config.BODY_LIMIT,
+    recordUsage: usage ? (schema, document, operation, client) => usage.record(schema, document, operation, client) : undefined,
     logger,
   });
 
   // Read at every scrape.
-  metrics?.watch({ subscriptions: subscriptions.activeCount, dedupe: graphql.dedupe, responseCache: graphql.responseCache });
+  metrics?.watch({
+    subscriptions: subscriptions.activeCount,
+    dedupe: graphql.dedupe,
+    responseCache: graphql.responseCache,
+    composition: () => {
+      const served = source.status();
+      return { composition: served.composition, source: served.source, registryUp: served.registry && served.registry.up };
+    },
+    usage: () => usage && usage.stats(),
+  });
   let metricsServer: Server | null = null;
 
   // Released in reverse: the server drains first, then GraphQL stops, then the upstream pools go;
@@ -212,10 +235,9 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   lifecycle.register('metrics server', async () => {
     if (metricsServer) await closeHttpServer(metricsServer, config.SHUTDOWN_TIMEOUT_MS);
   });
-  lifecycle.register('composed files', () => {
-    routeTable.stop();
-    openapi.stop();
-  });
+  lifecycle.register('composed files', () => source.stop());
+  // After the server drained: what the last requests used is sent too (best effort).
+  lifecycle.register('usage', async () => usage?.stop());
   lifecycle.register('upstream pools', () => {
     proxies.close();
     callers.close();
@@ -264,4 +286,23 @@ function sendError(res: ServerResponse, err: unknown, logger: Logger, requestId:
   const { status, body } = toRestError(err);
   if (status >= 500) logger.error({ err, requestId }, 'request failed');
   if (!res.headersSent) sendJson(res, status, body);
+}
+
+/**
+ * `/readyz`: 200 while the gateway serves a supergraph, whatever the registry does (the last good
+ * composition keeps being served), with what it serves and the registry's state as detail.
+ */
+function readiness(res: ServerResponse, lifecycle: Lifecycle, ready: boolean, served: ServedComposition): void {
+  if (!lifecycle.accepting) return sendJson(res, 503, { status: 'shutting down' });
+  if (!ready) return sendJson(res, 503, { status: 'unavailable' });
+  const { registry } = served;
+  const detail = registry === null ? 'off' : registry.up ? 'ok' : `unreachable since ${new Date(registry.since).toISOString()}`;
+  sendJson(res, 200, {
+    status: 'ready',
+    composition: served.composition,
+    source: served.source,
+    servedSince: new Date(served.since).toISOString(),
+    registry: detail,
+    ...(registry && !registry.up && registry.reason ? { registryError: registry.reason } : {}),
+  });
 }

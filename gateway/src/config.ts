@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import {
+  ConfigError,
   defaultGrpcAddr,
   defaultServiceUrl,
   env,
@@ -114,6 +115,18 @@ export const gatewayConfigShape = {
     .optional(),
   /** Namespace of the gateway's keys in that Redis. */
   REDIS_KEY_PREFIX: env.str('halo:gateway:'),
+
+  // ── The schema registry (docs/registry.md "Gateway"; src/supergraph, src/usage) ──
+  /** The registry's HTTP base: compositions come from it; unset, from the files only. */
+  REGISTRY_URL: env.url(),
+  /** Interval of the conditional `GET /v1/supergraph`. */
+  REGISTRY_POLL_MS: env.int(2_000, 100),
+  /** Record which fields operations use and send it to the registry; default on with a registry. */
+  USAGE_REPORTING: env.flag(),
+  /** How often recorded usage is sent. */
+  USAGE_FLUSH_MS: env.int(10_000, 100),
+  /** Distinct (operation, client) pairs held between two sends; beyond, requests are counted as dropped. */
+  USAGE_MAX_OPERATIONS: env.int(5_000, 1),
 };
 
 /**
@@ -130,12 +143,27 @@ export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
  * its subgraph is `<base>/graphql`, so one variable moves both.
  */
 export function loadGatewayConfig(source: Record<string, string | undefined> = process.env) {
-  const config = loadConfig(gatewayConfigShape, source);
+  const { USAGE_REPORTING, ...config } = loadConfig(gatewayConfigShape, source);
   refuseDevSecrets(source, config.HALO_ENV);
   const urls = loadConfig(serviceUrlShape, source);
   const serviceUrls = {} as Record<EdgeServiceName, string>;
+  /** The ones set explicitly: they win over the URLs services publish with their contracts. */
+  const explicitServiceUrls: Partial<Record<EdgeServiceName, string>> = {};
   for (const name of EDGE_SERVICE_NAMES) {
-    serviceUrls[name] = (urls[serviceUrlVar(name)] ?? defaultServiceUrl(name)).replace(/\/+$/, '');
+    const given = urls[serviceUrlVar(name)]?.replace(/\/+$/, '');
+    if (given) explicitServiceUrls[name] = given;
+    serviceUrls[name] = given ?? defaultServiceUrl(name);
   }
-  return { ...config, GRAPHQL_INTROSPECTION: config.GRAPHQL_INTROSPECTION ?? config.HALO_ENV !== 'production', serviceUrls };
+  const registryUrl = config.REGISTRY_URL?.replace(/\/+$/, '');
+  if (USAGE_REPORTING && !registryUrl) {
+    throw new ConfigError('Invalid configuration: USAGE_REPORTING: needs REGISTRY_URL (usage is sent to the registry)');
+  }
+  return {
+    ...config,
+    GRAPHQL_INTROSPECTION: config.GRAPHQL_INTROSPECTION ?? config.HALO_ENV !== 'production',
+    REGISTRY_URL: registryUrl,
+    USAGE_REPORTING: USAGE_REPORTING ?? registryUrl !== undefined,
+    serviceUrls,
+    explicitServiceUrls,
+  };
 }

@@ -1,5 +1,3 @@
-import { readFile } from 'node:fs/promises';
-import { unwatchFile, watchFile, type Stats } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { GraphQLError, type FormattedExecutionResult, type GraphQLFormattedError, type ValidationContext, type ValidationRule } from 'graphql';
@@ -20,14 +18,12 @@ import {
   INTERNAL_MESSAGE,
   isHaloError,
   type Caller,
-  isEdgeService,
   sendJson,
   toGraphQLError,
   unavailable,
-  type EdgeServiceName,
   type Logger,
 } from '@halo/kit';
-import { prepareSupergraph, toTransportError, type CallerResolver } from './auth';
+import { toTransportError, type CallerResolver } from './auth';
 import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from './body';
 import { dedupingFetcher } from './dedupe';
 import { createHttpFetcher } from './http-fetcher';
@@ -44,67 +40,6 @@ export interface GraphQLContext {
   caller: Caller | null;
 }
 
-/** How often the supergraph file is checked for a new version (a stat, so cheap). */
-export const SUPERGRAPH_POLL_MS = 1_000;
-
-/**
- * Serves the supergraph from a file and hot-reloads it: the file is polled (which, unlike
- * fs.watch, survives editors' rename-over writes and Kubernetes' ConfigMap symlink swaps) and a
- * changed version goes to the gateway's `update`. A version that fails to read or to load is
- * logged and the previous one stays in service.
- */
-export function supergraphFromFile(
-  path: string,
-  logger: Logger,
-  /** Turns the file into the SDL the gateway loads (throws to refuse it). */
-  accept: (raw: string) => string = (raw) => raw,
-): SupergraphSdlHook {
-  return async ({ update }) => {
-    let current: string;
-    let first: string;
-    try {
-      current = await readFile(path, 'utf8');
-      first = accept(current);
-    } catch (err) {
-      throw new Error(`Cannot load the supergraph at ${path} (SUPERGRAPH_PATH): ${(err as Error).message}`);
-    }
-    let reloading = Promise.resolve();
-    let stopped = false;
-    const reload = async () => {
-      if (stopped) return;
-      let next: string;
-      try {
-        next = await readFile(path, 'utf8');
-      } catch (err) {
-        logger.error({ path, message: (err as Error).message }, 'supergraph unreadable; keeping the previous one');
-        return;
-      }
-      if (next === current || stopped) return;
-      try {
-        update(accept(next));
-        current = next;
-        logger.info({ path }, 'supergraph reloaded');
-      } catch (err) {
-        logger.error({ path, message: (err as Error).message }, 'supergraph rejected; keeping the previous one');
-      }
-    };
-    const onChange = (now: Stats, before: Stats) => {
-      if (now.mtimeMs === before.mtimeMs && now.size === before.size) return;
-      // One reload at a time: `update` refuses to run while another update is in progress.
-      reloading = reloading.then(reload);
-    };
-    watchFile(path, { interval: SUPERGRAPH_POLL_MS, persistent: false }, onChange);
-    return {
-      supergraphSdl: first,
-      cleanup: async () => {
-        stopped = true;
-        unwatchFile(path, onChange);
-        await reloading;
-      },
-    };
-  };
-}
-
 /** The limits every operation is held to (README "GraphQL at the edge"). */
 export interface GraphQLLimits {
   maxDepth: number;
@@ -117,8 +52,10 @@ export interface GraphQLLimits {
 
 export interface GraphQLOptions {
   callers: CallerResolver;
-  supergraphPath: string;
-  serviceUrls: Record<EdgeServiceName, string>;
+  /** Where the supergraph comes from, and its updates (src/supergraph). */
+  supergraph: SupergraphSdlHook;
+  /** A subgraph's GraphQL URL from its name and the URL composed into the supergraph. */
+  subgraphUrl: (name: string, composedUrl: string | undefined) => string;
   bodyLimit: number;
   logger: Logger;
   limits: GraphQLLimits;
@@ -199,8 +136,6 @@ const VALIDATION_CODES_KEPT = new Set(['MAX_ALIASES_LIMIT', INTROSPECTION_DISABL
  * WHATWG-stream machinery costs more than the plain request and one string read.
  */
 const keepAliveFetcher = createHttpFetcher();
-
-const isService = (name: string): name is EdgeServiceName => isEdgeService(name);
 
 /**
  * A subgraph request that may share an identical in-flight one: it belongs to an incoming query
@@ -319,10 +254,7 @@ const privateForCallersPlugin: ApolloServerPlugin<GraphQLContext> = {
  * HTTPGraphQLResponse.
  */
 export function createGraphQL(opts: GraphQLOptions) {
-  const { callers, supergraphPath, serviceUrls, bodyLimit, logger, limits } = opts;
-  // The gateway's policy (@authenticated, @cost, @listSize) is read from each loaded supergraph
-  // by OperationPolicy; here the SDL only loses what @apollo/gateway would refuse.
-  const acceptSupergraph = (raw: string) => prepareSupergraph(raw).sdl;
+  const { callers, bodyLimit, logger, limits } = opts;
   const policy = new OperationPolicy(limits, logger);
   // Halo sends nothing to Apollo's servers (STACK-NOTES.md); read by the gateway's constructor.
   process.env.APOLLO_TELEMETRY_DISABLED ??= 'true';
@@ -331,12 +263,13 @@ export function createGraphQL(opts: GraphQLOptions) {
   const dedupe = (opts.dedupeInflight ?? true) ? dedupingFetcher(keepAliveFetcher) : null;
 
   const gateway = new ApolloGateway({
-    supergraphSdl: supergraphFromFile(supergraphPath, logger, acceptSupergraph),
+    // The gateway's policy (@authenticated, @cost, @listSize) is read from each loaded supergraph
+    // by OperationPolicy; the source hands over SDL that only lost what @apollo/gateway would refuse.
+    supergraphSdl: opts.supergraph,
     logger: apolloLogger,
-    // The service's configured base URL wins over the one composed into the supergraph, so
-    // `<SERVICE>_URL` moves REST and GraphQL together.
-    buildService: ({ name, url }) =>
-      new SubgraphDataSource(name, isService(name) ? `${serviceUrls[name]}/graphql` : (url ?? ''), logger, dedupe?.fetcher),
+    // An explicit `<SERVICE>_URL` wins over the URL the service published (src/supergraph), so
+    // it moves REST and GraphQL together.
+    buildService: ({ name, url }) => new SubgraphDataSource(name, opts.subgraphUrl(name, url), logger, dedupe?.fetcher),
     experimental_approximateQueryPlanStoreMiB: opts.queryPlanCacheMiB,
   });
   const trusted = opts.persistedQueries.trusted;

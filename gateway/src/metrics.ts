@@ -100,6 +100,10 @@ export interface WatchedSources {
   subscriptions?: () => number;
   dedupe?: { inFlight(): number; waiting(): number; shared(): number } | null;
   responseCache?: { entries(): number; bytes(): number; hits(): number; misses(): number } | null;
+  /** What is served and whether the registry answers (src/supergraph); up is null without one. */
+  composition?: () => { composition: string; source: string; registryUp: boolean | null };
+  /** Usage recording (src/usage): cumulative counters. */
+  usage?: () => { dropped: number; reports: { sent: number; retried: number; dropped: number } } | null;
 }
 
 const codeOf = (error: Error) => (error as { extensions?: { code?: unknown } }).extensions?.code;
@@ -133,6 +137,7 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
   const grpcClient = grpcClientMetrics(registry);
 
   let sources: WatchedSources = {};
+  let registryUp: Gauge | null = null;
   new Gauge({
     name: SUBSCRIPTIONS_GAUGE,
     help: 'GraphQL subscriptions open at the gateway (operations, not sockets)',
@@ -191,6 +196,38 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
       this.reset();
       this.inc({ result: 'hit' }, sources.responseCache?.hits() ?? 0);
       this.inc({ result: 'miss' }, sources.responseCache?.misses() ?? 0);
+    },
+  });
+
+  new Gauge({
+    name: 'halo_gateway_composition_info',
+    help: 'The composition served (the registry number, or file:<hash> for the committed files) and where it came from; always 1',
+    labelNames: ['composition', 'source'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const served = sources.composition?.();
+      if (served) this.set({ composition: served.composition, source: served.source }, 1);
+    },
+  });
+  new Counter({
+    name: 'halo_gateway_usage_dropped_operations_total',
+    help: 'Executed operations not recorded for usage because USAGE_MAX_OPERATIONS distinct (operation, client) pairs were held',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(sources.usage?.()?.dropped ?? 0);
+    },
+  });
+  new Counter({
+    name: 'halo_gateway_usage_reports_total',
+    help: 'Usage reports (one per hour, operation and client) by what became of them: sent, retried (failed once), dropped (failed twice)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const reports = sources.usage?.()?.reports;
+      for (const outcome of ['sent', 'retried', 'dropped'] as const) this.inc({ outcome }, reports?.[outcome] ?? 0);
     },
   });
 
@@ -257,6 +294,17 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
     },
     watch(next) {
       sources = { ...sources, ...next };
+      // Only with a registry: a 0 would read as "registry down" where there is none.
+      if (!registryUp && next.composition && next.composition().registryUp !== null) {
+        registryUp = new Gauge({
+          name: 'halo_gateway_registry_up',
+          help: 'Whether the last poll of the schema registry got an answer (1) or not (0)',
+          registers: [registry],
+          collect() {
+            this.set(sources.composition?.().registryUp ? 1 : 0);
+          },
+        });
+      }
     },
     async listen(host, port) {
       const server = createServer((req, res) => {

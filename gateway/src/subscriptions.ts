@@ -13,11 +13,12 @@ import {
   type ExecutionResult,
   type FormattedExecutionResult,
   type GraphQLFormattedError,
+  type GraphQLSchema,
   type OperationDefinitionNode,
   type ValidationRule,
 } from 'graphql';
 import WebSocket, { WebSocketServer } from 'ws';
-import { isHaloError, requestIdOf, type Caller, type EdgeServiceName, type Logger } from '@halo/kit';
+import { isHaloError, requestIdOf, type Caller, type Logger } from '@halo/kit';
 import type { CallerResolver } from './auth';
 import { EventChannel } from './event-channel';
 import type { GraphQLContext } from './graphql';
@@ -40,7 +41,8 @@ import { planSubscription, readJoinMap, REPRESENTATIONS_VAR, type EntityFetch, t
  *   the HTTP pipeline (Apollo), plugins included.
  * - The client unsubscribes or goes → the upstream subscription completes. The subgraph goes away
  *   → the client gets an UNAVAILABLE error for each subscription (never a silent hang). A new
- *   supergraph → every subscription ends with SUBSCRIPTION_SCHEMA_RELOAD (subscribe again).
+ *   supergraph → a subscription whose operation still validates (and passes the limits) stays
+ *   open; the others end with SUBSCRIPTION_SCHEMA_RELOAD (subscribe again).
  *   Shutdown → every socket closes with 1001 Going away.
  *
  * No cookie ever authenticates a socket, so a page on another origin gains nothing by opening one
@@ -55,7 +57,14 @@ const ENTITY_REUSE_MS = 2_000;
 /** setTimeout's largest delay; a token living longer is re-armed. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** The client names a socket gave (its `connection_init` payload, else its upgrade request). */
+export interface ClientHeaders {
+  apollo: string | undefined;
+  halo: string | undefined;
+}
+
 interface Connection {
+  client: ClientHeaders;
   caller: Caller | null;
   authorization: string | undefined;
   requestId: string;
@@ -72,21 +81,27 @@ interface OperationContext {
 interface SubscriptionContext {
   kind: 'subscription';
   connection: Connection;
+  /** Replaced when a new supergraph plans the same subgraph subscription differently (entity fetches). */
   plan: SubscriptionPlan;
   variables: Record<string, unknown>;
+  document: DocumentNode;
+  operation: OperationDefinitionNode;
 }
 
 export interface SubscriptionOptions {
   server: Server;
   callers: CallerResolver;
   policy: OperationPolicy;
-  serviceUrls: Record<EdgeServiceName, string>;
+  /** Each subgraph's GraphQL URL as served now (src/supergraph: it follows the compositions). */
+  subgraphUrls: Readonly<Record<string, string>>;
   parseOptions: { maxTokens: number };
   validationRules: ValidationRule[];
   /** Queries and mutations over the socket: the HTTP pipeline. */
   executeOperation: (request: OperationContext['request'], context: GraphQLContext) => Promise<FormattedExecutionResult>;
   /** Largest message accepted from a client (bytes). */
   maxPayload: number;
+  /** Field usage (src/usage): told of every subscription started, with the client's name. */
+  recordUsage?: ((schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, headers: ClientHeaders) => void) | undefined;
   logger: Logger;
 }
 
@@ -119,8 +134,8 @@ export function createSubscriptions(opts: SubscriptionOptions) {
   const log = logger.child({ component: 'subscriptions' });
   const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload });
   const connections = new WeakMap<object, Connection>();
-  /** Every live subscription, to end them on a new supergraph. */
-  const active = new Set<EventChannel<FormattedExecutionResult>>();
+  /** Every live subscription, to judge them again on a new supergraph. */
+  const active = new Map<EventChannel<FormattedExecutionResult>, SubscriptionContext>();
   /** Entity fetches in flight or just answered (see fetchEntities). */
   const recent = new Map<string, Promise<EntityAnswer>>();
   let joins: { loaded: LoadedSupergraph; join: JoinMap } | null = null;
@@ -131,19 +146,67 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     return joins.join;
   };
 
-  policy.onLoad(() => {
-    for (const channel of active) {
+  const callerDependent = (loaded: LoadedSupergraph) => {
+    const { auth } = loaded.policy;
+    return { has: (c: string) => auth.fields.has(c) || auth.types.has(c) };
+  };
+
+  /**
+   * The plan of a live subscription under a new supergraph, or null when it must end: its
+   * operation no longer validates, or the subgraph subscription itself would differ (which the
+   * open upstream cannot follow). Entity fetches may change: the new plan's are used from the
+   * next event on. Judged once per document and operation, however many subscribe with it.
+   */
+  const replan = (loaded: LoadedSupergraph, ctx: SubscriptionContext, seen: Map<SubscriptionPlan, SubscriptionPlan | null>) => {
+    if (seen.has(ctx.plan)) return seen.get(ctx.plan)!;
+    let plan: SubscriptionPlan | null = null;
+    if (validate(loaded.apiSchema, ctx.document, [...specifiedRules, ...opts.validationRules]).length === 0) {
+      try {
+        const next = planSubscription(loaded.apiSchema, joinOf(loaded), ctx.document, ctx.operation, callerDependent(loaded));
+        if (next.graph === ctx.plan.graph && next.query === ctx.plan.query) plan = next;
+      } catch {
+        plan = null;
+      }
+    }
+    seen.set(ctx.plan, plan);
+    return plan;
+  };
+
+  /** Whether one subscriber's operation still passes every check (variables, limits, auth). */
+  const stillAllowed = (loaded: LoadedSupergraph, ctx: SubscriptionContext) => {
+    if (getVariableValues(loaded.apiSchema, ctx.operation.variableDefinitions ?? [], ctx.variables).errors) return false;
+    try {
+      policy.check(loaded.apiSchema, ctx.document, ctx.operation, ctx.variables, ctx.connection.caller);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  // A new supergraph: what still validates stays open (an additive publish ends nothing); the
+  // rest ends with SUBSCRIPTION_SCHEMA_RELOAD, and the client subscribes again.
+  policy.onLoad((loaded) => {
+    const seen = new Map<SubscriptionPlan, SubscriptionPlan | null>();
+    let ended = 0;
+    for (const [channel, ctx] of active) {
+      const plan = replan(loaded, ctx, seen);
+      if (plan && stillAllowed(loaded, ctx)) {
+        ctx.plan = plan;
+        continue;
+      }
+      ended++;
       channel.fail(error('The graph changed: subscribe again', 'SUBSCRIPTION_SCHEMA_RELOAD'));
     }
+    if (active.size + ended > 0) log.info({ kept: active.size, ended }, 'subscriptions judged against the new supergraph');
   });
 
   const upstreamOf = (connection: Connection, graph: string): Client => {
     let client = connection.upstreams.get(graph);
     if (client) return client;
-    const base = opts.serviceUrls[graph as EdgeServiceName];
-    if (!base) throw error(`No subgraph named ${graph}`, 'INTERNAL_SERVER_ERROR');
+    const url = opts.subgraphUrls[graph];
+    if (!url) throw error(`No subgraph named ${graph}`, 'INTERNAL_SERVER_ERROR');
     client = createClient({
-      url: `${base.replace(/^http/, 'ws')}/graphql`,
+      url: url.replace(/^http/, 'ws'),
       webSocketImpl: WebSocket,
       connectionParams: {
         ...(connection.authorization ? { authorization: connection.authorization } : {}),
@@ -176,7 +239,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     const key = `${f.graph}\n${authorization ?? ''}\n${body}`;
     const known = recent.get(key);
     if (known) return known;
-    const url = `${opts.serviceUrls[f.graph as EdgeServiceName]}/graphql`;
+    const url = opts.subgraphUrls[f.graph] ?? '';
     const answer = (async (): Promise<EntityAnswer> => {
       const res = await fetch(url, {
         method: 'POST',
@@ -241,7 +304,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       active.delete(channel);
       void upstream.return?.();
     });
-    active.add(channel);
+    active.set(channel, ctx);
     void (async () => {
       try {
         // One event at a time, so the client gets them in the order the subgraph sent them.
@@ -274,9 +337,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     const name = operation.name?.value ?? '';
     const known = byName.get(name);
     if (known) return known;
-    const { auth } = loaded.policy;
-    const callerDependent = { has: (c: string) => auth.fields.has(c) || auth.types.has(c) };
-    const plan = planSubscription(loaded.apiSchema, joinOf(loaded), document, operation, callerDependent);
+    const plan = planSubscription(loaded.apiSchema, joinOf(loaded), document, operation, callerDependent(loaded));
     byName.set(name, plan);
     return plan;
   };
@@ -329,7 +390,12 @@ export function createSubscriptions(opts: SubscriptionOptions) {
           ctx.extra.socket.close(refused ? CLOSE_UNAUTHORIZED : CLOSE_TRY_AGAIN_LATER, refused ? 'Unauthorized' : 'Service unavailable');
           return false;
         }
-        const connection: Connection = { caller, authorization: req.headers.authorization, requestId, upstreams: new Map(), expiry: undefined };
+        const named = (key: string) => {
+          const v = params[key] ?? ctx.extra.request.headers[key];
+          return typeof v === 'string' ? v : undefined;
+        };
+        const client = { apollo: named('apollographql-client-name'), halo: named('x-client-name') };
+        const connection: Connection = { client, caller, authorization: req.headers.authorization, requestId, upstreams: new Map(), expiry: undefined };
         // A token the client sent lives as long as it does; an API key's exchanged token is not
         // the client's to refresh, so an API-key connection stays until it closes.
         const expires = caller && typeof authorization === 'string' ? expiryOf(connection.authorization) : null;
@@ -374,7 +440,8 @@ export function createSubscriptions(opts: SubscriptionOptions) {
         }
         try {
           const plan = planFor(loaded, document, operation);
-          const context: SubscriptionContext = { kind: 'subscription', connection, plan, variables: inputs };
+          const context: SubscriptionContext = { kind: 'subscription', connection, plan, variables: inputs, document, operation };
+          opts.recordUsage?.(loaded.apiSchema, document, operation, connection.client);
           return { ...base, contextValue: context };
         } catch (err) {
           if (err instanceof GraphQLError) return [err];

@@ -5,7 +5,7 @@ import { createCallerResolver } from '../src/auth';
 import { loadGatewayConfig } from '../src/config';
 import { dedupingFetcher } from '../src/dedupe';
 import { createGraphQL, type GraphQLHandler } from '../src/graphql';
-import { closeServer, composeSupergraph, startSubgraph, tempSupergraph, until, type TestSubgraph } from './helpers';
+import { closeServer, composeSupergraph, fileSource, startSubgraph, tempSupergraph, until, type TestSubgraph } from './helpers';
 
 /**
  * In-flight deduplication (issue 12): a subgraph fetch identical to one in flight — same
@@ -83,8 +83,7 @@ async function startGraphQL(dedupeInflight: boolean): Promise<RunningGraphQL> {
   });
   const graphql = createGraphQL({
     callers,
-    supergraphPath: config.SUPERGRAPH_PATH,
-    serviceUrls: config.serviceUrls,
+    ...fileSource(config, logger),
     bodyLimit: config.BODY_LIMIT,
     logger,
     limits: {

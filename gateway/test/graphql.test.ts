@@ -212,7 +212,7 @@ it('reports ready once the supergraph is loaded', async () => {
   expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
   const ready = await fetch(`${gw.url}/readyz`);
   expect(ready.status).toBe(200);
-  expect(await ready.json()).toEqual({ status: 'ready' });
+  expect(await ready.json()).toMatchObject({ status: 'ready', source: 'file', registry: 'off' });
 });
 
 it('hot-reloads a new supergraph and keeps the old one when a new one is broken', async () => {

@@ -11,7 +11,8 @@ import { createLogger, listen, type Logger } from '@halo/kit';
 import { testIdentityEnv } from '@halo/kit/testing';
 import { parse } from 'graphql';
 import { createGateway, type Gateway } from '../src/app';
-import { loadGatewayConfig } from '../src/config';
+import { loadGatewayConfig, type GatewayConfig } from '../src/config';
+import { createSupergraphSource } from '../src/supergraph';
 import { DEFAULT_ROUTES_PATH, parseRouteTable, type RouteTableFile } from '../src/routes';
 
 /** Composes a supergraph from subgraph SDLs, failing loudly when composition fails. */
@@ -22,6 +23,19 @@ export function composeSupergraph(subgraphs: { name: string; sdl: string; url: s
 }
 
 /** A temporary directory holding one supergraph file; `remove()` deletes it. */
+/** What createGraphQL needs from src/supergraph: the committed files, the gateway's URL rules. */
+export function fileSource(config: GatewayConfig, logger: Logger) {
+  const source = createSupergraphSource({
+    supergraphPath: config.SUPERGRAPH_PATH,
+    routesPath: config.ROUTES_PATH,
+    openapiPath: config.OPENAPI_PATH,
+    serviceUrlOverrides: config.explicitServiceUrls,
+    defaultServiceUrls: config.serviceUrls,
+    logger,
+  });
+  return { supergraph: source.hook, subgraphUrl: source.subgraphUrl };
+}
+
 export function tempSupergraph(sdl: string) {
   const dir = mkdtempSync(join(tmpdir(), 'halo-gateway-'));
   const path = join(dir, 'supergraph.graphql');

@@ -5,7 +5,7 @@ import { createCallerResolver } from '../src/auth';
 import { loadGatewayConfig } from '../src/config';
 import { createGraphQL, type GraphQLHandler } from '../src/graphql';
 import { RedisResponseTier, ResponseCacheStore } from '../src/response-cache';
-import { closedPort, closeServer, composeSupergraph, startSubgraph, tempSupergraph, type TestSubgraph } from './helpers';
+import { closedPort, closeServer, composeSupergraph, fileSource, startSubgraph, tempSupergraph, type TestSubgraph } from './helpers';
 
 /**
  * The edge response cache (issue 12, S1c): an anonymous caller's query whose answer is public
@@ -85,8 +85,7 @@ async function startGateway(sharedResponseCache?: RedisResponseTier): Promise<ty
   });
   const graphql = createGraphQL({
     callers,
-    supergraphPath: config.SUPERGRAPH_PATH,
-    serviceUrls: config.serviceUrls,
+    ...fileSource(config, createLogger('gateway', 'silent')),
     bodyLimit: config.BODY_LIMIT,
     logger: createLogger('gateway', 'silent'),
     limits: {

@@ -1,0 +1,218 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import { signAccessToken, type ServiceContract } from '@halo/kit';
+import { TEST_JWT_SECRET } from '@halo/kit/testing';
+import { checkoutContracts } from '../tools/src/checkout-contracts';
+import { gql, startE2ESystem } from './helpers';
+
+/**
+ * The gateway against the real registry (issue 25), every process real: services publish their
+ * contracts at start, the gateway polls `GET /v1/supergraph`, and what a team publishes is served
+ * without a gateway restart. The registry runs in development mode so the test publishes from
+ * loopback without credentials (docs/registry.md); the gateway authenticates with its service
+ * token as in production.
+ */
+let sys: Awaited<ReturnType<typeof startE2ESystem>>;
+let gateway: string;
+let registry: string;
+let catalog: ServiceContract;
+let replica: ChildProcess | undefined;
+
+const POLL_MS = 300;
+const freePort = () =>
+  new Promise<number>((done, fail) => {
+    const server = createServer().once('error', fail);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => done(port));
+    });
+  });
+const until = async <T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> => {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check().catch(() => null);
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+};
+const readyz = async (url = gateway) => (await (await fetch(`${url}/readyz`)).json()) as { status: string; composition: string; source: string; registry: string };
+const post = async (path: string, body: unknown) => {
+  const res = await fetch(`${registry}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as any }; // any: the registry's JSON, asserted per test
+};
+/** Publishes (each publish adds to the last: never a removal) and waits until the gateway serves it. */
+const publishServed = async (contract: ServiceContract, url = gateway) => {
+  const published = await post('/v1/publish', { contract });
+  expect(published.status).toBe(201);
+  catalog = contract;
+  const composition = String(published.body.composition);
+  await until(`composition ${composition} served`, async () => (await readyz(url)).composition === composition);
+  return composition;
+};
+const withSdl = (extra: string, base = catalog): ServiceContract => ({ ...base, sdl: `${base.sdl}\n${extra}\n` });
+const queryFields = async (url = gateway) => {
+  const { body } = await gql(url, '{ __type(name: "Query") { fields { name } } }');
+  return (body.data.__type.fields as { name: string }[]).map((f) => f.name);
+};
+
+beforeAll(async () => {
+  sys = await startE2ESystem({
+    portOffset: 1610,
+    postgres: true,
+    envFor: {
+      gateway: { REGISTRY_POLL_MS: String(POLL_MS), USAGE_FLUSH_MS: '500' },
+      registry: { HALO_ENV: 'development' },
+    },
+  });
+  gateway = sys.url;
+  registry = sys.direct('registry');
+  const mine = checkoutContracts().find((c) => c.service === 'catalog')!;
+  catalog = { ...mine, url: sys.direct('catalog') };
+  // Every service published at start; the gateway serves the registry's composition.
+  await until('the registry composition served', async () => (await readyz()).source === 'registry');
+}, 180_000);
+
+afterAll(async () => {
+  replica?.kill('SIGTERM');
+  await sys?.stop();
+});
+
+it('serves an additive publish without a restart: a new field and a new REST route', async () => {
+  const pid = sys.system.processes.find((p) => p.name === 'gateway')!.child.pid;
+  expect(await queryFields()).not.toContain('e2eAdded');
+  expect((await fetch(`${gateway}/metrics`)).status).toBe(404);
+  const rest = catalog.rest!;
+  const added: ServiceContract = {
+    ...withSdl('extend type Query { e2eAdded: String }'),
+    rest: {
+      routes: [...rest.routes, { service: 'catalog', method: 'GET', path: '/metrics' }],
+      openapi: {
+        ...rest.openapi,
+        paths: { ...rest.openapi.paths, '/metrics': { get: { operationId: 'e2eCatalogMetrics', tags: ['catalog'], responses: { '200': { description: 'Prometheus text' } } } } },
+      },
+    },
+  };
+  await publishServed(added);
+  expect(await queryFields()).toContain('e2eAdded');
+  // The new route goes to catalog, which serves its metrics there.
+  const metrics = await fetch(`${gateway}/metrics`);
+  expect(metrics.status).toBe(200);
+  expect(await metrics.text()).toContain('halo_');
+  const openapi = (await (await fetch(`${gateway}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+  expect(Object.keys(openapi.paths)).toContain('/metrics');
+  expect(sys.system.processes.find((p) => p.name === 'gateway')!.child.pid).toBe(pid);
+});
+
+it('refuses a publish that does not compose; the gateway keeps serving what it served', async () => {
+  const before = await readyz();
+  // content owns Query.users; a second, different definition does not compose.
+  const refused = await post('/v1/publish', { contract: withSdl('extend type Query { users: Int }') });
+  expect(refused.status).toBe(422);
+  expect(refused.body.report.composition.ok).toBe(false);
+  await new Promise((r) => setTimeout(r, POLL_MS * 4));
+  expect((await readyz()).composition).toBe(before.composition);
+  const { body } = await gql(gateway, '{ products(limit: 1) { data { id } } }');
+  expect(body.errors).toBeUndefined();
+});
+
+it('keeps an open subscription open across an additive publish', async () => {
+  const token = signAccessToken({ sub: '2', name: 'User 2', role: 'user' }, TEST_JWT_SECRET, 300);
+  const client = createClient({ url: `${gateway.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 0 });
+  const room = `e2e-registry-${Date.now()}`;
+  const events: string[] = [];
+  const errors: unknown[] = [];
+  let completed = false;
+  const stop = client.subscribe(
+    { query: 'subscription($c: ID!) { newMessage(chatId: $c) { text author { name } } }', variables: { c: room } },
+    { next: (v) => void events.push((v.data as any)?.newMessage?.text), error: (e) => void errors.push(e), complete: () => void (completed = true) },
+  );
+  const send = (text: string) =>
+    gql(gateway, 'mutation($c: ID!, $t: String!) { sendMessage(chatId: $c, text: $t) { id } }', { c: room, t: text }, { authorization: `Bearer ${token}` });
+  try {
+    let i = 0;
+    await until('the subscription to be live', async () => {
+      await send(`probe ${++i}`);
+      return events.includes(`probe ${i}`);
+    });
+    await publishServed(withSdl('extend type Query { e2eAddedForSubscriptions: String }'));
+    await send('after the publish');
+    await until('the event after the publish', async () => events.includes('after the publish'));
+    expect(errors).toEqual([]);
+    expect(completed).toBe(false);
+  } finally {
+    stop();
+    await client.dispose();
+  }
+});
+
+it('sends usage to the registry, whose check then refuses removing a used field, naming the operation and client', async () => {
+  const query = 'query E2ECatalogPrices { products(limit: 2) { data { id name price } } }';
+  for (let i = 0; i < 3; i++) {
+    const { body } = await gql(gateway, query, undefined, { 'apollographql-client-name': 'e2e-shop' });
+    expect(body.errors).toBeUndefined();
+  }
+  const removed: ServiceContract = { ...catalog, sdl: catalog.sdl!.replace(/\n\s*"The price[^\n]*\n\s*price: Float!/, '') };
+  // Product.price only (NewProduct and ProductChanges keep theirs).
+  expect(removed.sdl).not.toContain('The price, a number');
+  const report = await until('the usage to reach the registry and block the removal', async () => {
+    const check = await post('/v1/check', { contract: removed });
+    expect(check.status).toBe(200);
+    const change = (check.body.report.changes as any[]).find((c) => c.path === 'Product.price');
+    return change?.usage?.count > 0 ? check.body : null;
+  });
+  expect(report.ok).toBe(false);
+  const change = (report.report.changes as any[]).find((c) => c.path === 'Product.price');
+  expect(change.breaking).toBe(true);
+  expect(change.usage.operations).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'E2ECatalogPrices', client: 'e2e-shop', count: 3 })]));
+});
+
+it('two gateway replicas converge on the same composition', async () => {
+  // A second gateway process with the first one's settings (its key: the registry trusts it).
+  const first = sys.system.processes.find((p) => p.name === 'gateway')!;
+  const env = Object.fromEntries(
+    readFileSync(`/proc/${first.child.pid}/environ`, 'utf8')
+      .split('\0')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+  const port = await freePort();
+  replica = spawn(process.execPath, [resolve(__dirname, '../gateway/dist/main.js')], {
+    env: { ...env, HTTP_PORT: String(port), METRICS_PORT: 'off' },
+    stdio: 'ignore',
+  });
+  const second = `http://127.0.0.1:${port}`;
+  await until('the replica to serve the registry composition', async () => {
+    const r = await readyz(second);
+    return r.source === 'registry' && r.composition === (await readyz()).composition;
+  });
+  const composition = await publishServed(withSdl('extend type Query { e2eConverged: String }'));
+  await until('the replica to serve it too', async () => (await readyz(second)).composition === composition);
+  expect(await queryFields(second)).toContain('e2eConverged');
+  const { body } = await fetch(`${registry}/v1/gateways`).then(async (r) => ({ body: (await r.json()) as { gateways: { id: string; composition: number }[] } }));
+  expect(body.gateways.filter((g) => String(g.composition) === composition).length).toBeGreaterThanOrEqual(2);
+});
+
+it('with the registry stopped, serves the last good composition and says so; catches up when it is back', async () => {
+  const served = await readyz();
+  const reg = sys.system.processes.find((p) => p.name === 'registry')!;
+  reg.child.kill('SIGSTOP');
+  try {
+    const away = await until('readyz to report the registry away', async () => {
+      const r = await readyz();
+      return r.registry.startsWith('unreachable since ') ? r : null;
+    });
+    expect(away).toEqual(expect.objectContaining({ status: 'ready', composition: served.composition }));
+    expect(await queryFields()).toContain('e2eConverged');
+    // A publish fails loudly while it is away (here: no answer at all).
+    await expect(fetch(`${registry}/v1/services`, { signal: AbortSignal.timeout(1_000) })).rejects.toThrow();
+  } finally {
+    reg.child.kill('SIGCONT');
+  }
+  await until('the registry back', async () => (await readyz()).registry === 'ok');
+  await publishServed(withSdl('extend type Query { e2eAfterOutage: String }'));
+});

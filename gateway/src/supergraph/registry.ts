@@ -1,0 +1,125 @@
+import { SERVICE_TOKEN_METADATA, type Logger, type ServiceIdentity } from '@halo/kit';
+import { parseRegistryComposition, type RegistryComposition } from './composition';
+
+/** The registry's audience in the gateway's service token (docs/registry.md). */
+export const REGISTRY_AUDIENCE = 'registry';
+/** Who is polling, for the registry's `GET /v1/gateways`. */
+export const GATEWAY_ID_HEADER = 'x-halo-gateway-id';
+/** A poll that takes longer than this counts as the registry being away. */
+const POLL_TIMEOUT_MS = 5_000;
+
+export interface RegistryStatus {
+  /** The last poll got an answer the gateway could use (200, 304, 404). */
+  up: boolean;
+  /** Since when `up` has had its value (ms since the epoch). */
+  since: number;
+  /** Why the registry counts as away (the last failure), when it does. */
+  reason?: string;
+}
+
+export interface RegistryPollerOptions {
+  /** The registry's HTTP base, no trailing slash. */
+  url: string;
+  pollMs: number;
+  identity: ServiceIdentity;
+  gatewayId: string;
+  logger: Logger;
+  /** What the gateway serves now (the registry's number, or `file:…`). */
+  served(): string;
+  /** Validates and swaps a new composition in; throws to refuse it (nothing changes then). */
+  apply(composition: RegistryComposition): void;
+}
+
+export interface RegistryPoller {
+  status(): RegistryStatus;
+  /** One poll now (tests; the loop polls by itself). */
+  pollNow(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Conditional polling of `GET /v1/supergraph` (ETag / If-None-Match), one poll at a time, the
+ * first at once so a gateway booted from older files catches up within one round trip. The
+ * registry being away changes nothing served: the last good composition stays, and `status()`
+ * says since when it is away. A composition that is refused is remembered by its ETag, so it
+ * is neither downloaded nor checked again until the registry has a newer one.
+ */
+export function startRegistryPoller(opts: RegistryPollerOptions): RegistryPoller {
+  const log = opts.logger.child({ component: 'registry' });
+  let etag: string | undefined;
+  let state: RegistryStatus = { up: false, since: Date.now(), reason: 'not polled yet' };
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let inFlight: Promise<void> = Promise.resolve();
+
+  let warned = false;
+  const mark = (up: boolean, reason?: string) => {
+    if (up) {
+      if (!state.up) log.info('registry reachable');
+      if (!state.up) state = { up: true, since: Date.now() };
+      warned = false;
+      return;
+    }
+    // Away since the last answer (or since start-up, if it never answered).
+    state = { up: false, since: state.up ? Date.now() : state.since, ...(reason ? { reason } : {}) };
+    // Logged on the change only: a registry away for an hour is one line, not 1,800.
+    if (!warned) log.warn({ reason }, 'registry unreachable; serving the last good composition');
+    warned = true;
+  };
+
+  const poll = async (): Promise<void> => {
+    let res: Response;
+    try {
+      const headers: Record<string, string> = { [GATEWAY_ID_HEADER]: opts.gatewayId };
+      if (opts.identity.canCall) headers[SERVICE_TOKEN_METADATA] = await opts.identity.tokenFor(REGISTRY_AUDIENCE);
+      if (etag) headers['if-none-match'] = etag;
+      res = await fetch(`${opts.url}/v1/supergraph`, { headers, signal: AbortSignal.timeout(POLL_TIMEOUT_MS) });
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string } }).cause?.code;
+      return mark(false, cause ?? (err as Error).message);
+    }
+    if (res.status === 304) return mark(true);
+    if (res.status === 404) {
+      await res.body?.cancel();
+      return mark(true);
+    }
+    if (res.status !== 200) {
+      const text = await res.text().catch(() => '');
+      return mark(false, `HTTP ${res.status} ${text.slice(0, 200)}`.trim());
+    }
+    let composition: RegistryComposition;
+    try {
+      composition = parseRegistryComposition(await res.json());
+    } catch (err) {
+      return mark(false, `unreadable answer: ${(err as Error).message}`);
+    }
+    mark(true);
+    etag = res.headers.get('etag') ?? `"${composition.hash}"`;
+    try {
+      opts.apply(composition);
+    } catch (err) {
+      log.error({ composition: composition.composition, message: (err as Error).message }, 'composition refused; keeping the previous one');
+    }
+  };
+
+  const loop = async () => {
+    if (stopped) return;
+    inFlight = poll().catch((err: unknown) => log.error({ err }, 'registry poll failed'));
+    await inFlight;
+    if (!stopped) timer = setTimeout(() => void loop(), opts.pollMs).unref();
+  };
+  void loop();
+
+  return {
+    status: () => state,
+    async pollNow() {
+      await inFlight;
+      await poll();
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await inFlight;
+    },
+  };
+}

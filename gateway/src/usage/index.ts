@@ -1,0 +1,101 @@
+import type { ApolloServerPlugin, GraphQLRequestContextWillSendResponse, GraphQLRequestListener } from '@apollo/server';
+import type { Logger, ServiceIdentity } from '@halo/kit';
+import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
+import { clientNameOf } from './coordinates';
+import { UsageRecorder } from './recorder';
+import { createUsageSender, type ReportStats } from './reporter';
+
+export { clientNameOf, coordinatesOf, operationUsage, type OperationUsage } from './coordinates';
+export { UsageRecorder, type UsageReport } from './recorder';
+
+export interface UsageOptions {
+  /** The registry's HTTP base. */
+  url: string;
+  identity: ServiceIdentity;
+  gatewayId: string;
+  /** The registry's composition served now (null: the boot files), sent with each batch. */
+  served(): number | null;
+  flushMs: number;
+  maxOperations: number;
+  logger: Logger;
+}
+
+export interface UsageReporting {
+  /** The Apollo Server plugin that counts executed operations. */
+  plugin<C extends object>(): ApolloServerPlugin<C>;
+  /** One operation that came another way (a subscription over WebSocket). */
+  record(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, client: { apollo: string | undefined; halo: string | undefined }): void;
+  /** Cumulative counters (metrics). */
+  stats(): { dropped: number; reports: ReportStats };
+  /** Sends what was counted now (tests; the timer does it every `flushMs`). */
+  flush(): Promise<void>;
+  /** Stops the timer and sends what is left (best effort, bounded by the send timeout). */
+  stop(): Promise<void>;
+}
+
+/** Small cache of sanitized client names: clients send the same few names again and again. */
+function clientNames() {
+  const known = new Map<string, string>();
+  return (apollo: string | undefined, halo: string | undefined): string => {
+    const key = apollo || halo;
+    if (!key) return clientNameOf(undefined, undefined);
+    let name = known.get(key);
+    if (name === undefined) {
+      name = clientNameOf(apollo, halo);
+      if (known.size >= 1_000) known.clear();
+      known.set(key, name);
+    }
+    return name;
+  };
+}
+
+/**
+ * Field usage, recorded off the request path and sent to the registry (docs/registry.md): which
+ * schema coordinates each executed operation uses, per operation signature, client and hour,
+ * batched every `flushMs`. The registry's checks use it to tell a field nobody asked for from
+ * one clients depend on. Fails open: the registry away changes no answer.
+ */
+export function createUsageReporting(opts: UsageOptions): UsageReporting {
+  const recorder = new UsageRecorder(opts.maxOperations);
+  const sender = createUsageSender(recorder, {
+    url: opts.url,
+    identity: opts.identity,
+    gatewayId: opts.gatewayId,
+    served: opts.served,
+    maxReports: opts.maxOperations,
+    logger: opts.logger,
+  });
+  const nameOf = clientNames();
+  // One listener object for every request: no closure per request.
+  const listener: GraphQLRequestListener<object> = {
+    async willSendResponse({ schema, document, operation, request, response }: GraphQLRequestContextWillSendResponse<object>) {
+      if (!document || !operation) return;
+      const body = response.body;
+      const result = body.kind === 'single' ? body.singleResult : body.initialResult;
+      // Refused before execution (limits, auth): a request error has no `data` (GraphQL spec).
+      if (!('data' in result)) return;
+      const headers = request.http?.headers;
+      recorder.record(schema, document, operation, nameOf(headers?.get('apollographql-client-name'), headers?.get('x-client-name')));
+    },
+  };
+  let flushing: Promise<void> | null = null;
+  const flush = () =>
+    (flushing ??= sender.flush().finally(() => {
+      flushing = null;
+    }));
+  const timer = setInterval(() => void flush(), opts.flushMs).unref();
+  return {
+    plugin: <C extends object>() => ({ requestDidStart: async () => listener as GraphQLRequestListener<C> }),
+    record: (schema, document, operation, client) => recorder.record(schema, document, operation, nameOf(client.apollo, client.halo)),
+    stats: () => ({ dropped: recorder.dropped, reports: sender.stats() }),
+    flush: async () => {
+      await flushing;
+      await flush();
+    },
+    async stop() {
+      clearInterval(timer);
+      await flushing;
+      await flush();
+    },
+  };
+}
