@@ -1,6 +1,6 @@
 {{/*
-The objects of one component, each from (dict "root" $ "c" $c) with $c from halo.component.
-templates/component.yaml renders them for every enabled component.
+The objects of one component, each from (dict "root" $ "c" $c): helm/halo renders them for every
+component it runs (templates/component.yaml), helm/halo-service for its one service.
 */}}
 
 {{- define "halo.deployment" -}}
@@ -25,7 +25,7 @@ spec:
   template:
     metadata:
       labels:
-        {{- include "halo.labels" $ctx | nindent 8 }}
+        {{- include "halo.podLabels" $ctx | nindent 8 }}
         {{- with $c.podLabels }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -39,9 +39,9 @@ spec:
       {{- $_ := set $annotations "prometheus.io/port" (toString ($c.metricsPort | default $c.httpPort)) }}
       {{- $_ := set $annotations "prometheus.io/path" "/metrics" }}
       {{- end }}
-      {{- if not $root.Values.secrets.existingSecret }}
+      {{- with $c.secretChecksum }}
       {{- /* A changed chart Secret (a rotated JWT secret, a new database URL) rolls the pods. */}}
-      {{- $_ := set $annotations "checksum/secret" (include "halo.secretData" $root | sha256sum) }}
+      {{- $_ := set $annotations "checksum/secret" . }}
       {{- end }}
       {{- with $annotations }}
       annotations:
@@ -123,9 +123,9 @@ spec:
           volumeMounts:
             - name: tmp
               mountPath: /tmp
-            {{- if eq $c.name "gateway" }}
-            - name: composed
-              mountPath: {{ $root.Values.composed.mountPath }}
+            {{- range $c.mounts }}
+            - name: {{ .name }}
+              mountPath: {{ .mountPath }}
               readOnly: true
             {{- end }}
       volumes:
@@ -133,12 +133,11 @@ spec:
         - name: tmp
           emptyDir:
             sizeLimit: 64Mi
-        {{- if eq $c.name "gateway" }}
-        # No subPath: kubelet swaps the mounted files atomically when the ConfigMap changes, and
-        # the gateway polls them (SUPERGRAPH_PATH), so a new supergraph needs no restart.
-        - name: composed
+        {{- range $c.mounts }}
+        # No subPath: kubelet swaps the mounted files atomically when the ConfigMap changes.
+        - name: {{ .name }}
           configMap:
-            name: {{ printf "%s-composed" (include "halo.fullname" $root) }}
+            name: {{ .configMap }}
         {{- end }}
 {{- end }}
 
@@ -231,15 +230,13 @@ spec:
 {{- end }}
 
 {{/*
-Who may open a connection to a component's pods. The gateway: the ingress controller (HTTP) and
-the chart's test pod. A service: the gateway on HTTP (REST proxy, subgraph), and on gRPC only the
-components that call it. The metrics scraper: the port /metrics is on (the gateway's `metrics`,
-a service's `http`). Kubelet probes are not subject to NetworkPolicy.
+Who may open a connection to a component's pods: the rules come from the chart
+(halo.ingressRules), which knows the component's callers. Kubelet probes are not subject to
+NetworkPolicy.
 */}}
 {{- define "halo.networkPolicy" -}}
-{{- $root := .root }}{{ $c := .c }}
-{{- $ctx := dict "root" $root "name" $c.name "version" $c.tag }}
-{{- $np := $root.Values.networkPolicy }}
+{{- $c := .c }}
+{{- $ctx := dict "root" .root "name" $c.name "version" $c.tag }}
 apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
 metadata:
@@ -253,58 +250,45 @@ spec:
   policyTypes:
     - Ingress
   ingress:
-    {{- if eq $c.name "gateway" }}
-    - from:
-        - namespaceSelector:
-            {{- toYaml $np.ingressController.namespaceSelector | nindent 12 }}
-          {{- with $np.ingressController.podSelector }}
-          podSelector:
-            {{- toYaml . | nindent 12 }}
-          {{- end }}
-        - podSelector:
-            matchLabels:
-              {{- include "halo.selectorLabels" (dict "root" $root "name" "test") | nindent 14 }}
-      ports:
-        - port: http
-          protocol: TCP
-    {{- else }}
-    - from:
-        - podSelector:
-            matchLabels:
-              {{- include "halo.selectorLabels" (dict "root" $root "name" "gateway") | nindent 14 }}
-      ports:
-        - port: http
-          protocol: TCP
-    {{- $callers := (fromJson (include "halo.callersOf" (dict "root" $root "name" $c.name))).names }}
-    {{- if and $c.grpcPort $callers }}
-    - from:
-        {{- range $callers }}
-        - podSelector:
-            matchLabels:
-              {{- include "halo.selectorLabels" (dict "root" $root "name" .) | nindent 14 }}
-        {{- end }}
-      ports:
-        - port: grpc
-          protocol: TCP
-    {{- end }}
-    {{- end }}
-    {{- with $np.metricsScraper }}
-    {{- if .enabled }}
-    - from:
-        - namespaceSelector:
-            {{- toYaml (.namespaceSelector | default (dict)) | nindent 12 }}
-          {{- with .podSelector }}
-          podSelector:
-            {{- toYaml . | nindent 12 }}
-          {{- end }}
-      ports:
-        - port: {{ ternary "metrics" "http" (not (empty $c.metricsPort)) }}
-          protocol: TCP
-    {{- end }}
-    {{- end }}
+    {{- include "halo.ingressRules" . | trim | nindent 4 }}
     {{- with $c.networkPolicyExtraIngress }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
+{{- end }}
+
+{{/*
+One ingress rule: peers (components by name, whichever release runs them) on ports.
+(dict "root" $ "names" (list "gateway") "ports" (list "http"))
+*/}}
+{{- define "halo.peerRule" -}}
+- from:
+    {{- range .names }}
+    - podSelector:
+        matchLabels:
+          {{- include "halo.peerLabels" (dict "root" $.root "name" .) | nindent 10 }}
+    {{- end }}
+  ports:
+    {{- range .ports }}
+    - port: {{ . }}
+      protocol: TCP
+    {{- end }}
+{{- end }}
+
+{{/* Whoever scrapes /metrics, on the port it is on (the gateway's `metrics`, a service's `http`). (dict "root" $ "c" $c "scraper" <networkPolicy.metricsScraper>) */}}
+{{- define "halo.scraperRule" -}}
+{{- $s := .scraper }}
+{{- if $s.enabled -}}
+- from:
+    - namespaceSelector:
+        {{- toYaml ($s.namespaceSelector | default (dict)) | nindent 8 }}
+      {{- with $s.podSelector }}
+      podSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+  ports:
+    - port: {{ ternary "metrics" "http" (not (empty .c.metricsPort)) }}
+      protocol: TCP
+{{- end }}
 {{- end }}
 
 {{/* The pre-install/pre-upgrade migration Job of a service with a database. */}}
@@ -329,7 +313,7 @@ spec:
     metadata:
       # Not the component's selector labels: a migration pod must never join its Service.
       labels:
-        {{- include "halo.labels" $ctx | nindent 8 }}
+        {{- include "halo.podLabels" $ctx | nindent 8 }}
     spec:
       {{- include "halo.podSpecCommon" (dict "root" $root "c" $c "hook" true) | trim | nindent 6 }}
       restartPolicy: Never
@@ -338,9 +322,67 @@ spec:
           image: {{ include "halo.image" . | quote }}
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
           env:
-            {{- include "halo.env" (dict "root" $root "c" $c "secret" (include "halo.hookSecretName" $root) "extra" (dict "HALO_MIGRATE_ONLY" "true")) | trim | nindent 12 }}
+            {{- include "halo.env" (dict "root" $root "c" $c "secret" (include "halo.hookSecretName" $root) "hook" true "extra" (dict "HALO_MIGRATE_ONLY" "true")) | trim | nindent 12 }}
           resources:
             {{- toYaml $c.resources | nindent 12 }}
+          securityContext:
+            {{- toYaml $c.securityContext | nindent 12 }}
+          volumeMounts:
+            - name: tmp
+              mountPath: /tmp
+      volumes:
+        - name: tmp
+          emptyDir:
+            sizeLimit: 64Mi
+{{- end }}
+
+{{/*
+The post-install/post-upgrade Job that publishes a service's contract to the registry: the
+service's own image with HALO_PUBLISH_CONTRACT_ONLY=true posts its subgraph SDL and REST routes
+with its service token (SERVICE_SIGNING_KEY) and exits; non-zero (refused by the registry's check,
+or the registry unreachable) fails the release. Post hooks run once the release's objects exist
+and, with `helm upgrade --wait`, once its pods are ready: the gateway switches to the new contract
+only when pods that serve it are up. (dict "root" $ "c" $c "registryUrl" <env entry> "publicUrl" <url>)
+*/}}
+{{- define "halo.publishJob" -}}
+{{- $root := .root }}{{ $c := .c }}
+{{- $job := printf "%s-publish" $c.name }}
+{{- $ctx := dict "root" $root "name" $job "version" $c.tag }}
+{{- $extra := dict "HALO_PUBLISH_CONTRACT_ONLY" "true" "REGISTRY_URL" .registryUrl "SERVICE_PUBLIC_URL" .publicUrl }}
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ printf "%s-publish" $c.fullname | trunc 63 | trimSuffix "-" }}
+  labels:
+    {{- include "halo.labels" $ctx | nindent 4 }}
+  annotations:
+    helm.sh/hook: post-install,post-upgrade
+    helm.sh/hook-weight: "0"
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+spec:
+  backoffLimit: {{ $root.Values.publish.backoffLimit }}
+  activeDeadlineSeconds: {{ $root.Values.publish.activeDeadlineSeconds }}
+  template:
+    metadata:
+      # Not the component's selector labels: it must never join its Service. The registry's
+      # NetworkPolicy admits pods of this component label.
+      labels:
+        {{- include "halo.podLabels" $ctx | nindent 8 }}
+    spec:
+      {{- include "halo.podSpecCommon" (dict "root" $root "c" $c) | trim | nindent 6 }}
+      restartPolicy: Never
+      containers:
+        - name: publish
+          image: {{ include "halo.image" . | quote }}
+          imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+          env:
+            {{- include "halo.env" (dict "root" $root "c" $c "secret" (include "halo.secretName" $root) "publish" true "extra" $extra) | trim | nindent 12 }}
+          resources:
+            requests:
+              cpu: 50m
+              memory: 128Mi
+            limits:
+              memory: 256Mi
           securityContext:
             {{- toYaml $c.securityContext | nindent 12 }}
           volumeMounts:
