@@ -232,7 +232,7 @@ describe.each(ciFiles)('ci/%s', (f) => {
 describe('the default install (ci/default-values.yaml)', () => {
   const r = () => rendered('default-values.yaml');
 
-  it('runs the gateway and the five services, two replicas each, images tagged with the appVersion', () => {
+  it('runs the gateway, the registry and the five services, two replicas each, images tagged with the appVersion', () => {
     const deployments = all(r(), 'Deployment').map((d) => [d.metadata.name, (d.spec as { replicas: number }).replicas, container(d).image]);
     expect(deployments).toEqual([
       ['halo-auth', 2, 'halo/auth:0.1.0'],
@@ -241,6 +241,7 @@ describe('the default install (ci/default-values.yaml)', () => {
       ['halo-content', 2, 'halo/content:0.1.0'],
       ['halo-gateway', 2, 'halo/gateway:0.1.0'],
       ['halo-payments', 2, 'halo/payments:0.1.0'],
+      ['halo-registry', 2, 'halo/registry:0.1.0'],
     ]);
   });
 
@@ -277,15 +278,21 @@ describe('the default install (ci/default-values.yaml)', () => {
       'auth-signing-key',
       'catalog-database-password',
       'catalog-database-url',
+      'catalog-signing-key',
       'chat-database-password',
       'chat-database-url',
+      'chat-signing-key',
       'content-database-password',
       'content-database-url',
+      'content-signing-key',
       'gateway-signing-key',
       'jwt-secret',
       'payments-database-password',
       'payments-database-url',
       'payments-signing-key',
+      'registry-database-password',
+      'registry-database-url',
+      'registry-signing-key',
     ]);
   });
 
@@ -294,12 +301,15 @@ describe('the default install (ci/default-values.yaml)', () => {
       const value = env(container(one(r(), 'Deployment', name))).SERVICE_TRUSTED_KEYS as string | undefined;
       return value === undefined ? undefined : (JSON.parse(value) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
     };
-    expect(trusted('halo-auth')).toEqual(['gateway:ci-2026-01']);
+    // auth: the gateway, and the registry (exchanging CI's API keys).
+    expect(trusted('halo-auth')).toEqual(['gateway:ci-2026-01', 'registry:ci-2026-01']);
     expect(trusted('halo-content')).toEqual(['auth:ci-2026-01']);
     expect(trusted('halo-catalog')).toEqual(['payments:ci-2026-01']);
     expect(trusted('halo-payments')).toBeUndefined();
     expect(trusted('halo-chat')).toBeUndefined();
     expect(trusted('halo-gateway')).toBeUndefined();
+    // The registry: every process that publishes to it or polls it.
+    expect(trusted('halo-registry')).toEqual(['auth', 'catalog', 'chat', 'content', 'gateway', 'payments'].map((c) => `${c}:ci-2026-01`));
   });
 
   it('admits the ingress controller only to the gateway, the gateway to HTTP, gRPC only from callers, the scraper only to /metrics', () => {
@@ -311,7 +321,7 @@ describe('the default install (ci/default-values.yaml)', () => {
     ]);
     expect(rules('halo-auth')).toEqual([
       { ports: ['http'], from: ['gateway'] },
-      { ports: ['grpc'], from: ['gateway'] },
+      { ports: ['grpc'], from: ['gateway', 'registry'] },
       { ports: ['http'], from: ['namespace monitoring'] },
     ]);
     expect(rules('halo-content')).toEqual([
@@ -329,6 +339,19 @@ describe('the default install (ci/default-values.yaml)', () => {
       { ports: ['http'], from: ['gateway'] },
       { ports: ['http'], from: ['namespace monitoring'] },
     ]);
+    // The registry: the gateway's polls and usage reports, each service's publish hook.
+    expect(rules('halo-registry')).toEqual([
+      { ports: ['http'], from: ['gateway', 'auth-publish', 'catalog-publish', 'chat-publish', 'content-publish', 'payments-publish'] },
+      { ports: ['http'], from: ['namespace monitoring'] },
+    ]);
+    // Peers are selected by component and installation (part-of), not release: a peer may be in
+    // its own release (helm/halo-service).
+    const gatewayPeer = (one(r(), 'NetworkPolicy', 'halo-catalog').spec as { ingress: { from: { podSelector: { matchLabels: Record<string, string> } }[] }[] }).ingress[0]!.from[0]!;
+    expect(gatewayPeer.podSelector.matchLabels).toEqual({
+      'app.kubernetes.io/name': 'halo',
+      'app.kubernetes.io/part-of': 'halo',
+      'app.kubernetes.io/component': 'gateway',
+    });
   });
 
   it("serves every process's /metrics where a scraper finds it: the gateway's on its own `metrics` port, never through the Ingress's `http`", () => {
@@ -365,8 +388,15 @@ describe('the default install (ci/default-values.yaml)', () => {
   });
 
   it('migrates each database service in a pre-install/pre-upgrade Job reading the hook copy of the Secret', () => {
-    const jobs = all(r(), 'Job');
-    expect(jobs.map((j) => j.metadata.name)).toEqual(['halo-auth-migrate', 'halo-catalog-migrate', 'halo-chat-migrate', 'halo-content-migrate', 'halo-payments-migrate']);
+    const jobs = all(r(), 'Job').filter((j) => j.metadata.name.endsWith('-migrate'));
+    expect(jobs.map((j) => j.metadata.name)).toEqual([
+      'halo-auth-migrate',
+      'halo-catalog-migrate',
+      'halo-chat-migrate',
+      'halo-content-migrate',
+      'halo-payments-migrate',
+      'halo-registry-migrate',
+    ]);
     for (const job of jobs) {
       expect(job.metadata.annotations).toEqual({
         'helm.sh/hook': 'pre-install,pre-upgrade',
@@ -425,6 +455,7 @@ describe('the full install (ci/full-values.yaml)', () => {
       'halo-content': 'registry.example.com/acme/halo/content:0.1.1',
       'halo-gateway': 'registry.example.com/acme/halo/gateway:0.1.0',
       'halo-payments': 'registry.example.com/acme/halo/payments:0.1.0',
+      'halo-registry': 'registry.example.com/acme/halo/registry:0.1.0',
     });
     expect(one(r(), 'Deployment', 'halo-content').metadata.labels!['app.kubernetes.io/version']).toBe('0.1.1');
     expect(container(one(r(), 'Job', 'halo-content-migrate')).image).toBe('registry.example.com/acme/halo/content:0.1.1');
@@ -519,7 +550,7 @@ describe('the full install (ci/full-values.yaml)', () => {
     expect(provision).toMatchObject({
       ADMIN_DATABASE_URL: { secretKeyRef: { name: 'halo-hooks', key: 'provision-admin-url' } },
       HALO_DATABASE: 'halo_prod',
-      HALO_SERVICES: 'auth,catalog,chat,content,payments',
+      HALO_SERVICES: 'auth,catalog,chat,content,payments,registry',
       PAYMENTS_DB_PASSWORD: { secretKeyRef: { name: 'halo-hooks', key: 'payments-database-password' } },
     });
     expect(container(one(r(), 'Job', 'halo-provision-roles')).command).toEqual(['node', '/app/tools/dist/provision-roles.js']);
@@ -547,7 +578,9 @@ describe('an existing Secret (ci/existing-secret-values.yaml)', () => {
   });
 
   it('renders no NetworkPolicy, migration Job, PodDisruptionBudget or test pod when they are switched off', () => {
-    expect(objectsOf(r()).map((o) => o.kind).filter((k) => ['NetworkPolicy', 'Job', 'PodDisruptionBudget', 'Pod', 'ServiceAccount'].includes(k))).toEqual([]);
+    expect(objectsOf(r()).map((o) => o.kind).filter((k) => ['NetworkPolicy', 'PodDisruptionBudget', 'Pod', 'ServiceAccount'].includes(k))).toEqual([]);
+    // Only the contract-publish hooks (post-install/post-upgrade) remain.
+    expect(all(r(), 'Job').filter((j) => !j.metadata.name.endsWith('-publish'))).toEqual([]);
     for (const d of all(r(), 'Deployment')) expect(podTemplate(d).spec.serviceAccountName).toBe('halo-workloads');
   });
 });
