@@ -412,6 +412,26 @@ describe('the default install (ci/default-values.yaml)', () => {
     expect(hookSecret.data).toEqual(one(r(), 'Secret', 'halo').data);
   });
 
+  it('binds every gRPC server to 0.0.0.0 (GRPC_HOST), points the gateway at the registry, and publishes each service after its pods', () => {
+    for (const d of all(r(), 'Deployment')) {
+      const e = env(container(d));
+      expect({ name: d.metadata.name, GRPC_HOST: e.GRPC_HOST }).toEqual({ name: d.metadata.name, GRPC_HOST: e.GRPC_PORT ? '0.0.0.0' : undefined });
+    }
+    expect(env(container(one(r(), 'Deployment', 'halo-gateway'))).REGISTRY_URL).toBe('http://halo-registry:4006');
+    const publish = all(r(), 'Job').filter((j) => j.metadata.name.endsWith('-publish'));
+    expect(publish.map((j) => j.metadata.name)).toEqual(['halo-auth-publish', 'halo-catalog-publish', 'halo-chat-publish', 'halo-content-publish', 'halo-payments-publish']);
+    for (const job of publish) {
+      expect(job.metadata.annotations).toMatchObject({ 'helm.sh/hook': 'post-install,post-upgrade', 'helm.sh/hook-weight': '0' });
+      const service = job.metadata.name.split('-')[1]!;
+      expect(env(container(job))).toMatchObject({
+        HALO_PUBLISH_CONTRACT_ONLY: 'true',
+        REGISTRY_URL: 'http://halo-registry:4006',
+        SERVICE_PUBLIC_URL: `http://halo-${service}.halo.svc:${values.components[service]!.httpPort}`,
+        SERVICE_SIGNING_KEY: { secretKeyRef: { name: 'halo', key: `${service}-signing-key` } },
+      });
+    }
+  });
+
   it("serves the gateway's composed files (supergraph, route table, OpenAPI) from a ConfigMap, equal to the committed gateway/ files", () => {
     const composed = one(r(), 'ConfigMap', 'halo-composed');
     for (const file of ['supergraph.graphql', 'routes.json', 'openapi.json']) {
