@@ -1,6 +1,8 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Ajv from 'ajv';
+import { parse as parsePgUrl } from 'pg-connection-string';
 import { parse } from 'yaml';
 import { GATEWAY_METRICS_PORT, GATEWAY_PORT, GRPC_CALLS, SERVICES } from '@halo/kit/launch';
 import { validateK8sObjects, type K8sObject } from './k8s-schemas';
@@ -616,5 +618,98 @@ describe('refusals', () => {
     expect(renderError(renderer, [join(__dirname, 'fixtures/missing-public-key.yaml')])).toContain(
       'serviceIdentity.publicKeys.payments is required: payments calls catalog over gRPC',
     );
+  });
+});
+
+describe('every extension point (ci/extensions-values.yaml)', () => {
+  const r = () => rendered('extensions-values.yaml');
+  type Spread = { topologyKey: string; whenUnsatisfiable: string; labelSelector: { matchLabels: Record<string, string> } };
+  type FullPod = PodSpec & {
+    initContainers?: Container[];
+    topologySpreadConstraints?: Spread[];
+    volumes?: { name: string; configMap?: { name: string }; secret?: { secretName: string } }[];
+  };
+  type FullContainer = Container & { envFrom?: Record<string, { name: string }>[]; volumeMounts?: { name: string; mountPath: string }[] };
+  const pod = (o: Obj) => podTemplate(o).spec as FullPod;
+  const main = (o: Obj) => pod(o).containers[0] as FullContainer;
+  const caMount = { name: 'postgres-ca', mountPath: '/etc/halo/postgres-ca', readOnly: true };
+
+  it('gives every component the defaults (envFrom, the CA mount, zone spread over its own pods) unless its own list replaces them', () => {
+    for (const d of all(r(), 'Deployment')) {
+      const name = d.metadata.name;
+      const envFrom = main(d).envFrom!.map((e) => Object.values(e)[0]!.name);
+      expect({ name, envFrom }).toEqual({ name, envFrom: name === 'halo-gateway' ? ['halo-site-env', 'halo-gateway-extra'] : ['halo-site-env'] });
+      const mounts = main(d).volumeMounts!.map((m) => m.name);
+      expect({ name, ca: mounts.includes('postgres-ca') }).toEqual({ name, ca: name !== 'halo-gateway' });
+      // The chart's `env` is still rendered beside envFrom (and wins over it in Kubernetes).
+      expect(env(main(d)).HALO_ENV).toBe('production');
+      const component = podTemplate(d).metadata.labels['app.kubernetes.io/component'];
+      const spread = pod(d).topologySpreadConstraints!.map((t) => [t.topologyKey, t.whenUnsatisfiable, t.labelSelector.matchLabels['app.kubernetes.io/component']]);
+      expect(spread).toEqual([
+        ['kubernetes.io/hostname', 'ScheduleAnyway', component],
+        ['topology.kubernetes.io/zone', name === 'halo-gateway' ? 'DoNotSchedule' : 'ScheduleAnyway', component],
+      ]);
+    }
+  });
+
+  it("adds init and sidecar containers to the Deployments only, never to a hook Job (a sidecar would keep it running)", () => {
+    const gateway = pod(one(r(), 'Deployment', 'halo-gateway'));
+    expect(gateway.containers.map((c) => c.name)).toEqual(['gateway', 'otel-agent']);
+    expect(gateway.volumes!.map((v) => v.name)).toEqual(['tmp', 'composed', 'otel-config']);
+    expect(pod(one(r(), 'Deployment', 'halo-catalog')).initContainers!.map((c) => c.name)).toEqual(['wait-for-pooler']);
+    for (const job of all(r(), 'Job')) {
+      expect({ job: job.metadata.name, containers: pod(job).containers.length, init: pod(job).initContainers }).toEqual({ job: job.metadata.name, containers: 1, init: undefined });
+    }
+  });
+
+  it("sets the Services' type and annotations (a component's map merged over the defaults')", () => {
+    const gateway = one(r(), 'Service', 'halo-gateway');
+    expect((gateway.spec as { type: string }).type).toBe('LoadBalancer');
+    expect(gateway.metadata.annotations).toEqual({
+      'example.com/owner': 'platform-team',
+      'service.beta.kubernetes.io/aws-load-balancer-type': 'external',
+      'service.beta.kubernetes.io/aws-load-balancer-nlb-target-type': 'ip',
+      'service.beta.kubernetes.io/aws-load-balancer-scheme': 'internet-facing',
+    });
+    const catalog = one(r(), 'Service', 'halo-catalog');
+    expect((catalog.spec as { type: string }).type).toBe('ClusterIP');
+    expect(catalog.metadata.annotations).toEqual({ 'example.com/owner': 'platform-team' });
+  });
+
+  it('trusts a private database CA: every URL says verify-full and sslrootcert, and every pod that connects mounts the file there', () => {
+    const secret = secretData(one(r(), 'Secret', 'halo'));
+    const urls = Object.entries(secret).filter(([k]) => k.endsWith('-database-url'));
+    expect(urls.length).toBe(6);
+    for (const [, url] of urls) expect(url).toMatch(/\?sslmode=verify-full&sslrootcert=\/etc\/halo\/postgres-ca\/ca\.crt$/);
+    // Each pod reading a DATABASE_URL (6 Deployments, 6 migration and 5 publish Jobs) has the CA at that path.
+    const connecting = [...all(r(), 'Deployment'), ...all(r(), 'Job')].filter((o) => env(main(o)).DATABASE_URL);
+    expect(connecting.length).toBe(17);
+    for (const o of connecting) {
+      expect(main(o).volumeMounts).toContainEqual(caMount);
+      expect(pod(o).volumes).toContainEqual({ name: 'postgres-ca', configMap: { name: 'postgres-ca', items: [{ key: 'ca.crt', path: 'ca.crt' }] } });
+    }
+    // The per-service releases read the same query from the topology.
+    expect((one(r(), 'ConfigMap', 'halo-topology').data as Record<string, string>)['postgres-query']).toBe('?sslmode=verify-full&sslrootcert=/etc/halo/postgres-ca/ca.crt');
+  });
+
+  it('is what node-postgres honours: pg-connection-string reads sslrootcert as the CA and keeps verification on', () => {
+    const url = secretData(one(r(), 'Secret', 'halo'))['catalog-database-url']!;
+    const dir = mkdtempSync(join(tmpdir(), 'halo-pg-ca-'));
+    try {
+      const ca = join(dir, 'ca.crt');
+      writeFileSync(ca, '-----BEGIN CERTIFICATE-----\nprivate-ca\n-----END CERTIFICATE-----\n');
+      const parsed = parsePgUrl(url.replace('/etc/halo/postgres-ca/ca.crt', ca));
+      expect(parsed.ssl).toEqual({ ca: readFileSync(ca, 'utf8') });
+      // No rejectUnauthorized: false anywhere, so Node verifies the chain against that CA and the host name.
+      expect(JSON.stringify(parsed)).not.toContain('rejectUnauthorized');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps `env` the one way to set a variable: the schema has no extraEnv', () => {
+    const bad = structuredClone(r().values) as { defaults: Record<string, unknown> };
+    bad.defaults.extraEnv = [{ name: 'A', value: 'b' }];
+    expect(validateValues(bad)).toBe(false);
   });
 });

@@ -219,6 +219,37 @@ describe('catalog (ci/catalog.yaml)', () => {
   });
 });
 
+describe('content, with every extension point (ci/content.yaml)', () => {
+  const r = () => rendered('content.yaml');
+  type Spec = {
+    initContainers?: { name: string }[];
+    containers: { name: string; envFrom?: unknown[]; volumeMounts?: { name: string; mountPath: string }[] }[];
+    volumes: { name: string }[];
+    topologySpreadConstraints?: { topologyKey: string; labelSelector: { matchLabels: Record<string, string> } }[];
+  };
+  const spec = (o: Obj) => (o.spec as { template: { spec: Spec } }).template.spec;
+
+  it('carries them like the platform chart: envFrom and the CA mount on the pods and both hook Jobs, init and sidecar containers on the Deployment only', () => {
+    const d = spec(one(r(), 'Deployment', 'halo-content'));
+    expect(d.initContainers!.map((c) => c.name)).toEqual(['warm-cache']);
+    expect(d.containers.map((c) => c.name)).toEqual(['content', 'log-shipper']);
+    expect(d.topologySpreadConstraints!.map((t) => [t.topologyKey, t.labelSelector.matchLabels['app.kubernetes.io/component']])).toEqual([
+      ['kubernetes.io/hostname', 'content'],
+      ['topology.kubernetes.io/zone', 'content'],
+    ]);
+    for (const o of [one(r(), 'Deployment', 'halo-content'), one(r(), 'Job', 'halo-content-migrate'), one(r(), 'Job', 'halo-content-publish')]) {
+      const s = spec(o);
+      expect(s.containers[0]!.envFrom).toEqual([{ configMapRef: { name: 'content-site-env' } }]);
+      expect(s.containers[0]!.volumeMounts).toContainEqual({ name: 'postgres-ca', mountPath: '/etc/halo/postgres-ca', readOnly: true });
+      expect(s.volumes).toContainEqual({ name: 'postgres-ca', secret: { secretName: 'postgres-ca' } });
+      if (o.kind === 'Job') expect([s.containers.length, s.initContainers]).toEqual([1, undefined]);
+    }
+    const service = one(r(), 'Service', 'halo-content');
+    expect((service.spec as { type: string }).type).toBe('LoadBalancer');
+    expect(service.metadata.annotations).toEqual({ 'networking.gke.io/load-balancer-type': 'Internal' });
+  });
+});
+
 describe('payments (ci/payments.yaml)', () => {
   it("reaches catalog through the platform's topology, and Redis through its Secret", () => {
     const e = env(one(rendered('payments.yaml'), 'Deployment', 'halo-payments'));

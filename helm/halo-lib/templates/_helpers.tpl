@@ -169,3 +169,31 @@ tolerations:
 {{- define "halo.meshAnnotations" -}}
 {{- if .Values.grpc.tls.enabled }}{{ with .Values.grpc.tls.podAnnotations }}{{ toYaml . }}{{ end }}{{ end }}
 {{- end }}
+
+{{/* `envFrom:` of a component's containers (extraEnvFrom), or nothing. ($c) */}}
+{{- define "halo.envFrom" -}}
+{{- with .extraEnvFrom }}
+envFrom:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+A Deployment's topologySpreadConstraints: spreadAcrossNodes (hostname, preferred), then the
+component's own list; an entry without labelSelector selects the component's pods, so
+`{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}`
+spreads it over zones. (dict "root" $ "c" $c)
+*/}}
+{{- define "halo.topologySpread" -}}
+{{- $selector := dict "matchLabels" (fromYaml (include "halo.selectorLabels" (dict "root" .root "name" .c.name))) }}
+{{- $constraints := list }}
+{{- if .c.spreadAcrossNodes }}
+{{- $constraints = append $constraints (dict "maxSkew" 1 "topologyKey" "kubernetes.io/hostname" "whenUnsatisfiable" "ScheduleAnyway" "labelSelector" $selector) }}
+{{- end }}
+{{- range .c.topologySpreadConstraints }}
+{{- $t := deepCopy . }}
+{{- if not (hasKey $t "labelSelector") }}{{ $_ := set $t "labelSelector" $selector }}{{ end }}
+{{- $constraints = append $constraints $t }}
+{{- end }}
+{{- with $constraints }}{{ toYaml . }}{{ end }}
+{{- end }}

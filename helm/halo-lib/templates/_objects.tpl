@@ -57,14 +57,13 @@ spec:
       affinity:
         {{- toYaml . | nindent 8 }}
       {{- end }}
-      {{- if $c.spreadAcrossNodes }}
+      {{- with include "halo.topologySpread" . }}
       topologySpreadConstraints:
-        - maxSkew: 1
-          topologyKey: kubernetes.io/hostname
-          whenUnsatisfiable: ScheduleAnyway
-          labelSelector:
-            matchLabels:
-              {{- include "halo.selectorLabels" $ctx | nindent 14 }}
+        {{- . | nindent 8 }}
+      {{- end }}
+      {{- with $c.initContainers }}
+      initContainers:
+        {{- toYaml . | nindent 8 }}
       {{- end }}
       containers:
         - name: {{ $c.name }}
@@ -84,6 +83,7 @@ spec:
               containerPort: {{ $c.metricsPort }}
               protocol: TCP
             {{- end }}
+          {{- with include "halo.envFrom" $c | trim }}{{ . | nindent 10 }}{{ end }}
           env:
             {{- include "halo.env" (dict "root" $root "c" $c "secret" (include "halo.secretName" $root)) | trim | nindent 12 }}
           # Start-up may include migrations: up to failureThreshold × periodSeconds before liveness counts.
@@ -128,6 +128,12 @@ spec:
               mountPath: {{ .mountPath }}
               readOnly: true
             {{- end }}
+            {{- with $c.extraVolumeMounts }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+        {{- with $c.extraContainers }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
       volumes:
         # The root filesystem is read-only; Node and its libraries may still write temp files.
         - name: tmp
@@ -138,6 +144,9 @@ spec:
         - name: {{ .name }}
           configMap:
             name: {{ .configMap }}
+        {{- end }}
+        {{- with $c.extraVolumes }}
+        {{- toYaml . | nindent 8 }}
         {{- end }}
 {{- end }}
 
@@ -150,8 +159,12 @@ metadata:
   name: {{ $c.fullname }}
   labels:
     {{- include "halo.labels" $ctx | nindent 4 }}
+  {{- with $c.serviceAnnotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
 spec:
-  type: ClusterIP
+  type: {{ $c.serviceType | default "ClusterIP" }}
   selector:
     {{- include "halo.selectorLabels" $ctx | nindent 4 }}
   ports:
@@ -321,6 +334,7 @@ spec:
         - name: migrate
           image: {{ include "halo.image" . | quote }}
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+          {{- with include "halo.envFrom" $c | trim }}{{ . | nindent 10 }}{{ end }}
           env:
             {{- include "halo.env" (dict "root" $root "c" $c "secret" (include "halo.hookSecretName" $root) "hook" true "extra" (dict "HALO_MIGRATE_ONLY" "true")) | trim | nindent 12 }}
           resources:
@@ -330,10 +344,16 @@ spec:
           volumeMounts:
             - name: tmp
               mountPath: /tmp
+            {{- with $c.extraVolumeMounts }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
       volumes:
         - name: tmp
           emptyDir:
             sizeLimit: 64Mi
+        {{- with $c.extraVolumes }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
 {{- end }}
 
 {{/*
@@ -375,6 +395,7 @@ spec:
         - name: publish
           image: {{ include "halo.image" . | quote }}
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+          {{- with include "halo.envFrom" $c | trim }}{{ . | nindent 10 }}{{ end }}
           env:
             {{- include "halo.env" (dict "root" $root "c" $c "secret" (include "halo.secretName" $root) "publish" true "extra" $extra) | trim | nindent 12 }}
           resources:
@@ -388,10 +409,16 @@ spec:
           volumeMounts:
             - name: tmp
               mountPath: /tmp
+            {{- with $c.extraVolumeMounts }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
       volumes:
         - name: tmp
           emptyDir:
             sizeLimit: 64Mi
+        {{- with $c.extraVolumes }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
 {{- end }}
 
 {{/*

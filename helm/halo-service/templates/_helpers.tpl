@@ -92,7 +92,7 @@ signing-key: {{ required (printf "secrets.serviceSigningKey is required: %s sign
 {{- $v := .Values }}
 {{- $t := fromJson (include "halo.serviceTopology" .) }}
 {{- $c := dict }}
-{{- range $k := list "replicas" "env" "resources" "autoscaling" "podDisruptionBudget" "spreadAcrossNodes" "strategy" "terminationGracePeriodSeconds" "preStopSleepSeconds" "probes" "podSecurityContext" "securityContext" "podAnnotations" "podLabels" "nodeSelector" "tolerations" "affinity" "priorityClassName" }}
+{{- range $k := list "replicas" "env" "resources" "autoscaling" "podDisruptionBudget" "spreadAcrossNodes" "strategy" "terminationGracePeriodSeconds" "preStopSleepSeconds" "probes" "podSecurityContext" "securityContext" "podAnnotations" "podLabels" "nodeSelector" "tolerations" "affinity" "priorityClassName" "extraEnvFrom" "extraVolumes" "extraVolumeMounts" "initContainers" "extraContainers" "serviceType" "serviceAnnotations" "topologySpreadConstraints" }}
 {{- $_ := set $c $k (index $v $k) }}
 {{- end }}
 {{- $_ := set $c "name" $v.service }}

@@ -144,12 +144,16 @@ hooks succeed); with an existing Secret they read that.
 {{- end }}
 {{- end }}
 
-{{/* host:port/database, and ?sslmode=… (or ""): every URL the platform builds, and the topology's for service releases. */}}
+{{/* host:port/database, and ?sslmode=…&sslrootcert=… (or ""): every URL the platform builds, and the topology's for service releases. */}}
 {{- define "halo.postgresAddress" -}}
 {{- with .Values.postgres }}{{ printf "%s:%v/%s" .host .port .database }}{{ end }}
 {{- end }}
 {{- define "halo.postgresQuery" -}}
-{{- with .Values.postgres.sslmode }}{{ printf "?sslmode=%s" . }}{{ end }}
+{{- $params := list }}
+{{- with .Values.postgres.sslmode }}{{ $params = append $params (printf "sslmode=%s" .) }}{{ end }}
+{{- /* node-postgres (pg-connection-string) reads this file as the CA to verify the server with. */}}
+{{- with .Values.postgres.sslrootcert }}{{ $params = append $params (printf "sslrootcert=%s" .) }}{{ end }}
+{{- with $params }}{{ printf "?%s" (join "&" .) }}{{ end }}
 {{- end }}
 
 {{/* Whether a component this release runs needs a signing key: it calls gRPC, or publishes its contract. (dict "root" $ "name" "catalog") */}}
