@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Ajv from 'ajv';
 import { parse as parsePgUrl } from 'pg-connection-string';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { GATEWAY_METRICS_PORT, GATEWAY_PORT, GRPC_CALLS, SERVICES } from '@halo/kit/launch';
 import { validateK8sObjects, type K8sObject } from './k8s-schemas';
 import { buildRenderer, CHART, render, renderError, renderText, ROOT, type Rendered, type Renderer } from './render';
@@ -237,13 +237,13 @@ describe('the default install (ci/default-values.yaml)', () => {
   it('runs the gateway, the registry and the five services, two replicas each, images tagged with the appVersion', () => {
     const deployments = all(r(), 'Deployment').map((d) => [d.metadata.name, (d.spec as { replicas: number }).replicas, container(d).image]);
     expect(deployments).toEqual([
-      ['halo-auth', 2, 'halo/auth:0.1.0'],
-      ['halo-catalog', 2, 'halo/catalog:0.1.0'],
-      ['halo-chat', 2, 'halo/chat:0.1.0'],
-      ['halo-content', 2, 'halo/content:0.1.0'],
-      ['halo-gateway', 2, 'halo/gateway:0.1.0'],
-      ['halo-payments', 2, 'halo/payments:0.1.0'],
-      ['halo-registry', 2, 'halo/registry:0.1.0'],
+      ['halo-auth', 2, 'registry.example.com/halo/auth:0.1.0'],
+      ['halo-catalog', 2, 'registry.example.com/halo/catalog:0.1.0'],
+      ['halo-chat', 2, 'registry.example.com/halo/chat:0.1.0'],
+      ['halo-content', 2, 'registry.example.com/halo/content:0.1.0'],
+      ['halo-gateway', 2, 'registry.example.com/halo/gateway:0.1.0'],
+      ['halo-payments', 2, 'registry.example.com/halo/payments:0.1.0'],
+      ['halo-registry', 2, 'registry.example.com/halo/registry:0.1.0'],
     ]);
   });
 
@@ -292,6 +292,7 @@ describe('the default install (ci/default-values.yaml)', () => {
       'payments-database-password',
       'payments-database-url',
       'payments-signing-key',
+      'redis-url',
       'registry-database-password',
       'registry-database-url',
       'registry-signing-key',
@@ -377,13 +378,14 @@ describe('the default install (ci/default-values.yaml)', () => {
     expect(all(r(), 'ServiceMonitor')).toEqual([]);
   });
 
-  it('gives chat its database, Redis (the pub/sub of its subscriptions) and no gRPC peers', () => {
+  it('gives chat its database, Redis (the pub/sub of its subscriptions, required) and no gRPC peers', () => {
     const chat = env(container(one(r(), 'Deployment', 'halo-chat')));
     expect(chat).toMatchObject({
       HTTP_PORT: '4005',
       GRPC_PORT: '5005',
       DATABASE_URL: { secretKeyRef: { name: 'halo', key: 'chat-database-url' } },
-      REDIS_URL: { secretKeyRef: { name: 'halo', key: 'redis-url', optional: true } },
+      // Required, not optional: without the key kubelet refuses to start the container, naming it.
+      REDIS_URL: { secretKeyRef: { name: 'halo', key: 'redis-url' } },
     });
     expect(Object.keys(chat).filter((k) => k.endsWith('_GRPC_ADDR'))).toEqual([]);
     expect(env(container(one(r(), 'Deployment', 'halo-gateway'))).CHAT_URL).toBe('http://halo-chat:4005');
@@ -450,12 +452,12 @@ describe('the default install (ci/default-values.yaml)', () => {
     const pod = one(r(), 'Pod', 'halo-test-readyz');
     expect(pod.metadata.annotations!['helm.sh/hook']).toBe('test');
     const c = (pod.spec as PodSpec).containers[0]!;
-    expect(c.image).toBe('halo/gateway:0.1.0');
+    expect(c.image).toBe('registry.example.com/halo/gateway:0.1.0');
     expect(c.command!.at(-1)).toBe('http://halo-gateway:4000/readyz');
   });
 
   it('prints NOTES with every component and how to reach the gateway', () => {
-    expect(r().notes).toContain('gateway   halo/gateway:0.1.0');
+    expect(r().notes).toContain('gateway   registry.example.com/halo/gateway:0.1.0');
     expect(r().notes).toContain('kubectl -n halo port-forward svc/halo-gateway 4000:4000');
     expect(r().notes).toContain('helm test halo -n halo');
   });
@@ -711,5 +713,71 @@ describe('every extension point (ci/extensions-values.yaml)', () => {
     const bad = structuredClone(r().values) as { defaults: Record<string, unknown> };
     bad.defaults.extraEnv = [{ name: 'A', value: 'b' }];
     expect(validateValues(bad)).toBe(false);
+  });
+});
+
+describe('an install that cannot run is refused at render time, naming the value', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'halo-refusals-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const over = (name: string, yaml: string) => {
+    const file = join(dir, `${name}.yaml`);
+    writeFileSync(file, yaml);
+    return [ci('default-values.yaml'), file];
+  };
+
+  it('no image registry: the images would come from Docker Hub', () => {
+    const error = renderError(renderer, over('no-registry', 'image:\n  registry: ""\n'));
+    expect(error).toContain('this install cannot run:');
+    expect(error).toContain('image.registry is empty: auth, catalog, chat, content, gateway, payments, registry would be pulled as halo/auth:<tag>, from Docker Hub');
+  });
+
+  it('…unless `local: true` says the nodes have them (deploy/local), or each component names its own repository', () => {
+    const local = render(renderer, over('local', 'local: true\nimage:\n  registry: ""\n'));
+    expect(container(one(local, 'Deployment', 'halo-auth')).image).toBe('halo/auth:0.1.0');
+    const own = ['gateway', 'registry', 'auth', 'content', 'catalog', 'payments', 'chat']
+      .map((c) => `  ${c}:\n    image:\n      repository: ghcr.io/acme/${c}\n`)
+      .join('');
+    const r = render(renderer, over('own-repositories', `image:\n  registry: ""\ncomponents:\n${own}`));
+    expect(container(one(r, 'Deployment', 'halo-auth')).image).toBe('ghcr.io/acme/auth:0.1.0');
+  });
+
+  it('no Redis while payments or chat (redis: required) is on', () => {
+    expect(renderError(renderer, over('no-redis', 'redis:\n  url: ""\n'))).toContain(
+      'redis.url is required: chat and payments cannot run without Redis in production',
+    );
+    // Without them it is optional (auth and the gateway keep per-replica state).
+    const r = render(renderer, over('no-redis-no-need', 'redis:\n  url: ""\ncomponents:\n  chat:\n    enabled: false\n  payments:\n    enabled: false\n'));
+    expect(env(container(one(r, 'Deployment', 'halo-auth'))).REDIS_URL).toEqual({ secretKeyRef: { name: 'halo', key: 'redis-url', optional: true } });
+  });
+
+  it('every problem at once, in one message', () => {
+    const error = renderError(renderer, over('everything', 'image:\n  registry: ""\nredis:\n  url: ""\nsecrets:\n  jwtSecret: ""\n'));
+    for (const value of ['image.registry is empty', 'redis.url is required', 'secrets.jwtSecret is required']) expect(error).toContain(value);
+  });
+
+  it('required secrets missing: a database password, a signing key', () => {
+    // ci/default-values.yaml with one value taken out (a null in a second file is not portable across Helm versions).
+    const without = (name: string, remove: (v: { postgres: { passwords: Record<string, string> }; secrets: { serviceSigningKeys: Record<string, string> } }) => void) => {
+      const v = parse(readFileSync(ci('default-values.yaml'), 'utf8')) as Parameters<typeof remove>[0];
+      remove(v);
+      const file = join(dir, `${name}.yaml`);
+      writeFileSync(file, stringify(v));
+      return [file];
+    };
+    expect(renderError(renderer, without('no-password', (v) => delete v.postgres.passwords.catalog))).toContain(
+      'components.catalog has a database: set postgres.host and postgres.passwords.catalog',
+    );
+    expect(renderError(renderer, without('no-key', (v) => delete v.secrets.serviceSigningKeys.payments))).toContain(
+      'secrets.serviceSigningKeys.payments is required',
+    );
+  });
+
+  it("with secrets.existingSecret (whose keys the chart cannot see) the Redis key is not optional where it is required, so the pod cannot start without it", () => {
+    const r = rendered('existing-secret-values.yaml');
+    expect(env(container(one(r, 'Deployment', 'halo-payments'))).REDIS_URL).toEqual({ secretKeyRef: { name: 'halo-managed', key: 'redis-url' } });
+    expect(env(container(one(r, 'Deployment', 'halo-auth'))).REDIS_URL).toEqual({ secretKeyRef: { name: 'halo-managed', key: 'redis-url', optional: true } });
   });
 });

@@ -255,7 +255,8 @@ describe('payments (ci/payments.yaml)', () => {
     const e = env(one(rendered('payments.yaml'), 'Deployment', 'halo-payments'));
     expect(e).toMatchObject({
       CATALOG_GRPC_ADDR: { configMapKeyRef: { name: 'halo-topology', key: 'catalog.grpc-addr' } },
-      REDIS_URL: { secretKeyRef: { name: 'halo', key: 'redis-url', optional: true } },
+      // payments cannot run without Redis: the key is not optional.
+      REDIS_URL: { secretKeyRef: { name: 'halo', key: 'redis-url' } },
       DATABASE_URL: { secretKeyRef: { name: 'halo-payments', key: 'database-url' } },
     });
     expect((one(platform, 'ConfigMap', 'halo-topology').data as Record<string, string>)['catalog.grpc-addr']).toBe('halo-catalog:5003');

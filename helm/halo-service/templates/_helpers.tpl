@@ -100,7 +100,7 @@ signing-key: {{ required (printf "secrets.serviceSigningKey is required: %s sign
 {{- $_ := set $c "httpPort" $t.httpPort }}
 {{- if $t.grpcPort }}{{ $_ := set $c "grpcPort" $t.grpcPort }}{{ end }}
 {{- $_ := set $c "calls" $t.calls }}
-{{- $_ := set $c "redis" (and $t.redis true) }}
+{{- $_ := set $c "redis" ($t.redis | default false) }}
 {{- $_ := set $c "database" $v.database.enabled }}
 {{- $_ := set $c "image" (dict "repository" $v.image.repository "tag" $v.image.tag) }}
 {{- $_ := set $c "tag" (include "halo.imageTag" (dict "root" . "c" $c)) }}
@@ -133,7 +133,8 @@ sorted before it). (dict "root" $ "c" $c "secret" <name> ["publish" true]) → J
 {{- end }}
 {{- $_ := set $env "JWT_SECRET" (fromYaml (include "halo.secretKeyRef" (dict "secret" $platformSecret "key" "jwt-secret"))) }}
 {{- if $c.redis }}
-{{- $_ := set $env "REDIS_URL" (fromYaml (include "halo.secretKeyRef" (dict "secret" $platformSecret "key" "redis-url" "optional" true))) }}
+{{- /* `required` (payments, chat): no optional key, so a platform without Redis keeps the pod from starting, named. */}}
+{{- $_ := set $env "REDIS_URL" (fromYaml (include "halo.secretKeyRef" (dict "secret" $platformSecret "key" "redis-url" "optional" (ne (toString $c.redis) "required")))) }}
 {{- end }}
 {{- range $peer := $c.calls }}
 {{- $_ := set $env (printf "%s_GRPC_ADDR" (upper $peer)) (fromYaml (include "halo.configMapKeyRef" (dict "configMap" $topology "key" (printf "%s.grpc-addr" $peer)))) }}

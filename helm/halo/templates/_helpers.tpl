@@ -248,7 +248,8 @@ map): ports, peers by Service name, secrets, trusted keys; the gateway: each ser
 {{- $_ := set $env "DATABASE_URL" (fromYaml (include "halo.secretKeyRef" (dict "secret" .secret "key" (printf "%s-database-url" $c.name)))) }}
 {{- end }}
 {{- if $c.redis }}
-{{- $_ := set $env "REDIS_URL" (fromYaml (include "halo.secretKeyRef" (dict "secret" .secret "key" "redis-url" "optional" true))) }}
+{{- /* Optional for a component that falls back to per-replica state; `required`: the pod must not start without it. */}}
+{{- $_ := set $env "REDIS_URL" (fromYaml (include "halo.secretKeyRef" (dict "secret" .secret "key" "redis-url" "optional" (ne (toString $c.redis) "required")))) }}
 {{- end }}
 {{- if eq $c.name "gateway" }}
 {{- range $name := (fromJson (include "halo.enabledComponents" $root)).names }}
@@ -301,4 +302,40 @@ gRPC only the components that call it. The metrics scraper: the port /metrics is
 {{- end }}
 {{- end }}
 {{ include "halo.scraperRule" (dict "root" $root "c" $c "scraper" $np.metricsScraper) }}
+{{- end }}
+
+{{/*
+Refuses, in one message listing every problem, an install that renders but cannot run: images
+without a registry (Docker Hub's `halo/` namespace), a component that needs Redis without
+redis.url, no JWT secret, a NetworkPolicy for the gateway that admits nobody. (root)
+*/}}
+{{- define "halo.validate" -}}
+{{- $v := .Values }}
+{{- $problems := list }}
+{{- $deployed := (fromJson (include "halo.deployedComponents" .)).names }}
+{{- if not (or $v.image.registry $v.local) }}
+{{- $pulled := list }}
+{{- range $name := $deployed }}
+{{- if not (index $v.components $name).image }}{{ $pulled = append $pulled $name }}
+{{- else if not (index $v.components $name).image.repository }}{{ $pulled = append $pulled $name }}{{ end }}
+{{- end }}
+{{- with $pulled }}
+{{- $problems = append $problems (printf "image.registry is empty: %s would be pulled as %s/%s:<tag>, from Docker Hub. Set image.registry to where you pushed the images (deploy/README.md), or `local: true` on a local cluster whose nodes have them (deploy/local)" (join ", " .) $v.image.repositoryPrefix (first .)) }}
+{{- end }}
+{{- end }}
+{{- if not (or $v.redis.url $v.secrets.existingSecret) }}
+{{- $needs := list }}
+{{- range $name := (fromJson (include "halo.enabledComponents" .)).names }}
+{{- if eq (toString (index $v.components $name).redis) "required" }}{{ $needs = append $needs $name }}{{ end }}
+{{- end }}
+{{- with $needs }}
+{{- $problems = append $problems (printf "redis.url is required: %s cannot run without Redis in production (replicas share its state). Set redis.url, or disable %s" (join " and " .) (join " and " .)) }}
+{{- end }}
+{{- end }}
+{{- if not (or $v.secrets.jwtSecret $v.secrets.existingSecret) }}
+{{- $problems = append $problems "secrets.jwtSecret is required (≥ 32 random bytes), or set secrets.existingSecret" }}
+{{- end }}
+{{- with $problems }}
+{{- fail (printf "this install cannot run:\n- %s" (join "\n- " .)) }}
+{{- end }}
 {{- end }}
