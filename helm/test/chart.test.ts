@@ -781,3 +781,68 @@ describe('an install that cannot run is refused at render time, naming the value
     expect(env(container(one(r, 'Deployment', 'halo-auth'))).REDIS_URL).toEqual({ secretKeyRef: { name: 'halo-managed', key: 'redis-url', optional: true } });
   });
 });
+
+describe('who reaches the gateway (networkPolicy.gatewayFrom) and the Gateway API route', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'halo-peers-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const file = (name: string, yaml: string) => {
+    const f = join(dir, `${name}.yaml`);
+    writeFileSync(f, yaml);
+    return f;
+  };
+
+  it('has no silent default: NetworkPolicies on and no peers is refused, naming the value', () => {
+    const v = parse(readFileSync(ci('default-values.yaml'), 'utf8')) as { networkPolicy?: unknown };
+    delete v.networkPolicy;
+    expect(renderError(renderer, [file('no-peers', stringify(v))])).toContain('networkPolicy.gatewayFrom is empty');
+    // Off, nothing is needed.
+    render(renderer, [file('no-policies', stringify({ ...v, networkPolicy: { enabled: false } }))]);
+  });
+
+  it('tells an upgrade that still sets the old networkPolicy.ingressController what replaced it', () => {
+    const old = file('old-key', 'networkPolicy:\n  ingressController:\n    namespaceSelector:\n      matchLabels:\n        kubernetes.io/metadata.name: ingress-nginx\n');
+    expect(renderError(renderer, [ci('default-values.yaml'), old])).toContain('networkPolicy.ingressController was replaced by networkPolicy.gatewayFrom');
+  });
+
+  // The peers helm/halo/README.md documents (ingress-nginx, Traefik, an AWS ALB's CIDRs, a Gateway API implementation).
+  const documented = [...readFileSync(join(CHART, 'README.md'), 'utf8').matchAll(/```yaml\n(# ([^\n]+)\n(?:#[^\n]*\n)*networkPolicy:\n[\s\S]*?)```/g)].map((m) => [m[2]!, m[1]!] as const);
+  it('documents four setups', () => {
+    expect(documented.map(([title]) => title.split(' ').slice(0, 2).join(' '))).toEqual(['ingress-nginx (its', 'Traefik (its', 'An AWS', 'A Gateway']);
+  });
+  it.each(documented)('the README\'s peers for %s render into a valid policy admitting exactly them, and the test pod', (title, yaml) => {
+    const r = render(renderer, [ci('default-values.yaml'), file(title.replace(/\W+/g, '-'), yaml)]);
+    const policy = one(r, 'NetworkPolicy', 'halo-gateway');
+    expect(validateK8sObjects([policy])).toEqual([]);
+    const peers = (parse(yaml) as { networkPolicy: { gatewayFrom: unknown[] } }).networkPolicy.gatewayFrom;
+    const rule = (policy.spec as { ingress: { from: unknown[]; ports: { port: string }[] }[] }).ingress[0]!;
+    expect(rule.ports).toEqual([{ port: 'http', protocol: 'TCP' }]);
+    expect(rule.from.slice(0, -1)).toEqual(peers);
+    expect(rule.from.at(-1)).toMatchObject({ podSelector: { matchLabels: { 'app.kubernetes.io/component': 'test' } } });
+  });
+
+  it('routes an HTTPRoute (ci/extensions-values.yaml) to the gateway Service, valid against the Gateway API CRD schema', () => {
+    const route = one(rendered('extensions-values.yaml'), 'HTTPRoute', 'halo');
+    expect(route.apiVersion).toBe('gateway.networking.k8s.io/v1');
+    expect(route.spec).toEqual({
+      parentRefs: [{ name: 'public', namespace: 'envoy-gateway-system', sectionName: 'https' }],
+      hostnames: ['api.halo.example.com'],
+      rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/' } }], backendRefs: [{ name: 'halo-gateway', port: 4000 }], timeouts: { request: '3600s' } }],
+    });
+    expect(validateK8sObjects([route])).toEqual([]);
+    // The CRD schema is really applied: a wrong path type and a misspelt field are refused.
+    const bad = structuredClone(route);
+    (bad.spec as { rules: { matches: { path: { type: string } }[] }[] }).rules[0]!.matches[0]!.path.type = 'Prefix';
+    expect(validateK8sObjects([bad]).join('\n')).toMatch(/type must be equal to one of the allowed values/);
+    const misspelt = structuredClone(route);
+    (misspelt.spec as Record<string, unknown>).hostname = ['x'];
+    expect(validateK8sObjects([misspelt]).join('\n')).toContain("'\"hostname\"' does not exist");
+    expect(all(rendered('default-values.yaml'), 'HTTPRoute')).toEqual([]);
+  });
+
+  it('refuses an HTTPRoute attached to no Gateway', () => {
+    expect(renderError(renderer, [ci('default-values.yaml'), file('no-parent', 'httpRoute:\n  enabled: true\n')])).toContain('httpRoute.parentRefs is empty');
+  });
+});

@@ -266,8 +266,8 @@ map): ports, peers by Service name, secrets, trusted keys; the gateway: each ser
 {{- end }}
 
 {{/*
-Who may open a connection to a component this release runs. The gateway: the ingress controller
-(HTTP) and the chart's test pod. The registry: the gateway (supergraph polls, usage) and each
+Who may open a connection to a component this release runs. The gateway: networkPolicy.gatewayFrom
+(the ingress controller's or Gateway's peers, on HTTP) and the chart's test pod. The registry: the gateway (supergraph polls, usage) and each
 service's contract-publish hook. A service: the gateway on HTTP (REST proxy, subgraph), and on
 gRPC only the components that call it. The metrics scraper: the port /metrics is on.
 */}}
@@ -276,12 +276,7 @@ gRPC only the components that call it. The metrics scraper: the port /metrics is
 {{- $np := $root.Values.networkPolicy }}
 {{- if eq $c.name "gateway" }}
 - from:
-    - namespaceSelector:
-        {{- toYaml $np.ingressController.namespaceSelector | nindent 8 }}
-      {{- with $np.ingressController.podSelector }}
-      podSelector:
-        {{- toYaml . | nindent 8 }}
-      {{- end }}
+    {{- toYaml $np.gatewayFrom | nindent 4 }}
     - podSelector:
         matchLabels:
           {{- include "halo.peerLabels" (dict "root" $root "name" "test") | nindent 10 }}
@@ -334,6 +329,11 @@ redis.url, no JWT secret, a NetworkPolicy for the gateway that admits nobody. (r
 {{- end }}
 {{- if not (or $v.secrets.jwtSecret $v.secrets.existingSecret) }}
 {{- $problems = append $problems "secrets.jwtSecret is required (≥ 32 random bytes), or set secrets.existingSecret" }}
+{{- end }}
+{{- if $v.networkPolicy.ingressController }}
+{{- $problems = append $problems "networkPolicy.ingressController was replaced by networkPolicy.gatewayFrom, a list of NetworkPolicy peers (helm/halo/README.md: NetworkPolicies)" }}
+{{- else if and $v.networkPolicy.enabled (has "gateway" $deployed) (not $v.networkPolicy.gatewayFrom) }}
+{{- $problems = append $problems "networkPolicy.gatewayFrom is empty: with networkPolicy.enabled nothing could reach the gateway. List your ingress controller's or Gateway's pods (or its CIDR) as NetworkPolicy peers (helm/halo/README.md gives them for ingress-nginx, Traefik, an AWS ALB and Gateway API), or set networkPolicy.enabled: false" }}
 {{- end }}
 {{- with $problems }}
 {{- fail (printf "this install cannot run:\n- %s" (join "\n- " .)) }}
