@@ -162,9 +162,10 @@ describe.each(ciFiles)('ci/%s', (f) => {
   });
 
   it('runs every container as non-root with a read-only root filesystem and no capabilities', () => {
+    // The uninstall cleanup (below) is the one pod with a service-account token.
     const pods = [
       ...all(rendered(f), 'Deployment').map((d) => podTemplate(d).spec),
-      ...all(rendered(f), 'Job').map((j) => podTemplate(j).spec),
+      ...all(rendered(f), 'Job').filter((j) => !j.metadata.name.endsWith('-hook-cleanup')).map((j) => podTemplate(j).spec),
       ...(all(rendered(f), 'Pod').map((p) => p.spec) as PodSpec[]),
     ];
     expect(pods.length).toBeGreaterThan(0);
@@ -844,5 +845,45 @@ describe('who reaches the gateway (networkPolicy.gatewayFrom) and the Gateway AP
 
   it('refuses an HTTPRoute attached to no Gateway', () => {
     expect(renderError(renderer, [ci('default-values.yaml'), file('no-parent', 'httpRoute:\n  enabled: true\n')])).toContain('httpRoute.parentRefs is empty');
+  });
+});
+
+describe('hook copies of the Secret never outlive the release', () => {
+  const hookObjects = (r: Rendered) => objectsOf(r).filter((o) => o.metadata.annotations?.['helm.sh/hook'] === 'post-delete');
+
+  it.each(['default-values.yaml', 'full-values.yaml'])('ci/%s: the copy is deleted on success, on failure and, by a post-delete Job allowed only that, on uninstall', (f) => {
+    const r = rendered(f);
+    expect(one(r, 'Secret', 'halo-hooks').metadata.annotations!['helm.sh/hook-delete-policy']).toBe('before-hook-creation,hook-succeeded,hook-failed');
+    expect(hookObjects(r).map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
+      'ServiceAccount/halo-hook-cleanup',
+      'Role/halo-hook-cleanup',
+      'RoleBinding/halo-hook-cleanup',
+      'Job/halo-hook-cleanup',
+    ]);
+    for (const o of hookObjects(r)) expect(o.metadata.annotations!['helm.sh/hook-delete-policy']).toBe('before-hook-creation,hook-succeeded');
+    expect(one(r, 'Role', 'halo-hook-cleanup').rules).toEqual([{ apiGroups: [''], resources: ['secrets'], resourceNames: ['halo-hooks'], verbs: ['delete'] }]);
+    expect(one(r, 'RoleBinding', 'halo-hook-cleanup').subjects).toEqual([{ kind: 'ServiceAccount', name: 'halo-hook-cleanup', namespace: 'halo' }]);
+    const job = one(r, 'Job', 'halo-hook-cleanup');
+    expect(Number(job.metadata.annotations!['helm.sh/hook-weight'])).toBeGreaterThan(Number(one(r, 'Role', 'halo-hook-cleanup').metadata.annotations!['helm.sh/hook-weight']));
+    const pod = podTemplate(job).spec;
+    expect([pod.serviceAccountName, pod.automountServiceAccountToken]).toEqual(['halo-hook-cleanup', true]);
+    expect(pod.containers[0]!.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true });
+    expect(env(container(job))).toMatchObject({ NAMESPACE: 'halo', SECRET: 'halo-hooks' });
+    // The script is valid JavaScript for the image's Node.
+    expect(() => new Function(container(job).command![2]!)).not.toThrow();
+  });
+
+  it('renders no cleanup where there is no copy (an existing Secret, deploy/local) or when switched off', () => {
+    expect(hookObjects(rendered('existing-secret-values.yaml'))).toEqual([]);
+    const dir = mkdtempSync(join(tmpdir(), 'halo-cleanup-'));
+    try {
+      const off = join(dir, 'off.yaml');
+      writeFileSync(off, 'hooks:\n  cleanupOnUninstall: false\n');
+      const r = render(renderer, [ci('default-values.yaml'), off]);
+      expect(hookObjects(r)).toEqual([]);
+      expect(one(r, 'Secret', 'halo-hooks')).toBeDefined();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -131,7 +131,7 @@ describe.each(ciFiles)('ci/%s', (f) => {
   });
 
   it('runs non-root, read-only, with no capabilities, probed like the platform chart probes a service', () => {
-    for (const o of [...all(r(), 'Deployment'), ...all(r(), 'Job')]) {
+    for (const o of [...all(r(), 'Deployment'), ...all(r(), 'Job').filter((j) => !j.metadata.name.endsWith('-hook-cleanup'))]) {
       const pod = podTemplate(o).spec;
       expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } });
       expect(pod.automountServiceAccountToken).toBe(false);
@@ -250,6 +250,17 @@ describe('content, with every extension point (ci/content.yaml)', () => {
   });
 });
 
+describe('catalog\'s hook Secret (ci/catalog.yaml)', () => {
+  it('is deleted on success, on failure and on uninstall (a post-delete Job allowed to delete only it)', () => {
+    const r = rendered('catalog.yaml');
+    expect(one(r, 'Secret', 'halo-catalog-hooks').metadata.annotations!['helm.sh/hook-delete-policy']).toBe('before-hook-creation,hook-succeeded,hook-failed');
+    const cleanup = objectsOf(r).filter((o) => hookOf(o) === 'post-delete').map((o) => `${o.kind}/${o.metadata.name}`);
+    expect(cleanup).toEqual(['ServiceAccount/halo-catalog-hook-cleanup', 'Role/halo-catalog-hook-cleanup', 'RoleBinding/halo-catalog-hook-cleanup', 'Job/halo-catalog-hook-cleanup']);
+    expect(one(r, 'Role', 'halo-catalog-hook-cleanup').rules).toEqual([{ apiGroups: [''], resources: ['secrets'], resourceNames: ['halo-catalog-hooks'], verbs: ['delete'] }]);
+    expect(env(one(r, 'Job', 'halo-catalog-hook-cleanup'))).toMatchObject({ SECRET: 'halo-catalog-hooks', NAMESPACE: 'halo' });
+  });
+});
+
 describe('payments (ci/payments.yaml)', () => {
   it("reaches catalog through the platform's topology, and Redis through its Secret", () => {
     const e = env(one(rendered('payments.yaml'), 'Deployment', 'halo-payments'));
@@ -281,7 +292,7 @@ describe('releases side by side: the platform (helm/halo/ci/platform-values.yaml
 
   it('the platform renders the gateway and registry only, and keeps every service in the topology and the gateway', () => {
     expect(all(platform, 'Deployment').map((d) => d.metadata.name)).toEqual(['halo-gateway', 'halo-registry']);
-    expect(all(platform, 'Job').map((j) => j.metadata.name)).toEqual(['halo-registry-migrate']);
+    expect(all(platform, 'Job').map((j) => j.metadata.name)).toEqual(['halo-registry-migrate', 'halo-hook-cleanup']);
     const topology = one(platform, 'ConfigMap', 'halo-topology').data as Record<string, string>;
     for (const [name, ports] of Object.entries(SERVICES)) {
       expect(topology[`${name}.grpc-addr`]).toBe(`halo-${name}:${ports.grpcPort}`);

@@ -451,3 +451,114 @@ spec:
       scrapeTimeout: {{ . }}
       {{- end }}
 {{- end }}
+
+{{/*
+A post-delete hook that deletes the hook copy of the Secret (`secret`) on `helm uninstall`: Helm
+never deletes hook objects with the release, and one left by a failed hook (Helm versions that do
+not clean earlier hooks on failure) would keep database credentials in the namespace. Its pod
+runs `image` (a Halo image: Node's fetch against the API server with its own token, allowed to
+delete that one Secret and nothing else), then Helm deletes it and its RBAC objects.
+(dict "root" $ "c" $c "secret" <name> "name" <the objects' name>)
+*/}}
+{{- define "halo.hookSecretCleanup" -}}
+{{- $root := .root }}{{ $c := .c }}
+{{- $ctx := dict "root" $root "name" "hook-cleanup" "version" $c.tag }}
+{{- $annotations := dict "helm.sh/hook" "post-delete" "helm.sh/hook-delete-policy" "before-hook-creation,hook-succeeded" }}
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ .name }}
+  labels:
+    {{- include "halo.labels" $ctx | nindent 4 }}
+  annotations:
+    {{- toYaml (merge (dict "helm.sh/hook-weight" "-5") $annotations) | nindent 4 }}
+automountServiceAccountToken: false
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ .name }}
+  labels:
+    {{- include "halo.labels" $ctx | nindent 4 }}
+  annotations:
+    {{- toYaml (merge (dict "helm.sh/hook-weight" "-5") $annotations) | nindent 4 }}
+rules:
+  - apiGroups: [""]
+    resources: ["secrets"]
+    resourceNames: [{{ .secret | quote }}]
+    verbs: ["delete"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ .name }}
+  labels:
+    {{- include "halo.labels" $ctx | nindent 4 }}
+  annotations:
+    {{- toYaml (merge (dict "helm.sh/hook-weight" "-5") $annotations) | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ .name }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ .name }}
+    namespace: {{ $root.Release.Namespace }}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .name }}
+  labels:
+    {{- include "halo.labels" $ctx | nindent 4 }}
+  annotations:
+    {{- toYaml (merge (dict "helm.sh/hook-weight" "0") $annotations) | nindent 4 }}
+spec:
+  backoffLimit: 2
+  activeDeadlineSeconds: 120
+  template:
+    metadata:
+      labels:
+        {{- include "halo.podLabels" $ctx | nindent 8 }}
+    spec:
+      serviceAccountName: {{ .name }}
+      # The one pod with a token: it may delete the hook Secret and nothing else (the Role above).
+      automountServiceAccountToken: true
+      {{- with $root.Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      securityContext:
+        {{- toYaml $c.podSecurityContext | nindent 8 }}
+      restartPolicy: Never
+      containers:
+        - name: cleanup
+          image: {{ include "halo.image" . | quote }}
+          imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+          command:
+            - node
+            - -e
+            - |
+              const dir = '/var/run/secrets/kubernetes.io/serviceaccount';
+              const token = require('node:fs').readFileSync(dir + '/token', 'utf8');
+              const url = 'https://kubernetes.default.svc/api/v1/namespaces/' + process.env.NAMESPACE + '/secrets/' + process.env.SECRET;
+              fetch(url, { method: 'DELETE', headers: { authorization: 'Bearer ' + token } }).then(
+                (res) => { console.log('DELETE secret ' + process.env.SECRET + ': ' + res.status); process.exit(res.ok || res.status === 404 ? 0 : 1); },
+                (err) => { console.error(err); process.exit(1); });
+          env:
+            - name: NAMESPACE
+              value: {{ $root.Release.Namespace | quote }}
+            - name: SECRET
+              value: {{ .secret | quote }}
+            # The API server's certificate is signed by the cluster's CA.
+            - name: NODE_EXTRA_CA_CERTS
+              value: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt
+          resources:
+            requests:
+              cpu: 10m
+              memory: 64Mi
+            limits:
+              memory: 128Mi
+          securityContext:
+            {{- toYaml $c.securityContext | nindent 12 }}
+{{- end }}
