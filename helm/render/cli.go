@@ -1,10 +1,11 @@
-// halo-helm-render renders one chart (no subcharts) the way `helm template` does, for machines
+// halo-helm-render renders one chart (and the named templates of its library subcharts) the way `helm template` does, for machines
 // without a helm binary. It follows Helm's documented behaviour: the chart guide's built-in
 // objects, its template function list, values files merged in order, values.schema.json, and the
 // install order of kinds. helm/halo/README.md says what this covers and what only Helm checks.
 //
 //	halo-helm-render --chart DIR [--release-name halo] [--namespace halo] [-f values.yaml]...
 //	                 [--kube-version v1.33.0] [--api-versions group/version]... [--output text|json]
+//	halo-helm-render --chart DIR --dependency-build
 //
 // text: the manifests as `helm template` prints them (install order, then hooks).
 // json: {"manifest": <text>, "notes": <rendered NOTES.txt>, "values": <the merged values>}.
@@ -31,6 +32,8 @@ type options struct {
 	output      string
 	valueFiles  repeated
 	apiVersions repeated
+	// `helm dependency build` for file:// repositories: package each into charts/<name>-<version>.tgz.
+	dependencyBuild bool
 }
 
 func main() {
@@ -42,6 +45,7 @@ func main() {
 	flag.StringVar(&o.output, "output", "text", "text or json")
 	flag.Var(&o.valueFiles, "f", "values file (repeatable)")
 	flag.Var(&o.apiVersions, "api-versions", "extra API version for .Capabilities (repeatable)")
+	flag.BoolVar(&o.dependencyBuild, "dependency-build", false, "package the chart's file:// dependencies into its charts/ (helm dependency build)")
 	flag.Parse()
 	if o.chartDir == "" || (o.output != "text" && o.output != "json") {
 		flag.Usage()
@@ -56,8 +60,14 @@ func main() {
 }
 
 func run(o options) (string, error) {
+	if o.dependencyBuild {
+		return "", dependencyBuild(o.chartDir)
+	}
 	ch, err := readChart(o.chartDir)
 	if err != nil {
+		return "", err
+	}
+	if err := ch.checkDependencies(); err != nil {
 		return "", err
 	}
 	caps, err := newCapabilities(o.kubeVersion, o.apiVersions)
@@ -71,7 +81,10 @@ func run(o options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := validateValues(values, ch.schema); err != nil {
+	if err := coalesceDeps(ch, values); err != nil {
+		return "", err
+	}
+	if err := validateTree(ch, values); err != nil {
 		return "", err
 	}
 	top := map[string]interface{}{

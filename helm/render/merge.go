@@ -74,6 +74,59 @@ func overDefaults(user, defaults map[string]interface{}) map[string]interface{} 
 	return user
 }
 
+// coalesceDeps gives each dependency its table of values, as Helm's chartutil does: the parent's
+// `<name>:` table (created empty when absent) over the dependency's values.yaml, with the parent's
+// `global` table copied in as its `global`.
+func coalesceDeps(ch *chart, values map[string]interface{}) error {
+	for _, sub := range ch.deps {
+		v, ok := values[sub.meta.Name]
+		if !ok || v == nil {
+			v = map[string]interface{}{}
+		}
+		table, ok := v.(map[string]interface{})
+		if !ok {
+			return fmt.Errorf("type mismatch on %s: %T", sub.meta.Name, v)
+		}
+		global := map[string]interface{}{}
+		if g, ok := table["global"].(map[string]interface{}); ok {
+			global = g
+		}
+		if g, ok := values["global"].(map[string]interface{}); ok {
+			for k, x := range g {
+				global[k] = copyValue(x)
+			}
+		}
+		table["global"] = global
+		table = overDefaults(table, copyValue(sub.values).(map[string]interface{}))
+		values[sub.meta.Name] = table
+		if err := coalesceDeps(sub, table); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateTree checks the values against the chart's schema and each dependency's table against
+// the dependency's schema, naming the charts that refuse them.
+func validateTree(ch *chart, values map[string]interface{}) error {
+	var msgs []string
+	if err := validateValues(values, ch.schema); err != nil {
+		msgs = append(msgs, strings.TrimPrefix(err.Error(), schemaErrorHead))
+	}
+	for _, sub := range ch.deps {
+		table, _ := values[sub.meta.Name].(map[string]interface{})
+		if err := validateTree(sub, table); err != nil {
+			msgs = append(msgs, strings.TrimPrefix(err.Error(), schemaErrorHead))
+		}
+	}
+	if len(msgs) > 0 {
+		return fmt.Errorf("%s%s", schemaErrorHead, strings.Join(msgs, "\n"))
+	}
+	return nil
+}
+
+const schemaErrorHead = "values don't meet the specifications of the schema(s) in the following chart(s):\n"
+
 func copyValue(v interface{}) interface{} {
 	switch t := v.(type) {
 	case map[string]interface{}:
@@ -105,7 +158,7 @@ func validateValues(values map[string]interface{}, schema []byte) error {
 		return nil
 	}
 	var b strings.Builder
-	b.WriteString("values don't meet the specifications of the schema(s) in the following chart(s):\n")
+	b.WriteString(schemaErrorHead)
 	for _, e := range result.Errors() {
 		fmt.Fprintf(&b, "- %s\n", e)
 	}

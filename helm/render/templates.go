@@ -24,24 +24,51 @@ import (
 // How deep include/tpl may nest before the render stops (a template including itself).
 const maxNesting = 1000
 
-// renderTemplates executes every renderable template of the chart with its own .Template.
+// allTemplates is every template of the chart and of its dependencies, by full name.
+func allTemplates(ch *chart, into map[string]string) map[string]string {
+	for name, src := range ch.templates {
+		into[name] = src
+	}
+	for _, sub := range ch.deps {
+		allTemplates(sub, into)
+	}
+	return into
+}
+
+// byPathLen is Helm's parse order: deeper paths first, so a parent chart's `define` wins over a
+// subchart's of the same name; equal depths by name.
+func byPathLen(names []string) {
+	sort.Slice(names, func(i, j int) bool {
+		ci, cj := strings.Count(names[i], "/"), strings.Count(names[j], "/")
+		if ci != cj {
+			return ci > cj
+		}
+		return names[i] > names[j]
+	})
+}
+
+// renderTemplates executes every renderable template of the chart with its own .Template. The
+// subcharts (libraries only: checkDependencies) contribute their named templates.
 func renderTemplates(ch *chart, top map[string]interface{}) (map[string]string, error) {
 	root := template.New(ch.meta.Name).Option("missingkey=zero")
 	depth := 0
 	root.Funcs(templateFuncs(root, &depth))
-	names := make([]string, 0, len(ch.templates))
-	for name := range ch.templates {
+	sources := allTemplates(ch, map[string]string{})
+	names := make([]string, 0, len(sources))
+	for name := range sources {
 		names = append(names, name)
 	}
-	sort.Strings(names)
+	byPathLen(names)
 	for _, name := range names {
-		if _, err := root.New(name).Parse(ch.templates[name]); err != nil {
+		if _, err := root.New(name).Parse(sources[name]); err != nil {
 			return nil, explain(err)
 		}
 	}
+	sort.Strings(names)
 	out := map[string]string{}
+	own := ch.meta.Name + "/templates/"
 	for _, name := range names {
-		if strings.HasPrefix(path.Base(name), "_") {
+		if strings.HasPrefix(path.Base(name), "_") || !strings.HasPrefix(name, own) {
 			continue
 		}
 		data := make(map[string]interface{}, len(top)+1)

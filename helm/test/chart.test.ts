@@ -1,7 +1,9 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Ajv from 'ajv';
-import { parse } from 'yaml';
+import { parse as parsePgUrl } from 'pg-connection-string';
+import { parse, stringify } from 'yaml';
 import { GATEWAY_METRICS_PORT, GATEWAY_PORT, GRPC_CALLS, SERVICES } from '@halo/kit/launch';
 import { validateK8sObjects, type K8sObject } from './k8s-schemas';
 import { buildRenderer, rendererTests, CHART, render, renderError, renderText, ROOT, type Rendered, type Renderer } from './render';
@@ -165,9 +167,10 @@ describe.each(ciFiles)('ci/%s', (f) => {
   });
 
   it('runs every container as non-root with a read-only root filesystem and no capabilities', () => {
+    // The uninstall cleanup (below) is the one pod with a service-account token.
     const pods = [
       ...all(rendered(f), 'Deployment').map((d) => podTemplate(d).spec),
-      ...all(rendered(f), 'Job').map((j) => podTemplate(j).spec),
+      ...all(rendered(f), 'Job').filter((j) => !j.metadata.name.endsWith('-hook-cleanup')).map((j) => podTemplate(j).spec),
       ...(all(rendered(f), 'Pod').map((p) => p.spec) as PodSpec[]),
     ];
     expect(pods.length).toBeGreaterThan(0);
@@ -237,15 +240,16 @@ describe.each(ciFiles)('ci/%s', (f) => {
 describe('the default install (ci/default-values.yaml)', () => {
   const r = () => rendered('default-values.yaml');
 
-  it('runs the gateway and the five services, two replicas each, images tagged with the appVersion', () => {
+  it('runs the gateway, the registry and the five services, two replicas each, images tagged with the appVersion', () => {
     const deployments = all(r(), 'Deployment').map((d) => [d.metadata.name, (d.spec as { replicas: number }).replicas, container(d).image]);
     expect(deployments).toEqual([
-      ['halo-auth', 2, 'halo/auth:0.1.0'],
-      ['halo-catalog', 2, 'halo/catalog:0.1.0'],
-      ['halo-chat', 2, 'halo/chat:0.1.0'],
-      ['halo-content', 2, 'halo/content:0.1.0'],
-      ['halo-gateway', 2, 'halo/gateway:0.1.0'],
-      ['halo-payments', 2, 'halo/payments:0.1.0'],
+      ['halo-auth', 2, 'registry.example.com/halo/auth:0.1.0'],
+      ['halo-catalog', 2, 'registry.example.com/halo/catalog:0.1.0'],
+      ['halo-chat', 2, 'registry.example.com/halo/chat:0.1.0'],
+      ['halo-content', 2, 'registry.example.com/halo/content:0.1.0'],
+      ['halo-gateway', 2, 'registry.example.com/halo/gateway:0.1.0'],
+      ['halo-payments', 2, 'registry.example.com/halo/payments:0.1.0'],
+      ['halo-registry', 2, 'registry.example.com/halo/registry:0.1.0'],
     ]);
   });
 
@@ -282,15 +286,22 @@ describe('the default install (ci/default-values.yaml)', () => {
       'auth-signing-key',
       'catalog-database-password',
       'catalog-database-url',
+      'catalog-signing-key',
       'chat-database-password',
       'chat-database-url',
+      'chat-signing-key',
       'content-database-password',
       'content-database-url',
+      'content-signing-key',
       'gateway-signing-key',
       'jwt-secret',
       'payments-database-password',
       'payments-database-url',
       'payments-signing-key',
+      'redis-url',
+      'registry-database-password',
+      'registry-database-url',
+      'registry-signing-key',
     ]);
   });
 
@@ -306,12 +317,15 @@ describe('the default install (ci/default-values.yaml)', () => {
       const value = env(container(one(r(), 'Deployment', name))).SERVICE_TRUSTED_KEYS as string | undefined;
       return value === undefined ? undefined : (JSON.parse(value) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
     };
-    expect(trusted('halo-auth')).toEqual(['gateway:ci-2026-01']);
+    // auth: the gateway, and the registry (exchanging CI's API keys).
+    expect(trusted('halo-auth')).toEqual(['gateway:ci-2026-01', 'registry:ci-2026-01']);
     expect(trusted('halo-content')).toEqual(['auth:ci-2026-01']);
     expect(trusted('halo-catalog')).toEqual(['payments:ci-2026-01']);
     expect(trusted('halo-payments')).toBeUndefined();
     expect(trusted('halo-chat')).toBeUndefined();
     expect(trusted('halo-gateway')).toBeUndefined();
+    // The registry: every process that publishes to it or polls it.
+    expect(trusted('halo-registry')).toEqual(['auth', 'catalog', 'chat', 'content', 'gateway', 'payments'].map((c) => `${c}:ci-2026-01`));
   });
 
   it('admits the ingress controller only to the gateway, the gateway to HTTP, gRPC only from callers, the scraper only to /metrics', () => {
@@ -323,7 +337,7 @@ describe('the default install (ci/default-values.yaml)', () => {
     ]);
     expect(rules('halo-auth')).toEqual([
       { ports: ['http'], from: ['gateway'] },
-      { ports: ['grpc'], from: ['gateway'] },
+      { ports: ['grpc'], from: ['gateway', 'registry'] },
       { ports: ['http'], from: ['namespace monitoring'] },
     ]);
     expect(rules('halo-content')).toEqual([
@@ -341,6 +355,19 @@ describe('the default install (ci/default-values.yaml)', () => {
       { ports: ['http'], from: ['gateway'] },
       { ports: ['http'], from: ['namespace monitoring'] },
     ]);
+    // The registry: the gateway's polls and usage reports, each service's publish hook.
+    expect(rules('halo-registry')).toEqual([
+      { ports: ['http'], from: ['gateway', 'auth-publish', 'catalog-publish', 'chat-publish', 'content-publish', 'payments-publish'] },
+      { ports: ['http'], from: ['namespace monitoring'] },
+    ]);
+    // Peers are selected by component and installation (part-of), not release: a peer may be in
+    // its own release (helm/halo-service).
+    const gatewayPeer = (one(r(), 'NetworkPolicy', 'halo-catalog').spec as { ingress: { from: { podSelector: { matchLabels: Record<string, string> } }[] }[] }).ingress[0]!.from[0]!;
+    expect(gatewayPeer.podSelector.matchLabels).toEqual({
+      'app.kubernetes.io/name': 'halo',
+      'app.kubernetes.io/part-of': 'halo',
+      'app.kubernetes.io/component': 'gateway',
+    });
   });
 
   it("serves every process's /metrics where a scraper finds it: the gateway's on its own `metrics` port, never through the Ingress's `http`", () => {
@@ -364,21 +391,29 @@ describe('the default install (ci/default-values.yaml)', () => {
     expect(all(r(), 'ServiceMonitor')).toEqual([]);
   });
 
-  it('gives chat its database, Redis (the pub/sub of its subscriptions) and no gRPC peers', () => {
+  it('gives chat its database, Redis (the pub/sub of its subscriptions, required) and no gRPC peers', () => {
     const chat = env(container(one(r(), 'Deployment', 'halo-chat')));
     expect(chat).toMatchObject({
       HTTP_PORT: '4005',
       GRPC_PORT: '5005',
       DATABASE_URL: { secretKeyRef: { name: 'halo', key: 'chat-database-url' } },
-      REDIS_URL: { secretKeyRef: { name: 'halo', key: 'redis-url', optional: true } },
+      // Required, not optional: without the key kubelet refuses to start the container, naming it.
+      REDIS_URL: { secretKeyRef: { name: 'halo', key: 'redis-url' } },
     });
     expect(Object.keys(chat).filter((k) => k.endsWith('_GRPC_ADDR'))).toEqual([]);
     expect(env(container(one(r(), 'Deployment', 'halo-gateway'))).CHAT_URL).toBe('http://halo-chat:4005');
   });
 
   it('migrates each database service in a pre-install/pre-upgrade Job reading the hook copy of the Secret', () => {
-    const jobs = all(r(), 'Job');
-    expect(jobs.map((j) => j.metadata.name)).toEqual(['halo-auth-migrate', 'halo-catalog-migrate', 'halo-chat-migrate', 'halo-content-migrate', 'halo-payments-migrate']);
+    const jobs = all(r(), 'Job').filter((j) => j.metadata.name.endsWith('-migrate'));
+    expect(jobs.map((j) => j.metadata.name)).toEqual([
+      'halo-auth-migrate',
+      'halo-catalog-migrate',
+      'halo-chat-migrate',
+      'halo-content-migrate',
+      'halo-payments-migrate',
+      'halo-registry-migrate',
+    ]);
     for (const job of jobs) {
       expect(job.metadata.annotations).toEqual({
         'helm.sh/hook': 'pre-install,pre-upgrade',
@@ -392,6 +427,26 @@ describe('the default install (ci/default-values.yaml)', () => {
     const hookSecret = one(r(), 'Secret', 'halo-hooks');
     expect(hookSecret.metadata.annotations).toMatchObject({ 'helm.sh/hook': 'pre-install,pre-upgrade', 'helm.sh/hook-weight': '-10' });
     expect(hookSecret.data).toEqual(one(r(), 'Secret', 'halo').data);
+  });
+
+  it('binds every gRPC server to 0.0.0.0 (GRPC_HOST), points the gateway at the registry, and publishes each service after its pods', () => {
+    for (const d of all(r(), 'Deployment')) {
+      const e = env(container(d));
+      expect({ name: d.metadata.name, GRPC_HOST: e.GRPC_HOST }).toEqual({ name: d.metadata.name, GRPC_HOST: e.GRPC_PORT ? '0.0.0.0' : undefined });
+    }
+    expect(env(container(one(r(), 'Deployment', 'halo-gateway'))).REGISTRY_URL).toBe('http://halo-registry:4006');
+    const publish = all(r(), 'Job').filter((j) => j.metadata.name.endsWith('-publish'));
+    expect(publish.map((j) => j.metadata.name)).toEqual(['halo-auth-publish', 'halo-catalog-publish', 'halo-chat-publish', 'halo-content-publish', 'halo-payments-publish']);
+    for (const job of publish) {
+      expect(job.metadata.annotations).toMatchObject({ 'helm.sh/hook': 'post-install,post-upgrade', 'helm.sh/hook-weight': '0' });
+      const service = job.metadata.name.split('-')[1]!;
+      expect(env(container(job))).toMatchObject({
+        HALO_PUBLISH_CONTRACT_ONLY: 'true',
+        REGISTRY_URL: 'http://halo-registry:4006',
+        SERVICE_PUBLIC_URL: `http://halo-${service}.halo.svc:${values.components[service]!.httpPort}`,
+        SERVICE_SIGNING_KEY: { secretKeyRef: { name: 'halo', key: `${service}-signing-key` } },
+      });
+    }
   });
 
   it("serves the gateway's composed files (supergraph, route table, OpenAPI) from a ConfigMap, equal to the committed gateway/ files", () => {
@@ -410,12 +465,12 @@ describe('the default install (ci/default-values.yaml)', () => {
     const pod = one(r(), 'Pod', 'halo-test-readyz');
     expect(pod.metadata.annotations!['helm.sh/hook']).toBe('test');
     const c = (pod.spec as PodSpec).containers[0]!;
-    expect(c.image).toBe('halo/gateway:0.1.0');
+    expect(c.image).toBe('registry.example.com/halo/gateway:0.1.0');
     expect(c.command!.at(-1)).toBe('http://halo-gateway:4000/readyz');
   });
 
   it('prints NOTES with every component and how to reach the gateway', () => {
-    expect(r().notes).toContain('gateway   halo/gateway:0.1.0');
+    expect(r().notes).toContain('gateway   registry.example.com/halo/gateway:0.1.0');
     expect(r().notes).toContain('kubectl -n halo port-forward svc/halo-gateway 4000:4000');
     expect(r().notes).toContain('helm test halo -n halo');
   });
@@ -437,6 +492,7 @@ describe('the full install (ci/full-values.yaml)', () => {
       'halo-content': 'registry.example.com/acme/halo/content:0.1.1',
       'halo-gateway': 'registry.example.com/acme/halo/gateway:0.1.0',
       'halo-payments': 'registry.example.com/acme/halo/payments:0.1.0',
+      'halo-registry': 'registry.example.com/acme/halo/registry:0.1.0',
     });
     expect(one(r(), 'Deployment', 'halo-content').metadata.labels!['app.kubernetes.io/version']).toBe('0.1.1');
     expect(container(one(r(), 'Job', 'halo-content-migrate')).image).toBe('registry.example.com/acme/halo/content:0.1.1');
@@ -531,7 +587,7 @@ describe('the full install (ci/full-values.yaml)', () => {
     expect(provision).toMatchObject({
       ADMIN_DATABASE_URL: { secretKeyRef: { name: 'halo-hooks', key: 'provision-admin-url' } },
       HALO_DATABASE: 'halo_prod',
-      HALO_SERVICES: 'auth,catalog,chat,content,payments',
+      HALO_SERVICES: 'auth,catalog,chat,content,payments,registry',
       PAYMENTS_DB_PASSWORD: { secretKeyRef: { name: 'halo-hooks', key: 'payments-database-password' } },
     });
     expect(container(one(r(), 'Job', 'halo-provision-roles')).command).toEqual(['node', '/app/tools/dist/provision-roles.js']);
@@ -559,7 +615,9 @@ describe('an existing Secret (ci/existing-secret-values.yaml)', () => {
   });
 
   it('renders no NetworkPolicy, migration Job, PodDisruptionBudget or test pod when they are switched off', () => {
-    expect(objectsOf(r()).map((o) => o.kind).filter((k) => ['NetworkPolicy', 'Job', 'PodDisruptionBudget', 'Pod', 'ServiceAccount'].includes(k))).toEqual([]);
+    expect(objectsOf(r()).map((o) => o.kind).filter((k) => ['NetworkPolicy', 'PodDisruptionBudget', 'Pod', 'ServiceAccount'].includes(k))).toEqual([]);
+    // Only the contract-publish hooks (post-install/post-upgrade) remain.
+    expect(all(r(), 'Job').filter((j) => !j.metadata.name.endsWith('-publish'))).toEqual([]);
     for (const d of all(r(), 'Deployment')) expect(podTemplate(d).spec.serviceAccountName).toBe('halo-workloads');
   });
 });
@@ -575,5 +633,269 @@ describe('refusals', () => {
     expect(renderError(renderer, [join(__dirname, 'fixtures/missing-public-key.yaml')])).toContain(
       'serviceIdentity.publicKeys.payments is required: payments calls catalog over gRPC',
     );
+  });
+});
+
+describe('every extension point (ci/extensions-values.yaml)', () => {
+  const r = () => rendered('extensions-values.yaml');
+  type Spread = { topologyKey: string; whenUnsatisfiable: string; labelSelector: { matchLabels: Record<string, string> } };
+  type FullPod = PodSpec & {
+    initContainers?: Container[];
+    topologySpreadConstraints?: Spread[];
+    volumes?: { name: string; configMap?: { name: string }; secret?: { secretName: string } }[];
+  };
+  type FullContainer = Container & { envFrom?: Record<string, { name: string }>[]; volumeMounts?: { name: string; mountPath: string }[] };
+  const pod = (o: Obj) => podTemplate(o).spec as FullPod;
+  const main = (o: Obj) => pod(o).containers[0] as FullContainer;
+  const caMount = { name: 'postgres-ca', mountPath: '/etc/halo/postgres-ca', readOnly: true };
+
+  it('gives every component the defaults (envFrom, the CA mount, zone spread over its own pods) unless its own list replaces them', () => {
+    for (const d of all(r(), 'Deployment')) {
+      const name = d.metadata.name;
+      const envFrom = main(d).envFrom!.map((e) => Object.values(e)[0]!.name);
+      expect({ name, envFrom }).toEqual({ name, envFrom: name === 'halo-gateway' ? ['halo-site-env', 'halo-gateway-extra'] : ['halo-site-env'] });
+      const mounts = main(d).volumeMounts!.map((m) => m.name);
+      expect({ name, ca: mounts.includes('postgres-ca') }).toEqual({ name, ca: name !== 'halo-gateway' });
+      // The chart's `env` is still rendered beside envFrom (and wins over it in Kubernetes).
+      expect(env(main(d)).HALO_ENV).toBe('production');
+      const component = podTemplate(d).metadata.labels['app.kubernetes.io/component'];
+      const spread = pod(d).topologySpreadConstraints!.map((t) => [t.topologyKey, t.whenUnsatisfiable, t.labelSelector.matchLabels['app.kubernetes.io/component']]);
+      expect(spread).toEqual([
+        ['kubernetes.io/hostname', 'ScheduleAnyway', component],
+        ['topology.kubernetes.io/zone', name === 'halo-gateway' ? 'DoNotSchedule' : 'ScheduleAnyway', component],
+      ]);
+    }
+  });
+
+  it("adds init and sidecar containers to the Deployments only, never to a hook Job (a sidecar would keep it running)", () => {
+    const gateway = pod(one(r(), 'Deployment', 'halo-gateway'));
+    expect(gateway.containers.map((c) => c.name)).toEqual(['gateway', 'otel-agent']);
+    expect(gateway.volumes!.map((v) => v.name)).toEqual(['tmp', 'composed', 'otel-config']);
+    expect(pod(one(r(), 'Deployment', 'halo-catalog')).initContainers!.map((c) => c.name)).toEqual(['wait-for-pooler']);
+    for (const job of all(r(), 'Job')) {
+      expect({ job: job.metadata.name, containers: pod(job).containers.length, init: pod(job).initContainers }).toEqual({ job: job.metadata.name, containers: 1, init: undefined });
+    }
+  });
+
+  it("sets the Services' type and annotations (a component's map merged over the defaults')", () => {
+    const gateway = one(r(), 'Service', 'halo-gateway');
+    expect((gateway.spec as { type: string }).type).toBe('LoadBalancer');
+    expect(gateway.metadata.annotations).toEqual({
+      'example.com/owner': 'platform-team',
+      'service.beta.kubernetes.io/aws-load-balancer-type': 'external',
+      'service.beta.kubernetes.io/aws-load-balancer-nlb-target-type': 'ip',
+      'service.beta.kubernetes.io/aws-load-balancer-scheme': 'internet-facing',
+    });
+    const catalog = one(r(), 'Service', 'halo-catalog');
+    expect((catalog.spec as { type: string }).type).toBe('ClusterIP');
+    expect(catalog.metadata.annotations).toEqual({ 'example.com/owner': 'platform-team' });
+  });
+
+  it('trusts a private database CA: every URL says verify-full and sslrootcert, and every pod that connects mounts the file there', () => {
+    const secret = secretData(one(r(), 'Secret', 'halo'));
+    const urls = Object.entries(secret).filter(([k]) => k.endsWith('-database-url'));
+    expect(urls.length).toBe(6);
+    for (const [, url] of urls) expect(url).toMatch(/\?sslmode=verify-full&sslrootcert=\/etc\/halo\/postgres-ca\/ca\.crt$/);
+    // Each pod reading a DATABASE_URL (6 Deployments, 6 migration and 5 publish Jobs) has the CA at that path.
+    const connecting = [...all(r(), 'Deployment'), ...all(r(), 'Job')].filter((o) => env(main(o)).DATABASE_URL);
+    expect(connecting.length).toBe(17);
+    for (const o of connecting) {
+      expect(main(o).volumeMounts).toContainEqual(caMount);
+      expect(pod(o).volumes).toContainEqual({ name: 'postgres-ca', configMap: { name: 'postgres-ca', items: [{ key: 'ca.crt', path: 'ca.crt' }] } });
+    }
+    // The per-service releases read the same query from the topology.
+    expect((one(r(), 'ConfigMap', 'halo-topology').data as Record<string, string>)['postgres-query']).toBe('?sslmode=verify-full&sslrootcert=/etc/halo/postgres-ca/ca.crt');
+  });
+
+  it('is what node-postgres honours: pg-connection-string reads sslrootcert as the CA and keeps verification on', () => {
+    const url = secretData(one(r(), 'Secret', 'halo'))['catalog-database-url']!;
+    const dir = mkdtempSync(join(tmpdir(), 'halo-pg-ca-'));
+    try {
+      const ca = join(dir, 'ca.crt');
+      writeFileSync(ca, '-----BEGIN CERTIFICATE-----\nprivate-ca\n-----END CERTIFICATE-----\n');
+      const parsed = parsePgUrl(url.replace('/etc/halo/postgres-ca/ca.crt', ca));
+      expect(parsed.ssl).toEqual({ ca: readFileSync(ca, 'utf8') });
+      // No rejectUnauthorized: false anywhere, so Node verifies the chain against that CA and the host name.
+      expect(JSON.stringify(parsed)).not.toContain('rejectUnauthorized');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps `env` the one way to set a variable: the schema has no extraEnv', () => {
+    const bad = structuredClone(r().values) as { defaults: Record<string, unknown> };
+    bad.defaults.extraEnv = [{ name: 'A', value: 'b' }];
+    expect(validateValues(bad)).toBe(false);
+  });
+});
+
+describe('an install that cannot run is refused at render time, naming the value', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'halo-refusals-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const over = (name: string, yaml: string) => {
+    const file = join(dir, `${name}.yaml`);
+    writeFileSync(file, yaml);
+    return [ci('default-values.yaml'), file];
+  };
+
+  it('no image registry: the images would come from Docker Hub', () => {
+    const error = renderError(renderer, over('no-registry', 'image:\n  registry: ""\n'));
+    expect(error).toContain('this install cannot run:');
+    expect(error).toContain('image.registry is empty: auth, catalog, chat, content, gateway, payments, registry would be pulled as halo/auth:<tag>, from Docker Hub');
+  });
+
+  it('…unless `local: true` says the nodes have them (deploy/local), or each component names its own repository', () => {
+    const local = render(renderer, over('local', 'local: true\nimage:\n  registry: ""\n'));
+    expect(container(one(local, 'Deployment', 'halo-auth')).image).toBe('halo/auth:0.1.0');
+    const own = ['gateway', 'registry', 'auth', 'content', 'catalog', 'payments', 'chat']
+      .map((c) => `  ${c}:\n    image:\n      repository: ghcr.io/acme/${c}\n`)
+      .join('');
+    const r = render(renderer, over('own-repositories', `image:\n  registry: ""\ncomponents:\n${own}`));
+    expect(container(one(r, 'Deployment', 'halo-auth')).image).toBe('ghcr.io/acme/auth:0.1.0');
+  });
+
+  it('no Redis while payments or chat (redis: required) is on', () => {
+    expect(renderError(renderer, over('no-redis', 'redis:\n  url: ""\n'))).toContain(
+      'redis.url is required: chat and payments cannot run without Redis in production',
+    );
+    // Without them it is optional (auth and the gateway keep per-replica state).
+    const r = render(renderer, over('no-redis-no-need', 'redis:\n  url: ""\ncomponents:\n  chat:\n    enabled: false\n  payments:\n    enabled: false\n'));
+    expect(env(container(one(r, 'Deployment', 'halo-auth'))).REDIS_URL).toEqual({ secretKeyRef: { name: 'halo', key: 'redis-url', optional: true } });
+  });
+
+  it('every problem at once, in one message', () => {
+    const error = renderError(renderer, over('everything', 'image:\n  registry: ""\nredis:\n  url: ""\nsecrets:\n  jwtSecret: ""\n'));
+    for (const value of ['image.registry is empty', 'redis.url is required', 'secrets.jwtSecret is required']) expect(error).toContain(value);
+  });
+
+  it('required secrets missing: a database password, a signing key', () => {
+    // ci/default-values.yaml with one value taken out (a null in a second file is not portable across Helm versions).
+    const without = (name: string, remove: (v: { postgres: { passwords: Record<string, string> }; secrets: { serviceSigningKeys: Record<string, string> } }) => void) => {
+      const v = parse(readFileSync(ci('default-values.yaml'), 'utf8')) as Parameters<typeof remove>[0];
+      remove(v);
+      const file = join(dir, `${name}.yaml`);
+      writeFileSync(file, stringify(v));
+      return [file];
+    };
+    expect(renderError(renderer, without('no-password', (v) => delete v.postgres.passwords.catalog))).toContain(
+      'components.catalog has a database: set postgres.host and postgres.passwords.catalog',
+    );
+    expect(renderError(renderer, without('no-key', (v) => delete v.secrets.serviceSigningKeys.payments))).toContain(
+      'secrets.serviceSigningKeys.payments is required',
+    );
+  });
+
+  it("with secrets.existingSecret (whose keys the chart cannot see) the Redis key is not optional where it is required, so the pod cannot start without it", () => {
+    const r = rendered('existing-secret-values.yaml');
+    expect(env(container(one(r, 'Deployment', 'halo-payments'))).REDIS_URL).toEqual({ secretKeyRef: { name: 'halo-managed', key: 'redis-url' } });
+    expect(env(container(one(r, 'Deployment', 'halo-auth'))).REDIS_URL).toEqual({ secretKeyRef: { name: 'halo-managed', key: 'redis-url', optional: true } });
+  });
+});
+
+describe('who reaches the gateway (networkPolicy.gatewayFrom) and the Gateway API route', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'halo-peers-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const file = (name: string, yaml: string) => {
+    const f = join(dir, `${name}.yaml`);
+    writeFileSync(f, yaml);
+    return f;
+  };
+
+  it('has no silent default: NetworkPolicies on and no peers is refused, naming the value', () => {
+    const v = parse(readFileSync(ci('default-values.yaml'), 'utf8')) as { networkPolicy?: unknown };
+    delete v.networkPolicy;
+    expect(renderError(renderer, [file('no-peers', stringify(v))])).toContain('networkPolicy.gatewayFrom is empty');
+    // Off, nothing is needed.
+    render(renderer, [file('no-policies', stringify({ ...v, networkPolicy: { enabled: false } }))]);
+  });
+
+  it('tells an upgrade that still sets the old networkPolicy.ingressController what replaced it', () => {
+    const old = file('old-key', 'networkPolicy:\n  ingressController:\n    namespaceSelector:\n      matchLabels:\n        kubernetes.io/metadata.name: ingress-nginx\n');
+    expect(renderError(renderer, [ci('default-values.yaml'), old])).toContain('networkPolicy.ingressController was replaced by networkPolicy.gatewayFrom');
+  });
+
+  // The peers helm/halo/README.md documents (ingress-nginx, Traefik, an AWS ALB's CIDRs, a Gateway API implementation).
+  const documented = [...readFileSync(join(CHART, 'README.md'), 'utf8').matchAll(/```yaml\n(# ([^\n]+)\n(?:#[^\n]*\n)*networkPolicy:\n[\s\S]*?)```/g)].map((m) => [m[2]!, m[1]!] as const);
+  it('documents four setups', () => {
+    expect(documented.map(([title]) => title.split(' ').slice(0, 2).join(' '))).toEqual(['ingress-nginx (its', 'Traefik (its', 'An AWS', 'A Gateway']);
+  });
+  it.each(documented)('the README\'s peers for %s render into a valid policy admitting exactly them, and the test pod', (title, yaml) => {
+    const r = render(renderer, [ci('default-values.yaml'), file(title.replace(/\W+/g, '-'), yaml)]);
+    const policy = one(r, 'NetworkPolicy', 'halo-gateway');
+    expect(validateK8sObjects([policy])).toEqual([]);
+    const peers = (parse(yaml) as { networkPolicy: { gatewayFrom: unknown[] } }).networkPolicy.gatewayFrom;
+    const rule = (policy.spec as { ingress: { from: unknown[]; ports: { port: string }[] }[] }).ingress[0]!;
+    expect(rule.ports).toEqual([{ port: 'http', protocol: 'TCP' }]);
+    expect(rule.from.slice(0, -1)).toEqual(peers);
+    expect(rule.from.at(-1)).toMatchObject({ podSelector: { matchLabels: { 'app.kubernetes.io/component': 'test' } } });
+  });
+
+  it('routes an HTTPRoute (ci/extensions-values.yaml) to the gateway Service, valid against the Gateway API CRD schema', () => {
+    const route = one(rendered('extensions-values.yaml'), 'HTTPRoute', 'halo');
+    expect(route.apiVersion).toBe('gateway.networking.k8s.io/v1');
+    expect(route.spec).toEqual({
+      parentRefs: [{ name: 'public', namespace: 'envoy-gateway-system', sectionName: 'https' }],
+      hostnames: ['api.halo.example.com'],
+      rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/' } }], backendRefs: [{ name: 'halo-gateway', port: 4000 }], timeouts: { request: '3600s' } }],
+    });
+    expect(validateK8sObjects([route])).toEqual([]);
+    // The CRD schema is really applied: a wrong path type and a misspelt field are refused.
+    const bad = structuredClone(route);
+    (bad.spec as { rules: { matches: { path: { type: string } }[] }[] }).rules[0]!.matches[0]!.path.type = 'Prefix';
+    expect(validateK8sObjects([bad]).join('\n')).toMatch(/type must be equal to one of the allowed values/);
+    const misspelt = structuredClone(route);
+    (misspelt.spec as Record<string, unknown>).hostname = ['x'];
+    expect(validateK8sObjects([misspelt]).join('\n')).toContain("'\"hostname\"' does not exist");
+    expect(all(rendered('default-values.yaml'), 'HTTPRoute')).toEqual([]);
+  });
+
+  it('refuses an HTTPRoute attached to no Gateway', () => {
+    expect(renderError(renderer, [ci('default-values.yaml'), file('no-parent', 'httpRoute:\n  enabled: true\n')])).toContain('httpRoute.parentRefs is empty');
+  });
+});
+
+describe('hook copies of the Secret never outlive the release', () => {
+  const hookObjects = (r: Rendered) => objectsOf(r).filter((o) => o.metadata.annotations?.['helm.sh/hook'] === 'post-delete');
+
+  it.each(['default-values.yaml', 'full-values.yaml'])('ci/%s: the copy is deleted on success, on failure and, by a post-delete Job allowed only that, on uninstall', (f) => {
+    const r = rendered(f);
+    expect(one(r, 'Secret', 'halo-hooks').metadata.annotations!['helm.sh/hook-delete-policy']).toBe('before-hook-creation,hook-succeeded,hook-failed');
+    expect(hookObjects(r).map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
+      'ServiceAccount/halo-hook-cleanup',
+      'Role/halo-hook-cleanup',
+      'RoleBinding/halo-hook-cleanup',
+      'Job/halo-hook-cleanup',
+    ]);
+    for (const o of hookObjects(r)) expect(o.metadata.annotations!['helm.sh/hook-delete-policy']).toBe('before-hook-creation,hook-succeeded');
+    expect(one(r, 'Role', 'halo-hook-cleanup').rules).toEqual([{ apiGroups: [''], resources: ['secrets'], resourceNames: ['halo-hooks'], verbs: ['delete'] }]);
+    expect(one(r, 'RoleBinding', 'halo-hook-cleanup').subjects).toEqual([{ kind: 'ServiceAccount', name: 'halo-hook-cleanup', namespace: 'halo' }]);
+    const job = one(r, 'Job', 'halo-hook-cleanup');
+    expect(Number(job.metadata.annotations!['helm.sh/hook-weight'])).toBeGreaterThan(Number(one(r, 'Role', 'halo-hook-cleanup').metadata.annotations!['helm.sh/hook-weight']));
+    const pod = podTemplate(job).spec;
+    expect([pod.serviceAccountName, pod.automountServiceAccountToken]).toEqual(['halo-hook-cleanup', true]);
+    expect(pod.containers[0]!.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true });
+    expect(env(container(job))).toMatchObject({ NAMESPACE: 'halo', SECRET: 'halo-hooks' });
+    // The script is valid JavaScript for the image's Node.
+    expect(() => new Function(container(job).command![2]!)).not.toThrow();
+  });
+
+  it('renders no cleanup where there is no copy (an existing Secret, deploy/local) or when switched off', () => {
+    expect(hookObjects(rendered('existing-secret-values.yaml'))).toEqual([]);
+    const dir = mkdtempSync(join(tmpdir(), 'halo-cleanup-'));
+    try {
+      const off = join(dir, 'off.yaml');
+      writeFileSync(off, 'hooks:\n  cleanupOnUninstall: false\n');
+      const r = render(renderer, [ci('default-values.yaml'), off]);
+      expect(hookObjects(r)).toEqual([]);
+      expect(one(r, 'Secret', 'halo-hooks')).toBeDefined();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -59,6 +59,52 @@ describe('deploy/Dockerfile', () => {
   });
 });
 
+describe('deploy/Dockerfile for releases (issue 27)', () => {
+  const text = readFileSync(join(DEPLOY, 'Dockerfile'), 'utf8');
+  const lines = text.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  const stageStarts = lines.flatMap((l, i) => (/^FROM\s/i.test(l) ? [i] : []));
+  const stage = (name: string) => lines.slice(stageStarts.find((i) => new RegExp(`AS ${name}$`, 'i').test(lines[i]!))!, stageStarts.find((i) => i > stageStarts.find((j) => new RegExp(`AS ${name}$`, 'i').test(lines[j]!))!));
+  const final = lines.slice(stageStarts.at(-1)!);
+
+  it('pins every base image by digest: each FROM is a digest-pinned image or an earlier stage', () => {
+    const args = Object.fromEntries(lines.filter((l) => /^ARG\s+\w+=/.test(l)).map((l) => l.slice(4).split('=') as [string, string]));
+    const stages = new Set<string>();
+    for (const i of stageStarts) {
+      const [, image, , as] = lines[i]!.match(/^FROM\s+(\S+)(\s+AS\s+(\S+))?$/i)!;
+      const resolved = image!.replace(/^\$\{(\w+)\}$/, (_, name: string) => args[name] ?? '');
+      if (!stages.has(resolved)) expect({ from: image, resolved }).toEqual({ from: image, resolved: expect.stringMatching(/^[\w./-]+(:[\w.-]+)?@sha256:[0-9a-f]{64}$/) });
+      if (as) stages.add(as);
+    }
+  });
+
+  it('labels the image with its source, revision and version from build args', () => {
+    const label = final.filter((l) => /^LABEL\s/i.test(l)).join(' ');
+    for (const [key, arg] of [['source', 'SOURCE'], ['revision', 'REVISION'], ['version', 'VERSION']]) {
+      expect(label).toContain(`org.opencontainers.image.${key}="\${${arg}}"`);
+      expect(final.some((l) => new RegExp(`^ARG ${arg}(=|$)`).test(l))).toBe(true);
+    }
+  });
+
+  it('leaves no package manager in the runtime image', () => {
+    const removal = final.find((l) => /^RUN rm -rf /.test(l))!;
+    for (const path of ['/usr/local/lib/node_modules/npm', '/usr/local/lib/node_modules/corepack', '/usr/local/bin/npm', '/usr/local/bin/npx', '/usr/local/bin/corepack', '/usr/local/bin/yarn']) {
+      expect(removal).toContain(path);
+    }
+    // Nothing after it runs npm (there is none), and the image starts node itself.
+    expect(final.slice(final.indexOf(removal) + 1).some((l) => /\bnpm\b|\bnpx\b/.test(l))).toBe(false);
+  });
+
+  it("copies into the build only the manifests and APP's own sources, never the whole tree", () => {
+    const build = stage('build');
+    const copies = build.filter((l) => /^COPY\s/i.test(l));
+    expect(copies).not.toContain('COPY . .');
+    expect(copies).toContain('COPY ${APP} ${APP}');
+    for (const c of copies) expect(c).not.toMatch(/^COPY\s+(services|gateway)\b/);
+    // The dependency stages see manifests only (the manifests stage reduces the tree to them).
+    expect(stage('deps').filter((l) => /^COPY\s/i.test(l))).toEqual(['COPY --from=manifests /src ./']);
+  });
+});
+
 // Only this test needs the chart renderer (Go); the Dockerfile and compose tests do not.
 describeWithRenderer('deploy/local/halo.yaml', (renderer) => {
   it('is helm/halo rendered with deploy/local/values.yaml', () => {

@@ -44,9 +44,13 @@ function validateWithSchemas(objects: K8sObject[]): string[] {
 
 /**
  * The package of a group's schemas: Kubernetes' own in `kubernetes-models`, custom resources the
- * chart renders in their `@kubernetes-models/*` package (the Prometheus Operator's ServiceMonitor).
+ * chart renders in their `@kubernetes-models/*` package (the Prometheus Operator's ServiceMonitor,
+ * the Gateway API's HTTPRoute: generated from their CRDs' OpenAPI schemas).
  */
-export const CRD_MODELS: Readonly<Record<string, string>> = { 'monitoring.coreos.com': '@kubernetes-models/prometheus-operator' };
+export const CRD_MODELS: Readonly<Record<string, string>> = {
+  'monitoring.coreos.com': '@kubernetes-models/prometheus-operator',
+  'gateway.networking.k8s.io': '@kubernetes-models/gateway-api',
+};
 
 /** `<package>/<group>/<version>/<Kind>` exports `I<Kind>`. */
 function modelPath(obj: K8sObject): string {

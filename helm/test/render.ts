@@ -11,6 +11,7 @@ import type { K8sObject } from './k8s-schemas';
  */
 export const ROOT = resolve(__dirname, '../..');
 export const CHART = join(ROOT, 'helm/halo');
+export const SERVICE_CHART = join(ROOT, 'helm/halo-service');
 export const RELEASE = { name: 'halo', namespace: 'halo' };
 
 const GOCODE = '/usr/share/gocode/src';
@@ -96,6 +97,11 @@ export function buildRenderer(): Renderer {
       `cannot build the chart renderer (helm/render; install what it needs with ${SETUP_COMMAND}): ${rendererMissing() ?? build.error?.message ?? build.stderr.trim()}`,
     );
   }
+  // `helm dependency build` for both charts: their library (helm/halo-lib) into charts/.
+  for (const chart of [CHART, SERVICE_CHART]) {
+    const deps = spawnSync(bin, ['--chart', chart, '--dependency-build'], { encoding: 'utf8' });
+    if (deps.status !== 0) throw new Error(`dependency build of ${chart} failed: ${deps.stderr}`);
+  }
   return { bin, dispose: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
@@ -112,10 +118,12 @@ export interface RenderOptions {
   /** Another chart directory (the renderer's own tests); default helm/halo. */
   chart?: string;
   kubeVersion?: string;
+  /** Default RELEASE.name (halo). */
+  release?: string;
 }
 
 function run(renderer: Renderer, valueFiles: string[], output: 'json' | 'text', opts: RenderOptions = {}) {
-  const args = ['--chart', opts.chart ?? CHART, '--release-name', RELEASE.name, '--namespace', RELEASE.namespace, '--output', output];
+  const args = ['--chart', opts.chart ?? CHART, '--release-name', opts.release ?? RELEASE.name, '--namespace', RELEASE.namespace, '--output', output];
   if (opts.kubeVersion) args.push('--kube-version', opts.kubeVersion);
   for (const f of valueFiles) args.push('-f', f);
   return spawnSync(renderer.bin, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });

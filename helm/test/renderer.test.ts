@@ -1,5 +1,7 @@
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildRenderer, rendererTests, render, renderError, renderText, type Renderer } from './render';
+import { buildRenderer, rendererTests, render, renderError, renderText, SERVICE_CHART, type Renderer } from './render';
 
 
 // Every test here needs the renderer (Go + Debian's libraries): skipped with one line without them.
@@ -64,4 +66,16 @@ it('fails like Helm: required, and a kubeVersion the cluster does not meet', () 
   expect(renderError(renderer, [], { ...opts, kubeVersion: 'v1.24.0' })).toBe(
     'Error: chart requires kubeVersion: >=1.25.0-0 which is incompatible with Kubernetes v1.24.0\n',
   );
+});
+
+it("refuses a chart whose Chart.yaml dependency is not in charts/, as Helm does before `helm dependency build`", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'halo-no-deps-'));
+  try {
+    cpSync(SERVICE_CHART, dir, { recursive: true, filter: (src) => !src.includes('/charts') });
+    expect(renderError(renderer, [join(SERVICE_CHART, 'ci/catalog.yaml')], { chart: dir })).toBe(
+      'Error: found in Chart.yaml, but missing in charts/ directory: halo-lib\n',
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

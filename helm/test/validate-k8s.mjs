@@ -7,7 +7,10 @@
 import { readFileSync } from 'node:fs';
 
 // Custom resources: their group's package (as CRD_MODELS in k8s-schemas.ts).
-const CRD_MODELS = { 'monitoring.coreos.com': '@kubernetes-models/prometheus-operator' };
+const CRD_MODELS = {
+  'monitoring.coreos.com': '@kubernetes-models/prometheus-operator',
+  'gateway.networking.k8s.io': '@kubernetes-models/gateway-api',
+};
 const packageOf = (apiVersion) => CRD_MODELS[apiVersion.split('/')[0]] ?? 'kubernetes-models';
 
 const objects = JSON.parse(readFileSync(0, 'utf8'));

@@ -1,12 +1,8 @@
 {{/*
-Shared named templates. Every component is rendered from these by templates/component.yaml;
-`root` is the top-level context ($), `name` a key of .Values.components, `c` its effective settings
-(halo.component).
+The platform chart's own named templates; the shared ones (labels, images, env rendering, every
+workload object) come from the library chart halo-lib (helm/halo-lib). `root` is the top-level
+context ($), `name` a key of .Values.components, `c` its effective settings (halo.component).
 */}}
-
-{{- define "halo.name" -}}
-{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
-{{- end }}
 
 {{- define "halo.fullname" -}}
 {{- if .Values.fullnameOverride }}
@@ -21,8 +17,9 @@ Shared named templates. Every component is rendered from these by templates/comp
 {{- end }}
 {{- end }}
 
-{{- define "halo.chart" -}}
-{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{/* The Halo installation: this release (app.kubernetes.io/part-of on every pod, in every release). */}}
+{{- define "halo.platformName" -}}
+{{- .Release.Name }}
 {{- end }}
 
 {{/* The Kubernetes name of a component's objects: halo-content. (dict "root" $ "name" "content") */}}
@@ -30,38 +27,9 @@ Shared named templates. Every component is rendered from these by templates/comp
 {{- printf "%s-%s" (include "halo.fullname" .root) .name | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
-{{/* (dict "root" $ "name" "content") */}}
-{{- define "halo.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "halo.name" .root }}
-app.kubernetes.io/instance: {{ .root.Release.Name }}
-app.kubernetes.io/component: {{ .name }}
-{{- end }}
-
-{{/* (dict "root" $ "name" "content"); the version label is the component's image tag. */}}
-{{- define "halo.labels" -}}
-helm.sh/chart: {{ include "halo.chart" .root }}
-{{ include "halo.selectorLabels" . }}
-{{- with .version }}
-app.kubernetes.io/version: {{ . | trunc 63 | quote }}
-{{- end }}
-app.kubernetes.io/part-of: halo
-app.kubernetes.io/managed-by: {{ .root.Release.Service }}
-{{- end }}
-
-{{/*
-A deep merge that, unlike sprig's mergeOverwrite, lets `false`, 0 and "" override: maps are merged
-key by key, anything else is replaced. (list base over) → JSON.
-*/}}
-{{- define "halo.merge" -}}
-{{- $base := deepCopy (index . 0) }}
-{{- range $k, $v := index . 1 }}
-{{- if and (kindIs "map" $v) (kindIs "map" (index $base $k)) }}
-{{- $_ := set $base $k (fromJson (include "halo.merge" (list (index $base $k) $v))) }}
-{{- else }}
-{{- $_ := set $base $k $v }}
-{{- end }}
-{{- end }}
-{{- toJson $base }}
+{{/* The platform's own components: never released by helm/halo-service. */}}
+{{- define "halo.isPlatformComponent" -}}
+{{- if has .name (list "gateway" "registry") }}true{{ end }}
 {{- end }}
 
 {{/* A component's effective settings: .Values.defaults under its own. (dict "root" $ "name" "content") → JSON */}}
@@ -72,10 +40,23 @@ key by key, anything else is replaced. (list base over) → JSON.
 {{- $_ := set $c "fullname" (include "halo.componentFullname" .) }}
 {{- $_ := set $c "calls" (default (list) $own.calls) }}
 {{- $_ := set $c "tag" (include "halo.imageTag" (dict "root" .root "c" $own)) }}
+{{- $_ := set $c "ownRelease" (and $own.ownRelease true) }}
+{{- if and $c.ownRelease (include "halo.isPlatformComponent" .) }}
+{{- fail (printf "components.%s.ownRelease: the %s is part of the platform release" .name .name) }}
+{{- end }}
+{{- if not .root.Values.secrets.existingSecret }}
+{{- $_ := set $c "secretChecksum" (include "halo.secretData" .root | sha256sum) }}
+{{- end }}
+{{- $mounts := list }}
+{{- if eq .name "gateway" }}
+{{- /* The composed files: the gateway's boot fallback (and its only source without the registry). */}}
+{{- $mounts = append $mounts (dict "name" "composed" "configMap" (printf "%s-composed" (include "halo.fullname" .root)) "mountPath" .root.Values.composed.mountPath) }}
+{{- end }}
+{{- $_ := set $c "mounts" $mounts }}
 {{- toJson $c }}
 {{- end }}
 
-{{/* The enabled components' names, sorted. (root) → JSON list */}}
+{{/* The components of the system (enabled), sorted: in the topology whichever release runs them. (root) → JSON list */}}
 {{- define "halo.enabledComponents" -}}
 {{- $names := list }}
 {{- range $name, $c := .Values.components }}
@@ -84,36 +65,39 @@ key by key, anything else is replaced. (list base over) → JSON.
 {{- toJson (dict "names" (sortAlpha $names)) }}
 {{- end }}
 
-{{/* The enabled components that call `name` over gRPC, sorted. (dict "root" $ "name" "content") → JSON */}}
+{{/* The enabled components this release runs (not `ownRelease`), sorted. (root) → JSON list */}}
+{{- define "halo.deployedComponents" -}}
+{{- $names := list }}
+{{- range $name, $c := .Values.components }}
+{{- if and $c.enabled (not $c.ownRelease) }}{{ $names = append $names $name }}{{ end }}
+{{- end }}
+{{- toJson (dict "names" (sortAlpha $names)) }}
+{{- end }}
+
+{{/* Whether the registry runs: services publish their contracts to it, the gateway polls it. */}}
+{{- define "halo.registryEnabled" -}}
+{{- with index .Values.components "registry" }}{{ if .enabled }}true{{ end }}{{ end }}
+{{- end }}
+
+{{/* Whether a component publishes a contract (a service, with the registry on). (dict "root" $ "name" "catalog") */}}
+{{- define "halo.publishes" -}}
+{{- if and (include "halo.registryEnabled" .root) (not (include "halo.isPlatformComponent" .)) }}true{{ end }}
+{{- end }}
+
+{{/*
+Who calls `name` over gRPC (the enabled components whose `calls` name it) or, for the registry,
+over HTTP with a service token (the gateway and every service). Sorted. (dict "root" $ "name" "content") → JSON
+*/}}
 {{- define "halo.callersOf" -}}
 {{- $callers := list }}
 {{- range $caller, $c := .root.Values.components }}
-{{- if and $c.enabled (has $.name (default (list) $c.calls)) }}{{ $callers = append $callers $caller }}{{ end }}
+{{- if $c.enabled }}
+{{- if has $.name (default (list) $c.calls) }}{{ $callers = append $callers $caller }}
+{{- else if and (eq $.name "registry") (ne $caller "registry") }}{{ $callers = append $callers $caller }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- toJson (dict "names" (sortAlpha $callers)) }}
-{{- end }}
-
-{{- define "halo.imageTag" -}}
-{{- $image := default (dict) .c.image }}
-{{- $image.tag | default .root.Values.image.tag | default .root.Chart.AppVersion | toString }}
-{{- end }}
-
-{{/* <registry>/<prefix>/<component>:<tag>, or the component's own image.repository. (dict "root" $ "c" $c) */}}
-{{- define "halo.image" -}}
-{{- $image := default (dict) .c.image }}
-{{- $repository := $image.repository }}
-{{- if not $repository }}
-{{- $repository = list .root.Values.image.registry .root.Values.image.repositoryPrefix .c.name | compact | join "/" }}
-{{- end }}
-{{- printf "%s:%s" $repository .c.tag }}
-{{- end }}
-
-{{- define "halo.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create }}
-{{- default (include "halo.fullname" .) .Values.serviceAccount.name }}
-{{- else }}
-{{- default "default" .Values.serviceAccount.name }}
-{{- end }}
 {{- end }}
 
 {{/* The Secret every pod reads: yours (secrets.existingSecret) or the chart's. */}}
@@ -134,12 +118,12 @@ hooks succeed); with an existing Secret they read that.
 {{- end }}
 {{- end }}
 
-{{/* Whether any hook Job needs the Secret: migrations of an enabled database service, or role provisioning. */}}
+{{/* Whether any pre-install/pre-upgrade Job needs the Secret: migrations of a database component this release runs, or role provisioning. */}}
 {{- define "halo.hooksNeedSecret" -}}
 {{- $need := .Values.provisionRoles.enabled }}
 {{- if .Values.migrations.enabled }}
 {{- range $name, $c := .Values.components }}
-{{- if and $c.enabled $c.database }}{{ $need = true }}{{ end }}
+{{- if and $c.enabled (not $c.ownRelease) $c.database }}{{ $need = true }}{{ end }}
 {{- end }}
 {{- end }}
 {{- if $need }}true{{ end }}
@@ -156,10 +140,26 @@ hooks succeed); with an existing Secret they read that.
 {{- if not (and $pg.host $password) }}
 {{- fail (printf "components.%s has a database: set postgres.host and postgres.passwords.%s (or postgres.urls.%s), or use secrets.existingSecret" .name .name .name) }}
 {{- end }}
-{{- $query := "" }}
-{{- if $pg.sslmode }}{{ $query = printf "?sslmode=%s" $pg.sslmode }}{{ end }}
-{{- printf "postgres://%s:%s@%s:%v/%s%s" .name $password $pg.host $pg.port $pg.database $query }}
+{{- printf "postgres://%s:%s@%s%s" .name $password (include "halo.postgresAddress" .root) (include "halo.postgresQuery" .root) }}
 {{- end }}
+{{- end }}
+
+{{/* host:port/database, and ?sslmode=…&sslrootcert=… (or ""): every URL the platform builds, and the topology's for service releases. */}}
+{{- define "halo.postgresAddress" -}}
+{{- with .Values.postgres }}{{ printf "%s:%v/%s" .host .port .database }}{{ end }}
+{{- end }}
+{{- define "halo.postgresQuery" -}}
+{{- $params := list }}
+{{- with .Values.postgres.sslmode }}{{ $params = append $params (printf "sslmode=%s" .) }}{{ end }}
+{{- /* node-postgres (pg-connection-string) reads this file as the CA to verify the server with. */}}
+{{- with .Values.postgres.sslrootcert }}{{ $params = append $params (printf "sslrootcert=%s" .) }}{{ end }}
+{{- with $params }}{{ printf "?%s" (join "&" .) }}{{ end }}
+{{- end }}
+
+{{/* Whether a component this release runs needs a signing key: it calls gRPC, or publishes its contract. (dict "root" $ "name" "catalog") */}}
+{{- define "halo.needsSigningKey" -}}
+{{- $c := index .root.Values.components .name }}
+{{- if or $c.calls (include "halo.publishes" .) }}true{{ end }}
 {{- end }}
 
 {{/* The data of the chart's Secret (keys: helm/halo/README.md). (root) */}}
@@ -168,7 +168,7 @@ hooks succeed); with an existing Secret they read that.
 {{- $jwt := required "secrets.jwtSecret is required (≥ 32 random bytes), or set secrets.existingSecret" .Values.secrets.jwtSecret }}
 {{- if lt (len $jwt) 32 }}{{ fail "secrets.jwtSecret must be at least 32 bytes" }}{{ end }}
 jwt-secret: {{ $jwt | b64enc | quote }}
-{{- range $name := (fromJson (include "halo.enabledComponents" $root)).names }}
+{{- range $name := (fromJson (include "halo.deployedComponents" $root)).names }}
 {{- $c := index $root.Values.components $name }}
 {{- if $c.database }}
 {{ $name }}-database-url: {{ include "halo.databaseUrl" (dict "root" $root "name" $name) | b64enc | quote }}
@@ -176,9 +176,9 @@ jwt-secret: {{ $jwt | b64enc | quote }}
 {{ $name }}-database-password: {{ . | b64enc | quote }}
 {{- end }}
 {{- end }}
-{{- if $c.calls }}
+{{- if include "halo.needsSigningKey" (dict "root" $root "name" $name) }}
 {{- $key := index (default (dict) $root.Values.secrets.serviceSigningKeys) $name }}
-{{- if not $key }}{{ fail (printf "secrets.serviceSigningKeys.%s is required: %s calls %s over gRPC (npm run service-key -- %s)" $name $name (join ", " $c.calls) $name) }}{{ end }}
+{{- if not $key }}{{ fail (printf "secrets.serviceSigningKeys.%s is required: %s signs its gRPC calls or its contract publishes (npm run service-key -- %s)" $name $name $name) }}{{ end }}
 {{ $name }}-signing-key: {{ $key | b64enc | quote }}
 {{- end }}
 {{- end }}
@@ -190,25 +190,19 @@ provision-admin-url: {{ required "provisionRoles.adminUrl is required when provi
 {{- end }}
 {{- end }}
 
-{{- define "halo.secretKeyRef" -}}
-valueFrom:
-  secretKeyRef:
-    name: {{ .secret }}
-    key: {{ .key }}
-    {{- if .optional }}
-    optional: true
-    {{- end }}
-{{- end }}
-
 {{/*
-SERVICE_TRUSTED_KEYS of a gRPC server: the public keys of exactly the components that call it.
-(dict "root" $ "name" "content") → the JWKS as JSON, or "" when nobody calls it.
+SERVICE_TRUSTED_KEYS of a server: the public keys of exactly the components that call it
+(halo.callersOf; the registry: every caller). (dict "root" $ "name" "content") → the JWKS as JSON,
+or "" when nobody calls it.
 */}}
 {{- define "halo.trustedKeys" -}}
 {{- $keys := list }}
 {{- range $caller := (fromJson (include "halo.callersOf" .)).names }}
 {{- $public := index (default (dict) $.root.Values.serviceIdentity.publicKeys) $caller }}
 {{- if not $public }}
+{{- if eq $.name "registry" }}
+{{- fail (printf "serviceIdentity.publicKeys.%s is required: the registry trusts every service's and the gateway's key (contract publishes, supergraph polls)" $caller) }}
+{{- end }}
 {{- fail (printf "serviceIdentity.publicKeys.%s is required: %s calls %s over gRPC, which must trust its key" $caller $caller $.name) }}
 {{- end }}
 {{- range $public }}{{ $keys = append $keys . }}{{ end }}
@@ -217,10 +211,11 @@ SERVICE_TRUSTED_KEYS of a gRPC server: the public keys of exactly the components
 {{- end }}
 
 {{/*
-A component's environment as the container's `env`: what the chart derives (ports, peers, secrets,
-trusted keys), then the merged `env` map on top, sorted by name. (dict "root" $ "c" $c "secret" <name> "extra" <map>)
+The variables the platform derives for a component it runs (halo-lib's halo.env adds the `env`
+map): ports, peers by Service name, secrets, trusted keys; the gateway: each service's URL
+(REGISTRY_URL among them) and the composed files. (dict "root" $ "c" $c "secret" <name>) → JSON
 */}}
-{{- define "halo.env" -}}
+{{- define "halo.derivedEnv" -}}
 {{- $root := .root }}{{ $c := .c }}
 {{- $env := dict }}
 {{- $_ := set $env "HTTP_HOST" (dict "value" "0.0.0.0") }}
@@ -244,7 +239,7 @@ trusted keys), then the merged `env` map on top, sorted by name. (dict "root" $ 
 {{- end }}
 {{- $_ := set $env (printf "%s_GRPC_ADDR" (upper $peer)) (dict "value" (printf "%s:%v" (include "halo.componentFullname" (dict "root" $root "name" $peer)) $p.grpcPort)) }}
 {{- end }}
-{{- if $c.calls }}
+{{- if include "halo.needsSigningKey" (dict "root" $root "name" $c.name) }}
 {{- $_ := set $env "SERVICE_SIGNING_KEY" (fromYaml (include "halo.secretKeyRef" (dict "secret" .secret "key" (printf "%s-signing-key" $c.name)))) }}
 {{- end }}
 {{- with include "halo.trustedKeys" (dict "root" $root "name" $c.name) }}
@@ -254,7 +249,8 @@ trusted keys), then the merged `env` map on top, sorted by name. (dict "root" $ 
 {{- $_ := set $env "DATABASE_URL" (fromYaml (include "halo.secretKeyRef" (dict "secret" .secret "key" (printf "%s-database-url" $c.name)))) }}
 {{- end }}
 {{- if $c.redis }}
-{{- $_ := set $env "REDIS_URL" (fromYaml (include "halo.secretKeyRef" (dict "secret" .secret "key" "redis-url" "optional" true))) }}
+{{- /* Optional for a component that falls back to per-replica state; `required`: the pod must not start without it. */}}
+{{- $_ := set $env "REDIS_URL" (fromYaml (include "halo.secretKeyRef" (dict "secret" .secret "key" "redis-url" "optional" (ne (toString $c.redis) "required")))) }}
 {{- end }}
 {{- if eq $c.name "gateway" }}
 {{- range $name := (fromJson (include "halo.enabledComponents" $root)).names }}
@@ -267,58 +263,80 @@ trusted keys), then the merged `env` map on top, sorted by name. (dict "root" $ 
 {{- $_ := set $env $f.env (dict "value" (printf "%s/%s" $root.Values.composed.mountPath $f.fileName)) }}
 {{- end }}
 {{- end }}
-{{- range $vars := list (default (dict) $c.env) (default (dict) .extra) }}
-{{- range $k, $v := $vars }}
-{{- if kindIs "invalid" $v }}
-{{- $_ := unset $env $k }}
-{{- else if kindIs "map" $v }}
-{{- $_ := set $env $k $v }}
-{{- else }}
-{{- $_ := set $env $k (dict "value" (toString $v)) }}
-{{- end }}
-{{- end }}
-{{- end }}
-{{- range $k := keys $env | sortAlpha }}
-- name: {{ $k }}
-{{- $v := index $env $k }}
-{{- if hasKey $v "value" }}
-  value: {{ $v.value | quote }}
-{{- else }}
-  {{- toYaml $v | nindent 2 }}
-{{- end }}
-{{- end }}
+{{- toJson $env }}
 {{- end }}
 
 {{/*
-Pod-level settings shared by Deployments, hook Jobs and the test pod. (dict "root" $ "c" $c ["hook" true])
-A pre-install hook runs before the release's ServiceAccount exists, so a hook pod uses the
-namespace's default account unless the account is yours (serviceAccount.create=false).
+Who may open a connection to a component this release runs. The gateway: networkPolicy.gatewayFrom
+(the ingress controller's or Gateway's peers, on HTTP) and the chart's test pod. The registry: the gateway (supergraph polls, usage) and each
+service's contract-publish hook. A service: the gateway on HTTP (REST proxy, subgraph), and on
+gRPC only the components that call it. The metrics scraper: the port /metrics is on.
 */}}
-{{- define "halo.podSpecCommon" -}}
-{{- if or (not .hook) (not .root.Values.serviceAccount.create) }}
-serviceAccountName: {{ include "halo.serviceAccountName" .root }}
+{{- define "halo.ingressRules" -}}
+{{- $root := .root }}{{ $c := .c }}
+{{- $np := $root.Values.networkPolicy }}
+{{- if eq $c.name "gateway" }}
+- from:
+    {{- toYaml $np.gatewayFrom | nindent 4 }}
+    - podSelector:
+        matchLabels:
+          {{- include "halo.peerLabels" (dict "root" $root "name" "test") | nindent 10 }}
+  ports:
+    - port: http
+      protocol: TCP
+{{- else if eq $c.name "registry" }}
+{{- $clients := list "gateway" }}
+{{- range $name := (fromJson (include "halo.enabledComponents" $root)).names }}
+{{- if include "halo.publishes" (dict "root" $root "name" $name) }}{{ $clients = append $clients (printf "%s-publish" $name) }}{{ end }}
 {{- end }}
-automountServiceAccountToken: false
-{{- with .root.Values.imagePullSecrets }}
-imagePullSecrets:
-  {{- toYaml . | nindent 2 }}
+{{ include "halo.peerRule" (dict "root" $root "names" $clients "ports" (list "http")) }}
+{{- else }}
+{{ include "halo.peerRule" (dict "root" $root "names" (list "gateway") "ports" (list "http")) }}
+{{- $callers := (fromJson (include "halo.callersOf" (dict "root" $root "name" $c.name))).names }}
+{{- if and $c.grpcPort $callers }}
+{{ include "halo.peerRule" (dict "root" $root "names" $callers "ports" (list "grpc")) }}
 {{- end }}
-securityContext:
-  {{- toYaml .c.podSecurityContext | nindent 2 }}
-{{- with .c.nodeSelector }}
-nodeSelector:
-  {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .c.tolerations }}
-tolerations:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
+{{ include "halo.scraperRule" (dict "root" $root "c" $c "scraper" $np.metricsScraper) }}
 {{- end }}
 
-{{/* Labels and annotations a mesh needs on every pod (grpc.tls). (root) */}}
-{{- define "halo.meshLabels" -}}
-{{- if .Values.grpc.tls.enabled }}{{ with .Values.grpc.tls.podLabels }}{{ toYaml . }}{{ end }}{{ end }}
+{{/*
+Refuses, in one message listing every problem, an install that renders but cannot run: images
+without a registry (Docker Hub's `halo/` namespace), a component that needs Redis without
+redis.url, no JWT secret, a NetworkPolicy for the gateway that admits nobody. (root)
+*/}}
+{{- define "halo.validate" -}}
+{{- $v := .Values }}
+{{- $problems := list }}
+{{- $deployed := (fromJson (include "halo.deployedComponents" .)).names }}
+{{- if not (or $v.image.registry $v.local) }}
+{{- $pulled := list }}
+{{- range $name := $deployed }}
+{{- if not (index $v.components $name).image }}{{ $pulled = append $pulled $name }}
+{{- else if not (index $v.components $name).image.repository }}{{ $pulled = append $pulled $name }}{{ end }}
 {{- end }}
-{{- define "halo.meshAnnotations" -}}
-{{- if .Values.grpc.tls.enabled }}{{ with .Values.grpc.tls.podAnnotations }}{{ toYaml . }}{{ end }}{{ end }}
+{{- with $pulled }}
+{{- $problems = append $problems (printf "image.registry is empty: %s would be pulled as %s/%s:<tag>, from Docker Hub. Set image.registry to where you pushed the images (deploy/README.md), or `local: true` on a local cluster whose nodes have them (deploy/local)" (join ", " .) $v.image.repositoryPrefix (first .)) }}
+{{- end }}
+{{- end }}
+{{- if not (or $v.redis.url $v.secrets.existingSecret) }}
+{{- $needs := list }}
+{{- range $name := (fromJson (include "halo.enabledComponents" .)).names }}
+{{- if eq (toString (index $v.components $name).redis) "required" }}{{ $needs = append $needs $name }}{{ end }}
+{{- end }}
+{{- with $needs }}
+{{- $problems = append $problems (printf "redis.url is required: %s cannot run without Redis in production (replicas share its state). Set redis.url, or disable %s" (join " and " .) (join " and " .)) }}
+{{- end }}
+{{- end }}
+{{- if not (or $v.secrets.jwtSecret $v.secrets.existingSecret) }}
+{{- $problems = append $problems "secrets.jwtSecret is required (≥ 32 random bytes), or set secrets.existingSecret" }}
+{{- end }}
+{{- if $v.networkPolicy.ingressController }}
+{{- $problems = append $problems "networkPolicy.ingressController was replaced by networkPolicy.gatewayFrom, a list of NetworkPolicy peers (helm/halo/README.md: NetworkPolicies)" }}
+{{- else if and $v.networkPolicy.enabled (has "gateway" $deployed) (not $v.networkPolicy.gatewayFrom) }}
+{{- $problems = append $problems "networkPolicy.gatewayFrom is empty: with networkPolicy.enabled nothing could reach the gateway. List your ingress controller's or Gateway's pods (or its CIDR) as NetworkPolicy peers (helm/halo/README.md gives them for ingress-nginx, Traefik, an AWS ALB and Gateway API), or set networkPolicy.enabled: false" }}
+{{- end }}
+{{- with $problems }}
+{{- fail (printf "this install cannot run:\n- %s" (join "\n- " .)) }}
+{{- end }}
 {{- end }}
