@@ -139,8 +139,6 @@ describe('values', () => {
     expect(values.components.gateway!.metricsPort).toBe(GATEWAY_METRICS_PORT);
     expect(values.components.gateway!.calls).toEqual([...GRPC_CALLS.gateway]);
     for (const [name, ports] of Object.entries(SERVICES)) {
-      // The registry's place in the platform chart is issue 25's Helm work (helm/halo), not yet here.
-      if (name === 'registry') continue;
       const c = values.components[name]!;
       expect({ name, httpPort: c.httpPort, grpcPort: c.grpcPort, calls: c.calls ?? [] }).toEqual({
         name,
@@ -307,7 +305,7 @@ describe('the default install (ci/default-values.yaml)', () => {
 
   it('has every gRPC server listen on all interfaces (GRPC_HOST=0.0.0.0): its peers call it from other pods', () => {
     const grpcServers = all(r(), 'Deployment').filter((d) => env(container(d)).GRPC_PORT !== undefined);
-    expect(grpcServers.map((d) => d.metadata.name)).toEqual(['halo-auth', 'halo-catalog', 'halo-chat', 'halo-content', 'halo-payments']);
+    expect(grpcServers.map((d) => d.metadata.name)).toEqual(['halo-auth', 'halo-catalog', 'halo-chat', 'halo-content', 'halo-payments', 'halo-registry']);
     for (const d of grpcServers) expect([d.metadata.name, env(container(d)).GRPC_HOST]).toEqual([d.metadata.name, '0.0.0.0']);
     expect(env(container(one(r(), 'Deployment', 'halo-gateway')))).not.toHaveProperty('GRPC_HOST');
   });

@@ -146,7 +146,8 @@ describe('deploy/local', () => {
       const value = d.spec.template.spec.containers[0]!.env.find((e) => e.name === 'SERVICE_TRUSTED_KEYS')!.value!;
       return (JSON.parse(value) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
     };
-    expect(trusted('halo-auth')).toEqual([privateKid('gateway-signing-key')]);
+    // auth: the gateway, and the registry (exchanging CI's API keys; off in deploy/local, trusted all the same).
+    expect(trusted('halo-auth')).toEqual([privateKid('gateway-signing-key'), privateKid('registry-signing-key')]);
     expect(trusted('halo-content')).toEqual([privateKid('auth-signing-key')]);
     expect(trusted('halo-catalog')).toEqual([privateKid('payments-signing-key')]);
     expect(privateKid('gateway-signing-key')).not.toMatch(/local-dev/);

@@ -71,6 +71,10 @@ ${rows.join('\n')}
 wherever the field appears. Without it a key reads \`""\` for others, as a stranger does; its
 owner's own address needs \`profile:read\`.
 
+\`schema:write\` guards no public operation either: an admin's key with it may check, publish and
+roll back service contracts at the schema registry (\`npm run subgraph\`,
+[docs/registry.md](../registry.md)), which is internal and never behind the gateway.
+
 Authenticated operations that declare no scope refuse every key (403 / \`FORBIDDEN\`): ${cell(none)}.
 
 Keys keep the scopes they were created with; a scope added later (\`chat:read\`, \`chat:write\`,
