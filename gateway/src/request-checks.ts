@@ -89,7 +89,8 @@ export function operationChoicePlugin<C extends object>(): ApolloServerPlugin<C>
         async didResolveOperation({ operation, request }) {
           if (operation) return;
           const name = request.operationName;
-          throw name
+          // An empty string is a name too (graphql-js matches it against the operations' names).
+          throw typeof name === 'string'
             ? new GraphQLError(`Unknown operation named "${name}"`, {
                 extensions: { code: 'UNKNOWN_OPERATION_NAME', http: { status: 400 } },
               })
