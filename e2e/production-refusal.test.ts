@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
-import { DEV_JWT_SECRET, SERVICE_NAMES } from '@halo/kit';
+import { DEV_JWT_SECRET, EXIT_CANNOT_START, SERVICE_NAMES } from '@halo/kit';
 import { TEST_DATABASE_URL } from '@halo/kit/testing';
 
 /**
@@ -22,7 +22,8 @@ function start(name: string, env: Record<string, string>) {
 
 it.each(['gateway', ...SERVICE_NAMES])('%s refuses the embedded mode’s JWT secret with one line naming JWT_SECRET', (name) => {
   const { status, lines } = start(name, { JWT_SECRET: DEV_JWT_SECRET });
-  expect(status).toBe(1);
+  // A configuration that can never start: the kit's EX_CONFIG, so no supervisor retries it.
+  expect(status).toBe(EXIT_CANNOT_START);
   expect(lines).toEqual([
     `${name}: Invalid configuration: JWT_SECRET: holds a development secret committed to the Halo repository, refused when HALO_ENV=production (generate your own)`,
   ]);

@@ -95,7 +95,8 @@ export function createSupergraphSource(opts: SupergraphSourceOptions): Supergrap
     if (String(c.composition) === served.composition) return;
     // Everything is checked before anything changes: a refusal leaves all three as they were.
     const nextRoutes = acceptRoutes(JSON.stringify(c.routes));
-    const nextOpenapi = acceptOpenApi(JSON.stringify(c.openapi, null, 2));
+    // The same text as the committed gateway/openapi.json (what `npm run compose` writes).
+    const nextOpenapi = acceptOpenApi(`${JSON.stringify(c.openapi, null, 2)}\n`);
     const sdl = acceptSupergraph(c.supergraph);
     // Synchronous: @apollo/gateway builds the new schema and planner, then swaps them in.
     update(sdl);

@@ -62,8 +62,10 @@ export class Lifecycle {
         process.exitCode ??= 0;
       });
     };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
+    // Not `process.on('SIGTERM', onSignal)`: Node passes the signal's number (15) as a second
+    // argument, which would become a 15 ms grace period.
+    process.on('SIGTERM', (signal) => onSignal(signal));
+    process.on('SIGINT', (signal) => onSignal(signal));
     // Started by the embedded launcher (an IPC channel): when the launcher dies, even by SIGKILL,
     // the channel closes and the service drains (at most LAUNCHER_GONE_DRAIN_MS: nobody waits for
     // it) and exits instead of holding its ports. The channel is unref'd so it never keeps a

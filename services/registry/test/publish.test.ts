@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
-import { createLogger, generateServiceKey } from '@halo/kit';
+import { createLogger, EXIT_CANNOT_START, generateServiceKey } from '@halo/kit';
 import { openTestDb, startTestService, TEST_SERVICE_ENV, testIdentityEnv, type TestDb, type TestService } from '@halo/kit/testing';
 import { catalogService } from '../../catalog/src/service';
 import { registryService, type RegistryService } from '../src/service';
@@ -69,12 +69,12 @@ describe('HALO_PUBLISH_CONTRACT_ONLY (the built catalog, as the Helm hook runs i
     expect(res.stderr).toBe('catalog: contract not published: publish refused (401): Invalid token\n');
   });
 
-  it('registry unreachable: exit 3 with one line; without a signing key: exit 1 naming the variable', async () => {
+  it('registry unreachable: exit 3 with one line; without a signing key: exit 78 (a configuration that can never start) naming the variable', async () => {
     const down = await run({ REGISTRY_URL: 'http://127.0.0.1:1' });
     expect(down.status).toBe(3);
     expect(down.stderr).toMatch(/^catalog: contract not published: registry unreachable at http:\/\/127\.0\.0\.1:1: [^\n]+\n$/);
     const keyless = await run({ REGISTRY_URL: reg.base, SERVICE_SIGNING_KEY: '' });
-    expect(keyless.status).toBe(1);
+    expect(keyless.status).toBe(EXIT_CANNOT_START);
     expect(keyless.stderr).toMatch(/^catalog: Invalid configuration: SERVICE_SIGNING_KEY: is required to publish/);
   });
 });
