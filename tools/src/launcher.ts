@@ -138,8 +138,9 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
   const postgresDataDir = opts.postgresDataDir ?? DEFAULT_POSTGRES_DIR;
   const recordFile = join(dirname(postgresDataDir), `launcher-${offset}.json`);
   // Nothing is started (or stopped) until these pass: another launcher, ports, the database.
-  await takeOver(recordFile, embedded ? postgresDataDir : undefined, log);
-  await checkPorts(plannedPorts(offset, opts.devOidc ?? dev));
+  const reaped = await takeOver(recordFile, embedded ? postgresDataDir : undefined, log);
+  // Ports a reaped process held may take a moment more to be released by the kernel.
+  await checkPorts(plannedPorts(offset, opts.devOidc ?? dev), reaped > 0 ? 3_000 : 0);
   if (!embedded) await ensureDatabase((opts.env?.DATABASE_URL ?? process.env.DATABASE_URL)!, log);
   const launcherRecord = record('launcher', process.pid);
   const records: LauncherRecord | undefined = launcherRecord && {
@@ -414,15 +415,16 @@ function lastLineOf(file: string): string {
  * Before anything starts: a launcher of this checkout that still runs on these ports (or on this
  * PostgreSQL data directory) is refused with one line; processes a dead launcher left are stopped.
  */
-async function takeOver(recordFile: string, postgresDataDir: string | undefined, log: (line: string) => void): Promise<void> {
-  if (!CAN_IDENTIFY) return;
+async function takeOver(recordFile: string, postgresDataDir: string | undefined, log: (line: string) => void): Promise<number> {
+  if (!CAN_IDENTIFY) return 0;
   const dir = dirname(recordFile);
   let files: string[] = [];
   try {
     files = readdirSync(dir).filter((f) => /^launcher-\d+\.json$/.test(f));
   } catch {
-    return; // no state directory yet: nothing ever ran here
+    return 0; // no state directory yet: nothing ever ran here
   }
+  let reaped = 0;
   for (const file of files) {
     const path = join(dir, file);
     const rec = readRecord(path);
@@ -439,8 +441,9 @@ async function takeOver(recordFile: string, postgresDataDir: string | undefined,
         `The PostgreSQL data in ${postgresDataDir} is in use by another Halo launcher (pid ${rec.launcher.pid}); stop it, or give this one its own: HALO_DATA_DIR=/tmp/halo-2 npm start`,
       );
     }
-    if (!other && path === recordFile && rec.launcher.pid !== process.pid) await reap(rec, log);
+    if (!other && path === recordFile && rec.launcher.pid !== process.pid) reaped += (await reap(rec, log)).length;
   }
+  return reaped;
 }
 
 interface PlannedPort {
@@ -462,10 +465,16 @@ function plannedPorts(offset: number, devOidc: boolean): PlannedPort[] {
 }
 
 /** All taken ports named in one line, with the way out, before a single process is started. */
-async function checkPorts(ports: PlannedPort[]): Promise<void> {
-  const taken: PlannedPort[] = [];
-  for (const p of ports) if (!(await portIsFree(p.port))) taken.push(p);
-  if (!taken.length) return;
+async function checkPorts(ports: PlannedPort[], settleMs = 0): Promise<void> {
+  let taken: PlannedPort[] = [];
+  const deadline = Date.now() + settleMs;
+  for (;;) {
+    taken = [];
+    for (const p of ports) if (!(await portIsFree(p.port))) taken.push(p);
+    if (!taken.length) return;
+    if (Date.now() >= deadline) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
   const list = taken.map((p) => `${p.port} (${p.owner})`).join(', ');
   throw new LaunchError(
     `Port${taken.length > 1 ? 's' : ''} already in use: ${list} — another Halo or another program holds ${taken.length > 1 ? 'them' : 'it'}; stop it, or move every port: HALO_PORT_OFFSET=100 npm start`,

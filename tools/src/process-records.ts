@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 /**
@@ -75,7 +75,20 @@ export async function reap(rec: LauncherRecord, log: (line: string) => void, gra
   while (left.some(isRunning) && Date.now() < deadline) await sleep(50);
   for (const p of left.filter(isRunning)) signal(p.pid, 'SIGKILL');
   while (left.some(isRunning)) await sleep(20);
+  // A killed Node process shows as a zombie once its main thread is gone, while its other threads
+  // may still be exiting with its sockets open: wait (bounded) until no thread is left.
+  const settled = Date.now() + 2_000;
+  while (left.some((p) => threadsLeft(p.pid) > 1) && Date.now() < settled) await sleep(20);
   return left;
+}
+
+/** How many threads of `pid` still exist (0 when it is gone). */
+function threadsLeft(pid: number): number {
+  try {
+    return readdirSync(`/proc/${pid}/task`).length;
+  } catch {
+    return 0;
+  }
 }
 
 function signal(pid: number, sig: NodeJS.Signals): void {
