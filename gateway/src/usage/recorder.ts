@@ -1,17 +1,10 @@
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
+import type { UsageReport } from '@halo/kit';
 import { operationUsage, type OperationUsage } from './coordinates';
 
 const HOUR_MS = 3_600_000;
 
-/** One line of `POST /v1/usage`'s `reports` (docs/registry.md). */
-export interface UsageReport {
-  /** The hour's start, ISO 8601 (UTC). */
-  hour: string;
-  client: string;
-  operation: { hash: string; name: string; body: string };
-  coordinates: string[];
-  count: number;
-}
+export type { UsageReport };
 
 /** One executed operation as the recorder knows it: analysed once, off the request path. */
 interface OperationEntry {

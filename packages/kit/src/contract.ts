@@ -28,6 +28,19 @@ export function serviceContract(opts: { service: ServiceName; url: string; sdl?:
 }
 
 /** The registry's answer to a publish (201 new version, 200 unchanged). */
+/**
+ * One line of the registry's `POST /v1/usage` `reports` (docs/registry.md): what a gateway sends
+ * and the registry stores. Declared once, here, for both sides of the wire.
+ */
+export interface UsageReport {
+  /** The hour's start, ISO 8601 (UTC). */
+  hour: string;
+  client: string;
+  operation: { hash: string; name: string; body: string };
+  coordinates: string[];
+  count: number;
+}
+
 export interface PublishResult {
   status: number;
   body: { version?: number; composition?: number; unchanged?: boolean; error?: string; report?: unknown };

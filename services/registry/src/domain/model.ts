@@ -1,4 +1,5 @@
 import type { Composition, Contract, OperationUsage } from '@halo/contracts';
+import type { UsageReport } from '@halo/kit';
 
 /** Who is calling (docs/registry.md, "Authentication"). */
 export type Principal =
@@ -38,13 +39,7 @@ export interface Acknowledgement {
   author: string;
 }
 
-export interface UsageReport {
-  hour: string;
-  client: string;
-  operation: { hash: string; name: string; body: string };
-  coordinates: string[];
-  count: number;
-}
+export type { UsageReport };
 
 /** What the domain needs from storage; `locked` runs `fn` in one transaction holding the composition lock. */
 export interface RegistryStore {
