@@ -37,7 +37,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       size += chunk.length;
       if (size > limit) {
         cleanup();
-        // Stop reading: the 413 goes out with `Connection: close`, the rest is never consumed.
+        // Stop keeping it: the 413 goes out with `Connection: close` and the rest is discarded.
         req.pause();
         reject(payloadTooLarge());
         return;
@@ -89,9 +89,52 @@ export function parseJson(body: Buffer): unknown {
   }
 }
 
+/** How much of a refused body is read and thrown away, and for how long, before the socket closes. */
+export const LINGER_BYTES = 16 * 1024 * 1024;
+export const LINGER_MS = 10_000;
+
+/**
+ * A lingering close, as nginx's `lingering_close`: the 413 goes out at once, then the rest of the
+ * body is read and discarded (at most LINGER_BYTES, for at most LINGER_MS) before the socket is
+ * closed. Closing at once would reset a connection the client is still writing to, and most
+ * clients (fetch, curl, k6) then report the reset (EPIPE, ECONNRESET) and never read the 413.
+ *
+ * Node closes a `Connection: close` socket through `socket.destroySoon()` once the answer is
+ * written; for this one socket that becomes "end our side, keep reading", and the socket closes
+ * when the body has ended, the client closes, or a bound is reached.
+ */
+export function lingerThenClose(req: IncomingMessage): void {
+  if (req.complete) return;
+  const socket = req.socket;
+  const destroySoon = socket.destroySoon.bind(socket);
+  let drained = 0;
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    clearTimeout(timer);
+    req.off('data', discard);
+    socket.destroySoon = destroySoon;
+    destroySoon();
+  };
+  const discard = (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > LINGER_BYTES) close();
+  };
+  const timer = setTimeout(close, LINGER_MS).unref();
+  socket.destroySoon = () => {
+    if (closed || req.complete) return close();
+    socket.end();
+  };
+  req.on('data', discard);
+  req.once('end', close);
+  socket.once('close', close);
+  req.resume();
+}
+
 /**
  * Answers a failed body read: 413/400 with the contract's `{error}`; nothing when the client is
- * gone. A 413 closes the connection, since the rest of that body is never read.
+ * gone. A 413 closes the connection after discarding the rest of that body (lingerThenClose).
  */
 export function sendBodyError(res: ServerResponse, err: unknown, logger: Logger): void {
   if (err instanceof ClientGoneError || res.destroyed) return;
@@ -101,5 +144,6 @@ export function sendBodyError(res: ServerResponse, err: unknown, logger: Logger)
     res.destroy();
     return;
   }
+  if (status === 413) lingerThenClose(res.req);
   sendJson(res, status, body, status === 413 ? { connection: 'close' } : undefined);
 }

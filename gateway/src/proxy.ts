@@ -211,8 +211,7 @@ export function createServiceProxies({ targets, timeoutMs, bodyLimit, logger, ma
       if (received > bodyLimit) {
         done = true;
         upstream.destroy();
-        // Stop reading: the 413 goes out with `Connection: close`, the rest is never consumed.
-        req.pause();
+        // The 413 goes out with `Connection: close`; the rest of the body is discarded.
         sendBodyError(res, payloadTooLarge(), logger);
         return;
       }

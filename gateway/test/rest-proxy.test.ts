@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { createLogger, signAccessToken } from '@halo/kit';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import {
@@ -55,6 +57,34 @@ async function echoed(path: string, init?: RequestInit): Promise<{ res: Response
   const { res, text } = await call(path, init);
   expect(res.headers.get('x-echo')).toBe('yes');
   return { res, seen: JSON.parse(text) as Echoed };
+}
+
+/**
+ * A client over a raw socket that sends the head and 2 kB of a body over the limit, waits for the
+ * gateway to have answered, writes 256 kB more, and only then reads: what it finally received.
+ */
+async function slowWriter(path: string, type: string, framing: 'length' | 'chunked'): Promise<string> {
+  const socket = connect(gw.port, '127.0.0.1');
+  await once(socket, 'connect');
+  const frame = (b: Buffer) => (framing === 'chunked' ? Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from('\r\n')]) : b);
+  const length = framing === 'length' ? `Content-Length: ${2048 + 256 * 1024}` : 'Transfer-Encoding: chunked';
+  const received: Buffer[] = [];
+  const ended = new Promise<void>((resolve, reject) => {
+    socket.on('error', reject);
+    socket.on('end', resolve);
+  });
+  socket.on('data', (c: Buffer) => received.push(c));
+  socket.pause();
+  socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\n${length}\r\n\r\n`);
+  socket.write(frame(Buffer.alloc(2048, 0x61)));
+  await new Promise((r) => setTimeout(r, 150));
+  socket.write(frame(Buffer.alloc(256 * 1024, 0x61)));
+  if (framing === 'chunked') socket.write('0\r\n\r\n');
+  await new Promise((r) => setTimeout(r, 150));
+  socket.resume();
+  await ended;
+  socket.destroy();
+  return Buffer.concat(received).toString('latin1');
 }
 
 describe('protected routes', () => {
@@ -269,6 +299,43 @@ describe('gateway answers', () => {
     expect(res.status).toBe(413);
     expect(JSON.parse(res.body)).toEqual({ error: 'Payload too large' });
     expect(res.headers.connection).toBe('close');
+  });
+
+  it('a client still writing a body over the limit reads the 413, not a reset (lingering close)', async () => {
+    // The client sends a first part, the gateway answers 413, and the client, slow to notice,
+    // writes more before it reads. Closing the socket at once resets it under the client, and
+    // the reset throws away the 413 waiting unread in its buffer (fetch reports EPIPE or
+    // ECONNRESET); reading the rest of the body before closing lets every client see its 413.
+    for (const [path, type, framing] of [
+      ['/greet', 'application/json', 'length'],
+      ['/greet', 'application/octet-stream', 'length'],
+      ['/greet', 'application/json', 'chunked'],
+      ['/greet', 'application/octet-stream', 'chunked'],
+      ['/graphql', 'application/json', 'length'],
+    ] as const) {
+      const answer = await slowWriter(path, type, framing);
+      expect([path, type, framing, answer.split('\r\n')[0]]).toEqual([path, type, framing, 'HTTP/1.1 413 Payload Too Large']);
+      expect(answer).toMatch(/\r\nconnection: close\r\n/i);
+      expect(answer.endsWith('{"error":"Payload too large"}')).toBe(true);
+    }
+    expect((await fetch(`${gw.url}/hello`)).status).toBe(200);
+  });
+
+  it('a refused body is read for a bounded time only: a client that never stops is cut off', async () => {
+    const socket = connect(gw.port, '127.0.0.1');
+    await once(socket, 'connect');
+    socket.write('POST /greet HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 999999999\r\n\r\n');
+    const received: Buffer[] = [];
+    socket.on('data', (c: Buffer) => received.push(c));
+    socket.on('error', () => undefined);
+    // 20 MB, past the most the gateway discards (LINGER_BYTES), then the socket must close.
+    const chunk = Buffer.alloc(64 * 1024, 0x61);
+    for (let sent = 0; sent < 20 * 1024 * 1024 && !socket.destroyed; sent += chunk.length) {
+      if (!socket.write(chunk)) await Promise.race([once(socket, 'drain'), once(socket, 'close')]);
+    }
+    await until(() => socket.destroyed || socket.readableEnded, 5000);
+    expect(Buffer.concat(received).toString('latin1')).toMatch(/^HTTP\/1\.1 413 /);
+    socket.destroy();
   });
 
   it('accepts a body exactly at the limit', async () => {
