@@ -11,7 +11,7 @@ import {
   runService,
   z,
   type Logger,
-} from '@halo/kit';
+} from '@halo/kit/process';
 
 /**
  * DEV-ONLY OpenID Provider for the embedded mode (`npm start` runs it as provider `dev`): a real

@@ -11,6 +11,7 @@ import {
   GATEWAY_PORT,
   generateServiceKey,
   grpcAddrVar,
+  LATE_ENV_VAR,
   portIsFree,
   provisionServiceRoles,
   roleUrl,
@@ -19,6 +20,7 @@ import {
   serviceUrlVar,
   type ServiceName,
   trustedCallersOf,
+  type LateEnvMessage,
   type ServiceRole,
 } from '@halo/kit/launch';
 import { DEV_JWT_SECRET, DEV_OIDC_CLIENT_ID, DEV_OIDC_CLIENT_SECRET } from './dev-defaults';
@@ -244,6 +246,29 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
     );
     early.push(gateway);
 
+    // The registry first; the others publish their contracts to it after they listen, retrying until
+    // it answers (docs/registry.md), so nobody waits for it and "ready" comes as soon as before.
+    const publishing = haloEnv === 'production' ? {} : { REGISTRY_PUBLISH_ON_START: 'true' };
+    for (const name of SERVICE_NAMES) if (name !== 'registry') o.envFor[name] = { ...publishing, ...o.envFor[name] };
+    // Embedded, the services start now, beside PostgreSQL: they load their code (most of a
+    // start's CPU) while it starts, then wait for their DATABASE_URL, sent over IPC (kit:
+    // late-env.ts). A process (re)spawned once the URLs are known gets them in its environment.
+    const lateEnv: Record<string, string> = embedded ? { [LATE_ENV_VAR]: 'ipc' } : {};
+    const services = [...SERVICE_NAMES].sort((a, b) => Number(b === 'registry') - Number(a === 'registry')).map((name) => {
+      const http = SERVICES[name].httpPort + offset;
+      const grpc = SERVICES[name].grpcPort + offset;
+      const ports = { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpc), ...lateEnv };
+      return launch(name, ports, peers[serviceUrlVar(name)]!, '/readyz', o, running, `127.0.0.1:${grpc}`);
+    });
+    const replicas: RunningProcess[] = [];
+    for (const name of SERVICE_NAMES) {
+      for (let replica = 1; replica < (opts.replicas?.[name] ?? 1); replica++) {
+        const http = await freePort();
+        const ports = { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_HOST: '127.0.0.1', GRPC_PORT: '0', ...lateEnv };
+        replicas.push(launch(name, ports, `http://127.0.0.1:${http}`, '/readyz', o, running, undefined, replica));
+      }
+    }
+
     // The one place that decides "embedded or not": without DATABASE_URL, one PostgreSQL server of
     // our own, and each service connects with its own role to its own schema, as in production.
     if (embedded) {
@@ -256,24 +281,7 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
       const urls = postgres.databaseUrls;
       o.envFor = { ...o.envFor };
       for (const name of SERVICE_NAMES) o.envFor[name] = { ...o.envFor[name], DATABASE_URL: urls[name] };
-    }
-    // The registry first; the others publish their contracts to it after they listen, retrying until
-    // it answers (docs/registry.md), so nobody waits for it and "ready" comes as soon as before.
-    const publishing = haloEnv === 'production' ? {} : { REGISTRY_PUBLISH_ON_START: 'true' };
-    const services = [...SERVICE_NAMES].sort((a, b) => Number(b === 'registry') - Number(a === 'registry')).map((name) => {
-      const http = SERVICES[name].httpPort + offset;
-      const grpc = SERVICES[name].grpcPort + offset;
-      if (name !== 'registry') o.envFor[name] = { ...publishing, ...o.envFor[name] };
-      const ports = { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpc) };
-      return launch(name, ports, peers[serviceUrlVar(name)]!, '/readyz', o, running, `127.0.0.1:${grpc}`);
-    });
-    const replicas: RunningProcess[] = [];
-    for (const name of SERVICE_NAMES) {
-      for (let replica = 1; replica < (opts.replicas?.[name] ?? 1); replica++) {
-        const http = await freePort();
-        const ports = { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_HOST: '127.0.0.1', GRPC_PORT: '0' };
-        replicas.push(launch(name, ports, `http://127.0.0.1:${http}`, '/readyz', o, running, undefined, replica));
-      }
+      for (const proc of [...services, ...replicas]) sendLateEnv(proc, { DATABASE_URL: urls[proc.name as ServiceName] });
     }
     await Promise.all([...early, ...services, ...replicas].map((p) => waitReady(p, readyTimeoutMs, supervisor)));
     ready = true;
@@ -329,6 +337,18 @@ interface Supervisor {
 }
 
 /**
+ * Hands a process spawned before its database existed the rest of its environment. A process that
+ * has already exited gets nothing: its restart is spawned with the full environment.
+ */
+function sendLateEnv(proc: RunningProcess, env: Record<string, string>): void {
+  const { child } = proc;
+  if (!child.connected) return;
+  const message: LateEnvMessage = { halo: 'env', env };
+  // An error means it exited in between: its restart gets the values in its environment.
+  child.send(message, () => undefined);
+}
+
+/**
  * Spawns one process and keeps it running: a crash is followed by a restart with backoff
  * (0.5 s doubling to 10 s by default), and a crash loop (5 crashes in 60 s) stops the system.
  */
@@ -349,9 +369,12 @@ function launch(
   let lastLine = '';
   const spawnChild = (): ChildProcess => {
     const logFd = logFile === undefined ? undefined : openSync(logFile, crashes.length ? 'a' : 'w');
+    const env = { ...process.env, ...opts.env, ...opts.envFor?.[name], ...ports };
+    // A restart once PostgreSQL runs has its DATABASE_URL already: nothing to wait for.
+    if (env.DATABASE_URL) delete env[LATE_ENV_VAR];
     const child = spawn(process.execPath, [...(name === 'gateway' ? GATEWAY_V8_FLAGS : []), entry(name)], {
       cwd: ROOT,
-      env: { ...process.env, ...opts.env, ...opts.envFor?.[name], ...ports },
+      env,
       // The IPC channel is how a child notices that the launcher died (kit: installSignalHandlers).
       stdio: ['ignore', logFd ?? 'pipe', logFd ?? 'pipe', 'ipc'],
     });

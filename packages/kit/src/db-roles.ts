@@ -1,4 +1,5 @@
-import pg from 'pg';
+import type { Client } from 'pg';
+import { load } from './lazy';
 import { SCHEMA_NAME } from './db';
 
 /**
@@ -21,7 +22,7 @@ export function serviceRoleSql(database: string, role: ServiceRole): string[] {
   const r = ident(role.name);
   const db = ident(database);
   return [
-    `ALTER ROLE ${r} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT PASSWORD ${pg.escapeLiteral(role.password)}`,
+    `ALTER ROLE ${r} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT PASSWORD ${load.pg().escapeLiteral(role.password)}`,
     `GRANT CONNECT ON DATABASE ${db} TO ${r}`,
     `CREATE SCHEMA IF NOT EXISTS ${r} AUTHORIZATION ${r}`,
     `ALTER SCHEMA ${r} OWNER TO ${r}`,
@@ -76,8 +77,8 @@ export function roleUrl(url: string, role: ServiceRole, database?: string): stri
   return u.href;
 }
 
-async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
+async function withClient<T>(url: string, fn: (client: Client) => Promise<T>): Promise<T> {
+  const client = new (load.pg().Client)({ connectionString: url });
   await client.connect();
   try {
     return await fn(client);
@@ -86,4 +87,4 @@ async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>)
   }
 }
 
-const ident = (name: string) => pg.escapeIdentifier(name);
+const ident = (name: string) => load.pg().escapeIdentifier(name);

@@ -1,4 +1,5 @@
-import pg from 'pg';
+import type { Pool, PoolClient } from 'pg';
+import { load } from './lazy';
 import type { Logger } from './logger';
 
 /** What every query site sees: the pool itself, one session, or one transaction. */
@@ -43,12 +44,13 @@ const NUMERIC = 1700;
 /** int8 counts and ids come back as numbers (ids stay far below 2^53), numeric money as numbers. */
 const toNumber = (v: string) => Number(v);
 const getTypeParser = ((oid: number, format?: 'text' | 'binary') =>
-  oid === INT8 || oid === NUMERIC ? toNumber : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser;
+  oid === INT8 || oid === NUMERIC ? toNumber : load.pg().types.getTypeParser(oid, format)) as typeof import('pg').types.getTypeParser;
 
 export async function openDb(opts: OpenDbOptions): Promise<Db> {
   const schema = opts.schema;
   if (!SCHEMA_NAME.test(schema)) throw new Error(`Invalid schema name: ${schema}`);
-  const pool = new pg.Pool({
+  const { Pool: PgPool } = load.pg();
+  const pool = new PgPool({
     connectionString: opts.url,
     max: opts.poolSize ?? 10,
     // Every connection starts with the service's schema as its search_path.
@@ -58,7 +60,7 @@ export async function openDb(opts: OpenDbOptions): Promise<Db> {
   });
   pool.on('error', (err) => opts.logger?.error({ err }, 'idle database client failed'));
   const stats = { queries: 0 };
-  const wrap = (client: pg.Pool | pg.PoolClient): Queryable => ({
+  const wrap = (client: Pool | PoolClient): Queryable => ({
     async query<R>(text: string, params?: readonly unknown[]) {
       stats.queries++;
       const res = await client.query(text, params as unknown[] | undefined);
@@ -114,7 +116,7 @@ export async function openDb(opts: OpenDbOptions): Promise<Db> {
  * create schemas: Postgres checks CREATE on the database before it looks at IF NOT EXISTS. So
  * the schema is created only when it is really missing (tests, a superuser URL in development).
  */
-async function ensureSchema(pool: pg.Pool, schema: string): Promise<void> {
+async function ensureSchema(pool: Pool, schema: string): Promise<void> {
   const { rowCount } = await pool.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
   if (!rowCount) await pool.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
 }

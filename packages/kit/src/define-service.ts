@@ -16,7 +16,9 @@ import { ServiceIdentity, serviceIdentityFor } from './service-identity';
 import { createMetrics, type ServiceMetrics } from './metrics';
 import { PublishError, publishContract, serviceContract, type ServiceContract } from './contract';
 import type { RestManifest } from './rest-manifest';
-import { createHttpApp, openServiceDb, runService, serveService, startSubgraph, subgraphMiddleware, withLifecycle, type StartedService, type SubgraphSubscriptions } from './service';
+import { createHttpApp, openServiceDb, serveService, startSubgraph, subgraphMiddleware, withLifecycle, type StartedService, type SubgraphSubscriptions } from './service';
+import { runService } from './run';
+import { preloadServiceLibraries } from './lazy';
 import { SERVICES, type ServiceName } from './topology';
 
 type Env = Record<string, string | undefined>;
@@ -277,9 +279,13 @@ export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig 
     migrate: migrateOnly,
     start,
     contract,
-    main: () =>
-      runService(def.name, () => loadConfigFor(), (config, logger) =>
+    main: () => {
+      // Every service serves HTTP, GraphQL and SQL: load those now, while the launcher may still be
+      // starting the database (late-env.ts), rather than on first use after it.
+      preloadServiceLibraries();
+      return runService(def.name, () => loadConfigFor(), (config, logger) =>
         config.HALO_PUBLISH_CONTRACT_ONLY ? publishOnly(config) : config.HALO_MIGRATE_ONLY ? migrateOnly(config, logger) : start(config, logger),
-      ),
+      );
+    },
   };
 }

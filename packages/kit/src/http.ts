@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
+import type { ErrorRequestHandler, RequestHandler, Router } from 'express';
+import { load } from './lazy';
 import { HaloError, isHaloError, toRestError } from './errors';
 import type { Lifecycle } from './lifecycle';
 import type { Logger } from './logger';
@@ -74,7 +75,7 @@ export function requestContext(logger: Logger): RequestHandler {
 
 /** JSON bodies with the contract's 400 `Invalid JSON` / 413 `Payload too large` answers. */
 export function jsonBody(limitBytes: number): RequestHandler {
-  return express.json({
+  return load.express().json({
     limit: limitBytes,
     strict: false,
     // JSON is UTF-8 (RFC 8259): bytes that are not would be stored as U+FFFD, silently changed.

@@ -15,6 +15,7 @@ export * from './migrate';
 export * from './redis';
 export * from './topology';
 export * from './service';
+export * from './run';
 export * from './ids';
 export * from './email';
 export * from './db-roles';

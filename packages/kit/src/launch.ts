@@ -7,3 +7,4 @@ export * from './db-roles';
 export { generateServiceKey, type ServiceKeyPair } from './service-keys';
 export { freePort, portIsFree } from './ports';
 export { EXIT_CANNOT_START } from './exit-codes';
+export { LATE_ENV_VAR, type LateEnvMessage } from './late-env';

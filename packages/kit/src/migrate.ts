@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import { Umzug, type UmzugStorage } from 'umzug';
+import type { UmzugStorage } from 'umzug';
+import { load } from './lazy';
 import type { Db, Queryable } from './db';
 import type { Logger } from './logger';
 
@@ -18,6 +19,7 @@ export async function migrate(db: Db, dir: string, logger?: Logger): Promise<str
            applied_at timestamptz NOT NULL DEFAULT now()
          )`,
       );
+      const { Umzug } = load.umzug();
       const umzug = new Umzug({
         migrations: {
           glob: ['*.sql', { cwd: dir }],

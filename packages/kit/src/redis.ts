@@ -1,4 +1,5 @@
-import Redis, { type RedisOptions } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
+import { load } from './lazy';
 import type { Logger } from './logger';
 
 export type { Redis, RedisOptions };
@@ -10,7 +11,8 @@ export type { Redis, RedisOptions };
  * Wait for the first connection with `redisReady` — commands sent before it are rejected.
  */
 export function openRedis(url: string, logger: Logger, options: RedisOptions = {}): Redis {
-  const client = new Redis(url, {
+  const IORedis = load.ioredis();
+  const client = new IORedis(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     connectTimeout: 2_000,

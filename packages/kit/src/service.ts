@@ -1,15 +1,9 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import { ApolloServer, type BaseContext } from '@apollo/server';
-import {
-  ApolloServerPluginInlineTraceDisabled,
-  ApolloServerPluginSchemaReportingDisabled,
-  ApolloServerPluginUsageReportingDisabled,
-} from '@apollo/server/plugin/disabled';
-import { expressMiddleware } from '@as-integrations/express5';
-import express, { type Express, type RequestHandler } from 'express';
+import type { ApolloServer, BaseContext } from '@apollo/server';
+import type { Express, RequestHandler } from 'express';
 import type { GraphQLSchema } from 'graphql';
-import { ConfigError } from './config';
 import { openDb, type Db } from './db';
+import { load } from './lazy';
 import { formatGraphQLError, graphqlCaller } from './graphql';
 import { startGrpcServer, type GrpcServiceBinding } from './grpc';
 import type { ServiceIdentity } from './service-identity';
@@ -20,8 +14,7 @@ import { serveSubscriptions } from './subscriptions';
 import { errorHandler, healthCheck, jsonBody, notFoundHandler, requestContext } from './http';
 import { closeHttpServer, Lifecycle, listen } from './lifecycle';
 import { refuseRepeatedHeaders } from './single-headers';
-import { createLogger, type Logger } from './logger';
-import { EXIT_CANNOT_START } from './exit-codes';
+import type { Logger } from './logger';
 
 /**
  * The express app every service starts from: health endpoints first (not logged), then request
@@ -36,7 +29,7 @@ export function createHttpApp(opts: {
   /** Times every request and serves `/metrics`. */
   metrics?: ServiceMetrics | undefined;
 }): Express {
-  const app = express();
+  const app = load.express()();
   app.disable('x-powered-by');
   app.set('etag', false);
   if (opts.metrics) app.use(opts.metrics.http, metricsEndpoint(opts.metrics));
@@ -66,68 +59,6 @@ export async function serveHttp(
   opts.lifecycle.register('http server', () => closeHttpServer(server, opts.drainMs));
   opts.logger.info({ port }, 'HTTP listening');
   return { server, port };
-}
-
-export interface RunnableService {
-  lifecycle: Lifecycle;
-}
-
-/**
- * A service's `main`: load config (a bad value prints one line and exits 1), create the logger,
- * start the service, and turn SIGTERM/SIGINT into a graceful shutdown.
- */
-export async function runService<C extends { LOG_LEVEL: string; SHUTDOWN_TIMEOUT_MS: number }>(
-  name: string,
-  loadConfig: () => C,
-  /** Resolves to the running service, or to nothing for a one-shot run (migrations) that is done. */
-  start: (config: C, logger: Logger) => Promise<RunnableService | void>,
-): Promise<void> {
-  let config: C;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${name}: ${err.message}\n`);
-      process.exit(EXIT_CANNOT_START);
-    }
-    throw err;
-  }
-  const logger = createLogger(name, config.LOG_LEVEL);
-  try {
-    const service = await start(config, logger);
-    service?.lifecycle.installSignalHandlers(config.SHUTDOWN_TIMEOUT_MS);
-  } catch (err) {
-    // A setting that only start-up can judge (keys, tables, the database, a port): the same one
-    // line as a bad variable, and an exit code that tells a supervisor not to try again.
-    const line = cannotStartReason(err);
-    if (line !== undefined) {
-      process.stderr.write(`${name}: ${line}\n`);
-      process.exit(EXIT_CANNOT_START);
-    }
-    logger.fatal({ err }, 'failed to start');
-    process.exit(1);
-  }
-}
-
-/** PostgreSQL's SQLSTATEs for a start that no retry can fix: no such database, login refused. */
-const PG_CANNOT_START: Record<string, string> = {
-  '3D000': 'the database in DATABASE_URL does not exist',
-  '28P01': 'PostgreSQL refused the password in DATABASE_URL',
-  '28000': 'PostgreSQL refused the login of the role in DATABASE_URL',
-};
-
-/** One readable line when `err` means the process can never start as configured, else undefined. */
-export function cannotStartReason(err: unknown): string | undefined {
-  if (err instanceof ConfigError) return err.message;
-  const e = err as { code?: unknown; message?: unknown; address?: unknown; port?: unknown; syscall?: unknown };
-  const message = typeof e.message === 'string' ? e.message : String(err);
-  // grpc-js reports a taken port in its message only.
-  if (e.code !== 'EADDRINUSE' && message.includes('EADDRINUSE')) return `a port is already in use (${message})`;
-  if (typeof e.code !== 'string') return undefined;
-  if (PG_CANNOT_START[e.code]) return `${PG_CANNOT_START[e.code]} (${message})`;
-  if (e.code === 'EADDRINUSE') return `port ${String(e.port ?? '')} is already in use (${message})`;
-  if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') return `unknown host: ${message}`;
-  return undefined;
 }
 
 /** The settings every service's wiring reads (all from `serviceConfigShape`). */
@@ -201,7 +132,9 @@ export async function startSubgraph<C extends BaseContext>(opts: {
   logger: Logger;
   lifecycle: Lifecycle;
 }): Promise<ApolloServer<C>> {
-  const apollo = new ApolloServer<C>({
+  const { ApolloServer: Server } = load.apolloServer();
+  const { ApolloServerPluginUsageReportingDisabled, ApolloServerPluginSchemaReportingDisabled, ApolloServerPluginInlineTraceDisabled } = load.apolloDisabledPlugins();
+  const apollo = new Server<C>({
     schema: opts.schema,
     formatError: formatGraphQLError(opts.logger),
     plugins: [
@@ -221,7 +154,7 @@ export function subgraphMiddleware<C extends BaseContext>(
   jwtSecret: string | undefined,
   extra: (req: IncomingMessage) => Omit<C, 'requestId' | 'caller'>,
 ): RequestHandler {
-  return expressMiddleware(apollo, {
+  return load.expressIntegration().expressMiddleware(apollo, {
     context: async ({ req }) =>
       ({ requestId: req.id, caller: graphqlCaller(req.headers.authorization, jwtSecret), ...extra(req) }) as unknown as C,
   });
