@@ -1,5 +1,6 @@
-import { defineRestManifest, emailAddress, idParam, MAX_USER_NAME, requiredText, ruleField, userName, z } from '@halo/kit';
+import { defineRestManifest, emailAddress, pathId, MAX_USER_NAME, requiredText, ruleField, userName, z } from '@halo/kit';
 import {
+  AUTH_IDS,
   loginInput,
   MAX_API_KEY_NAME,
   MAX_PASSWORD_LENGTH,
@@ -135,7 +136,7 @@ export const restManifest = defineRestManifest({
       path: '/auth/api-keys/:id',
       summary: 'Revoke an API key',
       auth: 'required',
-      params: z.object({ id: idParam({ min: 1 }) }),
+      params: z.object({ id: pathId(AUTH_IDS) }),
       responses: { 204: { description: 'Revoked' }, 403: KEY_MANAGER, 404: { description: '`Not found`' } },
     },
     {
