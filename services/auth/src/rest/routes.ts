@@ -3,8 +3,9 @@ import { mountRestRoutes, type Caller, type RestHandler, type User } from '@halo
 import type { Accounts } from '../domain/accounts';
 import type { ApiKeyRecord, ApiKeys } from '../domain/api-keys';
 import { TooManyAttempts } from '../domain/tokens';
-import type { HttpSessions } from '../http/sessions';
 import { restManifest } from './manifest';
+import { oauthHandlers, type OAuthRoutesOptions } from './oauth-routes';
+import type { HttpSessions } from './sessions';
 
 /** REST records use snake_case and integer ids (docs/api/conventions.md). Never a password or a hash. */
 export const profileJson = (u: User) => ({
@@ -29,8 +30,14 @@ export const apiKeyJson = (k: ApiKeyRecord) => ({
 });
 
 /** The handlers of src/rest/manifest.ts; ids arrive parsed, the caller verified once by the kit. */
-export function restRoutes(deps: { accounts: Accounts; apiKeys: ApiKeys; sessions: HttpSessions; jwtSecret: string }): Router {
-  const { accounts, apiKeys, sessions, jwtSecret } = deps;
+export function restRoutes(deps: {
+  accounts: Accounts;
+  apiKeys: ApiKeys;
+  sessions: HttpSessions;
+  oauth: OAuthRoutesOptions;
+  jwtSecret: string;
+}): Router {
+  const { accounts, apiKeys, sessions, oauth, jwtSecret } = deps;
   // Who comes before what: only a key manager learns whether a body or an id is valid. The domain checks again.
   const keyManager = (_req: Request, { caller }: { caller(): Caller | null }) => apiKeys.manager(caller());
 
@@ -73,6 +80,7 @@ export function restRoutes(deps: { accounts: Accounts; apiKeys: ApiKeys; session
         res.status(204).end();
       },
     },
+    ...oauthHandlers(oauth),
   }, { jwtSecret });
 }
 
