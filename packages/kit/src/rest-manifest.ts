@@ -281,17 +281,20 @@ export type RestQuery<R> = R extends { query: infer Q } ? Output<Q, Record<strin
 export type RestBody<R> = R extends { body: infer B } ? Output<B, unknown> | VersionBodies<R> : unknown;
 
 /**
- * A request as its handler sees it: validated and typed input, and the caller. The caller is
- * verified once per request, on first use (a public route never looks at credentials): `caller()`
- * is null without a token and throws 401 `Invalid token` for a bad one, every time it is asked.
+ * Who is calling, verified once per request on first use (a public route never looks at
+ * credentials): null without a token, 401 `Invalid token` for a bad one, every time it is asked.
  */
-export interface RestRequest<R = RestRoute> {
+export interface RestCaller {
+  caller(): Caller | null;
+}
+
+/** A request as its handler sees it: validated input typed by its route, and the caller. */
+export interface RestRequest<R = RestRoute> extends RestCaller {
   /** The API version the request was routed to. */
   version: number;
   params: RestParams<R>;
   query: RestQuery<R>;
   body: RestBody<R>;
-  caller(): Caller | null;
 }
 
 export type RestHandler<R = RestRoute> = (req: Request, res: Response, input: RestRequest<R>) => unknown;
@@ -302,7 +305,7 @@ export type RestHandler<R = RestRoute> = (req: Request, res: Response, input: Re
  */
 export type RestHandlerSpec<R = RestRoute> =
   | RestHandler<R>
-  | { authorize: (req: Request, who: { caller(): Caller | null }) => unknown; handle: RestHandler<R> };
+  | { authorize: (req: Request, who: RestCaller) => unknown; handle: RestHandler<R> };
 
 /** One handler per route of the manifest that is mounted here, typed by its route (keys checked against its ids). */
 export type RestHandlers<M extends RestManifest> = {
@@ -338,6 +341,8 @@ function callerOrNull(caller: () => Caller | null): Caller | null {
  * Mounts every route of a manifest (except those `mountedElsewhere`) on `router`, each version at
  * its upstream path, with a 405 and `Allow` for other methods. A route without a handler, or a
  * handler without a route, stops the service at start-up: nothing declared can silently 404.
+ * Each handler is typed by its route of `M` (inferred from `manifest`); naming only `Id` instead
+ * gives the untyped form (raw params and query, `unknown` body).
  */
 export function mountRestRoutes<Id extends string, M extends RestManifest<Id> = RestManifest<Id>>(
   router: Router,

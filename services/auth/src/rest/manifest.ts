@@ -1,4 +1,4 @@
-import { defineRestManifest, emailAddress, pathId, MAX_USER_NAME, requiredText, ruleField, userName, z } from '@halo/kit';
+import { defineRestManifest, emailAddress, MAX_USER_NAME, pathId, requiredText, ruleField, userName, z } from '@halo/kit';
 import {
   AUTH_IDS,
   loginInput,

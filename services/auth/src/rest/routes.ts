@@ -1,5 +1,5 @@
 import { Router, type Request } from 'express';
-import { mountRestRoutes, type Caller, type RestHandler, type User } from '@halo/kit';
+import { mountRestRoutes, type RestCaller, type RestHandler, type User } from '@halo/kit';
 import type { Accounts } from '../domain/accounts';
 import type { ApiKeyRecord, ApiKeys } from '../domain/api-keys';
 import { TooManyAttempts } from '../domain/tokens';
@@ -39,7 +39,7 @@ export function restRoutes(deps: {
 }): Router {
   const { accounts, apiKeys, sessions, oauth, jwtSecret } = deps;
   // Who comes before what: only a key manager learns whether a body or an id is valid. The domain checks again.
-  const keyManager = (_req: Request, { caller }: { caller(): Caller | null }) => apiKeys.manager(caller());
+  const keyManager = (_req: Request, { caller }: RestCaller) => apiKeys.manager(caller());
 
   return mountRestRoutes(Router(), restManifest, {
     register: withRetryAfter(async (req, res, { body }) => {

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { mountRestRoutes, type Caller } from '@halo/kit';
+import { mountRestRoutes, type RestCaller } from '@halo/kit';
 import type { Catalog } from '../domain/catalog';
 import type { MoneyField, Product } from '../domain/model';
 import { centsToPrice } from '../domain/rules';
@@ -54,7 +54,7 @@ export function restRoutes(catalog: Catalog, jwtSecret: string | undefined): Rou
   // gateway already did; once per request, by the kit) and the domain decides admin/scope.
   // Who comes before what (the domain's order of checks): a caller who may not write gets 403
   // whatever the body or id says. The domain checks again, for every other transport.
-  const writer = { authorize: (_req: unknown, { caller }: { caller(): Caller | null }) => catalog.writer(caller()) };
+  const writer = { authorize: (_req: unknown, { caller }: RestCaller) => catalog.writer(caller()) };
   const rep = (version: number) => VERSIONS[version]!;
 
   return mountRestRoutes(Router(), restManifest, {

@@ -1,5 +1,5 @@
 import { Router, type Request, type Response } from 'express';
-import { mountRestRoutes, requireCaller, type Caller, type RestHandler } from '@halo/kit';
+import { mountRestRoutes, requireCaller, type RestCaller, type RestHandler } from '@halo/kit';
 import type { Order, Outcome } from '../domain/model';
 import type { Payments } from '../domain/payments';
 import { idempotencyKey, paymentJson, PAYMENTS_PATH, RequestInProgress } from '../domain/rules';
@@ -34,13 +34,13 @@ function withRetryAfter<R>(handler: RestHandler<R>): RestHandler<R> {
 }
 
 /** Who may call: any caller (401 `Token required` for none). */
-const anyCaller = (_req: Request, { caller }: { caller(): Caller | null }) => requireCaller(caller());
+const anyCaller = (_req: Request, { caller }: RestCaller) => requireCaller(caller());
 
 export function restRoutes(payments: Payments, jwtSecret: string | undefined): Router {
   // The gateway verified the caller already; every service verifies again (no trust by position),
   // once per request: `caller()` is the kit's (mountRestRoutes).
   // Who, then the key, then the body: the order docs/api/resources.md gives for POST /api/payments.
-  const payer = (req: Request, { caller }: { caller(): Caller | null }) => {
+  const payer = (req: Request, { caller }: RestCaller) => {
     payments.payer(caller());
     idempotencyKey(req.headers['idempotency-key']);
   };
