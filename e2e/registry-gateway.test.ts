@@ -1,11 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { signAccessToken, type ServiceContract } from '@halo/kit';
-import { TEST_JWT_SECRET } from '@halo/kit/testing';
+import { freePort, TEST_JWT_SECRET } from '@halo/kit/testing';
 import { checkoutContracts } from '../tools/src/checkout-contracts';
 import { gql, startE2ESystem } from './helpers';
 
@@ -23,14 +22,6 @@ let catalog: ServiceContract;
 let replica: ChildProcess | undefined;
 
 const POLL_MS = 300;
-const freePort = () =>
-  new Promise<number>((done, fail) => {
-    const server = createServer().once('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
 const until = async <T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> => {
   const end = Date.now() + timeoutMs;
   for (;;) {

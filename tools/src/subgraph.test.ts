@@ -1,9 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { dropSchema, TEST_DATABASE_URL, testIdentityEnv, throwawaySchema } from '@halo/kit/testing';
+import { dropSchema, freePort, TEST_DATABASE_URL, testIdentityEnv, throwawaySchema } from '@halo/kit/testing';
 
 /**
  * The real CLI (tools/dist/subgraph.js, built) against a real registry process (its built
@@ -14,14 +13,6 @@ const schema = throwawaySchema('cli_registry');
 const dir = mkdtempSync(join(tmpdir(), 'halo-subgraph-'));
 let registry: ChildProcess;
 let base: string;
-
-const freePort = () =>
-  new Promise<number>((done) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => done(port));
-    });
-  });
 
 function run(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((done) => {

@@ -1,4 +1,5 @@
 import { badRequest } from './errors';
+import { isIdText } from './ids';
 
 /**
  * Relay-style connections over keyset pagination, the same for every service: `first` (default
@@ -38,11 +39,9 @@ function cursorCodec<K>(prefix: string, format: (position: K) => string, parse: 
   };
 }
 
-const ID = /^\d{1,15}$/;
-
 /** Rows in id order: the position is the last id seen. */
 export function idCursor(prefix: string): CursorCodec<{ id: number }> {
-  return cursorCodec(prefix, (p) => String(p.id), (text) => (ID.test(text) ? { id: Number(text) } : null));
+  return cursorCodec(prefix, (p) => String(p.id), (text) => (isIdText(text) ? { id: Number(text) } : null));
 }
 
 const TIME_AND_ID = /^(.+)\|(\d{1,15})$/;

@@ -9,6 +9,7 @@ import {
   idParam,
   isGatewayPath,
   mountRestRoutes,
+  pathId,
   restOpenApi,
   ruleField,
   toHttpDate,
@@ -396,5 +397,48 @@ describe('API keys and the declared scope (kit/src/scopes.ts)', () => {
     expect(() =>
       defineRestManifest({ service: 'catalog', description: '', routes: [{ ...route, auth: 'required', scope: 'catalog:wrte' as 'catalog:write' }] }),
     ).toThrow(/one of SCOPES/);
+  });
+});
+
+describe('the caller, verified once per request', () => {
+  const m = defineRestManifest({
+    service: 'catalog',
+    description: 'Callers',
+    routes: [
+      { id: 'mine', method: 'GET', path: '/mine/:id', summary: 'Mine', auth: 'required', params: z.object({ id: pathId() }), responses: { 200: { description: 'ok' } } },
+      { id: 'open', method: 'GET', path: '/open', summary: 'Public', responses: { 200: { description: 'ok' } } },
+    ],
+  });
+  const seen: unknown[] = [];
+  const a = express();
+  a.use(
+    mountRestRoutes(Router(), m, {
+      mine: {
+        authorize: (_req, { caller }) => void seen.push(caller()),
+        handle: (_req, res, { params, caller }) => {
+          seen.push(caller());
+          // Typed by the route: the path id arrives as a number.
+          const id: number = params.id;
+          res.json({ id, sub: caller()?.id ?? null });
+        },
+      },
+      open: (_req, res) => void res.json({ ok: true }),
+    }, { jwtSecret: TEST_JWT_SECRET }),
+  );
+  a.use(errorHandler());
+  const token = `Bearer ${signAccessToken({ sub: '4', name: 'A', role: 'user' }, TEST_JWT_SECRET, 60)}`;
+
+  it('hands authorize and handler one verified caller, and the id as a number', async () => {
+    seen.length = 0;
+    const res = await request(a).get('/mine/12').set('authorization', token);
+    expect([res.status, res.body]).toEqual([200, { id: 12, sub: 4 }]);
+    expect(seen).toHaveLength(2);
+    expect(seen[0]).toBe(seen[1]);
+  });
+
+  it('answers a bad token with 401 Invalid token where the caller is asked; a public route never asks', async () => {
+    const bad = await request(a).get('/mine/12').set('authorization', 'Bearer nope');
+    expect([bad.status, bad.body]).toEqual([401, { error: 'Invalid token' }]);
+    expect((await request(a).get('/open').set('authorization', 'Bearer nope')).status).toBe(200);
   });
 });

@@ -2,7 +2,8 @@ import type { Request, RequestHandler, Response, Router } from 'express';
 import { z } from 'zod';
 import { badRequest, isHaloError } from './errors';
 import { route } from './http';
-import { callerFromHeader } from './jwt';
+import { INVALID_ID, isIdText, type IdRule } from './ids';
+import { callerFromHeader, type Caller } from './jwt';
 import { isScope, requireDeclaredScope, type Scope } from './scopes';
 import { EDGE_SERVICE_NAMES, isEdgeService, type EdgeServiceName } from './topology';
 
@@ -129,9 +130,10 @@ export function toHttpDate(value: string): string | null {
 
 /**
  * Checks a manifest once, where it is declared (so a mistake stops the service and `npm run
- * compose` alike) and returns it unchanged, its route ids kept as literal types for the handlers.
+ * compose` alike) and returns it unchanged, its exact type kept (route ids as literals, each
+ * route's schemas) so `mountRestRoutes` hands every handler its own route's typed input.
  */
-export function defineRestManifest<const Id extends string>(manifest: RestManifest<Id>): RestManifest<Id> {
+export function defineRestManifest<const M extends RestManifest>(manifest: M): M {
   const where = (r: RestRoute) => `${manifest.service}: REST route ${r.id} (${r.method} ${r.path})`;
   if (!isEdgeService(manifest.service)) throw new Error(`REST manifest of an unknown service: ${manifest.service}`);
   const ids = new Set<string>();
@@ -194,19 +196,23 @@ export function ruleField(rule: (raw: unknown) => unknown, schema: JsonSchemaMet
     .meta(schema);
 }
 
-const ID_TEXT = /^\d{1,15}$/;
-
 /**
- * A path id: 1–15 decimal digits, otherwise 400 `Invalid id` (the kit's `parseId` rule). `min: 1`
- * for services whose ids start at 1 and refuse 0.
+ * A path id as text: 1–15 decimal digits (at least `min`), otherwise 400 `Invalid id` — the kit's
+ * one id rule (`parseId`, kit/src/ids.ts). The validated string; a manifest uses `pathId`, which
+ * hands the handler the number.
  */
-export function idParam(opts: { min?: 0 | 1 } = {}) {
-  const min = opts.min ?? 0;
+export function idParam(rule: IdRule = {}) {
   return z
     .string()
-    .refine((s) => ID_TEXT.test(s) && Number(s) >= min, 'Invalid id')
-    .meta({ type: 'integer', minimum: min, maximum: 999_999_999_999_999 });
+    .refine((s) => isIdText(s, rule), INVALID_ID)
+    .meta({ type: 'integer', minimum: rule.min ?? 0, maximum: 999_999_999_999_999 });
 }
+
+/**
+ * A path id parsed once, at the boundary: `idParam`'s check, then the number. The handler (and
+ * the domain behind it) receives `number`; the OpenAPI document still describes the path's text.
+ */
+export const pathId = (rule: IdRule = {}) => idParam(rule).transform(Number);
 
 // ── Validation and mounting ───────────────────────────────────────────────────────────────────
 
@@ -257,35 +263,91 @@ export function validateRestInput(
   return { version, params, query, body };
 }
 
-export type RestHandler = (req: Request, res: Response, input: RestInput) => unknown;
+// ── Typed input: each route's own params, query and body ───────────────────────────────────────
+
+type Output<S, Otherwise> = S extends z.ZodType ? z.output<S> : Otherwise;
+
+/** The bodies a route's versions declare of their own (never, when none does). */
+type VersionBodies<R> = R extends { versions: infer V }
+  ? { [K in keyof V]: V[K] extends { body: infer B } ? Output<B, never> : never }[keyof V]
+  : never;
+type VersionQueries<R> = R extends { versions: infer V }
+  ? { [K in keyof V]: V[K] extends { query: infer Q } ? Output<Q, never> : never }[keyof V]
+  : never;
+
+/** What a route's handler receives as params, query and body: its schemas' output, else the raw shapes. */
+export type RestParams<R> = R extends { params: infer P } ? Output<P, Record<string, string>> : Record<string, string>;
+export type RestQuery<R> = R extends { query: infer Q } ? Output<Q, Record<string, unknown>> | VersionQueries<R> : Record<string, unknown>;
+export type RestBody<R> = R extends { body: infer B } ? Output<B, unknown> | VersionBodies<R> : unknown;
+
+/**
+ * Who is calling, verified once per request on first use (a public route never looks at
+ * credentials): null without a token, 401 `Invalid token` for a bad one, every time it is asked.
+ */
+export interface RestCaller {
+  caller(): Caller | null;
+}
+
+/** A request as its handler sees it: validated input typed by its route, and the caller. */
+export interface RestRequest<R = RestRoute> extends RestCaller {
+  /** The API version the request was routed to. */
+  version: number;
+  params: RestParams<R>;
+  query: RestQuery<R>;
+  body: RestBody<R>;
+}
+
+export type RestHandler<R = RestRoute> = (req: Request, res: Response, input: RestRequest<R>) => unknown;
 
 /**
  * A handler, optionally with `authorize`: a check of who may call (401/403) that must come before
  * validation, as the service's own order of checks says (who, then what, then which).
  */
-export type RestHandlerSpec = RestHandler | { authorize: (req: Request) => unknown; handle: RestHandler };
+export type RestHandlerSpec<R = RestRoute> =
+  | RestHandler<R>
+  | { authorize: (req: Request, who: RestCaller) => unknown; handle: RestHandler<R> };
 
-/** The verified caller, or null: a bad token is the handler's to answer (401), not this check's. */
-function verifiedCaller(req: Request, jwtSecret: string | undefined) {
+/** One handler per route of the manifest that is mounted here, typed by its route (keys checked against its ids). */
+export type RestHandlers<M extends RestManifest> = {
+  [R in M['routes'][number] as R['id']]?: RestHandlerSpec<R>;
+};
+
+/** The caller of a request, verified at most once whoever asks (scope check, `authorize`, handler). */
+function callerOnce(req: Request, jwtSecret: string | undefined): () => Caller | null {
+  let verified: { caller: Caller | null } | { error: unknown } | undefined;
+  return () => {
+    if (!verified) {
+      try {
+        verified = { caller: callerFromHeader(req.headers.authorization, jwtSecret) };
+      } catch (error) {
+        verified = { error };
+      }
+    }
+    if ('error' in verified) throw verified.error;
+    return verified.caller;
+  };
+}
+
+/** The verified caller, or null: a bad token is the handler's to answer (401), not the scope check's. */
+function callerOrNull(caller: () => Caller | null): Caller | null {
   try {
-    return callerFromHeader(req.headers.authorization, jwtSecret);
+    return caller();
   } catch {
     return null;
   }
 }
 
-/** One handler per route of the manifest that is mounted here (keys checked against its ids). */
-export type RestHandlers<Id extends string> = Partial<Record<Id, RestHandlerSpec>>;
-
 /**
  * Mounts every route of a manifest (except those `mountedElsewhere`) on `router`, each version at
  * its upstream path, with a 405 and `Allow` for other methods. A route without a handler, or a
  * handler without a route, stops the service at start-up: nothing declared can silently 404.
+ * Each handler is typed by its route of `M` (inferred from `manifest`); naming only `Id` instead
+ * gives the untyped form (raw params and query, `unknown` body).
  */
-export function mountRestRoutes<Id extends string>(
+export function mountRestRoutes<Id extends string, M extends RestManifest<Id> = RestManifest<Id>>(
   router: Router,
-  manifest: RestManifest<Id>,
-  handlers: RestHandlers<Id>,
+  manifest: M,
+  handlers: NoInfer<RestHandlers<M>>,
   /** The secret that verifies callers, so an API key is held to each route's declared scope. */
   opts: { jwtSecret: string | undefined },
 ): Router {
@@ -293,7 +355,8 @@ export function mountRestRoutes<Id extends string>(
   const known = new Set<string>();
   for (const r of manifest.routes) {
     known.add(r.id);
-    const spec = handlers[r.id];
+    // The per-route types end here: at run time every route is a RestRoute.
+    const spec = (handlers as Partial<Record<string, RestHandlerSpec>>)[r.id];
     if (r.mountedElsewhere) {
       if (spec) throw new Error(`${manifest.service}: REST route ${r.id} is mounted by ${r.mountedElsewhere}, not here`);
       continue;
@@ -302,16 +365,17 @@ export function mountRestRoutes<Id extends string>(
     const { authorize, handle } = typeof spec === 'function' ? { authorize: undefined, handle: spec } : spec;
     const scopes = r.scope ? [[r.scope]] : [];
     // Public routes stay public: only an authenticated route holds a key to its scope.
-    const keyCheck = r.auth ? (req: Request) => requireDeclaredScope(verifiedCaller(req, opts.jwtSecret), scopes) : undefined;
+    const keyCheck = r.auth ? (caller: () => Caller | null) => requireDeclaredScope(callerOrNull(caller), scopes) : undefined;
     for (const [version] of routeVersions(r)) {
       const path = `${upstreamPrefix(version)}${r.path}`;
       const methods = byPath.get(path) ?? {};
       byPath.set(path, methods);
       methods[r.method.toLowerCase() as Lowercase<RestMethod>] = async (req, res) => {
-        keyCheck?.(req);
-        if (authorize) await authorize(req);
+        const caller = callerOnce(req, opts.jwtSecret);
+        keyCheck?.(caller);
+        if (authorize) await authorize(req, { caller });
         const input = validateRestInput(r, version, { params: req.params, query: req.query, body: req.body });
-        await handle(req, res, input);
+        await handle(req, res, { ...input, caller } as RestRequest);
       };
     }
   }

@@ -2,7 +2,7 @@ import express from 'express';
 import { assertSigningSecret, ConfigError, defaultGrpcAddr, env, z, type ServiceConfig } from '@halo/kit';
 import { canonicalOrigin } from './domain/tokens';
 import { parseDuration } from './domain/ttl';
-import { parseOAuthProviders } from './oauth/providers';
+import { parseOAuthProviders } from './adapters/oidc/providers';
 
 const duration = (fallback: string) =>
   z
@@ -75,7 +75,7 @@ export const authConfigShape = {
     .optional(),
   /**
    * The gateway's addresses: from them, and only one hop deep, X-Forwarded-For's last entry is the
-   * client address (the gateway owns that header; src/http/client-address.ts).
+   * client address (the gateway owns that header; src/rest/client-address.ts).
    */
   TRUST_PROXY: trustProxy(),
   CONTENT_GRPC_ADDR: env.str(defaultGrpcAddr('content')),

@@ -1,25 +1,24 @@
 import { resolve } from 'node:path';
-import { Router, type Response } from 'express';
+import type { Response } from 'express';
 import { callPolicyFor, defineService, openRedis, redisReady, signAccessToken, waitForServing, type Lifecycle, type Logger, type Redis } from '@halo/kit';
+import { createPasswordHasher } from './adapters/argon2/passwords';
+import { OAuthProviders } from './adapters/oidc/providers';
+import { createLoginLimiter, createRegistrationLimiter } from './adapters/redis/login-limiter';
 import { authConfigShape, refineAuthConfig } from './config';
 import { seedDemoCredentials } from './db/seed';
 import { AuthStore } from './db/store';
 import { Accounts } from './domain/accounts';
 import { ApiKeys, type TokenSigner } from './domain/api-keys';
 import type { OAuthIdentity } from './domain/identities';
+import { OAuthFlows } from './domain/oauth';
 import { Sessions } from './domain/sessions';
 import { authSchema } from './graphql/resolvers';
 import { contentUsers } from './grpc/clients/content-users';
 import { apiKeyServiceBinding } from './grpc/server/api-key-service';
-import { oauthRoutes } from './http/oauth-routes';
-import { trustGatewayHop } from './http/client-address';
-import { HttpSessions } from './http/sessions';
-import { OAuthFlows } from './oauth/flow';
-import { OAuthProviders } from './oauth/providers';
+import { trustGatewayHop } from './rest/client-address';
 import { restManifest } from './rest/manifest';
 import { restRoutes } from './rest/routes';
-import { createLoginLimiter, createRegistrationLimiter } from './security/login-limiter';
-import { createPasswordHasher } from './security/passwords';
+import { HttpSessions } from './rest/sessions';
 
 /** How long auth's seed waits for content to serve (the services start in parallel). */
 const CONTENT_WAIT_MS = 30_000;
@@ -76,7 +75,7 @@ export const authService = defineService({
       accounts: new Accounts({ users, credentials: store, identities: store, passwords, limiter, registrations, logger }),
       apiKeys: new ApiKeys({ repo: store, users, sign, tokenTtlSeconds: config.API_KEY_TOKEN_TTL }),
       sessions,
-      oauth: new OAuthFlows({ store, providers: new OAuthProviders(config.OAUTH_PROVIDERS, { logger }), logger }),
+      oauth: new OAuthFlows({ store, providers: new OAuthProviders(config.OAUTH_PROVIDERS, { logger }) }),
     };
   },
   // The demo users are content's: wait until content serves (its gRPC health) before asking it.
@@ -98,9 +97,8 @@ export const authService = defineService({
     const web = new HttpSessions(sessions, { cookieSecure: config.COOKIE_SECURE, allowedOrigins: config.ALLOWED_ORIGINS });
     // The linked (or verified-email) user, then exactly the answer of /auth/login.
     const onLogin = async (identity: OAuthIdentity, _req: unknown, res: Response) => web.issueLogin(res, await accounts.signInWith(identity));
-    return Router()
-      .use('/auth/oauth', oauthRoutes({ flows: oauth, cookieSecure: config.COOKIE_SECURE, onLogin }))
-      .use(restRoutes({ accounts, apiKeys, sessions: web, jwtSecret: config.JWT_SECRET }));
+    const oauthOptions = { flows: oauth, cookieSecure: config.COOKIE_SECURE, onLogin };
+    return restRoutes({ accounts, apiKeys, sessions: web, oauth: oauthOptions, jwtSecret: config.JWT_SECRET });
   },
   grpc: ({ apiKeys }, logger) => [apiKeyServiceBinding(apiKeys, logger)],
 });

@@ -10,7 +10,7 @@ import {
   registration,
 } from '../src/domain/rules';
 import { canonicalOrigin, isCrossSite, refreshDecision, retryAfterSeconds, sha256Hex, type StoredRefreshToken } from '../src/domain/tokens';
-import { clearedRefreshCookie, refreshCookie, refreshTokenFrom } from '../src/http/cookies';
+import { clearedRefreshCookie, refreshCookie, refreshTokenFrom } from '../src/rest/cookies';
 import { addressKey } from '../src/domain/limits';
 import { parseDuration } from '../src/domain/ttl';
 

@@ -1,7 +1,7 @@
 import { ConfigError, HaloError } from '@halo/kit';
 import { identityFromClaims } from '../src/domain/identities';
-import { clearedStateCookie, cookieValue, stateCookie } from '../src/http/cookies';
-import { parseOAuthProviders } from '../src/oauth/providers';
+import { clearedStateCookie, cookieValue, stateCookie } from '../src/rest/cookies';
+import { parseOAuthProviders } from '../src/adapters/oidc/providers';
 
 const dev = {
   OAUTH_PROVIDERS: 'dev',

@@ -2,13 +2,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createServer, request as forward, type Server } from 'node:http';
 import { resolve } from 'node:path';
 import { closeHttpServer, createHttpApp, createLogger, finishHttpApp, Lifecycle, listen, migrate } from '@halo/kit';
-import { openTestDb, type TestDb, TestBrowser } from '@halo/kit/testing';
+import { freePort, openTestDb, type TestDb, TestBrowser } from '@halo/kit/testing';
 import { startDevOidcProvider, type DevOidcProvider } from '../../../tools/src/dev-oidc';
 import { AuthStore } from '../src/db/store';
 import type { OAuthIdentity } from '../src/domain/identities';
-import { oauthRoutes } from '../src/http/oauth-routes';
-import { OAuthFlows } from '../src/oauth/flow';
-import { loadOAuthProviders, type OAuthProviders } from '../src/oauth/providers';
+import { oauthRoutes } from '../src/rest/oauth-routes';
+import { OAuthFlows } from '../src/domain/oauth';
+import { loadOAuthProviders, type OAuthProviders } from '../src/adapters/oidc/providers';
 
 /**
  * The OAuth/OIDC login end to end, non-interactively, against REAL dev OpenID providers:
@@ -58,9 +58,7 @@ beforeAll(async () => {
   target = tampered.port;
 
   // A free port with nothing on it yet: the `late` provider starts there during a test.
-  const probe = createServer();
-  latePort = await listen(probe, 0, '127.0.0.1');
-  await closeHttpServer(probe, 0);
+  latePort = await freePort();
 
   const vars: Record<string, string> = { OAUTH_PROVIDERS: 'dev,tampered,late' };
   const issuers = { dev: dev.issuer, tampered: tampered.issuer, late: `http://127.0.0.1:${latePort}` };
@@ -74,11 +72,10 @@ beforeAll(async () => {
     });
   }
   providers = loadOAuthProviders(vars, { logger });
-  const flows = new OAuthFlows({ store, providers, logger });
+  const flows = new OAuthFlows({ store, providers });
   const lifecycle = new Lifecycle(logger);
   const app = createHttpApp({ logger, lifecycle, ready: async () => undefined, bodyLimit: 1 << 20 });
   app.use(
-    '/auth/oauth',
     oauthRoutes({
       flows,
       cookieSecure: false,

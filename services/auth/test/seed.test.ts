@@ -3,7 +3,7 @@ import { capturingLogger, testIdentityEnv } from '@halo/kit/testing';
 import { seedDemoCredentials } from '../src/db/seed';
 import { AuthStore } from '../src/db/store';
 import { contentUsers } from '../src/grpc/clients/content-users';
-import { createPasswordHasher } from '../src/security/passwords';
+import { createPasswordHasher } from '../src/adapters/argon2/passwords';
 import { decodeJwt, login, startTestSystem, type TestSystem } from './helpers';
 
 let sys: TestSystem;

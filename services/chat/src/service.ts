@@ -2,13 +2,13 @@ import { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
 import { defineService } from '@halo/kit';
 import { PubSub } from 'graphql-subscriptions';
+import { PubSubMessageBus } from './adapters/pubsub/bus';
+import { redisMessageBus } from './adapters/redis/pubsub';
 import { refineChatConfig, chatConfigShape } from './config';
 import { ChatStore } from './db/store';
 import { Chat } from './domain/chat';
 import { createLoaders } from './graphql/loaders';
 import { chatSchema } from './graphql/resolvers';
-import { PubSubMessageBus } from './pubsub/bus';
-import { redisMessageBus } from './pubsub/redis';
 
 /**
  * Chats and their messages: the GraphQL subgraph (messages, sendMessage) and its subscription

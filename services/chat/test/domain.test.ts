@@ -3,7 +3,7 @@ import { messageOf } from '@halo/kit/testing';
 import { Chat, type ChatRepo, type MessageBus } from '../src/domain/chat';
 import type { Message, NewMessage } from '../src/domain/model';
 import { chatIdOf, messageText } from '../src/domain/rules';
-import { Inbox } from '../src/pubsub/inbox';
+import { Inbox } from '../src/domain/inbox';
 
 /** chat's rules without I/O: validation, the order of checks, the all-or-nothing send, the subscriber's inbox. */
 

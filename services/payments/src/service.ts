@@ -1,15 +1,15 @@
 import { resolve } from 'node:path';
 import { callPolicyFor, defineService, openRedis, redisReady, type Lifecycle, type Logger } from '@halo/kit';
+import { MemoryIdempotencyStore } from './adapters/memory/idempotency';
+import { SimulatedProcessor } from './adapters/processor/simulated';
+import { RedisIdempotencyStore } from './adapters/redis/idempotency';
 import { refinePaymentsConfig, paymentsConfigShape, type PaymentsConfig } from './config';
-import { MemoryIdempotencyStore } from './db/idempotency-memory';
-import { RedisIdempotencyStore } from './db/idempotency-redis';
 import { PaymentsStore } from './db/store';
 import { Idempotency, noIdempotencyStore, type IdempotencyStore } from './domain/idempotency';
 import { Payments } from './domain/payments';
 import { createLoaders } from './graphql/loaders';
 import { paymentsSchema } from './graphql/resolvers';
 import { catalogProducts } from './grpc/clients/catalog-products';
-import { SimulatedProcessor } from './processor/simulated';
 import { restManifest } from './rest/manifest';
 import { restRoutes } from './rest/routes';
 

@@ -1,5 +1,5 @@
 import { HaloError } from '@halo/kit';
-import { MemoryIdempotencyStore } from '../src/db/idempotency-memory';
+import { MemoryIdempotencyStore } from '../src/adapters/memory/idempotency';
 import { Idempotency, type IdempotencyStore } from '../src/domain/idempotency';
 import type { Outcome } from '../src/domain/model';
 import {
@@ -13,7 +13,7 @@ import {
   RequestInProgress,
   retryAfterSeconds,
 } from '../src/domain/rules';
-import { SimulatedProcessor } from '../src/processor/simulated';
+import { SimulatedProcessor } from '../src/adapters/processor/simulated';
 
 /** The rules and the idempotency layer without any I/O (the in-process store on a fake clock). */
 

@@ -1,5 +1,5 @@
 import type { Redis } from '@halo/kit';
-import type { RedisIdempotencyStore } from '../src/db/idempotency-redis';
+import type { RedisIdempotencyStore } from '../src/adapters/redis/idempotency';
 import { requestFingerprint, sha256Hex } from '../src/domain/rules';
 import {
   AS,

@@ -1,12 +1,12 @@
 import { resolve } from 'node:path';
 import { defaultServiceUrl, defineService, serviceUrlVar, type EdgeServiceName } from '@halo/kit';
-import { bootstrapAcknowledgements, bootstrapContracts } from './bootstrap-files';
+import { bootstrapAcknowledgements, bootstrapContracts } from './adapters/files/bootstrap-files';
 import { refineRegistryConfig, registryConfigShape } from './config';
 import { PgRegistryStore } from './db/store';
 import { Registry } from './domain/registry';
 import { apiKeyExchange } from './grpc/api-keys';
-import { principalResolver } from './http/principal';
-import { registryRoutes } from './http/routes';
+import { principalResolver } from './rest/principal';
+import { registryRoutes } from './rest/routes';
 
 /**
  * The schema registry (docs/registry.md): every service's published contracts, composed on each

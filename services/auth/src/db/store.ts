@@ -4,7 +4,7 @@ import type { ApiKeyRecord, ApiKeyRepo } from '../domain/api-keys';
 import type { OAuthIdentity } from '../domain/identities';
 import type { RefreshTokenRepo } from '../domain/sessions';
 import { refreshDecision, type RotateResult, type StoredRefreshToken } from '../domain/tokens';
-import type { OAuthFlowRepo } from '../oauth/flow';
+import type { OAuthFlowRepo } from '../domain/oauth';
 
 interface RefreshRow {
   family_id: string;

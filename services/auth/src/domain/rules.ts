@@ -88,9 +88,6 @@ export function apiKeyInput(body: unknown): { name: string; scopes: Scope[] } {
   return { name: requiredText(b.name, 'name', MAX_API_KEY_NAME), scopes: parseScopes(b.scopes) };
 }
 
-/** The kit's id rule (400 `Invalid id`), and no id here is 0 (identity columns start at 1). */
-export function parseId(raw: unknown): number {
-  const id = parseKitId(raw);
-  if (id === 0) throw badRequest('Invalid id');
-  return id;
-}
+/** auth's ids: the kit's id rule (400 `Invalid id`) from 1, as identity columns start (REST: `pathId(AUTH_IDS)`). */
+export const AUTH_IDS = { min: 1 } as const;
+export const parseId = (raw: unknown): number => parseKitId(raw, AUTH_IDS);

@@ -1,5 +1,6 @@
-import { defineRestManifest, emailAddress, idParam, MAX_USER_NAME, requiredText, ruleField, userName, z } from '@halo/kit';
+import { defineRestManifest, emailAddress, MAX_USER_NAME, pathId, requiredText, ruleField, userName, z } from '@halo/kit';
 import {
+  AUTH_IDS,
   loginInput,
   MAX_API_KEY_NAME,
   MAX_PASSWORD_LENGTH,
@@ -12,8 +13,8 @@ import {
 /**
  * auth's public REST routes (gateway route table and OpenAPI are composed from this file by
  * `npm run compose`). Field checks call the domain's and the kit's own rules, so a 400 reads the
- * same here and there. The OAuth routes are answered by src/http/oauth-routes.ts; they are
- * declared here so that the gateway and the OpenAPI document know them.
+ * same here and there. The OAuth routes' handlers are src/rest/oauth-routes.ts's (the callback's
+ * query is judged by the flow, domain/oauth.ts, which owns those answers).
  */
 
 const token = z.object({ token: z.string(), accessToken: z.string().meta({ description: 'The same JWT as `token`' }) });
@@ -45,6 +46,12 @@ const loginPassword = ruleField((v) => loginInput({ email: 'e@x.example', passwo
 const FORBIDDEN_CROSS_SITE = { description: '`Forbidden`: a cross-site request (Sec-Fetch-Site or Origin)' };
 const REFRESH_COOKIE = 'Sets `refresh_token` (HttpOnly, Secure, SameSite=Strict, Path=/auth, 30 days)';
 const KEY_MANAGER = { description: '`Forbidden`: API keys are managed by admins with their own token (not with an API key)' };
+
+/**
+ * A callback parameter, documented here and judged by the flow (domain/oauth.ts), which owns the
+ * answers: a repeated or missing `state` is `Invalid state`, a missing `code` `code is required`.
+ */
+const flowParam = z.unknown().optional().meta({ type: 'string' });
 
 export const restManifest = defineRestManifest({
   service: 'auth',
@@ -135,7 +142,7 @@ export const restManifest = defineRestManifest({
       path: '/auth/api-keys/:id',
       summary: 'Revoke an API key',
       auth: 'required',
-      params: z.object({ id: idParam({ min: 1 }) }),
+      params: z.object({ id: pathId(AUTH_IDS) }),
       responses: { 204: { description: 'Revoked' }, 403: KEY_MANAGER, 404: { description: '`Not found`' } },
     },
     {
@@ -145,7 +152,6 @@ export const restManifest = defineRestManifest({
       summary: 'Start an OAuth 2.0 / OIDC login (PKCE, state, nonce)',
       params: z.object({ provider: z.string().meta({ description: 'A configured provider (`dev` in the embedded mode)' }) }),
       responses: { 302: { description: 'To the provider' }, 404: { description: '`Not found`: no such provider' } },
-      mountedElsewhere: 'src/http/oauth-routes.ts',
     },
     {
       id: 'oauthCallback',
@@ -154,12 +160,11 @@ export const restManifest = defineRestManifest({
       summary: 'The provider’s redirect back: answers like login',
       description: REFRESH_COOKIE,
       params: z.object({ provider: z.string() }),
-      query: z.object({ code: z.string().optional(), state: z.string().optional(), error: z.string().optional() }),
+      query: z.object({ code: flowParam, state: flowParam, error: flowParam }),
       responses: {
         200: { description: 'Tokens and the user, as login', schema: token.extend({ user: z.object({ id: z.number().int(), name: z.string() }) }) },
         400: { description: '`Invalid state`, `code is required`, or the provider’s error' },
       },
-      mountedElsewhere: 'src/http/oauth-routes.ts',
     },
   ],
 });

@@ -1,11 +1,11 @@
 import { Router, type Request } from 'express';
-import { callerFromHeader, mountRestRoutes, type RestHandler, type User } from '@halo/kit';
+import { mountRestRoutes, type RestCaller, type RestHandler, type User } from '@halo/kit';
 import type { Accounts } from '../domain/accounts';
 import type { ApiKeyRecord, ApiKeys } from '../domain/api-keys';
-import { parseId } from '../domain/rules';
 import { TooManyAttempts } from '../domain/tokens';
-import type { HttpSessions } from '../http/sessions';
 import { restManifest } from './manifest';
+import { oauthHandlers, type OAuthRoutesOptions } from './oauth-routes';
+import type { HttpSessions } from './sessions';
 
 /** REST records use snake_case and integer ids (docs/api/conventions.md). Never a password or a hash. */
 export const profileJson = (u: User) => ({
@@ -29,12 +29,17 @@ export const apiKeyJson = (k: ApiKeyRecord) => ({
   revoked_at: k.revokedAt,
 });
 
-/** The handlers of src/rest/manifest.ts (the OAuth routes are src/http/oauth-routes.ts's). */
-export function restRoutes(deps: { accounts: Accounts; apiKeys: ApiKeys; sessions: HttpSessions; jwtSecret: string }): Router {
-  const { accounts, apiKeys, sessions, jwtSecret } = deps;
-  const caller = (req: Request) => callerFromHeader(req.headers.authorization, jwtSecret);
+/** The handlers of src/rest/manifest.ts; ids arrive parsed, the caller verified once by the kit. */
+export function restRoutes(deps: {
+  accounts: Accounts;
+  apiKeys: ApiKeys;
+  sessions: HttpSessions;
+  oauth: OAuthRoutesOptions;
+  jwtSecret: string;
+}): Router {
+  const { accounts, apiKeys, sessions, oauth, jwtSecret } = deps;
   // Who comes before what: only a key manager learns whether a body or an id is valid. The domain checks again.
-  const keyManager = (req: Request) => apiKeys.manager(caller(req));
+  const keyManager = (_req: Request, { caller }: RestCaller) => apiKeys.manager(caller());
 
   return mountRestRoutes(Router(), restManifest, {
     register: withRetryAfter(async (req, res, { body }) => {
@@ -52,16 +57,16 @@ export function restRoutes(deps: { accounts: Accounts; apiKeys: ApiKeys; session
     },
     refresh: (req, res) => sessions.refresh(req, res),
     logout: (req, res) => sessions.logout(req, res),
-    profile: async (req, res) => {
-      res.json(profileJson(await accounts.profile(caller(req))));
+    profile: async (_req, res, { caller }) => {
+      res.json(profileJson(await accounts.profile(caller())));
     },
-    listApiKeys: async (req, res) => {
-      res.json({ data: (await apiKeys.list(caller(req))).map(apiKeyJson) });
+    listApiKeys: async (_req, res, { caller }) => {
+      res.json({ data: (await apiKeys.list(caller())).map(apiKeyJson) });
     },
     createApiKey: {
       authorize: keyManager,
-      handle: async (req, res, { body }) => {
-        const { record, key } = await apiKeys.create(caller(req), body);
+      handle: async (_req, res, { body, caller }) => {
+        const { record, key } = await apiKeys.create(caller(), body);
         const { id, name, prefix, scopes, created_at } = apiKeyJson(record);
         res.setHeader('Cache-Control', 'no-store');
         res.status(201).json({ data: { id, name, prefix, scopes, created_at, key } });
@@ -70,16 +75,17 @@ export function restRoutes(deps: { accounts: Accounts; apiKeys: ApiKeys; session
     revokeApiKey: {
       // An anonymous caller gets 401 even for a malformed id.
       authorize: keyManager,
-      handle: async (req, res, { params }) => {
-        await apiKeys.revoke(caller(req), parseId(params.id));
+      handle: async (_req, res, { params, caller }) => {
+        await apiKeys.revoke(caller(), params.id);
         res.status(204).end();
       },
     },
+    ...oauthHandlers(oauth),
   }, { jwtSecret });
 }
 
 /** 429 answers carry `Retry-After`; the kit's error mapper writes the status and body. */
-function withRetryAfter(handler: RestHandler): RestHandler {
+function withRetryAfter<R>(handler: RestHandler<R>): RestHandler<R> {
   return async (req, res, input) => {
     try {
       await handler(req, res, input);

@@ -1,6 +1,6 @@
-import { alignById, badRequest, found, keysetConnection, notFound, requireAdmin, type Caller, type ConnectionArgs } from '@halo/kit';
+import { alignById, found, keysetConnection, notFound, requireAdmin, type Caller, type ConnectionArgs } from '@halo/kit';
 import type { ListQuery, MoneyField, Product, ProductFields, ProductPage } from './model';
-import { listQuery, newProductFields, offsetOf, pageMeta, parseId, PRODUCT_CURSOR, productChanges, type RawListQuery } from './rules';
+import { listQuery, newProductFields, offsetOf, pageMeta, PRODUCT_CURSOR, productChanges, type RawListQuery } from './rules';
 
 /** What the domain needs from storage; `CatalogStore` implements it over SQL. */
 export interface CatalogRepo {
@@ -14,9 +14,6 @@ export interface CatalogRepo {
   update(id: number, changes: Partial<ProductFields>): Promise<Product | null>;
   delete(id: number): Promise<boolean>;
 }
-
-/** Largest batch of a by-ids lookup (gRPC GetProducts). */
-export const MAX_IDS = 1000;
 
 /**
  * The catalog use cases, once, for every transport: REST (v1 and v2), GraphQL and gRPC call
@@ -42,33 +39,36 @@ export class Catalog {
     return alignById(ids, await this.repo.byIds(ids));
   }
 
-  /** Ids arrive as the transport has them (REST path string, GraphQL ID, gRPC int64): 400 `Invalid id` otherwise. */
-  async getProduct(rawId: unknown): Promise<Product> {
-    return found((await this.lookUpProducts([parseId(rawId)]))[0]);
+  /** Ids arrive parsed (REST's manifest, GraphQL's and gRPC's adapters: 400 `Invalid id` there). */
+  async getProduct(id: number): Promise<Product> {
+    return found((await this.lookUpProducts([id]))[0]);
   }
 
-  /** Products that exist, in the order asked; unknown ids are left out. */
-  async productsByIds(rawIds: readonly unknown[]): Promise<Product[]> {
-    if (rawIds.length > MAX_IDS) throw badRequest(`At most ${MAX_IDS} ids`);
-    return (await this.lookUpProducts(rawIds.map(parseId))).filter((p): p is Product => p !== null);
+  /** Products that exist, in the order asked; unknown ids are left out (`idBatch` bounds the batch). */
+  async productsByIds(ids: readonly number[]): Promise<Product[]> {
+    return (await this.lookUpProducts(ids)).filter((p): p is Product => p !== null);
+  }
+
+  /** Who may write products: an admin (401 anonymous, 403 anyone else). Adapters ask it first: who before which. */
+  writer(caller: Caller | null): Caller {
+    return requireAdmin(caller);
   }
 
   /** Order of checks: who (401/403), then what (400), then which (404). */
   async createProduct(caller: Caller | null, body: unknown, money: MoneyField = 'price'): Promise<Product> {
-    requireAdmin(caller);
+    this.writer(caller);
     return this.repo.insert(newProductFields(body, money));
   }
 
-  async updateProduct(caller: Caller | null, rawId: unknown, body: unknown, money: MoneyField = 'price'): Promise<Product> {
-    requireAdmin(caller);
-    const id = parseId(rawId);
+  async updateProduct(caller: Caller | null, id: number, body: unknown, money: MoneyField = 'price'): Promise<Product> {
+    this.writer(caller);
     const updated = await this.repo.update(id, productChanges(body, money));
     if (!updated) throw notFound();
     return updated;
   }
 
-  async deleteProduct(caller: Caller | null, rawId: unknown): Promise<void> {
-    requireAdmin(caller);
-    if (!(await this.repo.delete(parseId(rawId)))) throw notFound();
+  async deleteProduct(caller: Caller | null, id: number): Promise<void> {
+    this.writer(caller);
+    if (!(await this.repo.delete(id))) throw notFound();
   }
 }

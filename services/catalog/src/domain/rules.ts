@@ -1,4 +1,4 @@
-import { badRequest, idCursor, requiredText } from '@halo/kit';
+import { badRequest, idCursor, parseId, requiredText } from '@halo/kit';
 import {
   ORDERS,
   SORT_KEYS,
@@ -19,8 +19,14 @@ export const MAX_NAME = 200;
 export const MAX_CATEGORY = 50;
 export const MAX_DESCRIPTION = 5000;
 
-/** Ids are parsed by the kit (400 `Invalid id`), the same in every service. */
-export { parseId } from '@halo/kit';
+/** Largest batch of a by-ids lookup (gRPC GetProducts). */
+export const MAX_IDS = 1000;
+
+/** A batch of ids as a transport has them: at most MAX_IDS (checked first), each by the kit's id rule. */
+export function idBatch(raw: readonly unknown[]): number[] {
+  if (raw.length > MAX_IDS) throw badRequest(`At most ${MAX_IDS} ids`);
+  return raw.map((id) => parseId(id));
+}
 
 const DIGITS = /^\d+$/;
 

@@ -1,9 +1,9 @@
 import { buildSubgraphSchema } from '@apollo/subgraph';
-import { found, type Caller } from '@halo/kit';
+import { found, parseId, type Caller } from '@halo/kit';
 import type { DocumentNode, GraphQLSchema } from 'graphql';
 import type { Catalog } from '../domain/catalog';
 import type { Order, Product, SortKey } from '../domain/model';
-import { centsToPrice, parseId } from '../domain/rules';
+import { centsToPrice } from '../domain/rules';
 import type { Loaders } from './loaders';
 
 export interface GraphQLContext {
@@ -58,9 +58,10 @@ export function catalogSchema(typeDefs: DocumentNode, catalog: Catalog): GraphQL
     Mutation: {
       createProduct: (_: unknown, args: { input: unknown }, ctx: GraphQLContext) => catalog.createProduct(ctx.caller, args.input),
       updateProduct: (_: unknown, args: { id: string; input: unknown }, ctx: GraphQLContext) =>
-        catalog.updateProduct(ctx.caller, args.id, args.input),
+        // Who before which: the writer check comes before the id is parsed.
+        catalog.updateProduct(catalog.writer(ctx.caller), parseId(args.id), args.input),
       deleteProduct: async (_: unknown, args: { id: string }, ctx: GraphQLContext) => {
-        await catalog.deleteProduct(ctx.caller, args.id);
+        await catalog.deleteProduct(catalog.writer(ctx.caller), parseId(args.id));
         return args.id;
       },
     },

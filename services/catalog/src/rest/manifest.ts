@@ -1,4 +1,4 @@
-import { defineRestManifest, idParam, requiredText, ruleField, z, type RestDeprecation, type RestVersion } from '@halo/kit';
+import { defineRestManifest, pathId, requiredText, ruleField, z, type RestDeprecation, type RestVersion } from '@halo/kit';
 import { ORDERS, SORT_KEYS, type MoneyField } from '../domain/model';
 import {
   centsToPrice,
@@ -136,7 +136,7 @@ export const restManifest = defineRestManifest({
       method: 'GET',
       path: '/products/:id',
       summary: 'One product',
-      params: z.object({ id: idParam() }),
+      params: z.object({ id: pathId() }),
       responses: { 200: { description: 'The product', schema: one(productV1) }, 404: NOT_FOUND },
       versions: versions({ responses: { 200: { description: 'The product', schema: one(productV2) } } }),
     },
@@ -147,7 +147,7 @@ export const restManifest = defineRestManifest({
       summary: 'Update a product (partial: only the members sent change)',
       auth: 'required',
       scope: 'catalog:write',
-      params: z.object({ id: idParam() }),
+      params: z.object({ id: pathId() }),
       body: productUpdate('price'),
       responses: { 200: { description: 'The updated product', schema: one(productV1) }, 403: FORBIDDEN, 404: NOT_FOUND },
       versions: versions({ body: productUpdate('price_cents'), responses: { 200: { description: 'The updated product', schema: one(productV2) } } }),
@@ -159,7 +159,7 @@ export const restManifest = defineRestManifest({
       summary: 'Delete a product',
       auth: 'required',
       scope: 'catalog:write',
-      params: z.object({ id: idParam() }),
+      params: z.object({ id: pathId() }),
       responses: { 204: { description: 'Deleted' }, 403: FORBIDDEN, 404: NOT_FOUND },
       versions: versions({}),
     },

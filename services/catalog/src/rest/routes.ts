@@ -1,5 +1,5 @@
-import { Router, type Request } from 'express';
-import { callerFromHeader, mountRestRoutes, requireAdmin } from '@halo/kit';
+import { Router } from 'express';
+import { mountRestRoutes, type RestCaller } from '@halo/kit';
 import type { Catalog } from '../domain/catalog';
 import type { MoneyField, Product } from '../domain/model';
 import { centsToPrice } from '../domain/rules';
@@ -51,11 +51,10 @@ export const PUBLIC_READ = 'public, max-age=60';
 
 export function restRoutes(catalog: Catalog, jwtSecret: string | undefined): Router {
   // Reads are public and never look at credentials; writes verify the token here again (the
-  // gateway already did) and the domain decides admin/scope.
-  const caller = (req: Request) => callerFromHeader(req.headers.authorization, jwtSecret);
+  // gateway already did; once per request, by the kit) and the domain decides admin/scope.
   // Who comes before what (the domain's order of checks): a caller who may not write gets 403
   // whatever the body or id says. The domain checks again, for every other transport.
-  const writer = (req: Request) => requireAdmin(caller(req));
+  const writer = { authorize: (_req: unknown, { caller }: RestCaller) => catalog.writer(caller()) };
   const rep = (version: number) => VERSIONS[version]!;
 
   return mountRestRoutes(Router(), restManifest, {
@@ -65,9 +64,9 @@ export function restRoutes(catalog: Catalog, jwtSecret: string | undefined): Rou
       res.json({ data: result.data.map(rep(version).json), meta: result.meta });
     },
     createProduct: {
-      authorize: writer,
-      handle: async (req, res, { version, body }) => {
-        const product = await catalog.createProduct(caller(req), body, rep(version).money);
+      ...writer,
+      handle: async (_req, res, { version, body, caller }) => {
+        const product = await catalog.createProduct(caller(), body, rep(version).money);
         res.status(201).json({ data: rep(version).json(product) });
       },
     },
@@ -77,16 +76,16 @@ export function restRoutes(catalog: Catalog, jwtSecret: string | undefined): Rou
       res.json({ data: rep(version).json(product) });
     },
     updateProduct: {
-      authorize: writer,
-      handle: async (req, res, { version, params, body }) => {
-        const product = await catalog.updateProduct(caller(req), params.id, body, rep(version).money);
+      ...writer,
+      handle: async (_req, res, { version, params, body, caller }) => {
+        const product = await catalog.updateProduct(caller(), params.id, body, rep(version).money);
         res.json({ data: rep(version).json(product) });
       },
     },
     deleteProduct: {
-      authorize: writer,
-      handle: async (req, res, { params }) => {
-        await catalog.deleteProduct(caller(req), params.id);
+      ...writer,
+      handle: async (_req, res, { params, caller }) => {
+        await catalog.deleteProduct(caller(), params.id);
         res.status(204).end();
       },
     },

@@ -8,9 +8,6 @@ export function greeting(name: unknown): string {
 
 export const HELLO = 'Halo Dunia!';
 
-/** Ids are parsed by the kit (400 `Invalid id`), the same in every service. */
-export { parseId } from '@halo/kit';
-
 export interface NewUser {
   name: string;
   email: string;

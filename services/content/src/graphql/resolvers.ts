@@ -1,9 +1,8 @@
 import { buildSubgraphSchema } from '@apollo/subgraph';
-import { found, type Caller } from '@halo/kit';
+import { found, parseId, type Caller } from '@halo/kit';
 import type { DocumentNode, GraphQLSchema } from 'graphql';
 import type { Content } from '../domain/content';
 import type { Comment, Post, User } from '../domain/model';
-import { parseId } from '../domain/rules';
 import type { Loaders } from './loaders';
 
 export interface GraphQLContext {

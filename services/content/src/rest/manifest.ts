@@ -1,4 +1,4 @@
-import { defineRestManifest, idParam, ruleField, z } from '@halo/kit';
+import { defineRestManifest, pathId, ruleField, z } from '@halo/kit';
 import { greeting } from '../domain/rules';
 
 /**
@@ -45,7 +45,7 @@ export const restManifest = defineRestManifest({
       method: 'GET',
       path: '/users/:userId/posts',
       summary: 'A user’s posts, newest first',
-      params: z.object({ userId: idParam() }),
+      params: z.object({ userId: pathId() }),
       responses: { 200: { description: 'The posts', schema: z.object({ data: z.array(post) }) }, 404: NOT_FOUND },
     },
     {
@@ -53,7 +53,7 @@ export const restManifest = defineRestManifest({
       method: 'GET',
       path: '/posts/:id',
       summary: 'One post with its author and its comments',
-      params: z.object({ id: idParam() }),
+      params: z.object({ id: pathId() }),
       responses: {
         200: {
           description: 'The post, with `author` and `comments` (each with `author_name`)',
@@ -67,7 +67,7 @@ export const restManifest = defineRestManifest({
       method: 'GET',
       path: '/posts/:id/comments',
       summary: 'A post’s comments, oldest first',
-      params: z.object({ id: idParam() }),
+      params: z.object({ id: pathId() }),
       responses: { 200: { description: 'The comments', schema: z.object({ data: z.array(comment) }) }, 404: NOT_FOUND },
     },
   ],

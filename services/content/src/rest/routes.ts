@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { mountRestRoutes } from '@halo/kit';
 import type { Content } from '../domain/content';
 import type { Comment, Post } from '../domain/model';
-import { greeting, HELLO, parseId } from '../domain/rules';
+import { greeting, HELLO } from '../domain/rules';
 import { restManifest } from './manifest';
 
 /** REST records use snake_case and integer ids (docs/api/conventions.md). */
@@ -22,7 +22,7 @@ export const commentJson = (c: Comment, authorName: string | null) => ({
   author_name: authorName,
 });
 
-/** The handlers of src/rest/manifest.ts; ids and bodies arrive checked against its schemas. */
+/** The handlers of src/rest/manifest.ts; ids arrive parsed and bodies checked against its schemas. */
 export function restRoutes(content: Content): Router {
   return mountRestRoutes(Router(), restManifest, {
     hello: (_req, res) => {
@@ -32,17 +32,17 @@ export function restRoutes(content: Content): Router {
       res.json({ message: greeting((body as { name: unknown }).name) });
     },
     postsOfUser: async (_req, res, { params }) => {
-      const posts = await content.postsOfUser(parseId(params.userId));
+      const posts = await content.postsOfUser(params.userId);
       res.json({ data: posts.map(postJson) });
     },
     getPost: async (_req, res, { params }) => {
-      const { post, author, comments } = await content.postDetail(parseId(params.id));
+      const { post, author, comments } = await content.postDetail(params.id);
       res.json({
         data: { ...postJson(post), author, comments: comments.map((c) => commentJson(c.comment, c.authorName)) },
       });
     },
     commentsOfPost: async (_req, res, { params }) => {
-      const comments = await content.commentsOfPost(parseId(params.id));
+      const comments = await content.commentsOfPost(params.id);
       res.json({ data: comments.map((c) => commentJson(c.comment, c.authorName)) });
     },
     // No route here is authenticated: there is no key to hold to a scope.

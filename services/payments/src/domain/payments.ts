@@ -5,7 +5,6 @@ import {
   HaloError,
   isHaloError,
   notFound,
-  parseId,
   requireCaller,
   unavailable,
   type Caller,
@@ -181,9 +180,9 @@ export class Payments {
   }
 
   /** `GET /api/payments/:id`. */
-  async getPayment(caller: Caller | null, rawId: unknown): Promise<Payment> {
+  async getPayment(caller: Caller | null, id: number): Promise<Payment> {
     requireCaller(caller);
-    const [payment] = await this.lookUpPayments([parseId(rawId)]);
+    const [payment] = await this.lookUpPayments([id]);
     return this.ownPayment(caller, payment ?? null);
   }
 
@@ -229,9 +228,9 @@ export class Payments {
   }
 
   /** `GET /api/orders/:id`. */
-  async getOrder(caller: Caller | null, rawId: unknown): Promise<Order> {
+  async getOrder(caller: Caller | null, id: number): Promise<Order> {
     requireCaller(caller);
-    const [order] = await this.lookUpOrders([parseId(rawId)]);
+    const [order] = await this.lookUpOrders([id]);
     return this.ownOrder(caller, order ?? null);
   }
 

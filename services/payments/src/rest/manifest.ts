@@ -1,4 +1,4 @@
-import { defineRestManifest, idParam, ruleField, z } from '@halo/kit';
+import { defineRestManifest, pathId, ruleField, z } from '@halo/kit';
 import { centsToAmount, clientOrderId, MAX_AMOUNT_CENTS, MAX_CLIENT_ORDER_ID, paymentInput, productId } from '../domain/rules';
 
 /**
@@ -87,7 +87,7 @@ export const restManifest = defineRestManifest({
       summary: 'One of the caller’s payments',
       auth: 'required',
       scope: 'payments:read',
-      params: z.object({ id: idParam() }),
+      params: z.object({ id: pathId() }),
       responses: { 200: { description: 'The payment', schema: one(payment) }, 404: NOT_FOUND },
     },
     {
@@ -125,7 +125,7 @@ export const restManifest = defineRestManifest({
       summary: 'One of the caller’s orders',
       auth: 'required',
       scope: 'payments:read',
-      params: z.object({ id: idParam() }),
+      params: z.object({ id: pathId() }),
       responses: { 200: { description: 'The order', schema: one(order) }, 404: NOT_FOUND },
     },
   ],

@@ -1,5 +1,5 @@
 import { Router, type Request, type Response } from 'express';
-import { callerFromHeader, mountRestRoutes, requireCaller, type RestHandler } from '@halo/kit';
+import { mountRestRoutes, requireCaller, type RestCaller, type RestHandler } from '@halo/kit';
 import type { Order, Outcome } from '../domain/model';
 import type { Payments } from '../domain/payments';
 import { idempotencyKey, paymentJson, PAYMENTS_PATH, RequestInProgress } from '../domain/rules';
@@ -22,7 +22,7 @@ function sendOutcome(res: Response, { response, replayed }: Outcome): void {
 }
 
 /** 409 `Request in progress` carries `Retry-After`; the kit's error mapper writes the status and body. */
-function withRetryAfter(handler: RestHandler): RestHandler {
+function withRetryAfter<R>(handler: RestHandler<R>): RestHandler<R> {
   return async (req, res, input) => {
     try {
       await handler(req, res, input);
@@ -33,12 +33,15 @@ function withRetryAfter(handler: RestHandler): RestHandler {
   };
 }
 
+/** Who may call: any caller (401 `Token required` for none). */
+const anyCaller = (_req: Request, { caller }: RestCaller) => requireCaller(caller());
+
 export function restRoutes(payments: Payments, jwtSecret: string | undefined): Router {
-  // The gateway verified the caller already; every service verifies again (no trust by position).
-  const caller = (req: Request) => callerFromHeader(req.headers.authorization, jwtSecret);
+  // The gateway verified the caller already; every service verifies again (no trust by position),
+  // once per request: `caller()` is the kit's (mountRestRoutes).
   // Who, then the key, then the body: the order docs/api/resources.md gives for POST /api/payments.
-  const payer = (req: Request) => {
-    payments.payer(caller(req));
+  const payer = (req: Request, { caller }: RestCaller) => {
+    payments.payer(caller());
     idempotencyKey(req.headers['idempotency-key']);
   };
 
@@ -51,10 +54,10 @@ export function restRoutes(payments: Payments, jwtSecret: string | undefined): R
   return mountRestRoutes(router, restManifest, {
     createPayment: {
       authorize: payer,
-      handle: withRetryAfter(async (req, res) => {
+      handle: withRetryAfter(async (req, res, { caller }) => {
         // The fingerprint covers the body as sent (every member), and the route's own path, so
         // /api/payments and /api/v1/payments are the same request.
-        const outcome = await payments.createPayment(caller(req), {
+        const outcome = await payments.createPayment(caller(), {
           idempotencyKey: req.headers['idempotency-key'],
           body: req.body,
           method: 'POST',
@@ -64,25 +67,25 @@ export function restRoutes(payments: Payments, jwtSecret: string | undefined): R
       }),
     },
     getPayment: {
-      authorize: (req) => requireCaller(caller(req)),
-      handle: async (req, res, { params }) => {
-        res.json({ data: paymentJson(await payments.getPayment(caller(req), params.id)) });
+      authorize: anyCaller,
+      handle: async (_req, res, { params, caller }) => {
+        res.json({ data: paymentJson(await payments.getPayment(caller(), params.id)) });
       },
     },
-    listOrders: async (req, res) => {
-      res.json({ data: (await payments.listOrders(caller(req))).map(orderJson) });
+    listOrders: async (_req, res, { caller }) => {
+      res.json({ data: (await payments.listOrders(caller())).map(orderJson) });
     },
     createOrder: {
-      authorize: (req) => payments.payer(caller(req)),
-      handle: async (req, res, { body }) => {
-        const { order, created } = await payments.createOrder(caller(req), body);
+      authorize: (_req, { caller }) => payments.payer(caller()),
+      handle: async (_req, res, { body, caller }) => {
+        const { order, created } = await payments.createOrder(caller(), body);
         res.status(created ? 201 : 200).json({ data: orderJson(order) });
       },
     },
     getOrder: {
-      authorize: (req) => requireCaller(caller(req)),
-      handle: async (req, res, { params }) => {
-        res.json({ data: orderJson(await payments.getOrder(caller(req), params.id)) });
+      authorize: anyCaller,
+      handle: async (_req, res, { params, caller }) => {
+        res.json({ data: orderJson(await payments.getOrder(caller(), params.id)) });
       },
     },
   }, { jwtSecret });

@@ -1,7 +1,8 @@
-import { unary, type GrpcAccess, type GrpcServiceBinding, type Logger } from '@halo/kit';
+import { parseId, unary, type GrpcAccess, type GrpcServiceBinding, type Logger } from '@halo/kit';
 import { catalog as pb } from '@halo/proto';
 import type { Catalog } from '../../domain/catalog';
 import type { Product } from '../../domain/model';
+import { idBatch } from '../../domain/rules';
 
 const toPb = (p: Product): pb.Product => ({
   id: p.id,
@@ -22,9 +23,9 @@ export const PRODUCT_SERVICE_ACCESS = {
 /** `halo.catalog.v1.ProductService`: product lookups for other services (payments), over the same use cases. */
 export function productServiceBinding(catalog: Catalog, logger: Logger): GrpcServiceBinding {
   const implementation: pb.ProductServiceServer = {
-    getProduct: unary(logger, async (req: pb.GetProductRequest) => ({ product: toPb(await catalog.getProduct(req.id)) })),
+    getProduct: unary(logger, async (req: pb.GetProductRequest) => ({ product: toPb(await catalog.getProduct(parseId(req.id))) })),
     getProducts: unary(logger, async (req: pb.GetProductsRequest) => ({
-      products: (await catalog.productsByIds(req.ids)).map(toPb),
+      products: (await catalog.productsByIds(idBatch(req.ids))).map(toPb),
     })),
   };
   return { name: 'halo.catalog.v1.ProductService', definition: pb.ProductServiceService, implementation, access: PRODUCT_SERVICE_ACCESS };

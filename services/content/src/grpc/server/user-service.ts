@@ -1,7 +1,6 @@
-import { unary, type GrpcAccess, type GrpcServiceBinding, type Logger, type User } from '@halo/kit';
+import { parseId, unary, type GrpcAccess, type GrpcServiceBinding, type Logger, type User } from '@halo/kit';
 import { content as pb } from '@halo/proto';
 import type { Content } from '../../domain/content';
-import { parseId } from '../../domain/rules';
 
 const toPb = (u: User): pb.User => ({
   id: u.id,
@@ -29,7 +28,7 @@ export function userServiceBinding(content: Content, logger: Logger): GrpcServic
   const implementation: pb.UserServiceServer = {
     getUser: unary(logger, async (req: pb.GetUserRequest) => ({ user: toPb(await content.user(parseId(req.id))) })),
     getUsers: unary(logger, async (req: pb.GetUsersRequest) => ({
-      users: (await content.usersByIds(req.ids.map(parseId))).map(toPb),
+      users: (await content.usersByIds(req.ids.map((id) => parseId(id)))).map(toPb),
     })),
     getUserByEmail: unary(logger, async (req: pb.GetUserByEmailRequest) => ({
       user: toPb(await content.userByEmail(req.email)),

@@ -1,4 +1,4 @@
-import type { Claim, CompletedRecord, IdempotencyStore, Lock } from '../domain/idempotency';
+import type { Claim, CompletedRecord, IdempotencyStore, Lock } from '../../domain/idempotency';
 
 interface Entry<T> {
   value: T;

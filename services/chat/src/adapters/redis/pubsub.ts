@@ -1,6 +1,6 @@
 import { openRedis, redisReady, type Lifecycle, type Logger, type Redis } from '@halo/kit';
 import { RedisPubSub } from 'graphql-redis-subscriptions';
-import { PubSubMessageBus } from './bus';
+import { PubSubMessageBus } from '../pubsub/bus';
 
 /**
  * The bus in Redis (`graphql-redis-subscriptions` over ioredis): a publisher and a separate

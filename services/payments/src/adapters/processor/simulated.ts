@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { PaymentProcessor } from '../domain/payments';
+import type { PaymentProcessor } from '../../domain/payments';
 
 export interface SimulatedProcessorSettings {
   /** How long each charge takes. */

@@ -1,8 +1,8 @@
 import { unavailable, type HaloError, type Logger, type Redis } from '@halo/kit';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { LoginLimiter, RegistrationLimiter } from '../domain/accounts';
-import { addressKey } from '../domain/limits';
-import { retryAfterSeconds, sha256Hex, TooManyAttempts } from '../domain/tokens';
+import type { LoginLimiter, RegistrationLimiter } from '../../domain/accounts';
+import { addressKey } from '../../domain/limits';
+import { retryAfterSeconds, sha256Hex, TooManyAttempts } from '../../domain/tokens';
 
 export interface LoginLimits {
   maxFailsPerEmail: number;

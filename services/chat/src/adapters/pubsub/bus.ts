@@ -1,8 +1,8 @@
 import { unavailable } from '@halo/kit';
 import type { PubSubEngine } from 'graphql-subscriptions';
-import type { MessageBus } from '../domain/chat';
-import type { Message } from '../domain/model';
-import { Inbox } from './inbox';
+import type { MessageBus } from '../../domain/chat';
+import type { Message } from '../../domain/model';
+import { Inbox } from '../../domain/inbox';
 
 /** Messages one subscriber may fall behind by before its subscription ends (it catches up with `messages`). */
 export const MAX_UNDELIVERED = 1_000;

@@ -1,4 +1,4 @@
-import { FLOW_TTL_SECONDS } from '../oauth/flow';
+import { FLOW_TTL_SECONDS } from '../domain/oauth';
 
 /**
  * Auth's cookies, written and read in one place. Both are HttpOnly: scripts never see a refresh

@@ -1,13 +1,21 @@
-import { ConfigError, loadConfig, unavailable, z, type Logger } from '@halo/kit';
+import { ConfigError, loadConfig, unauthenticated, unavailable, z, type HaloError, type Logger } from '@halo/kit';
 import {
   allowInsecureRequests,
+  AuthorizationResponseError,
+  authorizationCodeGrant,
+  buildAuthorizationUrl,
+  calculatePKCECodeChallenge,
+  ClientError,
   ClientSecretBasic,
   ClientSecretPost,
   discovery,
   enableNonRepudiationChecks,
+  ResponseBodyError,
+  WWWAuthenticateChallengeError,
   type ClientAuth,
   type Configuration,
 } from 'openid-client';
+import type { FlowSecrets, OpenIdProviders } from '../../domain/oauth';
 
 /**
  * OAuth 2.0 / OIDC login, the auth service's side (docs/api/auth.md, "OAuth 2.0 / OpenID Connect login").
@@ -17,11 +25,11 @@ import {
  *   `_CLIENT_ID`, `_CLIENT_SECRET` and `_REDIRECT_URI` (all required). Discovery happens on first
  *   use, not at start-up (the dev provider may start after auth), and a failed discovery is retried
  *   by the next request.
- * - flow.ts: the authorization code flow with state, nonce and PKCE (S256). The per-flow secrets
+ * - domain/oauth.ts: the authorization code flow with state, nonce and PKCE (S256). The per-flow secrets
  *   live server-side in `oauth_flows` (db/store.ts); a cookie binds the flow to the browser.
  * - domain/identities.ts: what a verified id_token says; domain/accounts.ts `signInWith`: which
  *   local user it is (the linked one, else by verified email) and the (provider, subject) link.
- * - http/oauth-routes.ts: `GET /:provider/start` and `GET /:provider/callback`; what a verified
+ * - rest/oauth-routes.ts: `GET /:provider/start` and `GET /:provider/callback`; what a verified
  *   identity becomes (the user, answered like /auth/login) is the service's `onLogin`.
  *
  * openid-client does the protocol work: it checks the authorization response (state, `iss`),
@@ -94,8 +102,13 @@ export interface OAuthProvidersOptions {
   timeoutSeconds?: number;
 }
 
-/** The configured providers, each discovered lazily and at most once (retried after a failure). */
-export class OAuthProviders {
+const SCOPE = 'openid email profile';
+
+/**
+ * The configured providers, each discovered lazily and at most once (retried after a failure):
+ * the OpenID Connect half of the login flow (domain/oauth.ts holds its rules).
+ */
+export class OAuthProviders implements OpenIdProviders {
   private readonly byName: Map<string, OAuthProviderSettings>;
   private readonly discovered = new Map<string, Promise<Configuration>>();
 
@@ -108,6 +121,46 @@ export class OAuthProviders {
 
   settings(name: string): OAuthProviderSettings | undefined {
     return this.byName.get(name);
+  }
+
+  has(name: string): boolean {
+    return this.byName.has(name);
+  }
+
+  async authorizer(name: string): Promise<(flow: FlowSecrets) => Promise<URL>> {
+    const settings = this.byName.get(name)!;
+    const config = await this.configuration(name);
+    return async ({ state, nonce, codeVerifier }) =>
+      buildAuthorizationUrl(config, {
+        redirect_uri: settings.redirectUri.href,
+        scope: SCOPE,
+        state,
+        nonce,
+        code_challenge: await calculatePKCECodeChallenge(codeVerifier),
+        code_challenge_method: 'S256',
+      });
+  }
+
+  async exchange(name: string, callbackUrl: URL, flow: FlowSecrets): Promise<Record<string, unknown> | undefined> {
+    const settings = this.byName.get(name)!;
+    const config = await this.configuration(name);
+    const currentUrl = new URL(settings.redirectUri.href);
+    currentUrl.search = callbackUrl.search;
+    try {
+      const tokens = await authorizationCodeGrant(config, currentUrl, {
+        pkceCodeVerifier: flow.codeVerifier,
+        expectedState: flow.state,
+        expectedNonce: flow.nonce,
+        idTokenExpected: true,
+      });
+      return tokens.claims();
+    } catch (err) {
+      // A signing key we have not seen: the provider may have rotated its keys. Discover afresh next time.
+      if (err instanceof ClientError && err.code === 'OAUTH_KEY_SELECTION_FAILED') this.forget(name);
+      const mapped = grantFailure(err);
+      this.opts.logger?.warn({ provider: name, status: mapped?.httpStatus ?? 500, err: errorSummary(err) }, 'OAuth login failed');
+      throw mapped ?? err;
+    }
   }
 
   /** The provider's openid-client configuration; 503 `OAuth provider unavailable` while discovery fails. */
@@ -159,6 +212,25 @@ function clientAuth(secret: string): ClientAuth {
   const basic = ClientSecretBasic(secret);
   return (as, client, body, headers) =>
     (as.token_endpoint_auth_methods_supported?.includes('client_secret_post') ? post : basic)(as, client, body, headers);
+}
+
+/** Maps an openid-client failure during the code exchange to the contract's answer (null: a bug, 500). */
+function grantFailure(err: unknown): HaloError | null {
+  // The token endpoint (or the authorization response) said no: invalid_grant, invalid_client, ...
+  if (err instanceof ResponseBodyError || err instanceof WWWAuthenticateChallengeError || err instanceof AuthorizationResponseError) {
+    return unauthenticated('OAuth login failed');
+  }
+  if (err instanceof ClientError) {
+    if (err.code === 'OAUTH_TIMEOUT' || err.code === 'OAUTH_ABORT') return unavailable('OAuth provider unavailable');
+    if (err.code === 'OAUTH_RESPONSE_IS_NOT_CONFORM' || err.code === 'OAUTH_RESPONSE_IS_NOT_JSON') {
+      return unauthenticated('OAuth login failed');
+    }
+    // Everything else is the response failing verification: the id_token's signature, claims, alg.
+    return unauthenticated('Invalid id_token');
+  }
+  // fetch() itself failed: the provider is unreachable.
+  if (err instanceof TypeError && /fetch failed/i.test(err.message)) return unavailable('OAuth provider unavailable');
+  return null;
 }
 
 /** An error's name, code and message, for logs: never its cause, which can hold tokens. */

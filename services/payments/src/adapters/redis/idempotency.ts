@@ -1,5 +1,5 @@
 import type { Redis } from '@halo/kit';
-import type { Claim, CompletedRecord, IdempotencyStore, Lock } from '../domain/idempotency';
+import type { Claim, CompletedRecord, IdempotencyStore, Lock } from '../../domain/idempotency';
 
 /**
  * The idempotency store in Redis, shared by every replica. Per (caller, key) two keys in one hash

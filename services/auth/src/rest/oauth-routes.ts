@@ -1,8 +1,9 @@
 import { Router, type Request, type Response } from 'express';
-import { route } from '@halo/kit';
+import { mountRestRoutes, type RestHandlers } from '@halo/kit';
 import type { OAuthIdentity } from '../domain/identities';
-import type { OAuthFlows } from '../oauth/flow';
+import type { OAuthFlows } from '../domain/oauth';
 import { clearedStateCookie, cookieValue, OAUTH_STATE_COOKIE, stateCookie } from './cookies';
+import { restManifest } from './manifest';
 
 export interface OAuthRoutesOptions {
   flows: OAuthFlows;
@@ -17,29 +18,33 @@ export interface OAuthRoutesOptions {
 }
 
 /**
- * `GET /:provider/start` and `GET /:provider/callback`, to mount at /auth/oauth (the state cookie's
- * Path). Errors go to the kit's errorHandler; an unknown provider is 404 `Not found`.
+ * The handlers of `oauthStart` and `oauthCallback` (src/rest/manifest.ts). Errors go to the kit's
+ * errorHandler; an unknown provider is 404 `Not found`. The state cookie's Path is /auth/oauth.
  */
-export function oauthRoutes(opts: OAuthRoutesOptions): Router {
+export function oauthHandlers(opts: OAuthRoutesOptions) {
   const { flows, cookieSecure, onLogin } = opts;
-  const router = Router();
-  route(router, '/:provider/start', {
-    get: async (req, res) => {
-      const { redirectUrl, state } = await flows.start(String(req.params.provider));
+  return {
+    oauthStart: async (_req, res, { params }) => {
+      const { redirectUrl, state } = await flows.start(params.provider);
       res.setHeader('Cache-Control', 'no-store');
       res.append('Set-Cookie', stateCookie(state, cookieSecure));
       res.redirect(302, redirectUrl);
     },
-  });
-  route(router, '/:provider/callback', {
-    get: async (req, res) => {
+    oauthCallback: async (req, res, { params }) => {
       res.setHeader('Cache-Control', 'no-store');
       // The flow is over whatever happens next: the cookie goes with the first answer.
       res.append('Set-Cookie', clearedStateCookie(cookieSecure));
       const callbackUrl = new URL(req.originalUrl, 'http://callback.invalid');
-      const identity = await flows.callback(String(req.params.provider), callbackUrl, cookieValue(req.headers.cookie, OAUTH_STATE_COOKIE));
+      const identity = await flows.callback(params.provider, callbackUrl, cookieValue(req.headers.cookie, OAUTH_STATE_COOKIE));
       await onLogin(identity, req, res);
     },
-  });
-  return router;
+  } satisfies RestHandlers<typeof oauthManifest>;
+}
+
+/** The manifest's OAuth routes alone: what `oauthRoutes` mounts. */
+const oauthManifest = { ...restManifest, routes: restManifest.routes.filter((r) => r.id === 'oauthStart' || r.id === 'oauthCallback') };
+
+/** The OAuth routes alone, at their full paths (a test's app; the service mounts them with the rest). */
+export function oauthRoutes(opts: OAuthRoutesOptions): Router {
+  return mountRestRoutes(Router(), oauthManifest, oauthHandlers(opts), { jwtSecret: undefined });
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import argon2 from 'argon2';
-import type { PasswordHasher } from '../domain/accounts';
+import type { PasswordHasher } from '../../domain/accounts';
 
 /** OWASP's argon2id recommendation: 19 MiB of memory, 2 iterations, 1 lane. */
 export const ARGON2_OPTIONS = { type: argon2.argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;

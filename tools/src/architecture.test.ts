@@ -1,0 +1,188 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import ts from 'typescript';
+import { SERVICE_NAMES } from '@halo/kit';
+
+/**
+ * The service template's rules, checked on every `npm test` (docs/adding-a-service.md, step 2):
+ * - `src/domain/` imports only the kit, its own folder and pure Node built-ins (no I/O);
+ * - a service's `src/` imports no other service, no gateway and no `tools/`;
+ * - a service's `src/` holds only the template's top-level entries, read from the doc's list.
+ * Imports are read with the TypeScript parser (static, type-only, re-exports, `import()`, `require`).
+ */
+
+const ROOT = resolve(__dirname, '../..');
+const DOC = 'docs/adding-a-service.md';
+
+/** Node built-ins with no I/O: what a domain rule may use (hashes, random ids, text encodings). */
+const PURE_BUILTINS = new Set(['crypto', 'util', 'buffer', 'url', 'assert', 'string_decoder']);
+
+/**
+ * Packages a domain may import: the kit, and `@halo/contracts` — the registry's domain is
+ * composition and compatibility rules over contracts, pure functions of their input.
+ */
+const DOMAIN_PACKAGES = new Set(['@halo/kit', '@halo/contracts']);
+
+const rel = (file: string) => relative(ROOT, file).split(sep).join('/');
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) return sourceFiles(path);
+    return /\.(c|m)?tsx?$/.test(e.name) && !e.name.endsWith('.d.ts') ? [path] : [];
+  });
+}
+
+interface Import {
+  specifier: string;
+  line: number;
+}
+
+/** Every module a file names: import/export declarations, `import x = require()`, `import()`, `require()`, `import('x').T`. */
+export function importsOf(file: string, text = readFileSync(file, 'utf8')): Import[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const found: Import[] = [];
+  const add = (node: ts.Node | undefined) => {
+    if (node && ts.isStringLiteralLike(node)) {
+      found.push({ specifier: node.text, line: source.getLineAndCharacterOfPosition(node.getStart()).line + 1 });
+    }
+  };
+  const visit = (node: ts.Node): void => {
+    if (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) add(node.moduleSpecifier);
+    else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) add(node.moduleReference.expression);
+    else if (ts.isCallExpression(node)) {
+      const callee = node.expression;
+      if (callee.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(callee) && callee.text === 'require')) add(node.arguments[0]);
+    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) add(node.argument.literal);
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+const isBuiltin = (s: string) => s.startsWith('node:') || builtinModules.includes(s.split('/')[0]!);
+const builtinName = (s: string) => s.replace(/^node:/, '');
+
+/** Why a domain file may not import `specifier`, or null when it may. */
+export function domainViolation(file: string, domainDir: string, specifier: string): string | null {
+  if (specifier.startsWith('.')) {
+    const target = resolve(dirname(file), specifier);
+    return target === domainDir || target.startsWith(domainDir + sep) ? null : 'leaves domain/';
+  }
+  if (isBuiltin(specifier)) return PURE_BUILTINS.has(builtinName(specifier)) ? null : 'a Node built-in that does I/O';
+  return DOMAIN_PACKAGES.has(specifier) ? null : 'a package other than @halo/kit';
+}
+
+/** Why a service's `src/` file may not import `specifier`, or null when it may. */
+export function boundaryViolation(file: string, serviceDir: string, service: string, specifier: string): string | null {
+  if (specifier.startsWith('.')) {
+    const target = resolve(dirname(file), specifier);
+    return target.startsWith(serviceDir + sep) ? null : 'leaves the service folder';
+  }
+  const m = /^@halo\/([^/]+)/.exec(specifier);
+  if (!m || m[1] === service) return null;
+  if ((SERVICE_NAMES as readonly string[]).includes(m[1]!)) return 'another service (ask it over gRPC, or let federation join)';
+  if (m[1] === 'gateway' || m[1] === 'tools') return `@halo/${m[1]} is no library of services`;
+  return null;
+}
+
+/** The template's top-level entries of `src/`, from the one list in the doc (its step-2 block). */
+export function templateEntries(doc: string): Set<string> {
+  const section = doc.split(/^## /m).find((s) => s.startsWith('2. Lay out the folder'));
+  const block = section?.split('```')[1];
+  if (!block) throw new Error(`${DOC}: no folder layout block under "## 2. Lay out the folder"`);
+  const entries = new Set<string>();
+  for (const line of block.split('\n')) {
+    const m = /^\s*src\/([^\s/]+\/?)/.exec(line);
+    if (m) entries.add(m[1]!);
+  }
+  if (entries.size === 0) throw new Error(`${DOC}: the layout block lists no src/ entry`);
+  return entries;
+}
+
+const services = SERVICE_NAMES.map((name) => ({ name, dir: join(ROOT, 'services', name) }));
+
+describe('the service template (docs/adding-a-service.md)', () => {
+  it('has a src/ for every service of the topology', () => {
+    for (const s of services) expect(statSync(join(s.dir, 'src')).isDirectory()).toBe(true);
+  });
+
+  it('domain/ imports only @halo/kit, its own folder and pure Node built-ins', () => {
+    const violations: string[] = [];
+    for (const s of services) {
+      const domainDir = join(s.dir, 'src', 'domain');
+      for (const file of sourceFiles(domainDir)) {
+        for (const { specifier, line } of importsOf(file)) {
+          const why = domainViolation(file, domainDir, specifier);
+          if (why) violations.push(`${rel(file)}:${line} imports '${specifier}' (${why})`);
+        }
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+
+  it('no service imports another service, the gateway or tools/', () => {
+    const violations: string[] = [];
+    for (const s of services) {
+      for (const file of sourceFiles(join(s.dir, 'src'))) {
+        for (const { specifier, line } of importsOf(file)) {
+          const why = boundaryViolation(file, s.dir, s.name, specifier);
+          if (why) violations.push(`${rel(file)}:${line} imports '${specifier}' (${why})`);
+        }
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+
+  it('src/ holds only the template’s top-level entries', () => {
+    const allowed = templateEntries(readFileSync(join(ROOT, DOC), 'utf8'));
+    const strays: string[] = [];
+    for (const s of services) {
+      for (const e of readdirSync(join(s.dir, 'src'), { withFileTypes: true })) {
+        const entry = e.isDirectory() ? `${e.name}/` : e.name;
+        if (!allowed.has(entry)) strays.push(`services/${s.name}/src/${entry} is not in ${DOC}'s layout (${[...allowed].join(' ')})`);
+      }
+    }
+    expect(strays).toEqual([]);
+  });
+});
+
+describe('the checks themselves', () => {
+  const domainDir = join(ROOT, 'services/x/src/domain');
+  const file = join(domainDir, 'rules.ts');
+
+  it('finds every kind of import', () => {
+    const text = [
+      "import a from 'a';",
+      "import type { B } from 'b';",
+      "export * from 'c';",
+      "import d = require('d');",
+      "const e = require('e');",
+      "void import('f');",
+      "type G = import('g').G;",
+    ].join('\n');
+    expect(importsOf('x.ts', text).map((i) => i.specifier)).toEqual(['a', 'b', 'c', 'd', 'e', 'f', 'g']);
+  });
+
+  it('tells a domain import from an adapter import', () => {
+    expect(domainViolation(file, domainDir, './model')).toBeNull();
+    expect(domainViolation(file, domainDir, 'node:crypto')).toBeNull();
+    expect(domainViolation(file, domainDir, '@halo/kit')).toBeNull();
+    expect(domainViolation(file, domainDir, '../db/store')).toBe('leaves domain/');
+    expect(domainViolation(file, domainDir, 'node:fs')).toBe('a Node built-in that does I/O');
+    expect(domainViolation(file, domainDir, 'net')).toBe('a Node built-in that does I/O');
+    expect(domainViolation(file, domainDir, 'ioredis')).toBe('a package other than @halo/kit');
+    expect(domainViolation(file, domainDir, '@halo/kit/testing')).toBe('a package other than @halo/kit');
+  });
+
+  it('tells a service’s own imports from another’s', () => {
+    const dir = join(ROOT, 'services/payments');
+    const f = join(dir, 'src/rest/routes.ts');
+    expect(boundaryViolation(f, dir, 'payments', '../domain/payments')).toBeNull();
+    expect(boundaryViolation(f, dir, 'payments', '@halo/proto')).toBeNull();
+    expect(boundaryViolation(f, dir, 'payments', '@halo/catalog')).toMatch(/another service/);
+    expect(boundaryViolation(f, dir, 'payments', '../../../../tools/src/dev-oidc')).toBe('leaves the service folder');
+    expect(boundaryViolation(f, dir, 'payments', '../../../catalog/src/domain/catalog')).toBe('leaves the service folder');
+  });
+});
