@@ -6,10 +6,10 @@ import { createLogger, openRedis, redisReady, SERVICE_NAMES } from '@halo/kit';
 import { dropSchema } from '@halo/kit/testing';
 import { startSystem, type RunningSystem } from '@halo/tools';
 import { benchFanout, type FanoutKey } from './chat-bench';
-import { benchGateways, QUERIES, REST_PATHS, startPeers, type GatewaysReport, type Peers, type Ratio } from './gateways-bench';
+import { BENCH_LOG_LEVEL, benchGateways, benchSystemEnv, QUERIES, REST_PATHS, startPeers, type GatewaysReport, type Peers, type Ratio } from './gateways-bench';
 import { benchPayments, type PaymentsKey } from './payments-bench';
 import { mergeSection } from './benchmarks-doc';
-import { memOf, pin, pinTree, planPinning, threadAffinity, type Pinning } from './pin';
+import { memOf, pin, pinServers, pinTree, planPinning, type Pinning } from './pin';
 import { spread } from './rounds';
 
 /**
@@ -45,8 +45,7 @@ const ONLY = process.env.BENCH_ONLY === 'gateway' ? 'gateways' : process.env.BEN
 const runs = (scenario: 'gateways' | 'payments' | 'chat') => ONLY === undefined || ONLY === '' || ONLY === scenario;
 /** Subscribers per fan-out row (BENCH_SUBSCRIBERS=100,500). */
 const SUBSCRIBERS = (process.env.BENCH_SUBSCRIBERS ?? '100,500').split(',').map(Number);
-/** What a production install uses (the chart's default); every Halo process logs at it. */
-const LOG_LEVEL = 'info';
+const LOG_LEVEL = BENCH_LOG_LEVEL;
 /** A fresh secret per run: the bench signs its own tokens. */
 const JWT_SECRET = randomBytes(32).toString('base64url');
 const KNOBS = [
@@ -309,16 +308,7 @@ async function main(): Promise<void> {
     system = await startSystem({
       portOffset: PORT_OFFSET,
       devOidc: false,
-      env: {
-        NODE_ENV: 'production',
-        HALO_ENV: 'development',
-        LOG_LEVEL,
-        // The nested query is deliberately heavy (three unbounded list levels: cost 2210 with the
-        // default list size) and is measured engine for engine; the cost check still runs.
-        GRAPHQL_MAX_COST: '5000',
-        DATABASE_URL: process.env.DATABASE_URL,
-        JWT_SECRET,
-      },
+      env: { ...benchSystemEnv(JWT_SECRET), DATABASE_URL: process.env.DATABASE_URL },
       // Postgres mode works in a throwaway schema (dropped below); the embedded server in a temp directory.
       postgresDataDir: join(dataDir, 'postgres'),
       envFor: {
@@ -336,23 +326,11 @@ async function main(): Promise<void> {
       ...system.processes.map((p) => ({ name: p.replica ? `${p.name}-${p.replica}` : p.name, pid: p.child.pid! })),
       ...(peers?.all ?? []).map((p) => ({ name: p.name, pid: p.child.pid! })),
     ];
-    const affinity: RunInfo['affinity'] = [];
-    if (pinning.enabled) {
-      for (const s of servers) pinTree(s.pid, pinning.serverCpu!);
-      if (system.postgres) pinTree(system.postgres.child.pid!, pinning.serverCpu!);
-      pin(process.pid, pinning.loadCpu!);
-      const check = [
-        ...servers.map((s) => ({ ...s, want: pinning.serverCpu! })),
-        ...(system.postgres ? [{ name: 'postgres', pid: system.postgres.child.pid!, want: pinning.serverCpu! }] : []),
-        { name: 'bench (load generator)', pid: process.pid, want: pinning.loadCpu! },
-      ];
-      for (const c of check) {
-        const lists = threadAffinity(c.pid);
-        affinity.push({ name: c.name, pid: c.pid, cpus: lists.join(' | ') });
-        if (lists.length !== 1 || lists[0] !== String(c.want)) throw new Error(`${c.name} (pid ${c.pid}) runs on CPUs ${lists.join(' | ')}, not ${c.want}`);
-      }
-      log(`bench: pinned ${check.length} processes (PostgreSQL's backends with their postmaster)`);
-    }
+    const affinity: RunInfo['affinity'] = pinServers(pinning, [
+      ...servers,
+      ...(system.postgres ? [{ name: 'postgres', pid: system.postgres.child.pid! }] : []),
+    ]);
+    if (pinning.enabled) log(`bench: pinned ${affinity.length} processes (PostgreSQL's backends with their postmaster)`);
     const idle = new Map(servers.map((s) => [s.name, memOf(s.pid).rss]));
     const load = { start: loadavg(), end: [] as number[] };
     log(`bench: load average at start ${loadText(load.start)}`);

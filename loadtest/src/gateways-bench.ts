@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { signAccessToken } from '@halo/kit';
 import type { RunningSystem } from '@halo/tools';
+import { perConnectionHeaders } from './per-connection';
 import { cpuMicros } from './pin';
 import { pairedRatios, perRound, runRounds, spread, type Group, type RoundSamples, type Sample, type Spread } from './rounds';
 
@@ -22,6 +23,22 @@ import { pairedRatios, perRound, runRounds, spread, type Group, type RoundSample
  * query with the same credentials, so dedupe shares most subgraph fetches.
  */
 const ROOT = resolve(__dirname, '../..');
+
+/** What a production install uses (the chart's default); every Halo process of a bench logs at it. */
+export const BENCH_LOG_LEVEL = 'info';
+
+/** The environment of every Halo process a bench starts (src/bench.ts, src/ab-bench.ts): production mode, demo data. */
+export function benchSystemEnv(jwtSecret: string): Record<string, string> {
+  return {
+    NODE_ENV: 'production',
+    HALO_ENV: 'development',
+    LOG_LEVEL: BENCH_LOG_LEVEL,
+    // The nested query is deliberately heavy (three unbounded list levels: cost 2210 with the
+    // default list size) and is measured engine for engine; the cost check still runs.
+    GRAPHQL_MAX_COST: '5000',
+    JWT_SECRET: jwtSecret,
+  };
+}
 const SUPERGRAPH = resolve(ROOT, 'gateway/supergraph.graphql');
 
 export interface ExtraProcess {
@@ -66,14 +83,15 @@ export function rewriteSupergraph(sdl: string, serviceUrls: Record<string, strin
   return out;
 }
 
-function spawnLogged(name: string, args: string[], env: Record<string, string | undefined>, logDir: string): ChildProcess {
+/** `node <args>` with its output in `<logDir>/<name>.log`, run from `cwd` (this checkout by default). */
+export function spawnLogged(name: string, args: string[], env: Record<string, string | undefined>, logDir: string, cwd = ROOT): ChildProcess {
   const fd = openSync(join(logDir, `${name}.log`), 'w');
-  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', fd, fd] });
+  const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', fd, fd] });
   closeSync(fd);
   return child;
 }
 
-async function waitFor(proc: ExtraProcess, probe: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+export async function waitFor(proc: ExtraProcess, probe: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (proc.child.exitCode !== null || proc.child.signalCode !== null) {
@@ -85,11 +103,29 @@ async function waitFor(proc: ExtraProcess, probe: () => Promise<boolean>, timeou
   throw new Error(`${proc.name} was not ready within ${timeoutMs} ms`);
 }
 
+/** SIGTERM to each (SIGKILL after 10 s); resolves when all have exited. */
+export async function stopChildren(children: readonly ChildProcess[]): Promise<void> {
+  await Promise.all(
+    children.map(
+      (child) =>
+        new Promise<void>((done) => {
+          if (child.exitCode !== null || child.signalCode !== null) return done();
+          const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+          child.once('exit', () => {
+            clearTimeout(kill);
+            done();
+          });
+          child.kill('SIGTERM');
+        }),
+    ),
+  );
+}
+
 const graphqlReady = (url: string) => async () =>
   (await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ __typename }"}' })).ok;
 
 /** The environment a process runs with, from /proc (NUL-separated KEY=value). */
-function environOf(pid: number): Record<string, string> {
+export function environOf(pid: number): Record<string, string> {
   const env: Record<string, string> = {};
   for (const entry of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
     const i = entry.indexOf('=');
@@ -106,22 +142,7 @@ export async function startPeers(opts: PeersOptions): Promise<Peers> {
   const gateway = system.processes.find((p) => p.name === 'gateway')!;
   const base = { PATH: process.env.PATH, NODE_ENV: 'production', APOLLO_TELEMETRY_DISABLED: 'true', SUPERGRAPH_FILE: supergraphFile };
   const started: ExtraProcess[] = [];
-  const stop = async () => {
-    await Promise.all(
-      started.map(
-        ({ child }) =>
-          new Promise<void>((done) => {
-            if (child.exitCode !== null || child.signalCode !== null) return done();
-            const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
-            child.once('exit', () => {
-              clearTimeout(kill);
-              done();
-            });
-            child.kill('SIGTERM');
-          }),
-      ),
-    );
-  };
+  const stop = () => stopChildren(started.map((p) => p.child));
   const add = (name: string, port: number, args: string[], env: Record<string, string | undefined>) => {
     const proc = { name, url: `http://127.0.0.1:${port}`, child: spawnLogged(name, args, env, logDir) };
     started.push(proc);
@@ -189,13 +210,26 @@ export const QUERIES = {
 
 export const REST_PATHS = { post: '/posts/2', products: '/products?page=2&limit=5' } as const;
 
-interface LoadTarget {
+export interface LoadTarget {
   id: string;
   label: string;
   url: string;
   init: { method: 'GET' | 'POST'; body?: string; headers?: Record<string, string> };
+  /** Headers of each connection on top of `init.headers` (connection i: entry i mod length): distinct callers. */
+  perConnection?: Record<string, string>[];
   /** The process whose CPU time is charged to this target's requests. */
   cpuPid?: number;
+}
+
+/** autocannon's options for one run of the target (measured or warm-up). */
+export function loadOptions(t: LoadTarget, connections: number, durationS: number): autocannon.Options {
+  return {
+    url: t.url,
+    connections,
+    duration: durationS,
+    ...t.init,
+    ...(t.perConnection ? { setupClient: perConnectionHeaders(t.perConnection) } : {}),
+  };
 }
 
 export interface GatewaysOptions {
@@ -226,9 +260,9 @@ export interface GatewaysReport {
   ordersOfCaller: number;
 }
 
-async function measure(t: LoadTarget, connections: number, durationS: number): Promise<Sample> {
+export async function measure(t: LoadTarget, connections: number, durationS: number): Promise<Sample> {
   const before = t.cpuPid ? cpuMicros(t.cpuPid) : 0;
-  const r = await autocannon({ url: t.url, connections, duration: durationS, ...t.init });
+  const r = await autocannon(loadOptions(t, connections, durationS));
   const cpu = t.cpuPid ? cpuMicros(t.cpuPid) - before : 0;
   const requests = r.requests.total;
   return {
@@ -243,21 +277,21 @@ async function measure(t: LoadTarget, connections: number, durationS: number): P
   };
 }
 
-const gqlInit = (query: string, headers: Record<string, string> = {}) => ({
+export const gqlInit = (query: string, headers: Record<string, string> = {}) => ({
   method: 'POST' as const,
   body: JSON.stringify({ query }),
   headers: { 'content-type': 'application/json', ...headers },
 });
 
 /** POSTs the target's request once: the parsed answer, refusing a non-200, errors or no data. */
-async function answerOf(t: LoadTarget): Promise<{ body: string; headers: Headers }> {
+export async function answerOf(t: LoadTarget): Promise<{ body: string; headers: Headers }> {
   const res = await fetch(t.url, { method: t.init.method, headers: t.init.headers ?? {}, ...(t.init.body ? { body: t.init.body } : {}) });
   const body = await res.text();
   if (res.status !== 200) throw new Error(`${t.label} ${t.url}: HTTP ${res.status}: ${body.slice(0, 500)}`);
   return { body, headers: res.headers };
 }
 
-async function graphqlData(t: LoadTarget): Promise<{ data: unknown; headers: Headers }> {
+export async function graphqlData(t: LoadTarget): Promise<{ data: unknown; headers: Headers }> {
   const { body, headers } = await answerOf(t);
   const parsed = JSON.parse(body) as { data?: unknown; errors?: unknown[] };
   if (parsed.errors?.length || parsed.data == null) throw new Error(`${t.label} answered ${t.id} with errors: ${body.slice(0, 800)}`);
@@ -265,7 +299,7 @@ async function graphqlData(t: LoadTarget): Promise<{ data: unknown; headers: Hea
 }
 
 /** The bench caller's orders: created through the gateway so `me { orders }` fetches products and users. */
-async function ensureOrders(gatewayUrl: string, authorization: string, log: (line: string) => void): Promise<void> {
+export async function ensureOrders(gatewayUrl: string, authorization: string, log?: (line: string) => void): Promise<void> {
   for (const productId of [1, 2, 3, 4, 5]) {
     const res = await fetch(`${gatewayUrl}/api/orders`, {
       method: 'POST',
@@ -274,7 +308,7 @@ async function ensureOrders(gatewayUrl: string, authorization: string, log: (lin
     });
     if (res.status !== 201 && res.status !== 200) throw new Error(`POST /api/orders answered ${res.status}: ${await res.text()}`);
   }
-  log('bench: the caller has 5 orders');
+  log?.('bench: the caller has 5 orders');
 }
 
 export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysReport> {
@@ -358,7 +392,7 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
   for (const group of groups) {
     for (const t of group.targets) {
       log(`bench: warm-up ${t.id} (${opts.warmupS} s)`);
-      await autocannon({ url: t.url, connections: opts.connections, duration: opts.warmupS, ...t.init });
+      await autocannon(loadOptions(t, opts.connections, opts.warmupS));
     }
   }
   log('bench: raw node:http ceiling …');

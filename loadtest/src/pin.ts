@@ -101,6 +101,26 @@ export function pinTree(pid: number, cpu: number): number[] {
   return pinned;
 }
 
+/**
+ * The benchmark's layout: every server (with all its descendants, e.g. PostgreSQL's backends) on
+ * the servers' CPU, then the load generator (this process) on its own; then checks every thread of
+ * each and throws unless all sit where they should. Answers each process's CPU list for the report.
+ */
+export function pinServers(pinning: Pinning, servers: readonly { name: string; pid: number }[]): { name: string; pid: number; cpus: string }[] {
+  if (!pinning.enabled) return [];
+  for (const s of servers) pinTree(s.pid, pinning.serverCpu!);
+  pin(process.pid, pinning.loadCpu!);
+  const check = [
+    ...servers.map((s) => ({ ...s, want: pinning.serverCpu! })),
+    { name: 'bench (load generator)', pid: process.pid, want: pinning.loadCpu! },
+  ];
+  return check.map((c) => {
+    const lists = threadAffinity(c.pid);
+    if (lists.length !== 1 || lists[0] !== String(c.want)) throw new Error(`${c.name} (pid ${c.pid}) runs on CPUs ${lists.join(' | ')}, not ${c.want}`);
+    return { name: c.name, pid: c.pid, cpus: lists.join(' | ') };
+  });
+}
+
 /** The distinct CPU lists of all threads of `pid` ("1" when every thread is pinned to CPU 1). */
 export function threadAffinity(pid: number): string[] {
   const lists = new Set<string>();
