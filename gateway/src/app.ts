@@ -18,16 +18,16 @@ import {
   TOKEN_REQUIRED,
   type Logger,
 } from '@halo/kit';
-import { createCallerResolver } from './auth';
+import { createCallerResolver } from './auth/callers';
 import type { GatewayConfig } from './config';
-import { createDocs } from './docs';
-import { createGraphQL } from './graphql';
-import { createGatewayMetrics, GatewayResponse, ROUTE_DOCUMENTS, ROUTE_GRAPHQL, ROUTE_UNMATCHED } from './metrics';
-import { loadTrustedDocuments, RedisQueryCache } from './persisted';
-import { RedisResponseTier } from './response-cache';
-import { createServiceProxies } from './proxy';
-import { createSubscriptions } from './subscriptions';
-import { migrationGuides } from './versioning';
+import { createDocs } from './docs/documents';
+import { createGraphQL } from './graphql/engine';
+import { createGatewayMetrics, GatewayResponse, ROUTE_DOCUMENTS, ROUTE_GRAPHQL, ROUTE_UNMATCHED } from './observability/metrics';
+import { loadTrustedDocuments, RedisQueryCache } from './graphql/persisted';
+import { RedisResponseTier } from './graphql/response-cache';
+import { createServiceProxies } from './rest/proxy';
+import { createSubscriptions } from './subscriptions/server';
+import { migrationGuides } from './rest/versioning';
 import { createSupergraphSource, type ServedComposition } from './supergraph';
 import { createUsageReporting } from './usage';
 

@@ -13,8 +13,8 @@ import {
   z,
   type EdgeServiceName,
 } from '@halo/kit';
-import { parseTrustedProxies } from './forwarded';
-import { DEFAULT_ROUTES_PATH } from './routes';
+import { parseTrustedProxies } from './http/forwarded';
+import { DEFAULT_ROUTES_PATH } from './rest/routes';
 
 /** The composed supergraph committed beside the package (`npm run compose` writes it). */
 export const DEFAULT_SUPERGRAPH_PATH = resolve(__dirname, '../supergraph.graphql');

@@ -1,10 +1,10 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { createLogger, listen, serviceIdentityFor, signAccessToken } from '@halo/kit';
 import { TEST_JWT_SECRET, testIdentityEnv } from '@halo/kit/testing';
-import { createCallerResolver } from '../src/auth';
+import { createCallerResolver } from '../src/auth/callers';
 import { loadGatewayConfig } from '../src/config';
-import { dedupingFetcher } from '../src/dedupe';
-import { createGraphQL, type GraphQLHandler } from '../src/graphql';
+import { dedupingFetcher } from '../src/graphql/dedupe';
+import { createGraphQL, type GraphQLHandler } from '../src/graphql/engine';
 import { closeServer, composeSupergraph, fileSource, startSubgraph, tempSupergraph, until, type TestSubgraph } from './helpers';
 
 /**

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Supergraph } from '@apollo/federation-internals';
 import { getOperationAST, parse, type GraphQLSchema } from 'graphql';
-import { prepareSupergraph } from '../src/auth';
-import { analyse, readCostDirectives, type CostDirectives } from '../src/limits';
+import { prepareSupergraph } from '../src/auth/callers';
+import { analyse, readCostDirectives, type CostDirectives } from '../src/graphql/limits';
 import { composeSupergraph } from './helpers';
 
 /**

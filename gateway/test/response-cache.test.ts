@@ -1,10 +1,10 @@
 import { createServer } from 'node:http';
 import { createLogger, listen, openRedis, redisReady, serviceIdentityFor, signAccessToken, type Redis } from '@halo/kit';
 import { TEST_JWT_SECRET, testIdentityEnv } from '@halo/kit/testing';
-import { createCallerResolver } from '../src/auth';
+import { createCallerResolver } from '../src/auth/callers';
 import { loadGatewayConfig } from '../src/config';
-import { createGraphQL, type GraphQLHandler } from '../src/graphql';
-import { RedisResponseTier, ResponseCacheStore } from '../src/response-cache';
+import { createGraphQL, type GraphQLHandler } from '../src/graphql/engine';
+import { RedisResponseTier, ResponseCacheStore } from '../src/graphql/response-cache';
 import { closedPort, closeServer, composeSupergraph, fileSource, startSubgraph, tempSupergraph, type TestSubgraph } from './helpers';
 
 /**

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { parse } from 'graphql';
-import { prepareSupergraph } from '../auth';
-import { acceptOpenApi, type OpenApiBody } from '../docs';
-import { readCostDirectives } from '../limits';
-import { parseRouteTable } from '../routes';
-import { createVersioning, type Versioning } from '../versioning';
+import { prepareSupergraph } from '../auth/callers';
+import { acceptOpenApi, type OpenApiBody } from '../docs/documents';
+import { readCostDirectives } from '../graphql/limits';
+import { parseRouteTable } from '../rest/routes';
+import { createVersioning, type Versioning } from '../rest/versioning';
 
 /**
  * What the gateway serves, whichever source it came from: the supergraph (as @apollo/gateway

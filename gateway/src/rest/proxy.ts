@@ -1,10 +1,10 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { sendJson, type Logger, type EdgeServiceName } from '@halo/kit';
-import { hasBody, isEncoded, isJsonType, parseJson, payloadTooLarge, readBody, sendBodyError } from './body';
-import { forwardedFor, type TrustedProxies } from './forwarded';
-import { upstreamOrigin, type UpstreamOrigin } from './http-fetcher';
-import type { GatewayMetrics } from './metrics';
+import { hasBody, isEncoded, isJsonType, parseJson, payloadTooLarge, readBody, sendBodyError } from '../http/body';
+import { forwardedFor, type TrustedProxies } from '../http/forwarded';
+import { upstreamOrigin, type UpstreamOrigin } from '../graphql/http-fetcher';
+import type { GatewayMetrics } from '../observability/metrics';
 
 /**
  * The REST proxy: node:http straight to the service, one keep-alive pool per service, nothing

@@ -19,11 +19,11 @@ import {
 } from 'graphql';
 import WebSocket, { WebSocketServer } from 'ws';
 import { isHaloError, requestIdOf, type Caller, type Logger } from '@halo/kit';
-import type { CallerResolver } from './auth';
+import type { CallerResolver } from '../auth/callers';
 import { EventChannel } from './event-channel';
-import type { GraphQLContext } from './graphql';
-import type { LoadedSupergraph, OperationPolicy } from './operation-policy';
-import { planSubscription, readJoinMap, REPRESENTATIONS_VAR, type EntityFetch, type JoinMap, type SubscriptionPlan } from './subscription-plan';
+import type { GraphQLContext } from '../graphql/engine';
+import type { LoadedSupergraph, OperationPolicy } from '../graphql/operation-policy';
+import { planSubscription, readJoinMap, REPRESENTATIONS_VAR, type EntityFetch, type JoinMap, type SubscriptionPlan } from './plan';
 
 /**
  * GraphQL over WebSocket at the gateway (`graphql-transport-ws`, the graphql-ws library) on the

@@ -23,8 +23,8 @@ import {
   unavailable,
   type Logger,
 } from '@halo/kit';
-import { toTransportError, type CallerResolver } from './auth';
-import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from './body';
+import { toTransportError, type CallerResolver } from '../auth/callers';
+import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from '../http/body';
 import { dedupingFetcher } from './dedupe';
 import { createHttpFetcher } from './http-fetcher';
 import { OperationPolicy } from './operation-policy';

@@ -194,7 +194,7 @@ function decodeParam(s: string): string {
 }
 
 /** Where the repository's migration guides live (served by the gateway so a `Link` always resolves). */
-export const DEFAULT_GUIDES_DIR = resolve(__dirname, '../../docs/migrations');
+export const DEFAULT_GUIDES_DIR = resolve(__dirname, '../../../docs/migrations');
 export const GUIDES_PATH = '/docs/migrations/';
 
 /**

@@ -18,7 +18,7 @@ export type HttpMethod = RouteDef['method'];
 export type RouteTableFile = ComposedRouteTable;
 
 /** The composed route table committed beside the package (`npm run compose` writes it). */
-export const DEFAULT_ROUTES_PATH = resolve(__dirname, '../routes.json');
+export const DEFAULT_ROUTES_PATH = resolve(__dirname, '../../routes.json');
 
 /** Parses and checks a composed route table (the format kit's `composeRouteTable` writes). */
 export function parseRouteTable(text: string): RouteTableFile {
