@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { buildASTSchema, parse } from 'graphql';
-import { prepareSupergraph } from '../src/auth/callers';
+import { prepareSupergraph } from '../src/auth';
 
 /** The policy is read from the committed supergraph, the same file the gateway serves. */
 const committed = readFileSync(resolve(__dirname, '../supergraph.graphql'), 'utf8');

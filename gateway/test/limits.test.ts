@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Supergraph } from '@apollo/federation-internals';
 import { getOperationAST, parse, type GraphQLSchema } from 'graphql';
-import { prepareSupergraph } from '../src/auth/callers';
+import { prepareSupergraph } from '../src/auth';
 import { analyse, readCostDirectives, type CostDirectives } from '../src/graphql/limits';
 import { composeSupergraph } from './helpers';
 

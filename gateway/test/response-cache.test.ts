@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
-import { createLogger, listen, openRedis, redisReady, serviceIdentityFor, signAccessToken, type Redis } from '@halo/kit';
+import { createLogger, listen, openRedis, redisReady, runInRequest, serviceIdentityFor, signAccessToken, type Redis } from '@halo/kit';
 import { TEST_JWT_SECRET, testIdentityEnv } from '@halo/kit/testing';
-import { createCallerResolver } from '../src/auth/callers';
+import { createCallerResolver } from '../src/auth';
 import { loadGatewayConfig } from '../src/config';
 import { createGraphQL, type GraphQLHandler } from '../src/graphql/engine';
 import { RedisResponseTier, ResponseCacheStore } from '../src/graphql/response-cache';
@@ -103,7 +103,7 @@ async function startGateway(sharedResponseCache?: RedisResponseTier): Promise<ty
   });
   await graphql.start();
   let n = 0;
-  const server = createServer((req, res) => graphql.handle(req, res, `req-${++n}`));
+  const server = createServer((req, res) => runInRequest({ requestId: `req-${++n}` }, graphql.handle, req, res));
   const port = await listen(server, 0, '127.0.0.1');
   return {
     graphql,

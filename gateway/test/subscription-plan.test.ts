@@ -1,6 +1,6 @@
 import { Supergraph } from '@apollo/federation-internals';
 import { getOperationAST, parse, print, validate, type GraphQLSchema } from 'graphql';
-import { prepareSupergraph } from '../src/auth/callers';
+import { prepareSupergraph } from '../src/auth';
 import { planSubscription, readJoinMap, type JoinMap } from '../src/subscriptions/plan';
 import { composeSupergraph } from './helpers';
 

@@ -1,10 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { sendJson, type Logger, type EdgeServiceName } from '@halo/kit';
-import { hasBody, isEncoded, isJsonType, parseJson, payloadTooLarge, readBody, sendBodyError } from '../http/body';
-import { forwardedFor, type TrustedProxies } from '../http/forwarded';
-import { upstreamOrigin, type UpstreamOrigin } from '../graphql/http-fetcher';
-import type { GatewayMetrics } from '../observability/metrics';
+import { currentRequestId, REQUEST_ID_HEADER, sendJson, type Logger, type EdgeServiceName } from '@halo/kit';
+import { forwardedFor, hasBody, isEncoded, isJsonType, parseJson, payloadTooLarge, readBody, sendBodyError, upstreamOrigin, type TrustedProxies, type UpstreamOrigin } from '../http';
+import type { GatewayMetrics } from '../observability';
 
 /**
  * The REST proxy: node:http straight to the service, one keep-alive pool per service, nothing
@@ -69,7 +67,10 @@ export function connectionTokens(connection: string | string[] | undefined): Set
 const HOST_PORT = /:(\d+)$/;
 const CLOSE = Object.freeze({ connection: 'close' });
 
-/** The headers the service receives: the client's, minus hop-by-hop, plus the X-Forwarded-* set. */
+/**
+ * The headers the service receives: the client's, minus hop-by-hop, with the request id of the
+ * request context (the client's only when it was sane), plus the X-Forwarded-* set.
+ */
 export function upstreamHeaders(req: IncomingMessage, trusted: TrustedProxies | null = null): OutgoingHttpHeaders {
   const incoming = req.headers;
   const named = connectionTokens(incoming.connection);
@@ -78,6 +79,8 @@ export function upstreamHeaders(req: IncomingMessage, trusted: TrustedProxies | 
     if (HOP_BY_HOP_REQUEST.has(name) || (named !== null && named.has(name))) continue;
     out[name] = incoming[name];
   }
+  const requestId = currentRequestId();
+  if (requestId !== undefined) out[REQUEST_ID_HEADER] = requestId;
   const encrypted = (req.socket as TLSSocket).encrypted === true;
   const host = incoming.host;
   const port = host !== undefined ? HOST_PORT.exec(host)?.[1] : undefined;
@@ -166,7 +169,7 @@ export function createServiceProxies({ targets, timeoutMs, bodyLimit, logger, ma
       done = true;
       if (!answered) metrics?.upstream(target.service, FAILED_AS[status], sentAt);
       logger.error(
-        { requestId: req.headers['x-request-id'], service: target.service, code, message: err?.message },
+        { service: target.service, code, message: err?.message },
         status === 504 ? 'upstream timed out' : 'upstream request failed',
       );
       upstream.destroy();
@@ -233,7 +236,7 @@ export function createServiceProxies({ targets, timeoutMs, bodyLimit, logger, ma
     forward(service: EdgeServiceName, req: IncomingMessage, res: ServerResponse): void {
       const target = byService.get(service);
       if (!target) {
-        logger.error({ requestId: req.headers['x-request-id'], service }, 'no upstream configured for the service');
+        logger.error({ service }, 'no upstream configured for the service');
         sendJson(res, 502, { error: 'Bad gateway' });
         return;
       }

@@ -18,11 +18,11 @@ import {
   type ValidationRule,
 } from 'graphql';
 import WebSocket, { WebSocketServer } from 'ws';
-import { isHaloError, requestIdOf, type Caller, type Logger } from '@halo/kit';
-import type { CallerResolver } from '../auth/callers';
+import { isHaloError, runInRequest, saneRequestId, type Caller, type Logger, type RequestContext } from '@halo/kit';
+import type { CallerResolver } from '../auth';
 import { EventChannel } from './event-channel';
-import type { GraphQLContext } from '../graphql/engine';
-import type { LoadedSupergraph, OperationPolicy } from '../graphql/operation-policy';
+import type { GraphQLContext } from '../graphql';
+import type { LoadedSupergraph, OperationPolicy } from '../graphql';
 import { planSubscription, readJoinMap, REPRESENTATIONS_VAR, type EntityFetch, type JoinMap, type SubscriptionPlan } from './plan';
 
 /**
@@ -67,7 +67,12 @@ interface Connection {
   client: ClientHeaders;
   caller: Caller | null;
   authorization: string | undefined;
-  requestId: string;
+  /**
+   * The request context of the upgrade: what runs for the socket (the caller's check, queries
+   * and mutations through Apollo) runs in it; its id goes in the upstream connection_init and
+   * entity fetches, and on the lines logged for the socket's events.
+   */
+  context: RequestContext;
   upstreams: Map<string, Client>;
   expiry: NodeJS.Timeout | undefined;
 }
@@ -210,7 +215,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       webSocketImpl: WebSocket,
       connectionParams: {
         ...(connection.authorization ? { authorization: connection.authorization } : {}),
-        'x-request-id': connection.requestId,
+        'x-request-id': connection.context.requestId,
       },
       // One socket per client connection and subgraph, open while it has subscriptions.
       lazy: true,
@@ -245,7 +250,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
-          'x-request-id': connection.requestId,
+          'x-request-id': connection.context.requestId,
           ...(authorization ? { authorization } : {}),
         },
         body,
@@ -283,7 +288,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
             errors.push({ message: e.message, ...(at ? { path: [...at, ...(e.path?.slice(2) ?? [])] } : {}), ...(e.extensions ? { extensions: e.extensions } : {}) });
           }
         } catch (err) {
-          log.error({ requestId: ctx.connection.requestId, subgraph: f.graph, message: (err as Error).message }, 'entity fetch for a subscription event failed');
+          log.error({ requestId: ctx.connection.context.requestId, subgraph: f.graph, message: (err as Error).message }, 'entity fetch for a subscription event failed');
           for (const slot of slots) {
             slot.parent[slot.key] = null;
             errors.push({ message: 'Service unavailable', path: slot.path, extensions: { code: 'UNAVAILABLE' } });
@@ -327,7 +332,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       return new GraphQLError(first.message, { extensions: first.extensions ?? {} });
     }
     const code = (err as { code?: unknown }).code;
-    log.warn({ requestId: ctx.connection.requestId, subgraph: ctx.plan.graph, code, message: (err as { reason?: string; message?: string }).reason ?? (err as Error).message }, 'upstream subscription ended');
+    log.warn({ requestId: ctx.connection.context.requestId, subgraph: ctx.plan.graph, code, message: (err as { reason?: string; message?: string }).reason ?? (err as Error).message }, 'upstream subscription ended');
     return error('Service unavailable', 'UNAVAILABLE');
   };
 
@@ -379,14 +384,14 @@ export function createSubscriptions(opts: SubscriptionOptions) {
         if (typeof authorization === 'string') headers.authorization = authorization;
         if (typeof apiKey === 'string') headers['x-api-key'] = apiKey;
         const given = params['x-request-id'] ?? ctx.extra.request.headers['x-request-id'];
-        const requestId = requestIdOf({ headers: { 'x-request-id': given } } as unknown as IncomingMessage);
+        const context: RequestContext = { requestId: saneRequestId(given) };
         const req = { headers } as IncomingMessage;
         let caller: Caller | null;
         try {
-          caller = await callers.resolve(req, requestId);
+          caller = await runInRequest(context, () => callers.resolve(req));
         } catch (err) {
           const refused = isHaloError(err) && err.httpStatus === 401;
-          log.info({ requestId, reason: isHaloError(err) ? err.message : 'error' }, 'websocket connection refused');
+          log.info({ requestId: context.requestId, reason: isHaloError(err) ? err.message : 'error' }, 'websocket connection refused');
           ctx.extra.socket.close(refused ? CLOSE_UNAUTHORIZED : CLOSE_TRY_AGAIN_LATER, refused ? 'Unauthorized' : 'Service unavailable');
           return false;
         }
@@ -395,7 +400,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
           return typeof v === 'string' ? v : undefined;
         };
         const client = { apollo: named('apollographql-client-name'), halo: named('x-client-name') };
-        const connection: Connection = { client, caller, authorization: req.headers.authorization, requestId, upstreams: new Map(), expiry: undefined };
+        const connection: Connection = { client, caller, authorization: req.headers.authorization, context, upstreams: new Map(), expiry: undefined };
         // A token the client sent lives as long as it does; an API key's exchanged token is not
         // the client's to refresh, so an API-key connection stays until it closes.
         const expires = caller && typeof authorization === 'string' ? expiryOf(connection.authorization) : null;
@@ -452,8 +457,8 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       subscribe: (args) => subscribe(args.contextValue as SubscriptionContext) as unknown as AsyncGenerator<ExecutionResult>,
       execute: async (args) => {
         const ctx = args.contextValue as OperationContext;
-        const { caller, authorization, requestId } = ctx.connection;
-        return (await opts.executeOperation(ctx.request, { requestId, authorization, caller })) as unknown as ExecutionResult;
+        const { caller, authorization, context } = ctx.connection;
+        return (await runInRequest(context, opts.executeOperation, ctx.request, { authorization, caller })) as unknown as ExecutionResult;
       },
       onError: (_ctx, _id, _payload, errors) => errors.map(formatError),
       onNext: (_ctx, _id, _payload, _args, result) =>

@@ -1,10 +1,9 @@
 import { createHash } from 'node:crypto';
 import { parse } from 'graphql';
-import { prepareSupergraph } from '../auth/callers';
-import { acceptOpenApi, type OpenApiBody } from '../docs/documents';
-import { readCostDirectives } from '../graphql/limits';
-import { parseRouteTable } from '../rest/routes';
-import { createVersioning, type Versioning } from '../rest/versioning';
+import { prepareSupergraph } from '../auth';
+import { acceptOpenApi, type OpenApiBody } from '../docs';
+import { readCostDirectives } from '../graphql';
+import { createVersioning, parseRouteTable, type Versioning } from '../rest';
 
 /**
  * What the gateway serves, whichever source it came from: the supergraph (as @apollo/gateway

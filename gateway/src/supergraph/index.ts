@@ -1,6 +1,6 @@
 import type { SupergraphSdlHook } from '@apollo/gateway';
 import type { Logger, ServiceIdentity } from '@halo/kit';
-import type { Versioning } from '../rest/versioning';
+import type { Versioning } from '../rest';
 import { acceptOpenApi, acceptRoutes, acceptSupergraph, fileCompositionId, type OpenApiBody, type RegistryComposition } from './composition';
 import { watchComposedFile, watchComposedFileAsync, type WatchedFile } from './files';
 import { startRegistryPoller, type RegistryPoller, type RegistryStatus } from './registry';
