@@ -1,7 +1,7 @@
 import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { FormattedExecutionResult } from 'graphql';
-import { Counter, Gauge, Histogram } from 'prom-client';
+import { Counter, Histogram, type Registry } from 'prom-client';
 import {
   createProcessRegistry,
   grpcClientMetrics,
@@ -9,10 +9,12 @@ import {
   LATENCY_BUCKETS,
   listen,
   sendJson,
-  SUBSCRIPTIONS_GAUGE,
   type GrpcClientMetrics,
   type Logger,
 } from '@halo/kit';
+import { registerWatchedMetrics, watch, type Watched, type WatchedSources } from './watched';
+
+export type { WatchedSources };
 
 /**
  * The gateway's Prometheus metrics (prom-client), served at `GET /metrics` on their own port
@@ -96,16 +98,6 @@ export interface GatewayMetrics {
   text(): Promise<string>;
 }
 
-export interface WatchedSources {
-  subscriptions?: () => number;
-  dedupe?: { inFlight(): number; waiting(): number; shared(): number } | null;
-  responseCache?: { entries(): number; bytes(): number; hits(): number; misses(): number } | null;
-  /** What is served and whether the registry answers (src/supergraph); up is null without one. */
-  composition?: () => { composition: string; source: string; registryUp: boolean | null };
-  /** Usage recording (src/usage): cumulative counters. */
-  usage?: () => { dropped: number; reports: { sent: number; retried: number; dropped: number } } | null;
-}
-
 const codeOf = (error: Error) => (error as { extensions?: { code?: unknown } }).extensions?.code;
 const seconds = (since: bigint) => Number(process.hrtime.bigint() - since) / 1e9;
 
@@ -136,100 +128,8 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
   const codes = new BoundedLabel(50, ERROR_CODE);
   const grpcClient = grpcClientMetrics(registry);
 
-  let sources: WatchedSources = {};
-  let registryUp: Gauge | null = null;
-  new Gauge({
-    name: SUBSCRIPTIONS_GAUGE,
-    help: 'GraphQL subscriptions open at the gateway (operations, not sockets)',
-    registers: [registry],
-    collect() {
-      this.set(sources.subscriptions?.() ?? 0);
-    },
-  });
-  new Gauge({
-    name: 'halo_graphql_dedupe_in_flight',
-    help: 'Distinct subgraph fetches in flight that identical ones may share',
-    registers: [registry],
-    collect() {
-      this.set(sources.dedupe?.inFlight() ?? 0);
-    },
-  });
-  new Gauge({
-    name: 'halo_graphql_dedupe_waiting',
-    help: "Subgraph fetches waiting for an identical one's answer",
-    registers: [registry],
-    collect() {
-      this.set(sources.dedupe?.waiting() ?? 0);
-    },
-  });
-  new Counter({
-    name: 'halo_graphql_dedupe_shared_total',
-    help: "Subgraph fetches answered by an identical in-flight one's answer",
-    registers: [registry],
-    collect() {
-      this.reset();
-      this.inc(sources.dedupe?.shared() ?? 0);
-    },
-  });
-  new Gauge({
-    name: 'halo_graphql_response_cache_entries',
-    help: 'Answers held by the edge response cache of this process',
-    registers: [registry],
-    collect() {
-      this.set(sources.responseCache?.entries() ?? 0);
-    },
-  });
-  new Gauge({
-    name: 'halo_graphql_response_cache_bytes',
-    help: 'Approximate bytes held by the edge response cache of this process',
-    registers: [registry],
-    collect() {
-      this.set(sources.responseCache?.bytes() ?? 0);
-    },
-  });
-  new Counter({
-    name: 'halo_graphql_response_cache_lookups_total',
-    help: 'Anonymous queries looked up in the edge response cache, by result (hit: answered from it)',
-    labelNames: ['result'] as const,
-    registers: [registry],
-    collect() {
-      this.reset();
-      this.inc({ result: 'hit' }, sources.responseCache?.hits() ?? 0);
-      this.inc({ result: 'miss' }, sources.responseCache?.misses() ?? 0);
-    },
-  });
-
-  new Gauge({
-    name: 'halo_gateway_composition_info',
-    help: 'The composition served (the registry number, or file:<hash> for the committed files) and where it came from; always 1',
-    labelNames: ['composition', 'source'] as const,
-    registers: [registry],
-    collect() {
-      this.reset();
-      const served = sources.composition?.();
-      if (served) this.set({ composition: served.composition, source: served.source }, 1);
-    },
-  });
-  new Counter({
-    name: 'halo_gateway_usage_dropped_operations_total',
-    help: 'Executed operations not recorded for usage because USAGE_MAX_OPERATIONS distinct (operation, client) pairs were held',
-    registers: [registry],
-    collect() {
-      this.reset();
-      this.inc(sources.usage?.()?.dropped ?? 0);
-    },
-  });
-  new Counter({
-    name: 'halo_gateway_usage_reports_total',
-    help: 'Usage reports (one per hour, operation and client) by what became of them: sent, retried (failed once), dropped (failed twice)',
-    labelNames: ['outcome'] as const,
-    registers: [registry],
-    collect() {
-      this.reset();
-      const reports = sources.usage?.()?.reports;
-      for (const outcome of ['sent', 'retried', 'dropped'] as const) this.inc({ outcome }, reports?.[outcome] ?? 0);
-    },
-  });
+  const watched: Watched = { current: {}, registryUp: null };
+  registerWatchedMetrics(registry, watched);
 
   // One listener for every response: `this` is the response.
   function observeRequest(this: GatewayResponse): void {
@@ -248,85 +148,82 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
     upstream(service, outcome, startedAt) {
       upstream.observe({ service, status: typeof outcome === 'number' ? statusLabel(outcome) : outcome }, seconds(startedAt));
     },
-    graphqlPlugin<C extends object>(): ApolloServerPlugin<C> {
+    graphqlPlugin: () => operationMetricsPlugin(operations, names, reject),
+    watch: (next) => watch(registry, watched, next),
+    listen: (host, port) => serveMetrics(registry, logger, host, port),
+    text: () => registry.metrics(),
+  };
+}
+
+/** `GET /metrics` on a server of its own (`METRICS_PORT`), never the public one. */
+async function serveMetrics(registry: Registry, logger: Logger, host: string, port: number): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    res.setHeader('cache-control', 'no-store');
+    if (path !== '/metrics') return sendJson(res, 404, { error: 'Not found' });
+    if (req.method !== 'GET' && req.method !== 'HEAD') return sendJson(res, 405, { error: 'Method not allowed' }, { allow: 'GET, HEAD' });
+    registry.metrics().then(
+      (text) => {
+        res.setHeader('content-type', registry.contentType);
+        res.end(req.method === 'HEAD' ? undefined : text);
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'metrics could not be collected');
+        sendJson(res, 500, { error: 'Internal server error' });
+      },
+    );
+  });
+  return { server, port: await listen(server, port, host) };
+}
+
+/** The Apollo Server plugin that times every operation and counts the refused ones by code. */
+function operationMetricsPlugin<C extends object>(
+  operations: Histogram<'operation_type' | 'operation_name' | 'outcome'>,
+  names: BoundedLabel,
+  reject: (code: unknown) => void,
+): ApolloServerPlugin<C> {
+  return {
+    // The whole request was refused before any operation: bad credentials (401), a bad body.
+    async contextCreationDidFail({ error }) {
+      reject(codeOf(error));
+    },
+    async invalidRequestWasReceived({ error }) {
+      reject(codeOf(error));
+    },
+    async requestDidStart() {
+      const startedAt = process.hrtime.bigint();
+      let executed = false;
+      let crashed = false;
       return {
-        // The whole request was refused before any operation: bad credentials (401), a bad body.
-        async contextCreationDidFail({ error }) {
-          reject(codeOf(error));
-        },
-        async invalidRequestWasReceived({ error }) {
-          reject(codeOf(error));
-        },
-        async requestDidStart() {
-          const startedAt = process.hrtime.bigint();
-          let executed = false;
-          let crashed = false;
+        async executionDidStart() {
+          executed = true;
           return {
-            async executionDidStart() {
-              executed = true;
-              return {
-                async executionDidEnd(err) {
-                  if (err) crashed = true;
-                },
-              };
-            },
-            async willSendResponse({ operation, request, response }) {
-              const body = response.body;
-              const result: FormattedExecutionResult = body.kind === 'single' ? body.singleResult : body.initialResult;
-              // A request error (GraphQL spec): errors and no `data`, nothing was executed.
-              const rejected = result.errors !== undefined && !('data' in result) && !(executed && crashed);
-              const outcome = rejected ? 'rejected' : result.errors?.length ? 'error' : 'ok';
-              if (rejected) reject(result.errors![0]?.extensions?.code);
-              // A resolved operation's own name; otherwise the name the client sent, if any.
-              const name = operation ? operation.name?.value : request.operationName;
-              operations.observe(
-                {
-                  operation_type: operation?.operation ?? 'unknown',
-                  operation_name: name ? names.of(name) : operation ? 'anonymous' : 'unknown',
-                  outcome,
-                },
-                seconds(startedAt),
-              );
+            async executionDidEnd(err) {
+              if (err) crashed = true;
             },
           };
         },
+        async willSendResponse({ operation, request, response }) {
+          const body = response.body;
+          const result: FormattedExecutionResult = body.kind === 'single' ? body.singleResult : body.initialResult;
+          // A request error (GraphQL spec): errors and no `data`, nothing was executed.
+          const rejected = result.errors !== undefined && !('data' in result) && !(executed && crashed);
+          const outcome = rejected ? 'rejected' : result.errors?.length ? 'error' : 'ok';
+          if (rejected) reject(result.errors![0]?.extensions?.code);
+          // A resolved operation's own name; otherwise the name the client sent, if any.
+          const name = operation ? operation.name?.value : request.operationName;
+          operations.observe(
+            {
+              operation_type: operation?.operation ?? 'unknown',
+              operation_name: name ? names.of(name) : operation ? 'anonymous' : 'unknown',
+              outcome,
+            },
+            seconds(startedAt),
+          );
+        },
       };
     },
-    watch(next) {
-      sources = { ...sources, ...next };
-      // Only with a registry: a 0 would read as "registry down" where there is none.
-      if (!registryUp && next.composition && next.composition().registryUp !== null) {
-        registryUp = new Gauge({
-          name: 'halo_gateway_registry_up',
-          help: 'Whether the last poll of the schema registry got an answer (1) or not (0)',
-          registers: [registry],
-          collect() {
-            this.set(sources.composition?.().registryUp ? 1 : 0);
-          },
-        });
-      }
-    },
-    async listen(host, port) {
-      const server = createServer((req, res) => {
-        const url = req.url ?? '/';
-        const q = url.indexOf('?');
-        const path = q === -1 ? url : url.slice(0, q);
-        res.setHeader('cache-control', 'no-store');
-        if (path !== '/metrics') return sendJson(res, 404, { error: 'Not found' });
-        if (req.method !== 'GET' && req.method !== 'HEAD') return sendJson(res, 405, { error: 'Method not allowed' }, { allow: 'GET, HEAD' });
-        registry.metrics().then(
-          (text) => {
-            res.setHeader('content-type', registry.contentType);
-            res.end(req.method === 'HEAD' ? undefined : text);
-          },
-          (err: unknown) => {
-            logger.error({ err }, 'metrics could not be collected');
-            sendJson(res, 500, { error: 'Internal server error' });
-          },
-        );
-      });
-      return { server, port: await listen(server, port, host) };
-    },
-    text: () => registry.metrics(),
   };
 }
