@@ -6,6 +6,7 @@ import { dirname, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { gzip as gzipCallback } from 'node:zlib';
 import { sendJson } from '@halo/kit';
+import { DOCS_ASSETS, DOCS_PATH, GRAPHIQL_ASSETS, graphiqlEnvironment, graphiqlInit, graphiqlPage, indexPage, OPENAPI_PATH, PAGE_POLICY, swaggerInit, swaggerPage } from './pages';
 
 /**
  * What the gateway shows people and tools about its API, all served from this process and its
@@ -34,100 +35,7 @@ export function acceptOpenApi(text: string): OpenApiBody {
   return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
 }
 
-export const DOCS_PATH = '/docs';
-export const OPENAPI_PATH = '/openapi.json';
-const DOCS_ASSETS = '/docs/assets/';
-const GRAPHIQL_ASSETS = '/graphiql/assets/';
-
-/**
- * Pages: the HTML is ours, every script and style comes from the gateway itself. The policy
- * says so to the browser too; inline styles are what both UIs set at run time, and GraphiQL's
- * editor runs its language services in workers from the same origin.
- */
-const PAGE_POLICY =
-  "default-src 'self'; img-src 'self' data:; font-src 'self' data:; style-src 'self' 'unsafe-inline'; worker-src 'self' blob:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
-
-const swaggerPage = `<!doctype html>
-<html lang="en">
-  <head>
-    <meta charset="utf-8" />
-    <meta name="viewport" content="width=device-width, initial-scale=1" />
-    <title>Halo API reference</title>
-    <link rel="stylesheet" href="${DOCS_ASSETS}swagger-ui.css" />
-  </head>
-  <body>
-    <div id="swagger-ui"></div>
-    <script src="${DOCS_ASSETS}swagger-ui-bundle.js"></script>
-    <script src="${DOCS_ASSETS}docs.js"></script>
-  </body>
-</html>
-`;
-
-// validatorUrl: null keeps Swagger UI from sending the document to its public validator.
-const swaggerInit = `window.ui = SwaggerUIBundle({
-  url: ${JSON.stringify(OPENAPI_PATH)},
-  dom_id: '#swagger-ui',
-  deepLinking: true,
-  validatorUrl: null,
-  displayOperationId: true,
-});
-`;
-
-const graphiqlPage = `<!doctype html>
-<html lang="en">
-  <head>
-    <meta charset="utf-8" />
-    <meta name="viewport" content="width=device-width, initial-scale=1" />
-    <title>Halo GraphiQL</title>
-    <link rel="stylesheet" href="${GRAPHIQL_ASSETS}graphiql.css" />
-    <style>html, body, #graphiql { height: 100%; margin: 0; }</style>
-  </head>
-  <body>
-    <div id="graphiql"></div>
-    <script src="${GRAPHIQL_ASSETS}environment.js"></script>
-    <script src="${GRAPHIQL_ASSETS}yoga-graphiql.umd.js"></script>
-    <script src="${GRAPHIQL_ASSETS}graphiql.js"></script>
-  </body>
-</html>
-`;
-
-/** The editor's language services run in workers, loaded from here rather than from blobs of inlined code. */
-const graphiqlEnvironment = `self.MonacoEnvironment = {
-  globalAPI: false,
-  getWorkerUrl: function (_moduleId, label) {
-    var workers = {
-      editorWorkerService: 'editor.worker.bundle.js',
-      json: 'json.worker.bundle.js',
-      graphql: 'graphql.worker..bundle.js',
-    };
-    return ${JSON.stringify(`${GRAPHIQL_ASSETS}monacoeditorwork/`)} + (workers[label] || workers.editorWorkerService);
-  },
-};
-`;
-
-// Subscriptions over graphql-ws (graphql-transport-ws), as the gateway speaks them.
-const graphiqlInit = `YogaGraphiQL.renderYogaGraphiQL(document.getElementById('graphiql'), {
-  endpoint: '/graphql',
-  title: 'Halo GraphiQL',
-  subscriptionsProtocol: 'WS',
-});
-`;
-
-const indexPage = (links: [string, string, string][]) => `<!doctype html>
-<html lang="en">
-  <head>
-    <meta charset="utf-8" />
-    <title>Halo API</title>
-    <style>body { font: 16px/1.5 system-ui, sans-serif; margin: 3rem auto; max-width: 40rem; padding: 0 1rem; }</style>
-  </head>
-  <body>
-    <h1>Halo API</h1>
-    <ul>
-${links.map(([href, name, what]) => `      <li><a href="${href}">${name}</a>: ${what}</li>`).join('\n')}
-    </ul>
-  </body>
-</html>
-`;
+export { DOCS_PATH, OPENAPI_PATH };
 
 interface Asset {
   file: string;
@@ -157,6 +65,49 @@ export interface DocsOptions {
 }
 
 export function createDocs({ openapi, graphiql }: DocsOptions) {
+  const assets = assetsFor(graphiql);
+  const index = indexFor(graphiql);
+  const docsPage = text(swaggerPage, HTML);
+  const idePage = text(graphiqlPage, HTML);
+  /** Compressed assets, made once on first use (a bundle is megabytes; gzip takes it to a quarter). */
+  const compressed = new Map<string, Promise<Buffer>>();
+
+  return {
+    /** Answers the request when `path` is one of these pages; false otherwise. */
+    serve(req: IncomingMessage, res: ServerResponse, path: string): boolean {
+      if (path === OPENAPI_PATH) {
+        if (onlyRead(req, res)) sendOpenApi(req, res, openapi());
+        return true;
+      }
+      if (path === DOCS_PATH) {
+        if (onlyRead(req, res)) sendText(req, res, docsPage, { 'cache-control': 'no-cache', 'content-security-policy': PAGE_POLICY });
+        return true;
+      }
+      if (path === '/') {
+        if (!onlyRead(req, res)) return true;
+        const page = wantsHtml(req) ? index.html : index.json;
+        sendText(req, res, page, { 'cache-control': 'no-cache', vary: 'Accept' });
+        return true;
+      }
+      const asset = assets.get(path);
+      if (!asset) return false;
+      if (onlyRead(req, res)) sendAsset(req, res, path, asset, compressed);
+      return true;
+    },
+    /**
+     * GraphiQL for a browser opening `/graphql` (development only). Queries keep going to
+     * Apollo: they are POSTs, or GETs that ask for JSON.
+     */
+    graphiql(req: IncomingMessage, res: ServerResponse): boolean {
+      if (!graphiql || req.method !== 'GET' || !wantsHtml(req)) return false;
+      sendText(req, res, idePage, { 'cache-control': 'no-cache', vary: 'Accept', 'content-security-policy': PAGE_POLICY });
+      return true;
+    },
+  };
+}
+
+/** The files and generated scripts the pages load, by path; GraphiQL's only when it is on. */
+function assetsFor(graphiql: boolean): Map<string, Asset | Text> {
   const swaggerDir = dirname(require.resolve('swagger-ui-dist/package.json'));
   const assets = new Map<string, Asset | Text>([
     [`${DOCS_ASSETS}swagger-ui.css`, { file: resolve(swaggerDir, 'swagger-ui.css'), type: CSS }],
@@ -176,13 +127,17 @@ export function createDocs({ openapi, graphiql }: DocsOptions) {
   }
   // A missing file is a broken install: say so at start-up, not on the first visit.
   for (const asset of assets.values()) if ('file' in asset) statSync(asset.file);
+  return assets;
+}
 
+/** `GET /`: where each document is, as a page for a browser or as JSON. */
+function indexFor(graphiql: boolean): { html: Text; json: Text } {
   const links: [string, string, string][] = [
     [DOCS_PATH, 'REST reference', 'every route, rendered from the OpenAPI document'],
     [OPENAPI_PATH, 'OpenAPI 3.1 document', 'the same, for tools'],
     ['/graphql', 'GraphQL', graphiql ? 'POST queries here; open it in a browser for GraphiQL' : 'POST queries here'],
   ];
-  const index = {
+  return {
     html: text(indexPage(links), HTML),
     json: text(
       `${JSON.stringify({
@@ -192,93 +147,58 @@ export function createDocs({ openapi, graphiql }: DocsOptions) {
       'application/json; charset=utf-8',
     ),
   };
-  const docsPage = text(swaggerPage, HTML);
-  const idePage = text(graphiqlPage, HTML);
-  /** Compressed assets, made once on first use (a bundle is megabytes; gzip takes it to a quarter). */
-  const compressed = new Map<string, Promise<Buffer>>();
+}
 
-  const onlyRead = (req: IncomingMessage, res: ServerResponse): boolean => {
-    if (req.method === 'GET' || req.method === 'HEAD') return true;
-    sendJson(res, 405, { error: 'Method not allowed' }, { allow: 'GET, HEAD' });
-    return false;
-  };
+function onlyRead(req: IncomingMessage, res: ServerResponse): boolean {
+  if (req.method === 'GET' || req.method === 'HEAD') return true;
+  sendJson(res, 405, { error: 'Method not allowed' }, { allow: 'GET, HEAD' });
+  return false;
+}
 
-  function sendText(req: IncomingMessage, res: ServerResponse, t: Text, headers: Record<string, string>): void {
-    res.writeHead(200, { 'content-type': t.type, 'content-length': t.body.length, 'x-content-type-options': 'nosniff', ...headers });
-    res.end(req.method === 'HEAD' ? undefined : t.body);
+/** The OpenAPI document: reloadable, so clients revalidate (a 304 costs nothing) instead of caching it for a while. */
+function sendOpenApi(req: IncomingMessage, res: ServerResponse, { body, etag }: OpenApiBody): void {
+  const headers = { etag, 'cache-control': 'no-cache', 'access-control-allow-origin': '*' };
+  if (req.headers['if-none-match'] === etag) {
+    res.writeHead(304, headers);
+    res.end();
+    return;
   }
+  sendText(req, res, { body, type: 'application/json; charset=utf-8' }, headers);
+}
 
-  function sendAsset(req: IncomingMessage, res: ServerResponse, path: string, asset: Asset | Text): void {
-    // The packages' files change only with an upgrade, which restarts the gateway.
-    const headers = { 'cache-control': 'public, max-age=3600', 'x-content-type-options': 'nosniff', vary: 'Accept-Encoding' };
-    if ('body' in asset) return sendText(req, res, asset, headers);
-    if (!/\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))) {
-      const size = statSync(asset.file).size;
-      res.writeHead(200, { 'content-type': asset.type, 'content-length': size, ...headers });
-      if (req.method === 'HEAD') return void res.end();
-      createReadStream(asset.file)
-        .on('error', () => res.destroy())
-        .pipe(res);
-      return;
-    }
-    let zipped = compressed.get(path);
-    if (!zipped) {
-      zipped = readFile(asset.file).then((raw) => gzip(raw));
-      compressed.set(path, zipped);
-    }
-    zipped.then(
-      (body) => {
-        res.writeHead(200, { 'content-type': asset.type, 'content-length': body.length, 'content-encoding': 'gzip', ...headers });
-        res.end(req.method === 'HEAD' ? undefined : body);
-      },
-      () => {
-        compressed.delete(path);
-        if (!res.headersSent) sendJson(res, 500, { error: 'Internal server error' });
-      },
-    );
+function sendText(req: IncomingMessage, res: ServerResponse, t: Text, headers: Record<string, string>): void {
+  res.writeHead(200, { 'content-type': t.type, 'content-length': t.body.length, 'x-content-type-options': 'nosniff', ...headers });
+  res.end(req.method === 'HEAD' ? undefined : t.body);
+}
+
+function sendAsset(req: IncomingMessage, res: ServerResponse, path: string, asset: Asset | Text, compressed: Map<string, Promise<Buffer>>): void {
+  // The packages' files change only with an upgrade, which restarts the gateway.
+  const headers = { 'cache-control': 'public, max-age=3600', 'x-content-type-options': 'nosniff', vary: 'Accept-Encoding' };
+  if ('body' in asset) return sendText(req, res, asset, headers);
+  if (!/\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))) {
+    const size = statSync(asset.file).size;
+    res.writeHead(200, { 'content-type': asset.type, 'content-length': size, ...headers });
+    if (req.method === 'HEAD') return void res.end();
+    createReadStream(asset.file)
+      .on('error', () => res.destroy())
+      .pipe(res);
+    return;
   }
-
-  return {
-    /** Answers the request when `path` is one of these pages; false otherwise. */
-    serve(req: IncomingMessage, res: ServerResponse, path: string): boolean {
-      if (path === OPENAPI_PATH) {
-        if (!onlyRead(req, res)) return true;
-        const { body, etag } = openapi();
-        // Reloadable: clients revalidate (a 304 costs nothing) instead of caching it for a while.
-        const headers = { etag, 'cache-control': 'no-cache', 'access-control-allow-origin': '*' };
-        if (req.headers['if-none-match'] === etag) {
-          res.writeHead(304, headers);
-          res.end();
-          return true;
-        }
-        sendText(req, res, { body, type: 'application/json; charset=utf-8' }, headers);
-        return true;
-      }
-      if (path === DOCS_PATH) {
-        if (onlyRead(req, res)) sendText(req, res, docsPage, { 'cache-control': 'no-cache', 'content-security-policy': PAGE_POLICY });
-        return true;
-      }
-      if (path === '/') {
-        if (!onlyRead(req, res)) return true;
-        const page = wantsHtml(req) ? index.html : index.json;
-        sendText(req, res, page, { 'cache-control': 'no-cache', vary: 'Accept' });
-        return true;
-      }
-      const asset = assets.get(path);
-      if (!asset) return false;
-      if (onlyRead(req, res)) sendAsset(req, res, path, asset);
-      return true;
+  let zipped = compressed.get(path);
+  if (!zipped) {
+    zipped = readFile(asset.file).then((raw) => gzip(raw));
+    compressed.set(path, zipped);
+  }
+  zipped.then(
+    (body) => {
+      res.writeHead(200, { 'content-type': asset.type, 'content-length': body.length, 'content-encoding': 'gzip', ...headers });
+      res.end(req.method === 'HEAD' ? undefined : body);
     },
-    /**
-     * GraphiQL for a browser opening `/graphql` (development only). Queries keep going to
-     * Apollo: they are POSTs, or GETs that ask for JSON.
-     */
-    graphiql(req: IncomingMessage, res: ServerResponse): boolean {
-      if (!graphiql || req.method !== 'GET' || !wantsHtml(req)) return false;
-      sendText(req, res, idePage, { 'cache-control': 'no-cache', vary: 'Accept', 'content-security-policy': PAGE_POLICY });
-      return true;
+    () => {
+      compressed.delete(path);
+      if (!res.headersSent) sendJson(res, 500, { error: 'Internal server error' });
     },
-  };
+  );
 }
 
 export type Docs = ReturnType<typeof createDocs>;
