@@ -5,7 +5,7 @@ import { createCallerResolver, type CallerResolver } from './auth';
 import type { GatewayConfig } from './config';
 import { createDocs, migrationGuides } from './docs';
 import { createGraphQL, loadTrustedDocuments, RedisQueryCache, RedisResponseTier, type GraphQLHandler } from './graphql';
-import { createGatewayMetrics, type GatewayMetrics } from './observability';
+import { createGatewayMetrics, type GatewayMetrics, type WatchedSources } from './observability';
 import { createHttpServer } from './pipeline';
 import { createRestStage, createServiceProxies, type ServiceProxies } from './rest';
 import { createSubscriptions } from './subscriptions';
@@ -86,17 +86,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     recordUsage: usage ? (schema, document, operation, client) => usage.record(schema, document, operation, client) : undefined,
     logger,
   });
-  // Read at every scrape.
-  metrics?.watch({
-    subscriptions: subscriptions.activeCount,
-    dedupe: graphql.dedupe,
-    responseCache: graphql.responseCache,
-    composition: () => {
-      const served = source.status();
-      return { composition: served.composition, source: served.source, registryUp: served.registry && served.registry.up };
-    },
-    usage: () => usage && usage.stats(),
-  });
+  metrics?.watch(watchedBy(subscriptions, graphql, source, usage));
   let metricsServer: Server | null = null;
   registerShutdown(lifecycle, config, { server, metricsServer: () => metricsServer, source, usage, proxies, callers, redis, graphql, subscriptions });
 
@@ -158,6 +148,20 @@ function usageReporting(config: GatewayConfig, identity: ServiceIdentity, source
     maxOperations: config.USAGE_MAX_OPERATIONS,
     logger,
   });
+}
+
+/** What the metrics read at every scrape. */
+function watchedBy(subscriptions: { activeCount(): number }, graphql: GraphQLHandler, source: SupergraphSource, usage: UsageReporting | null): WatchedSources {
+  return {
+    subscriptions: subscriptions.activeCount,
+    dedupe: graphql.dedupe,
+    responseCache: graphql.responseCache,
+    composition: () => {
+      const served = source.status();
+      return { composition: served.composition, source: served.source, registryUp: served.registry && served.registry.up };
+    },
+    usage: () => usage && usage.stats(),
+  };
 }
 
 interface GraphQLParts {
