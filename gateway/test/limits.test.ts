@@ -7,7 +7,7 @@ import { analyse, readCostDirectives, type CostDirectives } from '../src/graphql
 import { composeSupergraph } from './helpers';
 
 /**
- * Depth and cost analysis on its own (src/limits.ts), against supergraphs composed here: the
+ * Depth and cost analysis on its own (src/graphql/limits.ts), against supergraphs composed here: the
  * numbers the gateway's limits compare (IBM cost spec as Apollo Router's demand control applies it).
  */
 

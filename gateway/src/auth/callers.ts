@@ -36,7 +36,7 @@ export function createCallerResolver(opts: {
   jwtSecret: string | undefined;
   authGrpcAddr: string;
   deadlineMs: number;
-  /** The gateway's metrics of its gRPC calls (src/metrics.ts). */
+  /** The gateway's metrics of its gRPC calls (src/observability/metrics.ts). */
   metrics?: GrpcClientMetrics | undefined;
 }): CallerResolver {
   let client: auth.ApiKeyServiceClient | null = null;

@@ -33,7 +33,7 @@ const argValue = (d: ConstDirectiveNode, name: string) => {
  * Reads the `@authenticated` policy out of a supergraph and returns an SDL @apollo/gateway will
  * load. The gateway refuses any `for: SECURITY` feature it does not itself enforce (Apollo Router
  * enforces this one; @apollo/gateway does not), so the `for: SECURITY` purpose is dropped from
- * the links Halo enforces itself: `@authenticated` here (src/operation-policy.ts),
+ * the links Halo enforces itself: `@authenticated` here (src/graphql/operation-policy.ts),
  * `@requiresScopes` in the subgraphs (the kit, for API keys).
  */
 export function prepareSupergraph(sdl: string): { sdl: string; policy: AuthPolicy } {

@@ -21,7 +21,7 @@ export interface BufferedAnswer {
 /**
  * A response over an answer already read: its own headers and its own body reads, so `json()`
  * parses a fresh object each time, and several responses over one answer (in-flight dedupe,
- * src/dedupe.ts) cannot change what another request sees.
+ * src/graphql/dedupe.ts) cannot change what another request sees.
  */
 export class BufferedResponse implements FetcherResponse {
   readonly status: number;

@@ -91,7 +91,7 @@ const batchTooLarge = (size: number, maxBatch: number) => ({
 
 /**
  * The first request error of a POST body (one operation or a batch) or a GET's parameters, checked
- * before Apollo sees them (src/request-checks.ts). A GET's parameters are decoded here only when
+ * before Apollo sees them (src/graphql/request-checks.ts). A GET's parameters are decoded here only when
  * it has variables or extensions to look at.
  */
 function requestError(body: unknown, getSearch: string): GraphQLFormattedError | null {

@@ -4,7 +4,7 @@ import type { GraphQLContext } from './engine';
 import { createHttpFetcher } from './http-fetcher';
 
 /**
- * node:http with a keep-alive pool per subgraph (src/http-fetcher.ts): Apollo's default fetcher
+ * node:http with a keep-alive pool per subgraph (src/graphql/http-fetcher.ts): Apollo's default fetcher
  * costs about 1.5× the CPU of Node's global fetch (STACK-NOTES.md), and the global fetch's
  * WHATWG-stream machinery costs more than the plain request and one string read.
  */
@@ -14,7 +14,7 @@ export const keepAliveFetcher = createHttpFetcher();
  * A subgraph request that may share an identical in-flight one: it belongs to an incoming query
  * (a mutation's plan reads what the mutation just wrote, so none of its fetches share, not even
  * its entity fetches) and is itself a query. The credentials are part of the fetch's identity
- * (src/dedupe.ts), so sharing never crosses callers.
+ * (src/graphql/dedupe.ts), so sharing never crosses callers.
  */
 function isShareable(options: GraphQLDataSourceProcessOptions<GraphQLContext>): boolean {
   return (

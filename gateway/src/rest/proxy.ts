@@ -9,7 +9,7 @@ import type { GatewayMetrics } from '../observability';
  * else per request than the outgoing request, its header object and a few listeners.
  *
  * - Headers: hop-by-hop ones (RFC 9110 §7.6.1, and any the Connection header names) are dropped
- *   both ways. `X-Forwarded-*` are the gateway's (src/forwarded.ts): from a trusted proxy its
+ *   both ways. `X-Forwarded-*` are the gateway's (src/http/forwarded.ts): from a trusted proxy its
  *   `-Port/-Proto` are appended to and `-Host` kept, from anyone else all are replaced; the last
  *   `X-Forwarded-For` entry is always the client (auth's `trust proxy` reads that one hop).
  *   `Host` stays the client's, as with http-proxy's `changeOrigin: false`.
@@ -32,7 +32,7 @@ export interface ProxyOptions {
   logger: Logger;
   /** Sockets per service; requests beyond wait in the agent's queue. */
   maxSockets?: number;
-  /** Times each upstream request until the service's answer headers (src/metrics.ts). */
+  /** Times each upstream request until the service's answer headers (src/observability/metrics.ts). */
   metrics?: Pick<GatewayMetrics, 'upstream'>;
   /** Whose `X-Forwarded-*` to keep (`GATEWAY_TRUSTED_PROXIES`); null: nobody's. */
   trustedProxies?: TrustedProxies | null;
