@@ -7,8 +7,9 @@ import {
   ApolloServerPluginSchemaReportingDisabled,
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
-import type { Caller, Logger } from '@halo/kit';
+import type { Logger } from '@halo/kit';
 import type { CallerResolver } from '../auth';
+import type { GraphQLContext, OperationRequestText } from './context';
 import { dedupingFetcher, type DedupingFetcher } from './dedupe';
 import { handleGraphQLRequest, type HttpGraphQL } from './http';
 import { OperationPolicy } from './operation-policy';
@@ -17,16 +18,6 @@ import { trustedDocumentsCache, trustedDocumentsPlugin, type TrustedDocuments } 
 import { operationChoicePlugin } from './request-checks';
 import { aliasLimitRule, formatGatewayError, noIntrospectionRule } from './rules';
 import { keepAliveFetcher, SubgraphDataSource } from './subgraph';
-
-/**
- * What every resolver and subgraph request sees: who asked. Which request this is lives in the
- * request context (`currentRequestId()`), not here.
- */
-export interface GraphQLContext {
-  /** Forwarded to subgraphs as is (for an API key: the token auth exchanged it for). */
-  authorization?: string | undefined;
-  caller: Caller | null;
-}
 
 /** The limits every operation is held to (README "GraphQL at the edge"). */
 export interface GraphQLLimits {
@@ -138,13 +129,7 @@ export function createGraphQL(opts: GraphQLOptions) {
 }
 
 export type GraphQLHandler = ReturnType<typeof createGraphQL>;
-
-/** A query or mutation as text, with its variables and name. */
-export interface OperationRequestText {
-  query: string;
-  variables?: Record<string, unknown> | undefined;
-  operationName?: string | undefined;
-}
+export type { GraphQLContext, OperationRequestText };
 
 /**
  * Apollo started (`started`: the supergraph loaded; false again once stopping begins). Apollo

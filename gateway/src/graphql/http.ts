@@ -4,7 +4,7 @@ import { HeaderMap, type ApolloServer } from '@apollo/server';
 import { badRequest, INTERNAL_MESSAGE, isHaloError, sendJson, type Logger } from '@halo/kit';
 import { toTransportError, type CallerResolver } from '../auth';
 import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from '../http';
-import type { GraphQLContext } from './engine';
+import type { GraphQLContext } from './context';
 import { getOperationRequest, operationRequestError, type OperationRequest } from './request-checks';
 
 const NO_STORE = 'no-store';

@@ -1,6 +1,6 @@
 import { RemoteGraphQLDataSource, type GraphQLDataSourceProcessOptions } from '@apollo/gateway';
 import { currentRequestId, REQUEST_ID_HEADER, toGraphQLError, unavailable, type Logger } from '@halo/kit';
-import type { GraphQLContext } from './engine';
+import type { GraphQLContext } from './context';
 import { createHttpFetcher } from './http-fetcher';
 
 /**
