@@ -13,8 +13,8 @@ import {
   z,
   type EdgeServiceName,
 } from '@halo/kit';
-import { parseTrustedProxies } from './forwarded';
-import { DEFAULT_ROUTES_PATH } from './routes';
+import { parseTrustedProxies } from './http/forwarded';
+import { DEFAULT_ROUTES_PATH } from './rest/routes';
 
 /** The composed supergraph committed beside the package (`npm run compose` writes it). */
 export const DEFAULT_SUPERGRAPH_PATH = resolve(__dirname, '../supergraph.graphql');
@@ -77,7 +77,7 @@ export const gatewayConfigShape = {
   /** The composed OpenAPI document served at `/openapi.json` and rendered at `/docs`. */
   OPENAPI_PATH: z.string().default(DEFAULT_OPENAPI_PATH),
 
-  // ── GraphQL at the edge (src/limits.ts, src/persisted.ts; README "GraphQL at the edge") ──
+  // ── GraphQL at the edge (src/graphql/limits.ts, src/graphql/persisted.ts; README "GraphQL at the edge") ──
   /** Deepest field nesting an operation may have (root fields are depth 1). */
   GRAPHQL_MAX_DEPTH: env.int(7, 1),
   /** Largest estimated cost (IBM cost spec, `@cost`/`@listSize` from the supergraph). */

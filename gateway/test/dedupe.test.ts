@@ -1,10 +1,10 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
-import { createLogger, listen, serviceIdentityFor, signAccessToken } from '@halo/kit';
+import { createLogger, listen, runInRequest, serviceIdentityFor, signAccessToken } from '@halo/kit';
 import { TEST_JWT_SECRET, testIdentityEnv } from '@halo/kit/testing';
 import { createCallerResolver } from '../src/auth';
 import { loadGatewayConfig } from '../src/config';
-import { dedupingFetcher } from '../src/dedupe';
-import { createGraphQL, type GraphQLHandler } from '../src/graphql';
+import { dedupingFetcher } from '../src/graphql/dedupe';
+import { createGraphQL, type GraphQLHandler } from '../src/graphql/engine';
 import { closeServer, composeSupergraph, fileSource, startSubgraph, tempSupergraph, until, type TestSubgraph } from './helpers';
 
 /**
@@ -100,7 +100,7 @@ async function startGraphQL(dedupeInflight: boolean): Promise<RunningGraphQL> {
   });
   await graphql.start();
   let n = 0;
-  const server = createServer((req, res) => graphql.handle(req, res, `req-${++n}`));
+  const server = createServer((req, res) => runInRequest({ requestId: `req-${++n}` }, graphql.handle, req, res));
   const port = await listen(server, 0, '127.0.0.1');
   return {
     graphql,

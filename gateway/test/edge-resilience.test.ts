@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createLogger, openRedis, redisReady, type Redis } from '@halo/kit';
-import { sha256 } from '../src/persisted';
+import { sha256 } from '../src/graphql/persisted';
 import { closedPort, composeSupergraph, startGateway, startSubgraph, tempSupergraph, until, type TestSubgraph } from './helpers';
 
 /**

@@ -13,7 +13,7 @@ import { parse } from 'graphql';
 import { createGateway, type Gateway } from '../src/app';
 import { loadGatewayConfig, type GatewayConfig } from '../src/config';
 import { createSupergraphSource } from '../src/supergraph';
-import { DEFAULT_ROUTES_PATH, parseRouteTable, type RouteTableFile } from '../src/routes';
+import { DEFAULT_ROUTES_PATH, parseRouteTable, type RouteTableFile } from '../src/rest/routes';
 
 /** Composes a supergraph from subgraph SDLs, failing loudly when composition fails. */
 export function composeSupergraph(subgraphs: { name: string; sdl: string; url: string }[]): string {

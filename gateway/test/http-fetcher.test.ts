@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createHttpFetcher } from '../src/http-fetcher';
+import { createHttpFetcher } from '../src/graphql/http-fetcher';
 
 /** The subgraph fetcher against a real local HTTP server: what Apollo reads of an answer. */
 describe('createHttpFetcher', () => {

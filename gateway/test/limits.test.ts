@@ -3,11 +3,11 @@ import { resolve } from 'node:path';
 import { Supergraph } from '@apollo/federation-internals';
 import { getOperationAST, parse, type GraphQLSchema } from 'graphql';
 import { prepareSupergraph } from '../src/auth';
-import { analyse, readCostDirectives, type CostDirectives } from '../src/limits';
+import { analyse, readCostDirectives, type CostDirectives } from '../src/graphql/limits';
 import { composeSupergraph } from './helpers';
 
 /**
- * Depth and cost analysis on its own (src/limits.ts), against supergraphs composed here: the
+ * Depth and cost analysis on its own (src/graphql/limits.ts), against supergraphs composed here: the
  * numbers the gateway's limits compare (IBM cost spec as Apollo Router's demand control applies it).
  */
 

@@ -1,6 +1,6 @@
 import { signAccessToken } from '@halo/kit';
 import { metricValue, parseMetrics, TEST_JWT_SECRET, type MetricSample } from '@halo/kit/testing';
-import { MAX_OPERATION_NAMES } from '../src/metrics';
+import { MAX_OPERATION_NAMES } from '../src/observability/metrics';
 import { closedPort, composeSupergraph, startEcho, startGateway, startSubgraph, tempSupergraph, type RunningGateway, type TestSubgraph } from './helpers';
 
 /**

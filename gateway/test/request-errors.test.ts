@@ -1,7 +1,7 @@
 import { composeSupergraph, startGateway, startSubgraph, tempSupergraph, type RunningGateway, type TestSubgraph } from './helpers';
 
 /**
- * GraphQL request errors at the gateway (src/request-checks.ts), in-process against a real
+ * GraphQL request errors at the gateway (src/graphql/request-checks.ts), in-process against a real
  * subgraph: each is HTTP 400 with a code of its own and never reaches the subgraph.
  */
 const SDL = `

@@ -1,10 +1,10 @@
 import { createServer } from 'node:http';
-import { createLogger, listen, openRedis, redisReady, serviceIdentityFor, signAccessToken, type Redis } from '@halo/kit';
+import { createLogger, listen, openRedis, redisReady, runInRequest, serviceIdentityFor, signAccessToken, type Redis } from '@halo/kit';
 import { TEST_JWT_SECRET, testIdentityEnv } from '@halo/kit/testing';
 import { createCallerResolver } from '../src/auth';
 import { loadGatewayConfig } from '../src/config';
-import { createGraphQL, type GraphQLHandler } from '../src/graphql';
-import { RedisResponseTier, ResponseCacheStore } from '../src/response-cache';
+import { createGraphQL, type GraphQLHandler } from '../src/graphql/engine';
+import { RedisResponseTier, ResponseCacheStore } from '../src/graphql/response-cache';
 import { closedPort, closeServer, composeSupergraph, fileSource, startSubgraph, tempSupergraph, type TestSubgraph } from './helpers';
 
 /**
@@ -103,7 +103,7 @@ async function startGateway(sharedResponseCache?: RedisResponseTier): Promise<ty
   });
   await graphql.start();
   let n = 0;
-  const server = createServer((req, res) => graphql.handle(req, res, `req-${++n}`));
+  const server = createServer((req, res) => runInRequest({ requestId: `req-${++n}` }, graphql.handle, req, res));
   const port = await listen(server, 0, '127.0.0.1');
   return {
     graphql,

@@ -5,7 +5,7 @@ import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import { closeServer, composeSupergraph, MINIMAL_SUBGRAPH_SDL, rawRequest, startGateway, tempSupergraph, until, type RunningGateway } from './helpers';
 
 /**
- * The REST proxy's own mechanics (src/proxy.ts) against an upstream that shows what reached it
+ * The REST proxy's own mechanics (src/rest/proxy.ts) against an upstream that shows what reached it
  * and how: hop-by-hop headers both ways, X-Forwarded-*, streamed bodies and the limit on them,
  * connection reuse, and what a client or an upstream that goes away leaves behind.
  */

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { createRouteTable, DEFAULT_ROUTES_PATH, parseRouteTable, type RouteDef } from '../src/routes';
+import { createRouteTable, DEFAULT_ROUTES_PATH, parseRouteTable, type RouteDef } from '../src/rest/routes';
 
 /** The committed route table, composed from the services' manifests (`npm run compose`). */
 const ROUTES = parseRouteTable(readFileSync(DEFAULT_ROUTES_PATH, 'utf8')).routes;

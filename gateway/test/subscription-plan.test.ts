@@ -1,7 +1,7 @@
 import { Supergraph } from '@apollo/federation-internals';
 import { getOperationAST, parse, print, validate, type GraphQLSchema } from 'graphql';
 import { prepareSupergraph } from '../src/auth';
-import { planSubscription, readJoinMap, type JoinMap } from '../src/subscription-plan';
+import { planSubscription, readJoinMap, type JoinMap } from '../src/subscriptions/plan';
 import { composeSupergraph } from './helpers';
 
 /** Pure planning: how a subscription is split between chat (root field) and content (User). */

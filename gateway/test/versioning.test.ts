@@ -1,7 +1,7 @@
 import { signAccessToken } from '@halo/kit';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
-import type { RouteDef, RouteTableFile } from '../src/routes';
-import { createVersioning, toHttpDate } from '../src/versioning';
+import type { RouteDef, RouteTableFile } from '../src/rest/routes';
+import { createVersioning, toHttpDate } from '../src/rest/versioning';
 import {
   closedPort,
   composeSupergraph,

@@ -2,9 +2,8 @@ import { createHash } from 'node:crypto';
 import { parse } from 'graphql';
 import { prepareSupergraph } from '../auth';
 import { acceptOpenApi, type OpenApiBody } from '../docs';
-import { readCostDirectives } from '../limits';
-import { parseRouteTable } from '../routes';
-import { createVersioning, type Versioning } from '../versioning';
+import { readCostDirectives } from '../graphql';
+import { createVersioning, parseRouteTable, type Versioning } from '../rest';
 
 /**
  * What the gateway serves, whichever source it came from: the supergraph (as @apollo/gateway

@@ -1,6 +1,6 @@
 import type { SupergraphSdlHook } from '@apollo/gateway';
 import type { Logger, ServiceIdentity } from '@halo/kit';
-import type { Versioning } from '../versioning';
+import type { Versioning } from '../rest';
 import { acceptOpenApi, acceptRoutes, acceptSupergraph, fileCompositionId, type OpenApiBody, type RegistryComposition } from './composition';
 import { watchComposedFile, watchComposedFileAsync, type WatchedFile } from './files';
 import { startRegistryPoller, type RegistryPoller, type RegistryStatus } from './registry';
@@ -58,6 +58,11 @@ export interface SupergraphSource {
   stop(): Promise<void>;
 }
 
+/**
+ * One closure on purpose: the served composition, route table and OpenAPI document change
+ * together (a file's new version, a registry composition applied whole) and every accessor of
+ * the source reads them; the file watching and polling it starts are in ./files.ts, ./registry.ts.
+ */
 export function createSupergraphSource(opts: SupergraphSourceOptions): SupergraphSource {
   const { logger, registry } = opts;
   const watch = registry === undefined;
@@ -136,15 +141,17 @@ export function createSupergraphSource(opts: SupergraphSourceOptions): Supergrap
     routes: () => routes,
     openapi: () => openapi,
     subgraphUrl(name, composedUrl) {
-      const url = Object.hasOwn(opts.serviceUrlOverrides, name)
-        ? `${opts.serviceUrlOverrides[name]}/graphql`
-        : (composedUrl ?? (Object.hasOwn(opts.defaultServiceUrls, name) ? `${opts.defaultServiceUrls[name]}/graphql` : ''));
-      subgraphUrls[name] = url;
-      return url;
+      return (subgraphUrls[name] = subgraphUrlOf(opts, name, composedUrl));
     },
     subgraphUrls,
     status: () => ({ ...served, registry: poller?.status() ?? (registry ? { up: false, since: served.since, reason: 'not polled yet' } : null) }),
     pollNow: async () => poller?.pollNow(),
     stop: stopAll,
   };
+}
+
+/** An explicit `<SERVICE>_URL` wins over the URL the service published, so it moves REST and GraphQL together. */
+function subgraphUrlOf(opts: SupergraphSourceOptions, name: string, composedUrl: string | undefined): string {
+  if (Object.hasOwn(opts.serviceUrlOverrides, name)) return `${opts.serviceUrlOverrides[name]}/graphql`;
+  return composedUrl ?? (Object.hasOwn(opts.defaultServiceUrls, name) ? `${opts.defaultServiceUrls[name]}/graphql` : '');
 }

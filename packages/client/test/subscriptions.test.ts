@@ -8,7 +8,7 @@ import { json, until } from './servers';
 
 /**
  * Subscriptions against a real graphql-ws server that behaves like the gateway's
- * (gateway/src/subscriptions.ts): the token in `connection_init`, 4401 for a refused or expired
+ * (gateway/src/subscriptions/): the token in `connection_init`, 4401 for a refused or expired
  * token, `error` frames with `extensions.code`. The same port serves `POST /auth/refresh`.
  */
 const schema = buildSchema(`

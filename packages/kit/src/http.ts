@@ -1,10 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ErrorRequestHandler, RequestHandler, Router } from 'express';
+import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response, Router } from 'express';
 import { load } from './lazy';
 import { HaloError, isHaloError, toRestError } from './errors';
 import type { Lifecycle } from './lifecycle';
 import type { Logger } from './logger';
 import { BODY_MAY_HOLD_NUL, findNul, nulError, rawJsonMayHoldNul } from './nul';
+import { logRequest } from './access-log';
 import { runInRequest } from './request-context';
 import { REQUEST_ID_HEADER, saneRequestId } from './request-id';
 
@@ -61,16 +62,14 @@ export function requestContext(logger: Logger): RequestHandler {
     req.id = requestId;
     req.log = logger;
     res.setHeader('X-Request-Id', requestId);
-    if (logger.isLevelEnabled('info')) {
-      const start = process.hrtime.bigint();
-      res.once('finish', () => {
-        const ms = Number(process.hrtime.bigint() - start) / 1e6;
-        // Named explicitly: 'finish' can fire after the request's async context has ended.
-        logger.info({ requestId, method: req.method, url: req.originalUrl, status: res.statusCode, ms }, 'request');
-      });
-    }
-    runInRequest({ requestId }, next);
+    runInRequest({ requestId }, serveInContext, logger, req, res, next);
   };
+}
+
+/** The rest of the request, inside its context (a function of its own: no closure per request). */
+function serveInContext(logger: Logger, req: Request, res: Response, next: NextFunction): void {
+  if (logger.isLevelEnabled('info')) logRequest(logger, req, res, 'url', req.originalUrl);
+  next();
 }
 
 /** JSON bodies with the contract's 400 `Invalid JSON` / 413 `Payload too large` answers. */

@@ -22,6 +22,8 @@ export * from './db-roles';
 export * from './define-service';
 export * from './keyset';
 export * from './request-context';
+export * from './access-log';
+export { saneRequestId } from './request-id';
 export * from './text';
 export * from './nul';
 export * from './single-headers';

@@ -9,7 +9,7 @@ import type { Db } from './db';
  * outcomes). Served at `/metrics` on the service's HTTP port, which only the gateway and the
  * cluster's scraper reach — the gateway never proxies it (it is in no route table). One registry
  * per service, so tests that run several services in one process keep them apart. The gateway
- * builds its own registry from the same parts (gateway/src/metrics.ts).
+ * builds its own registry from the same parts (gateway/src/observability/metrics.ts).
  */
 export interface ServiceMetrics {
   registry: Registry;

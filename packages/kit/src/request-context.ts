@@ -14,9 +14,12 @@ export interface RequestContext {
 
 const storage = new AsyncLocalStorage<RequestContext>();
 
-/** Runs `fn` (and everything it awaits) as part of the request `context`. */
-export function runInRequest<T>(context: RequestContext, fn: () => T): T {
-  return storage.run(context, fn);
+/**
+ * Runs `fn(...args)` (and everything it awaits) as part of the request `context`. The arguments
+ * are handed through, so an edge that serves many requests needs no closure per request.
+ */
+export function runInRequest<A extends unknown[], T>(context: RequestContext, fn: (...args: A) => T, ...args: A): T {
+  return storage.run(context, fn, ...args);
 }
 
 /** The id of the request being served here, or undefined outside one (start-up, timers, the seed). */

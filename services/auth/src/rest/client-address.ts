@@ -4,7 +4,7 @@ type TrustFn = (address: string, hop: number) => boolean;
 
 /**
  * `req.ip` for the per-address limits: auth believes exactly one hop, the gateway's, which puts
- * the client address it judged last in `X-Forwarded-For` (gateway/src/forwarded.ts). `TRUST_PROXY`
+ * the client address it judged last in `X-Forwarded-For` (gateway/src/http/forwarded.ts). `TRUST_PROXY`
  * says which peers are the gateway; entries further left are never believed, whoever wrote them.
  */
 export function trustGatewayHop(app: Express, trustProxy: boolean | number | string): void {

@@ -1,6 +1,6 @@
-import { Agent, request, type IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { IncomingMessage } from 'node:http';
 import type { RemoteGraphQLDataSource } from '@apollo/gateway';
+import { upstreamOrigin, type UpstreamOrigin } from '../http';
 
 /** Apollo's minimal fetch contract (@apollo/utils.fetcher, reached through the gateway's types). */
 export type Fetcher = RemoteGraphQLDataSource['fetcher'];
@@ -21,7 +21,7 @@ export interface BufferedAnswer {
 /**
  * A response over an answer already read: its own headers and its own body reads, so `json()`
  * parses a fresh object each time, and several responses over one answer (in-flight dedupe,
- * src/dedupe.ts) cannot change what another request sees.
+ * src/graphql/dedupe.ts) cannot change what another request sees.
  */
 export class BufferedResponse implements FetcherResponse {
   readonly status: number;
@@ -75,30 +75,6 @@ export interface HttpFetcherOptions {
   maxSockets?: number;
   /** Socket inactivity before a subgraph request is given up (undici's fetch: 300 s). */
   timeoutMs?: number;
-}
-
-/** Where requests to one upstream go: its host and port, and a keep-alive pool of its own. */
-export interface UpstreamOrigin {
-  send: typeof request;
-  agent: Agent;
-  hostname: string;
-  port: number;
-}
-
-/**
- * The connection side of an upstream URL (http or https): one keep-alive pool, LIFO so the most
- * recently used sockets stay busy and the others time out when idle. The REST proxy
- * (src/proxy.ts) and the subgraph fetcher both send through one per upstream.
- */
-export function upstreamOrigin(url: URL, maxSockets: number): UpstreamOrigin {
-  const tls = url.protocol === 'https:';
-  const pool = { keepAlive: true, maxSockets, scheduling: 'lifo' } as const;
-  return {
-    send: tls ? httpsRequest : request,
-    agent: tls ? new HttpsAgent(pool) : new Agent(pool),
-    hostname: url.hostname.replace(/^\[|\]$/g, ''),
-    port: url.port ? Number(url.port) : tls ? 443 : 80,
-  };
 }
 
 interface Origin extends UpstreamOrigin {

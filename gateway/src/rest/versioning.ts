@@ -1,7 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { resolve } from 'node:path';
-import { sendJson, toHttpDate } from '@halo/kit';
+import type { IncomingMessage } from 'node:http';
+import { toHttpDate } from '@halo/kit';
 import { createRouteTable, versionsOf, type RouteDef, type RouteMatch, type RouteTable } from './routes';
 
 /**
@@ -72,90 +70,17 @@ function deprecationHeaders(d: Deprecation): Headers {
 
 export function createVersioning(routes: readonly RouteDef[], config: VersioningConfig) {
   const versions = new Map(Object.entries(config.versions).map(([n, v]) => [Number(n), v]));
-  if (!versions.has(config.defaultVersion)) {
-    throw new Error(`API version ${config.defaultVersion} (the default) is not configured`);
-  }
-  for (const route of routes) {
-    for (const v of versionsOf(route)) {
-      if (!versions.has(v)) throw new Error(`${route.method} ${route.path} lists API version ${v}, which is not configured`);
-    }
-  }
-
+  checkVersions(routes, versions, config.defaultVersion);
   // Per version: its route table, and the headers of each of its routes (only those that have any).
   const tables = new Map<number, RouteTable>();
   const headers = new Map<number, Map<RouteDef, Headers>>();
   for (const n of versions.keys()) {
     tables.set(n, createRouteTable(routes, n));
-    const byRoute = new Map<RouteDef, Headers>();
-    for (const route of routes) {
-      if (!versionsOf(route).includes(n)) continue;
-      const notice = route.deprecated?.[n];
-      const h: Record<string, string> = {
-        ...(notice ? deprecationHeaders(notice) : {}),
-        ...(versionsOf(route).length > 1 ? VARY_ACCEPT : {}),
-      };
-      if (Object.keys(h).length > 0) byRoute.set(route, Object.freeze(h));
-    }
-    headers.set(n, byRoute);
+    headers.set(n, routeHeaders(routes, n));
   }
+  const all: Versions = { versions, tables, headers, defaultVersion: config.defaultVersion };
   const defaultTable = tables.get(config.defaultVersion)!;
   const defaultHeaders = headers.get(config.defaultVersion)!;
-
-  const parse = (token: string): number | null => {
-    if (!VERSION_TOKEN.test(token)) return null;
-    const n = Number(token);
-    return versions.has(n) ? n : null;
-  };
-
-  /** The slow path: a request that names a version one way or another. */
-  function selected(method: string, url: string, q: number, path: string, accept: string | undefined): VersionedMatch {
-    const named: number[] = [];
-    let valid = true;
-    const add = (token: string) => {
-      const n = parse(token);
-      if (n === null) valid = false;
-      else named.push(n);
-    };
-
-    let publicPath = path;
-    if (path.startsWith('/api/v') && isDigit(path.charCodeAt(6))) {
-      const end = path.indexOf('/', 5);
-      add(path.slice(6, end === -1 ? undefined : end));
-      publicPath = end === -1 ? '/' : path.slice(end);
-    }
-    let search = q === -1 ? '' : url.slice(q);
-    if (q !== -1 && url.includes('version=', q)) {
-      const kept: string[] = [];
-      let found = false;
-      for (const part of url.slice(q + 1).split('&')) {
-        // The name as written (the cheap test above looks for it literally); the value decoded.
-        const eq = part.indexOf('=');
-        if (eq !== -1 && part.slice(0, eq) === 'version') {
-          found = true;
-          add(decodeParam(part.slice(eq + 1)));
-        } else if (part) {
-          kept.push(part);
-        }
-      }
-      if (found) search = kept.length > 0 ? `?${kept.join('&')}` : '';
-    }
-    const byAccept = accept !== undefined && ACCEPT_SELECTOR.test(accept);
-    if (byAccept) for (const m of accept.matchAll(ACCEPT_VERSIONS)) add(m[1]!);
-
-    const vary = byAccept ? VARY_ACCEPT : undefined;
-    if (!valid) return withHeaders({ kind: 'unsupported-version', error: UNSUPPORTED_VERSION }, vary);
-    if (new Set(named).size > 1) return withHeaders({ kind: 'unsupported-version', error: CONFLICTING_VERSIONS }, vary);
-    const version = named[0] ?? config.defaultVersion;
-
-    const match: VersionedMatch = tables.get(version)!.match(method, publicPath);
-    if (match.kind !== 'route') return withHeaders(match, vary);
-    const own = headers.get(version)!.get(match.route);
-    const h = own && vary && !own.vary ? { ...own, ...vary } : (own ?? vary);
-    if (h) match.headers = h;
-    const upstream = `${versions.get(version)!.upstreamPrefix}${publicPath}${search}`;
-    if (upstream !== url) match.url = upstream;
-    return match;
-  }
 
   return {
     /** Replaces the plain route-table lookup: the route (and how to forward it) for this request. */
@@ -166,7 +91,7 @@ export function createVersioning(routes: readonly RouteDef[], config: Versioning
         (path.startsWith('/api/v') && isDigit(path.charCodeAt(6))) ||
         (q !== -1 && url.includes('version=', q)) ||
         (accept !== undefined && ACCEPT_SELECTOR.test(accept));
-      if (selects) return selected(method, url, q, path, accept);
+      if (selects) return selected(all, method, url, q, path, accept);
       const match: VersionedMatch = defaultTable.match(method, path);
       if (match.kind === 'route') {
         // A route match is a fresh object per lookup: adding to it costs no allocation.
@@ -193,39 +118,98 @@ function decodeParam(s: string): string {
   }
 }
 
-/** Where the repository's migration guides live (served by the gateway so a `Link` always resolves). */
-export const DEFAULT_GUIDES_DIR = resolve(__dirname, '../../docs/migrations');
-export const GUIDES_PATH = '/docs/migrations/';
-
-/**
- * The migration guides a deprecation's `Link` points to, read once at start-up and served as
- * `text/markdown` at `/docs/migrations/<file>.md`. A missing directory serves nothing.
- */
-export function migrationGuides(dir: string = DEFAULT_GUIDES_DIR) {
-  const guides = new Map<string, Buffer>();
-  let files: string[] = [];
-  try {
-    files = readdirSync(dir).filter((f) => f.endsWith('.md'));
-  } catch {
-    // No guides shipped with this build.
+/** Every version a route lists, and the default, must be configured. */
+function checkVersions(routes: readonly RouteDef[], versions: ReadonlyMap<number, VersionConfig>, defaultVersion: number): void {
+  if (!versions.has(defaultVersion)) {
+    throw new Error(`API version ${defaultVersion} (the default) is not configured`);
   }
-  for (const f of files) guides.set(`${GUIDES_PATH}${f}`, readFileSync(resolve(dir, f)));
-  return {
-    /** Answers the request when `path` is a guide; false otherwise. */
-    serve(req: IncomingMessage, res: ServerResponse, path: string): boolean {
-      const body = guides.get(path);
-      if (!body) return false;
-      if (req.method !== 'GET' && req.method !== 'HEAD') {
-        sendJson(res, 405, { error: 'Method not allowed' }, { allow: 'GET, HEAD' });
-        return true;
-      }
-      res.writeHead(200, {
-        'content-type': 'text/markdown; charset=utf-8',
-        'content-length': body.length,
-        'cache-control': 'public, max-age=3600',
-      });
-      res.end(req.method === 'HEAD' ? undefined : body);
-      return true;
-    },
+  for (const route of routes) {
+    for (const v of versionsOf(route)) {
+      if (!versions.has(v)) throw new Error(`${route.method} ${route.path} lists API version ${v}, which is not configured`);
+    }
+  }
+}
+
+/** The headers of each route of version `n` (only those that have any): deprecation, Vary. */
+function routeHeaders(routes: readonly RouteDef[], n: number): Map<RouteDef, Headers> {
+  const byRoute = new Map<RouteDef, Headers>();
+  for (const route of routes) {
+    if (!versionsOf(route).includes(n)) continue;
+    const notice = route.deprecated?.[n];
+    const h: Record<string, string> = {
+      ...(notice ? deprecationHeaders(notice) : {}),
+      ...(versionsOf(route).length > 1 ? VARY_ACCEPT : {}),
+    };
+    if (Object.keys(h).length > 0) byRoute.set(route, Object.freeze(h));
+  }
+  return byRoute;
+}
+
+/** Every configured version: its route table and route headers. */
+interface Versions {
+  versions: ReadonlyMap<number, VersionConfig>;
+  tables: ReadonlyMap<number, RouteTable>;
+  headers: ReadonlyMap<number, ReadonlyMap<RouteDef, Headers>>;
+  defaultVersion: number;
+}
+
+/** What a request's version selectors say, and its path and query without them. */
+interface Selectors {
+  named: number[];
+  /** False when a selector is malformed or names a version that is not configured. */
+  valid: boolean;
+  publicPath: string;
+  search: string;
+  byAccept: boolean;
+}
+
+/** The path prefix (`/api/v2/…`), `?version=` and `Accept: application/vnd.halo.v2+json`. */
+function readSelectors(all: Versions, url: string, q: number, path: string, accept: string | undefined): Selectors {
+  const s: Selectors = { named: [], valid: true, publicPath: path, search: q === -1 ? '' : url.slice(q), byAccept: false };
+  const add = (token: string) => {
+    const n = VERSION_TOKEN.test(token) ? Number(token) : null;
+    if (n === null || !all.versions.has(n)) s.valid = false;
+    else s.named.push(n);
   };
+  if (path.startsWith('/api/v') && isDigit(path.charCodeAt(6))) {
+    const end = path.indexOf('/', 5);
+    add(path.slice(6, end === -1 ? undefined : end));
+    s.publicPath = end === -1 ? '/' : path.slice(end);
+  }
+  if (q !== -1 && url.includes('version=', q)) {
+    const kept: string[] = [];
+    let found = false;
+    for (const part of url.slice(q + 1).split('&')) {
+      // The name as written (the cheap test above looks for it literally); the value decoded.
+      const eq = part.indexOf('=');
+      if (eq !== -1 && part.slice(0, eq) === 'version') {
+        found = true;
+        add(decodeParam(part.slice(eq + 1)));
+      } else if (part) {
+        kept.push(part);
+      }
+    }
+    if (found) s.search = kept.length > 0 ? `?${kept.join('&')}` : '';
+  }
+  s.byAccept = accept !== undefined && ACCEPT_SELECTOR.test(accept);
+  if (s.byAccept) for (const m of accept!.matchAll(ACCEPT_VERSIONS)) add(m[1]!);
+  return s;
+}
+
+/** The slow path: a request that names a version one way or another. */
+function selected(all: Versions, method: string, url: string, q: number, path: string, accept: string | undefined): VersionedMatch {
+  const { named, valid, publicPath, search, byAccept } = readSelectors(all, url, q, path, accept);
+  const vary = byAccept ? VARY_ACCEPT : undefined;
+  if (!valid) return withHeaders({ kind: 'unsupported-version', error: UNSUPPORTED_VERSION }, vary);
+  if (new Set(named).size > 1) return withHeaders({ kind: 'unsupported-version', error: CONFLICTING_VERSIONS }, vary);
+  const version = named[0] ?? all.defaultVersion;
+
+  const match: VersionedMatch = all.tables.get(version)!.match(method, publicPath);
+  if (match.kind !== 'route') return withHeaders(match, vary);
+  const own = all.headers.get(version)!.get(match.route);
+  const h = own && vary && !own.vary ? { ...own, ...vary } : (own ?? vary);
+  if (h) match.headers = h;
+  const upstream = `${all.versions.get(version)!.upstreamPrefix}${publicPath}${search}`;
+  if (upstream !== url) match.url = upstream;
+  return match;
 }

@@ -10,7 +10,7 @@ import { composedRouteTableSchema, type ComposedRoute, type ComposedRouteTable }
  * - `auth`: the gateway refuses the request without a caller (401 `Token required` / `Invalid
  *   token` / `Invalid API key`) before it reaches the service; the service checks roles and scopes.
  * - `versions`: the API versions the route exists in (default `[1]`: unversioned, and `/api/v1/…`).
- *   The service serves version N of it at that version's upstream prefix + path (src/versioning.ts).
+ *   The service serves version N of it at that version's upstream prefix + path (src/rest/versioning.ts).
  * - `deprecated`: per version, the notice its responses carry (`Deprecation`, `Sunset`, `Link`).
  */
 export type RouteDef = Readonly<ComposedRoute>;
@@ -18,7 +18,7 @@ export type HttpMethod = RouteDef['method'];
 export type RouteTableFile = ComposedRouteTable;
 
 /** The composed route table committed beside the package (`npm run compose` writes it). */
-export const DEFAULT_ROUTES_PATH = resolve(__dirname, '../routes.json');
+export const DEFAULT_ROUTES_PATH = resolve(__dirname, '../../routes.json');
 
 /** Parses and checks a composed route table (the format kit's `composeRouteTable` writes). */
 export function parseRouteTable(text: string): RouteTableFile {

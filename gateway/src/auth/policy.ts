@@ -1,18 +1,4 @@
-import type { IncomingMessage } from 'node:http';
-import {
-  CallPolicy,
-  callerFromHeader,
-  callUnary,
-  DEFAULT_CALL_POLICY,
-  clientChannelOptions,
-  ERROR_KINDS,
-  grpc,
-  type Caller,
-  type GrpcClientMetrics,
-  type HaloError,
-  type ServiceIdentity,
-} from '@halo/kit';
-import { auth } from '@halo/proto';
+import { ERROR_KINDS, type HaloError } from '@halo/kit';
 import {
   getNamedType,
   GraphQLError,
@@ -27,60 +13,6 @@ import {
   type GraphQLSchema,
   type OperationDefinitionNode,
 } from 'graphql';
-
-/**
- * Authentication at the edge. The gateway verifies a caller once, before anything is proxied or
- * planned (services verify again with the kit): a Bearer token with the shared HS256 secret, or an
- * `X-API-Key`, which auth exchanges for a short-lived token carrying the key's scopes — so every
- * service sees one kind of credential. REST routes marked `auth` and GraphQL operations touching
- * an `@authenticated` field of the supergraph need a caller (401 otherwise).
- */
-export interface CallerResolver {
-  /**
-   * The caller of a request: null when it carries no credentials, a Caller when they verify,
-   * and a 401 HaloError (`Invalid token`, `Invalid API key`) when they do not. An API key is
-   * replaced, on the request itself, by the token auth issued for it.
-   */
-  resolve(req: IncomingMessage, requestId: string): Promise<Caller | null>;
-  close(): void;
-}
-
-export function createCallerResolver(opts: {
-  /** The gateway's service identity: its token goes with every call to auth. */
-  identity: ServiceIdentity;
-  jwtSecret: string | undefined;
-  authGrpcAddr: string;
-  deadlineMs: number;
-  /** The gateway's metrics of its gRPC calls (src/metrics.ts). */
-  metrics?: GrpcClientMetrics | undefined;
-}): CallerResolver {
-  let client: auth.ApiKeyServiceClient | null = null;
-  // Exchanging a key is safe to repeat; auth's breaker makes API-key calls fail fast while auth is down.
-  const policy = new CallPolicy('auth', DEFAULT_CALL_POLICY, undefined, opts.metrics);
-  const apiKeys = () =>
-    (client ??= new auth.ApiKeyServiceClient(opts.authGrpcAddr, grpc.credentials.createInsecure(), clientChannelOptions));
-  return {
-    async resolve(req, requestId) {
-      const apiKey = req.headers['x-api-key'];
-      if (typeof apiKey === 'string' && apiKey.trim() !== '') {
-        const c = apiKeys();
-        const { accessToken } = await callUnary(c, c.exchangeApiKey, { apiKey: apiKey.trim() }, {
-          requestId,
-          defaultDeadlineMs: opts.deadlineMs,
-          auth: { identity: opts.identity, audience: 'auth' },
-          policy,
-          idempotent: true,
-        });
-        delete req.headers['x-api-key'];
-        req.headers.authorization = `Bearer ${accessToken}`;
-      }
-      return callerFromHeader(req.headers.authorization, opts.jwtSecret);
-    },
-    close() {
-      client?.close();
-    },
-  };
-}
 
 /** Which parts of the supergraph need a caller: `Type.field` coordinates and whole types. */
 export interface AuthPolicy {
@@ -101,7 +33,7 @@ const argValue = (d: ConstDirectiveNode, name: string) => {
  * Reads the `@authenticated` policy out of a supergraph and returns an SDL @apollo/gateway will
  * load. The gateway refuses any `for: SECURITY` feature it does not itself enforce (Apollo Router
  * enforces this one; @apollo/gateway does not), so the `for: SECURITY` purpose is dropped from
- * the links Halo enforces itself: `@authenticated` here (src/operation-policy.ts),
+ * the links Halo enforces itself: `@authenticated` here (src/graphql/operation-policy.ts),
  * `@requiresScopes` in the subgraphs (the kit, for API keys).
  */
 export function prepareSupergraph(sdl: string): { sdl: string; policy: AuthPolicy } {

@@ -1,7 +1,7 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { TOKEN_REQUIRED, unauthenticated, type Caller, type Logger } from '@halo/kit';
 import { parse, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
-import { needsCaller, readAuthPolicy, toTransportError, type AuthPolicy } from './auth';
+import { needsCaller, readAuthPolicy, toTransportError, type AuthPolicy } from '../auth';
 import { analyse, costLimitError, depthLimitError, readCostDirectives, type Analysis, type CostDirectives } from './limits';
 
 /** What the supergraph says about operations, beyond what the API schema keeps. */

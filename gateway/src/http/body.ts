@@ -5,7 +5,7 @@ import { badRequest, HaloError, sendJson, toRestError, type Logger } from '@halo
  * Request bodies at the gateway: the ones it checks (GraphQL's, and REST JSON bodies) are read
  * once, into memory, with the contract's limit, so a body that is too large or not JSON is
  * refused here with the same answers every service gives. Other REST bodies stream through the
- * proxy, counted against the same limit (src/proxy.ts). Requests without a body never come here.
+ * proxy, counted against the same limit (src/rest/proxy.ts). Requests without a body never come here.
  */
 
 /** The client went away before its body arrived: nobody is left to answer. */

@@ -1,0 +1,229 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FormattedExecutionResult } from 'graphql';
+import { ApolloGateway, type SupergraphSdlHook } from '@apollo/gateway';
+import { ApolloServer, type ApolloServerPlugin, type PersistedQueryOptions } from '@apollo/server';
+import {
+  ApolloServerPluginLandingPageDisabled,
+  ApolloServerPluginSchemaReportingDisabled,
+  ApolloServerPluginUsageReportingDisabled,
+} from '@apollo/server/plugin/disabled';
+import type { Logger } from '@halo/kit';
+import type { CallerResolver } from '../auth';
+import type { GraphQLContext, OperationRequestText } from './context';
+import { dedupingFetcher, type DedupingFetcher } from './dedupe';
+import { handleGraphQLRequest, type HttpGraphQL } from './http';
+import { OperationPolicy } from './operation-policy';
+import { RedisResponseTier, responseCachePlugin, ResponseCacheStore } from './response-cache';
+import { trustedDocumentsCache, trustedDocumentsPlugin, type TrustedDocuments } from './persisted';
+import { operationChoicePlugin } from './request-checks';
+import { aliasLimitRule, formatGatewayError, noIntrospectionRule } from './rules';
+import { keepAliveFetcher, SubgraphDataSource } from './subgraph';
+
+/** The limits every operation is held to (README "GraphQL at the edge"). */
+export interface GraphQLLimits {
+  maxDepth: number;
+  maxCost: number;
+  defaultListSize: number;
+  maxAliases: number;
+  maxTokens: number;
+  maxBatch: number;
+}
+
+export interface GraphQLOptions {
+  callers: CallerResolver;
+  /** Where the supergraph comes from, and its updates (src/supergraph). */
+  supergraph: SupergraphSdlHook;
+  /** A subgraph's GraphQL URL from its name and the URL composed into the supergraph. */
+  subgraphUrl: (name: string, composedUrl: string | undefined) => string;
+  bodyLimit: number;
+  logger: Logger;
+  limits: GraphQLLimits;
+  /** Off: `__schema` and `__type` are refused with 400 `INTROSPECTION_DISABLED` (GRAPHQL_INTROSPECTION). */
+  introspection?: boolean;
+  persistedQueries: {
+    /** Where APQ registrations live (Redis); default: in this process. */
+    cache?: NonNullable<PersistedQueryOptions['cache']>;
+    ttlSeconds: number;
+    /** Trusted documents mode: only these operations run. */
+    trusted?: TrustedDocuments;
+  };
+  queryPlanCacheMiB: number;
+  /**
+   * Identical subgraph fetches of read-only operations share one request while it is in flight
+   * (`GRAPHQL_DEDUPE_INFLIGHT`, default on).
+   */
+  dedupeInflight?: boolean;
+  /**
+   * Memory for the edge response cache of anonymous public queries, in MiB
+   * (`GRAPHQL_RESPONSE_CACHE_MIB`); 0 or unset: no cache.
+   */
+  responseCacheMiB?: number;
+  /** The response cache's tier shared by every replica (Redis); default: this process only. */
+  sharedResponseCache?: RedisResponseTier;
+  /** More Apollo Server plugins, first in line (the gateway's metrics: src/observability). */
+  plugins?: ApolloServerPlugin<GraphQLContext>[];
+}
+
+/**
+ * `Cache-Control` comes from the subgraphs: each sends the policy its `@cacheControl` hints give,
+ * and @apollo/gateway keeps the most restrictive (RemoteGraphQLDataSource honours subgraph
+ * Cache-Control by default; Apollo Server's cache-control plugin writes the header). What no
+ * subgraph can know is that the caller is authenticated: such an answer must never sit in a
+ * shared cache, so it is private (docs/api/graphql.md).
+ */
+const privateForCallersPlugin: ApolloServerPlugin<GraphQLContext> = {
+  async requestDidStart() {
+    return {
+      async didResolveOperation({ contextValue, overallCachePolicy }) {
+        if (contextValue.caller) overallCachePolicy.restrict({ scope: 'PRIVATE' });
+      },
+    };
+  },
+};
+
+/**
+ * Federated GraphQL with @apollo/gateway behind @apollo/server, served straight from node:http
+ * (no express): `handle` turns the request into Apollo's HTTPGraphQLRequest and writes back its
+ * HTTPGraphQLResponse (./http.ts).
+ */
+export function createGraphQL(opts: GraphQLOptions) {
+  const { limits, logger } = opts;
+  const policy = new OperationPolicy(limits, logger);
+  // Halo sends nothing to Apollo's servers (STACK-NOTES.md); read by the gateway's constructor.
+  process.env.APOLLO_TELEMETRY_DISABLED ??= 'true';
+  // One in-flight table for every subgraph (the URL is part of the key).
+  const dedupe = (opts.dedupeInflight ?? true) ? dedupingFetcher(keepAliveFetcher) : null;
+  const gateway = apolloGateway(opts, dedupe);
+  const validationRules = [aliasLimitRule(limits.maxAliases), ...(opts.introspection === false ? [noIntrospectionRule] : [])];
+  const responseCache = opts.responseCacheMiB ? new ResponseCacheStore(opts.responseCacheMiB * 1024 * 1024) : null;
+  const server = apolloServer(opts, gateway, validationRules, edgePlugins(opts, policy, responseCache));
+  const http: HttpGraphQL = { server, callers: opts.callers, bodyLimit: opts.bodyLimit, maxBatch: limits.maxBatch, logger };
+  const state = { started: false, startedOnce: false };
+
+  return {
+    start: () => startApollo(server, state),
+    /** Ready once the supergraph is loaded and Apollo has started, until it stops. */
+    isReady: () => state.started,
+    /** In-flight deduplication of subgraph fetches (null when switched off): counters. */
+    dedupe: dedupe && { inFlight: dedupe.inFlight, waiting: dedupe.waiting, shared: dedupe.shared },
+    /** The edge response cache (null when off): entries and bytes held, lookups that hit and missed. */
+    responseCache: responseCache && {
+      entries: () => responseCache.size,
+      bytes: () => responseCache.usedBytes,
+      hits: () => responseCache.hits,
+      misses: () => responseCache.misses,
+    },
+    /** A query or mutation that came another way (a WebSocket), through the same pipeline and plugins. */
+    executeOperation: (request: OperationRequestText, contextValue: GraphQLContext) => executeOperation(server, request, contextValue),
+    /** The checks every operation passes, and the supergraph loaded last (for subscriptions). */
+    policy,
+    /** Parsing and validation exactly as HTTP operations get them (token cap, alias cap). */
+    parseOptions: { maxTokens: limits.maxTokens },
+    validationRules,
+    /** One HTTP request to /graphql, run inside its request context. */
+    handle(req: IncomingMessage, res: ServerResponse): void {
+      handleGraphQLRequest(http, req, res);
+    },
+    stop: () => stopApollo(server, gateway, state),
+  };
+}
+
+export type GraphQLHandler = ReturnType<typeof createGraphQL>;
+export type { GraphQLContext, OperationRequestText };
+
+/**
+ * Apollo started (`started`: the supergraph loaded; false again once stopping begins). Apollo
+ * refuses `stop()` unless `start()` succeeded; a failed start has cleaned up already.
+ */
+interface ApolloState {
+  started: boolean;
+  startedOnce: boolean;
+}
+
+async function startApollo(server: ApolloServer<GraphQLContext>, state: ApolloState): Promise<void> {
+  await server.start();
+  state.started = state.startedOnce = true;
+}
+
+async function stopApollo(server: ApolloServer<GraphQLContext>, gateway: ApolloGateway, state: ApolloState): Promise<void> {
+  state.started = false;
+  if (!state.startedOnce) return;
+  // Apollo stops the gateway too (which unwatches the file); the second stop is a no-op guard.
+  await server.stop();
+  await gateway.stop();
+}
+
+async function executeOperation(
+  server: ApolloServer<GraphQLContext>,
+  request: OperationRequestText,
+  contextValue: GraphQLContext,
+): Promise<FormattedExecutionResult> {
+  const response = await server.executeOperation(request, { contextValue });
+  if (response.body.kind === 'single') return response.body.singleResult;
+  return { errors: [{ message: 'Incremental delivery is not supported here', extensions: { code: 'BAD_REQUEST' } }] };
+}
+
+/** The query planner over the supergraph, one SubgraphDataSource per subgraph. */
+function apolloGateway(opts: GraphQLOptions, dedupe: DedupingFetcher | null): ApolloGateway {
+  const { logger } = opts;
+  return new ApolloGateway({
+    // The gateway's policy (@authenticated, @cost, @listSize) is read from each loaded supergraph
+    // by OperationPolicy; the source hands over SDL that only lost what @apollo/gateway would refuse.
+    supergraphSdl: opts.supergraph,
+    logger: logger.child({ component: 'apollo' }),
+    // An explicit `<SERVICE>_URL` wins over the URL the service published (src/supergraph), so
+    // it moves REST and GraphQL together.
+    buildService: ({ name, url }) => new SubgraphDataSource(name, opts.subgraphUrl(name, url), logger, dedupe?.fetcher),
+    experimental_approximateQueryPlanStoreMiB: opts.queryPlanCacheMiB,
+  });
+}
+
+/** The edge's own plugins, in order, after the ones the options bring (metrics, usage). */
+function edgePlugins(opts: GraphQLOptions, policy: OperationPolicy, responseCache: ResponseCacheStore | null): ApolloServerPlugin<GraphQLContext>[] {
+  const trusted = opts.persistedQueries.trusted;
+  return [
+    ...(opts.plugins ?? []),
+    ApolloServerPluginUsageReportingDisabled(),
+    ApolloServerPluginSchemaReportingDisabled(),
+    // Apollo's landing page loads Apollo Sandbox from a CDN; development gets GraphiQL (src/docs).
+    ApolloServerPluginLandingPageDisabled(),
+    ...(trusted ? [trustedDocumentsPlugin<GraphQLContext>(trusted)] : []),
+    operationChoicePlugin<GraphQLContext>(),
+    policy.plugin<GraphQLContext>(),
+    privateForCallersPlugin,
+    // After the edge's checks: a cached answer is only served to an operation they let through.
+    ...(responseCache ? [responseCachePlugin<GraphQLContext>(responseCache, opts.sharedResponseCache)] : []),
+  ];
+}
+
+function apolloServer(
+  opts: GraphQLOptions,
+  gateway: ApolloGateway,
+  validationRules: ReturnType<typeof aliasLimitRule>[],
+  plugins: ApolloServerPlugin<GraphQLContext>[],
+): ApolloServer<GraphQLContext> {
+  const trusted = opts.persistedQueries.trusted;
+  return new ApolloServer<GraphQLContext>({
+    gateway,
+    logger: opts.logger.child({ component: 'apollo' }),
+    allowBatchedHttpRequests: true,
+    // /graphql authenticates by the Authorization header only, never by cookies (docs/api/graphql.md).
+    csrfPrevention: false,
+    // Refused, when switched off, by noIntrospectionRule (one code for HTTP and WebSocket).
+    introspection: true,
+    includeStacktraceInErrorResponses: false,
+    // The gateway's Lifecycle owns SIGTERM/SIGINT; Apollo's own handlers would re-raise the signal.
+    stopOnTerminationSignals: false,
+    formatError: formatGatewayError(opts.logger),
+    // graphql-js stops parsing past this many tokens (what GraphQL Armor's max-tokens does, without
+    // parsing twice); a document is parsed only when Apollo has not cached it already.
+    parseOptions: { maxTokens: opts.limits.maxTokens },
+    // Validation runs once per document (Apollo caches validated documents by query hash).
+    validationRules,
+    persistedQueries: {
+      ttl: opts.persistedQueries.ttlSeconds,
+      ...(trusted ? { cache: trustedDocumentsCache(trusted) } : opts.persistedQueries.cache ? { cache: opts.persistedQueries.cache } : {}),
+    },
+    plugins,
+  });
+}

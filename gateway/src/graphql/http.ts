@@ -1,0 +1,112 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { GraphQLFormattedError } from 'graphql';
+import { HeaderMap, type ApolloServer } from '@apollo/server';
+import { badRequest, INTERNAL_MESSAGE, isHaloError, sendJson, type Logger } from '@halo/kit';
+import { toTransportError, type CallerResolver } from '../auth';
+import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from '../http';
+import type { GraphQLContext } from './context';
+import { getOperationRequest, operationRequestError, type OperationRequest } from './request-checks';
+
+const NO_STORE = 'no-store';
+/** Apollo's header on PERSISTED_QUERY_NOT_FOUND; every error here says `no-store` instead. */
+const APOLLO_PQ_ERROR_CACHE_CONTROL = 'private, no-cache, must-revalidate';
+
+/** What answering GraphQL over HTTP needs, made once per gateway. */
+export interface HttpGraphQL {
+  server: ApolloServer<GraphQLContext>;
+  callers: CallerResolver;
+  bodyLimit: number;
+  maxBatch: number;
+  logger: Logger;
+}
+
+/**
+ * One operation (or batch) over HTTP, inside its request's context: the body read and checked
+ * (413, 400, the batch cap) before Apollo sees it, the request turned into Apollo's
+ * HTTPGraphQLRequest, its HTTPGraphQLResponse written back. A failure here is a 500.
+ */
+export function handleGraphQLRequest(http: HttpGraphQL, req: IncomingMessage, res: ServerResponse): void {
+  execute(http, req, res).catch((err: unknown) => {
+    http.logger.error({ err }, 'graphql request failed');
+    if (!res.headersSent) sendJson(res, 500, { error: INTERNAL_MESSAGE });
+    else res.destroy();
+  });
+}
+
+async function execute(http: HttpGraphQL, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  let body: unknown;
+  if (hasBody(req)) {
+    try {
+      // Same answer as the services' body parser gives (kit errorHandler).
+      if (isEncoded(req)) throw badRequest('Unsupported content encoding');
+      const raw = await readBody(req, http.bodyLimit);
+      // Apollo answers 400 to a POST whose body is not JSON; it never needs to see the bytes.
+      if (isJsonType(req.headers['content-type'])) body = parseJson(raw);
+    } catch (err) {
+      return sendBodyError(res, err, http.logger);
+    }
+    if (Array.isArray(body) && body.length > http.maxBatch) return sendJson(res, 400, { errors: [batchTooLarge(body.length, http.maxBatch)] });
+  }
+  const url = req.url ?? '';
+  const q = url.indexOf('?');
+  const refused = requestError(body, req.method === 'GET' && q !== -1 ? url.slice(q) : '');
+  if (refused) return sendJson(res, 400, { errors: [refused] });
+  const headers = new HeaderMap();
+  for (const [key, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value);
+  }
+  const { callers } = http;
+  const response = await http.server.executeHTTPGraphQLRequest({
+    httpGraphQLRequest: { method: req.method ?? 'GET', headers, search: q === -1 ? '' : url.slice(q), body },
+    // Credentials are checked once per HTTP request (a batch shares them); a bad one is a 401.
+    context: async () => {
+      const caller = await callers.resolve(req).catch((err: unknown) => {
+        throw isHaloError(err) ? toTransportError(err) : err;
+      });
+      return { authorization: req.headers.authorization, caller };
+    },
+  });
+  for (const [key, value] of response.headers) res.setHeader(key, value);
+  res.statusCode = response.status ?? 200;
+  // Apollo's cache-control plugin answers operations (no-store on errors); what fails before it
+  // (a bad token, a bad request) or refuses a persisted query must never be cached either.
+  const cacheControl = response.headers.get('cache-control');
+  if (res.statusCode >= 400 || cacheControl === undefined || cacheControl === APOLLO_PQ_ERROR_CACHE_CONTROL) {
+    res.setHeader('cache-control', NO_STORE);
+  }
+  if (response.body.kind === 'complete') {
+    res.setHeader('content-length', Buffer.byteLength(response.body.string));
+    res.end(response.body.string);
+    return;
+  }
+  for await (const chunk of response.body.asyncIterator) res.write(chunk);
+  res.end();
+}
+
+const batchTooLarge = (size: number, maxBatch: number) => ({
+  message: `A batch of ${size} operations exceeds the limit of ${maxBatch}`,
+  extensions: { code: 'BATCH_LIMIT_EXCEEDED', batchSize: size, maxBatch },
+});
+
+
+/**
+ * The first request error of a POST body (one operation or a batch) or a GET's parameters, checked
+ * before Apollo sees them (src/graphql/request-checks.ts). A GET's parameters are decoded here only when
+ * it has variables or extensions to look at.
+ */
+function requestError(body: unknown, getSearch: string): GraphQLFormattedError | null {
+  if (Array.isArray(body)) {
+    for (const op of body) {
+      const error = isObject(op) ? operationRequestError(op) : null;
+      if (error) return error;
+    }
+    return null;
+  }
+  if (isObject(body)) return operationRequestError(body);
+  if (getSearch && (getSearch.includes('variables=') || getSearch.includes('extensions='))) {
+    return operationRequestError(getOperationRequest(getSearch));
+  }
+  return null;
+}
+
+const isObject = (value: unknown): value is OperationRequest => typeof value === 'object' && value !== null;

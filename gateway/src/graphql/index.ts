@@ -1,0 +1,13 @@
+/**
+ * The GraphQL stage: Apollo's gateway and server behind node:http, with the edge's checks
+ * (request checks, persisted and trusted documents, limits, `@authenticated`), the response
+ * cache, and the subgraph fetches (keep-alive, in-flight dedupe).
+ */
+export { createGraphQL, type GraphQLContext, type GraphQLHandler, type GraphQLLimits, type GraphQLOptions, type OperationRequestText } from './engine';
+export { INTROSPECTION_DISABLED, formatGatewayError } from './rules';
+export { OperationPolicy, type LoadedSupergraph, type OperationLimits, type SupergraphPolicy } from './operation-policy';
+export { loadTrustedDocuments, RedisQueryCache, sha256, type TrustedDocuments } from './persisted';
+export { RedisResponseTier, ResponseCacheStore } from './response-cache';
+export { analyse, readCostDirectives, type CostDirectives } from './limits';
+export { dedupingFetcher } from './dedupe';
+export { createHttpFetcher } from './http-fetcher';

@@ -1,0 +1,8 @@
+/**
+ * HTTP at the edge, for every stage: the request id and its context, request bodies, the
+ * forwarded headers, the keep-alive pools to upstreams.
+ */
+export { serveWithRequestId } from './request-id';
+export { ClientGoneError, hasBody, isEncoded, isJsonType, lingerThenClose, parseJson, payloadTooLarge, readBody, sendBodyError } from './body';
+export { forwardedFor, parseTrustedProxies, type TrustedProxies } from './forwarded';
+export { upstreamOrigin, type UpstreamOrigin } from './upstream-origin';

@@ -1,0 +1,13 @@
+/** What the gateway tells about itself: Prometheus metrics on their own port. (The access log is the kit's.) */
+export {
+  BoundedLabel,
+  createGatewayMetrics,
+  GatewayResponse,
+  MAX_OPERATION_NAMES,
+  ROUTE_DOCUMENTS,
+  ROUTE_GRAPHQL,
+  ROUTE_UNMATCHED,
+  type GatewayMetrics,
+  type UpstreamOutcome,
+  type WatchedSources,
+} from './metrics';

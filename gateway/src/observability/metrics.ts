@@ -1,0 +1,229 @@
+import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
+import type { ApolloServerPlugin } from '@apollo/server';
+import type { FormattedExecutionResult } from 'graphql';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import {
+  createProcessRegistry,
+  grpcClientMetrics,
+  httpRequestHistogram,
+  LATENCY_BUCKETS,
+  listen,
+  sendJson,
+  type GrpcClientMetrics,
+  type Logger,
+} from '@halo/kit';
+import { registerWatchedMetrics, watch, type Watched, type WatchedSources } from './watched';
+
+export type { WatchedSources };
+
+/**
+ * The gateway's Prometheus metrics (prom-client), served at `GET /metrics` on their own port
+ * (`METRICS_PORT`), never on the public one:
+ *
+ * - `halo_http_request_duration_seconds{method,route,status}`, as every service has it: `route`
+ *   is the route table's template (`/posts/:id`), `/graphql`, `documents` (the API's documents
+ *   and migration guides) or `unmatched`, never a raw path; `status` is `aborted` when the client
+ *   left before the answer was complete. Probes are not counted.
+ * - `halo_proxy_upstream_duration_seconds{service,status}`: a proxied request until the service's
+ *   answer headers (`status` = theirs, or `unreachable`, `timeout`, `error`).
+ * - `halo_graphql_operation_duration_seconds{operation_type,operation_name,outcome}` per operation
+ *   (each one of a batch, and queries and mutations sent over WebSocket), `outcome` = `ok`,
+ *   `error` (the answer has errors) or `rejected` (refused before execution: parse, validation,
+ *   limits, `@authenticated`, trusted documents); `halo_graphql_rejections_total{code}` by error
+ *   code, requests refused before any operation (bad credentials: UNAUTHENTICATED) included.
+ * - `halo_graphql_subscriptions` (open client subscriptions), the in-flight dedupe and the
+ *   response cache (read at scrape time), gRPC calls to auth, and the Node runtime's.
+ *
+ * Per HTTP request the cost is one clock read and one histogram observation when the answer
+ * closes, through one shared listener: the state lives on the response object itself
+ * (`GatewayResponse`, the server's ServerResponse class).
+ */
+
+/** `route` of a request no route answered (404, 405, an unknown version). */
+export const ROUTE_UNMATCHED = 'unmatched';
+/** `route` of the API's documents (`/`, `/openapi.json`, `/docs…`) and the migration guides. */
+export const ROUTE_DOCUMENTS = 'documents';
+export const ROUTE_GRAPHQL = '/graphql';
+
+/** The gateway's responses: where a request's metrics live until it is answered. */
+export class GatewayResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
+  /** The `route` label: set by the dispatcher once it knows (a template, never the raw path). */
+  route = ROUTE_UNMATCHED;
+  /** When the request started (process.hrtime.bigint), when it is timed. */
+  startedAt = 0n;
+}
+
+/** Operation and error-code names a client chose: bounded (the first `max` valid ones, then `other`). */
+export class BoundedLabel {
+  private readonly seen = new Set<string>();
+
+  constructor(
+    private readonly max: number,
+    private readonly pattern: RegExp,
+  ) {}
+
+  of(value: string): string {
+    if (this.seen.has(value)) return value;
+    if (this.seen.size >= this.max || !this.pattern.test(value)) return 'other';
+    this.seen.add(value);
+    return value;
+  }
+}
+
+/** How many distinct operation names get their own series. */
+export const MAX_OPERATION_NAMES = 200;
+const OPERATION_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+const ERROR_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
+
+/** Status labels made once, not per request. */
+const STATUS_LABELS = Array.from({ length: 600 }, (_, i) => String(i));
+const statusLabel = (status: number) => STATUS_LABELS[status] ?? String(status);
+
+export type UpstreamOutcome = number | 'unreachable' | 'timeout' | 'error';
+
+export interface GatewayMetrics {
+  /** Starts timing a request the gateway answers (its `route` is set as dispatch learns it). */
+  track(res: GatewayResponse): void;
+  /** One proxied request, until the service's answer headers (or its failure). */
+  upstream(service: string, outcome: UpstreamOutcome, startedAt: bigint): void;
+  /** The Apollo Server plugin that times every operation. */
+  graphqlPlugin<C extends object>(): ApolloServerPlugin<C>;
+  /** gRPC calls the gateway makes (auth's API-key exchange). */
+  grpcClient: GrpcClientMetrics;
+  /** Values read at every scrape: open subscriptions, dedupe and response-cache counters. */
+  watch(sources: WatchedSources): void;
+  /** `GET /metrics` on its own server: resolves to the port it listens on. */
+  listen(host: string, port: number): Promise<{ server: Server; port: number }>;
+  /** The whole text, as a scrape gets it (tests). */
+  text(): Promise<string>;
+}
+
+const codeOf = (error: Error) => (error as { extensions?: { code?: unknown } }).extensions?.code;
+const seconds = (since: bigint) => Number(process.hrtime.bigint() - since) / 1e9;
+
+export function createGatewayMetrics(logger: Logger): GatewayMetrics {
+  const registry = createProcessRegistry('gateway');
+  const http = httpRequestHistogram(registry);
+  const upstream = new Histogram({
+    name: 'halo_proxy_upstream_duration_seconds',
+    help: "Proxied REST requests until the service's answer headers, by service and its status (or unreachable, timeout, error)",
+    labelNames: ['service', 'status'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const operations = new Histogram({
+    name: 'halo_graphql_operation_duration_seconds',
+    help: 'GraphQL operations, by type, name (bounded) and outcome (ok, error, rejected before execution)',
+    labelNames: ['operation_type', 'operation_name', 'outcome'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const rejections = new Counter({
+    name: 'halo_graphql_rejections_total',
+    help: 'GraphQL operations and requests refused before execution, by error code',
+    labelNames: ['code'] as const,
+    registers: [registry],
+  });
+  const names = new BoundedLabel(MAX_OPERATION_NAMES, OPERATION_NAME);
+  const codes = new BoundedLabel(50, ERROR_CODE);
+  const grpcClient = grpcClientMetrics(registry);
+
+  const watched: Watched = { current: {}, registryUp: null };
+  registerWatchedMetrics(registry, watched);
+
+  // One listener for every response: `this` is the response.
+  function observeRequest(this: GatewayResponse): void {
+    const status = this.writableFinished ? statusLabel(this.statusCode) : 'aborted';
+    http.observe({ method: this.req.method ?? 'GET', route: this.route, status }, seconds(this.startedAt));
+  }
+
+  const reject = (code: unknown) => rejections.inc({ code: typeof code === 'string' ? codes.of(code) : 'UNKNOWN' });
+
+  return {
+    grpcClient,
+    track(res) {
+      res.startedAt = process.hrtime.bigint();
+      res.on('close', observeRequest);
+    },
+    upstream(service, outcome, startedAt) {
+      upstream.observe({ service, status: typeof outcome === 'number' ? statusLabel(outcome) : outcome }, seconds(startedAt));
+    },
+    graphqlPlugin: () => operationMetricsPlugin(operations, names, reject),
+    watch: (next) => watch(registry, watched, next),
+    listen: (host, port) => serveMetrics(registry, logger, host, port),
+    text: () => registry.metrics(),
+  };
+}
+
+/** `GET /metrics` on a server of its own (`METRICS_PORT`), never the public one. */
+async function serveMetrics(registry: Registry, logger: Logger, host: string, port: number): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    res.setHeader('cache-control', 'no-store');
+    if (path !== '/metrics') return sendJson(res, 404, { error: 'Not found' });
+    if (req.method !== 'GET' && req.method !== 'HEAD') return sendJson(res, 405, { error: 'Method not allowed' }, { allow: 'GET, HEAD' });
+    registry.metrics().then(
+      (text) => {
+        res.setHeader('content-type', registry.contentType);
+        res.end(req.method === 'HEAD' ? undefined : text);
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'metrics could not be collected');
+        sendJson(res, 500, { error: 'Internal server error' });
+      },
+    );
+  });
+  return { server, port: await listen(server, port, host) };
+}
+
+/** The Apollo Server plugin that times every operation and counts the refused ones by code. */
+function operationMetricsPlugin<C extends object>(
+  operations: Histogram<'operation_type' | 'operation_name' | 'outcome'>,
+  names: BoundedLabel,
+  reject: (code: unknown) => void,
+): ApolloServerPlugin<C> {
+  return {
+    // The whole request was refused before any operation: bad credentials (401), a bad body.
+    async contextCreationDidFail({ error }) {
+      reject(codeOf(error));
+    },
+    async invalidRequestWasReceived({ error }) {
+      reject(codeOf(error));
+    },
+    async requestDidStart() {
+      const startedAt = process.hrtime.bigint();
+      let executed = false;
+      let crashed = false;
+      return {
+        async executionDidStart() {
+          executed = true;
+          return {
+            async executionDidEnd(err) {
+              if (err) crashed = true;
+            },
+          };
+        },
+        async willSendResponse({ operation, request, response }) {
+          const body = response.body;
+          const result: FormattedExecutionResult = body.kind === 'single' ? body.singleResult : body.initialResult;
+          // A request error (GraphQL spec): errors and no `data`, nothing was executed.
+          const rejected = result.errors !== undefined && !('data' in result) && !(executed && crashed);
+          const outcome = rejected ? 'rejected' : result.errors?.length ? 'error' : 'ok';
+          if (rejected) reject(result.errors![0]?.extensions?.code);
+          // A resolved operation's own name; otherwise the name the client sent, if any.
+          const name = operation ? operation.name?.value : request.operationName;
+          operations.observe(
+            {
+              operation_type: operation?.operation ?? 'unknown',
+              operation_name: name ? names.of(name) : operation ? 'anonymous' : 'unknown',
+              outcome,
+            },
+            seconds(startedAt),
+          );
+        },
+      };
+    },
+  };
+}

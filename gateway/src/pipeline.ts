@@ -1,0 +1,114 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  CONNECTIONS_CHECKING,
+  guardHttpServer,
+  healthCheck,
+  logRequest,
+  repeatedHeader,
+  repeatedHeaderMessage,
+  sendJson,
+  type Lifecycle,
+  type Logger,
+} from '@halo/kit';
+import type { Docs, MigrationGuides } from './docs';
+import type { GraphQLHandler } from './graphql';
+import { GatewayResponse, ROUTE_DOCUMENTS, ROUTE_GRAPHQL, ROUTE_UNMATCHED, type GatewayMetrics } from './observability';
+import type { RestStage } from './rest';
+import type { ServedComposition } from './supergraph';
+import { serveWithRequestId } from './http';
+
+/** The stages a request can reach, in the order the dispatcher asks them. */
+export interface EdgeStages {
+  graphql: GraphQLHandler;
+  rest: RestStage;
+  guides: MigrationGuides;
+  docs: Docs;
+  metrics: GatewayMetrics | null;
+  lifecycle: Lifecycle;
+  /** What `/readyz` reports. */
+  served: () => ServedComposition;
+  logger: Logger;
+}
+
+export interface HttpServerOptions {
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+}
+
+const notFound = (_req: IncomingMessage, res: ServerResponse) => sendJson(res, 404, { error: 'Not found' });
+
+/**
+ * The single ingress: one raw node:http server. Per request it settles the request id and runs
+ * the rest inside the request context (./request-id.ts), then dispatches: health → (access log)
+ * → GraphQL → the REST route table → migration guides and the API's documents (`/`,
+ * `/openapi.json`, `/docs`) → 404. Nothing on the REST path parses more than the route table
+ * needs, and bodiless requests stream through untouched.
+ */
+export function createHttpServer(stages: EdgeStages, opts: HttpServerOptions): Server {
+  const dispatch = dispatcher(stages);
+  const server = createServer({ ServerResponse: GatewayResponse, ...CONNECTIONS_CHECKING }, (req, res) => serveWithRequestId(req, res, dispatch));
+  // Longer than common load-balancer idle timeouts, so they close idle connections first.
+  server.keepAliveTimeout = 65_000;
+  // A slow client holds one connection for a bounded time, then gets a contract 408.
+  guardHttpServer(server, { headersTimeoutMs: opts.headersTimeoutMs, requestTimeoutMs: opts.requestTimeoutMs });
+  return server;
+}
+
+/** One request, inside its context: made once per server, so a request costs no closure. */
+function dispatcher({ graphql, rest, guides, docs, metrics, lifecycle, served, logger }: EdgeStages) {
+  const health = healthCheck(lifecycle, async () => undefined);
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    const response = res as GatewayResponse;
+    // Nothing is cacheable unless what answers says so (GraphQL's hints, a service's header, the
+    // documents): every error and the gateway's own answers (401, 404, 405, 413…) stay out of caches.
+    res.setHeader('Cache-Control', 'no-store');
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    // Probes come every few seconds and are not worth a log line each.
+    if (path === '/readyz') return readiness(res, lifecycle, graphql.isReady(), served());
+    if (path === '/healthz') return health(req, res, () => notFound(req, res));
+    if (logger.isLevelEnabled('info')) logRequest(logger, req, res, 'path', path);
+    metrics?.track(response);
+    // Credentials and the payment key are single-valued: sent twice, nothing may guess which one counts.
+    const repeated = repeatedHeader(req.rawHeaders);
+    if (repeated !== null) {
+      const message = repeatedHeaderMessage(repeated);
+      return path === '/graphql'
+        ? sendJson(res, 400, { errors: [{ message, extensions: { code: 'BAD_REQUEST' } }] })
+        : sendJson(res, 400, { error: message });
+    }
+    if (path === '/graphql') {
+      response.route = ROUTE_GRAPHQL;
+      // A browser opening /graphql in development gets GraphiQL; everything else is an operation.
+      if (docs.graphiql(req, res)) return;
+      return graphql.handle(req, res);
+    }
+    if (rest.serve(req, response, url, q, path)) return;
+    // The migration guides that deprecation `Link` headers point to; the API's own documents.
+    response.route = ROUTE_DOCUMENTS;
+    if (guides.serve(req, res, path)) return;
+    if (docs.serve(req, res, path)) return;
+    response.route = ROUTE_UNMATCHED;
+    return notFound(req, res);
+  };
+}
+
+/**
+ * `/readyz`: 200 while the gateway serves a supergraph, whatever the registry does (the last good
+ * composition keeps being served), with what it serves and the registry's state as detail.
+ */
+function readiness(res: ServerResponse, lifecycle: Lifecycle, ready: boolean, served: ServedComposition): void {
+  if (!lifecycle.accepting) return sendJson(res, 503, { status: 'shutting down' });
+  if (!ready) return sendJson(res, 503, { status: 'unavailable' });
+  const { registry } = served;
+  const detail = registry === null ? 'off' : registry.up ? 'ok' : `unreachable since ${new Date(registry.since).toISOString()}`;
+  sendJson(res, 200, {
+    status: 'ready',
+    composition: served.composition,
+    source: served.source,
+    servedSince: new Date(served.since).toISOString(),
+    registry: detail,
+    ...(registry && !registry.up && registry.reason ? { registryError: registry.reason } : {}),
+  });
+}

@@ -1,0 +1,73 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { sendJson, TOKEN_REQUIRED, toRestError, type EdgeServiceName, type Logger } from '@halo/kit';
+import type { CallerResolver } from '../auth';
+import type { GatewayResponse } from '../observability';
+import type { ServiceProxies } from './proxy';
+import type { Versioning } from './versioning';
+
+export { connectionTokens, createServiceProxies, upstreamHeaders, type ProxyOptions, type ServiceProxies } from './proxy';
+export { createRouteTable, DEFAULT_ROUTES_PATH, parseRouteTable, type RouteDef, type RouteTable, type RouteTableFile } from './routes';
+export { createVersioning, type Versioning } from './versioning';
+
+export interface RestStageOptions {
+  /** The route table at start-up; `setRoutes` swaps in a new composition's. */
+  routes: Versioning;
+  proxies: ServiceProxies;
+  callers: CallerResolver;
+  logger: Logger;
+}
+
+/**
+ * The REST stage: the composed route table, versioning, the caller check of protected routes and
+ * the proxy. `serve` answers the request when the table knows its path and returns false when it
+ * does not, so the documents and the 404 can have it.
+ */
+export function createRestStage({ routes: initial, proxies, callers, logger }: RestStageOptions) {
+  // Read per request: swapped whole when a new composition arrives.
+  let routes = initial;
+  const forwardIfCaller = (service: EdgeServiceName, req: IncomingMessage, res: ServerResponse) =>
+    callers.resolve(req).then(
+      (caller) => {
+        if (!caller) return sendJson(res, 401, { error: TOKEN_REQUIRED });
+        proxies.forward(service, req, res);
+      },
+      (err: unknown) => sendError(res, err, logger),
+    );
+  return {
+    setRoutes(next: Versioning): void {
+      routes = next;
+    },
+    serve(req: IncomingMessage, res: GatewayResponse, url: string, q: number, path: string): boolean {
+      const match = routes.match(req, url, q, path);
+      if (match.headers) for (const name in match.headers) res.setHeader(name, match.headers[name]!);
+      if (match.kind === 'route') {
+        res.route = match.route.path;
+        // A versioned request goes to the path that serves its version (e.g. /api/v2/products → /v2/products).
+        if (match.url !== undefined) req.url = match.url;
+        // The proxy reads and checks a JSON body (413, 400 Invalid JSON) and streams any other.
+        if (!match.route.auth) proxies.forward(match.route.service, req, res);
+        // Protected: no caller, no proxying (docs/api/auth.md: 401 Token required / Invalid token).
+        else void forwardIfCaller(match.route.service, req, res);
+        return true;
+      }
+      if (match.kind === 'method-not-allowed') {
+        sendJson(res, 405, { error: 'Method not allowed' }, { allow: match.allow });
+        return true;
+      }
+      if (match.kind === 'unsupported-version') {
+        sendJson(res, 400, { error: match.error });
+        return true;
+      }
+      return false;
+    },
+  };
+}
+
+export type RestStage = ReturnType<typeof createRestStage>;
+
+/** A HaloError as its REST answer; anything else is logged and answered 500 without details. */
+function sendError(res: ServerResponse, err: unknown, logger: Logger): void {
+  const { status, body } = toRestError(err);
+  if (status >= 500) logger.error({ err }, 'request failed');
+  if (!res.headersSent) sendJson(res, status, body);
+}

@@ -1,0 +1,86 @@
+import type { IncomingMessage } from 'node:http';
+import { isHaloError, runInRequest, saneRequestId, type Caller, type Logger, type RequestContext } from '@halo/kit';
+import type { CallerResolver } from '../auth';
+import type { Connection } from './context';
+
+/** graphql-ws's close codes the gateway uses (the client does not retry 4401). */
+export const CLOSE_UNAUTHORIZED = 4401;
+const CLOSE_TRY_AGAIN_LATER = 1013;
+/** setTimeout's largest delay; a token living longer is re-armed. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** What `connection_init` and the upgrade request tell about a socket. */
+export interface ConnectionInit {
+  params: Record<string, unknown>;
+  request: IncomingMessage;
+  socket: { close(code: number, reason: string): void };
+}
+
+/**
+ * The socket's caller, checked exactly as HTTP checks one, in the socket's own request context
+ * (`X-Request-Id` from `connection_init` or the upgrade): null when it is refused, and the socket
+ * is then closed (4401 for bad credentials, 1013 when they cannot be checked now).
+ */
+export async function openConnection(init: ConnectionInit, callers: CallerResolver, log: Logger): Promise<Connection | null> {
+  const { params, request, socket } = init;
+  const authorization = params.authorization ?? params.Authorization;
+  const apiKey = params['x-api-key'];
+  const headers: Record<string, string> = {};
+  if (typeof authorization === 'string') headers.authorization = authorization;
+  if (typeof apiKey === 'string') headers['x-api-key'] = apiKey;
+  const context: RequestContext = { requestId: saneRequestId(params['x-request-id'] ?? request.headers['x-request-id']) };
+  const req = { headers } as IncomingMessage;
+  let caller: Caller | null;
+  try {
+    caller = await runInRequest(context, () => callers.resolve(req));
+  } catch (err) {
+    const refused = isHaloError(err) && err.httpStatus === 401;
+    log.info({ requestId: context.requestId, reason: isHaloError(err) ? err.message : 'error' }, 'websocket connection refused');
+    socket.close(refused ? CLOSE_UNAUTHORIZED : CLOSE_TRY_AGAIN_LATER, refused ? 'Unauthorized' : 'Service unavailable');
+    return null;
+  }
+  const named = (key: string) => {
+    const v = params[key] ?? request.headers[key];
+    return typeof v === 'string' ? v : undefined;
+  };
+  const client = { apollo: named('apollographql-client-name'), halo: named('x-client-name') };
+  const connection: Connection = { client, caller, authorization: req.headers.authorization, context, upstreams: new Map(), expiry: undefined };
+  // A token the client sent lives as long as it does; an API key's exchanged token is not
+  // the client's to refresh, so an API-key connection stays until it closes.
+  const expires = caller && typeof authorization === 'string' ? expiryOf(connection.authorization) : null;
+  if (expires !== null) closeWhenExpired(connection, expires, socket);
+  return connection;
+}
+
+/** A closing socket: its expiry timer and its upstream sockets go. */
+export function closeConnection(connection: Connection): void {
+  clearTimeout(connection.expiry);
+  for (const client of connection.upstreams.values()) void client.dispose();
+  connection.upstreams.clear();
+}
+
+/** Closes the socket with 4401 when the token expires, so a subscription never outlives its token. */
+function closeWhenExpired(connection: Connection, expires: number, socket: ConnectionInit['socket']): void {
+  const arm = () => {
+    const wait = expires - Date.now();
+    connection.expiry = setTimeout(() => {
+      if (Date.now() < expires) return arm();
+      socket.close(CLOSE_UNAUTHORIZED, 'Token expired');
+    }, Math.max(0, Math.min(wait, MAX_TIMER_MS)));
+    connection.expiry.unref();
+  };
+  arm();
+}
+
+/** The `exp` of a verified JWT (ms since the epoch), if it has one. */
+function expiryOf(authorization: string | undefined): number | null {
+  const token = authorization?.startsWith('Bearer ') ? authorization.slice(7) : undefined;
+  const payload = token?.split('.')[1];
+  if (!payload) return null;
+  try {
+    const exp = (JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { exp?: unknown }).exp;
+    return typeof exp === 'number' ? exp * 1000 : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,55 @@
+import type { Client } from 'graphql-ws';
+import { GraphQLError, type DocumentNode, type GraphQLFormattedError, type OperationDefinitionNode } from 'graphql';
+import type { Caller, RequestContext } from '@halo/kit';
+import type { OperationRequestText } from '../graphql';
+import type { SubscriptionPlan } from './plan';
+
+/** The client names a socket gave (its `connection_init` payload, else its upgrade request). */
+export interface ClientHeaders {
+  apollo: string | undefined;
+  halo: string | undefined;
+}
+
+/** One client socket, from an accepted `connection_init` until it closes. */
+export interface Connection {
+  client: ClientHeaders;
+  caller: Caller | null;
+  authorization: string | undefined;
+  /**
+   * The request context of the upgrade: what runs for the socket (the caller's check, queries
+   * and mutations through Apollo) runs in it; its id goes in the upstream connection_init and
+   * entity fetches, and on the lines logged for the socket's events.
+   */
+  context: RequestContext;
+  upstreams: Map<string, Client>;
+  expiry: NodeJS.Timeout | undefined;
+}
+
+/** A query or mutation sent over the socket: it runs through the HTTP pipeline (Apollo). */
+export interface OperationContext {
+  kind: 'operation';
+  connection: Connection;
+  request: OperationRequestText;
+}
+
+/** A subscription: forwarded to the subgraph that owns its root field. */
+export interface SubscriptionContext {
+  kind: 'subscription';
+  connection: Connection;
+  /** Replaced when a new supergraph plans the same subgraph subscription differently (entity fetches). */
+  plan: SubscriptionPlan;
+  variables: Record<string, unknown>;
+  document: DocumentNode;
+  operation: OperationDefinitionNode;
+}
+
+export const error = (message: string, code: string, more: Record<string, unknown> = {}) =>
+  new GraphQLError(message, { extensions: { code, ...more } });
+
+/** What a client sees of an error: message, locations, path and extensions minus the HTTP status. */
+export function formatError(err: GraphQLError | GraphQLFormattedError): GraphQLFormattedError {
+  const json = err instanceof GraphQLError ? err.toJSON() : err;
+  if (!json.extensions) return json;
+  const { http: _http, ...extensions } = json.extensions as Record<string, unknown>;
+  return { ...json, extensions };
+}

@@ -1,0 +1,7 @@
+/**
+ * The subscriptions stage: GraphQL over WebSocket (`graphql-transport-ws`) on the HTTP server's
+ * port and path, forwarded to the subgraph that owns the field, entity parts fetched per event.
+ */
+export { createSubscriptions, type SubscriptionOptions } from './server';
+export { CLOSE_UNAUTHORIZED } from './connection';
+export type { ClientHeaders } from './context';

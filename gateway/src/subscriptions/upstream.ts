@@ -1,0 +1,87 @@
+import { createClient, type Client } from 'graphql-ws';
+import { GraphQLError, type FormattedExecutionResult, type GraphQLFormattedError } from 'graphql';
+import WebSocket from 'ws';
+import type { Logger } from '@halo/kit';
+import { error, type Connection, type SubscriptionContext } from './context';
+import type { EntityResolver } from './entities';
+import { EventChannel } from './event-channel';
+
+/**
+ * Subscriptions forwarded to the subgraphs that own them: one graphql-ws client per client
+ * connection and subgraph, the events passed on in order with their entity parts filled.
+ */
+export class UpstreamSubscriptions {
+  /** Every live subscription, to judge them again on a new supergraph. */
+  readonly active = new Map<EventChannel<FormattedExecutionResult>, SubscriptionContext>();
+
+  constructor(
+    /** Each subgraph's GraphQL URL as served now. */
+    private readonly subgraphUrls: Readonly<Record<string, string>>,
+    private readonly entities: EntityResolver,
+    private readonly log: Logger,
+  ) {}
+
+  subscribe(ctx: SubscriptionContext): EventChannel<FormattedExecutionResult> {
+    const upstream = this.clientOf(ctx.connection, ctx.plan.graph).iterate({
+      query: ctx.plan.query,
+      variables: ctx.variables,
+      ...(ctx.plan.operationName ? { operationName: ctx.plan.operationName } : {}),
+    });
+    const channel: EventChannel<FormattedExecutionResult> = new EventChannel(() => {
+      this.active.delete(channel);
+      void upstream.return?.();
+    });
+    this.active.set(channel, ctx);
+    void this.pipe(upstream, channel, ctx);
+    return channel;
+  }
+
+  /** One event at a time, so the client gets them in the order the subgraph sent them. */
+  private async pipe(upstream: AsyncIterable<unknown>, channel: EventChannel<FormattedExecutionResult>, ctx: SubscriptionContext): Promise<void> {
+    try {
+      for await (const event of upstream) {
+        if (channel.closed) return;
+        channel.push(await this.entities.resolve(event as FormattedExecutionResult, ctx));
+      }
+      channel.end();
+    } catch (err) {
+      channel.fail(this.failure(err, ctx));
+    }
+  }
+
+  private clientOf(connection: Connection, graph: string): Client {
+    let client = connection.upstreams.get(graph);
+    if (client) return client;
+    const url = this.subgraphUrls[graph];
+    if (!url) throw error(`No subgraph named ${graph}`, 'INTERNAL_SERVER_ERROR');
+    client = createClient({
+      url: url.replace(/^http/, 'ws'),
+      webSocketImpl: WebSocket,
+      connectionParams: {
+        ...(connection.authorization ? { authorization: connection.authorization } : {}),
+        'x-request-id': connection.context.requestId,
+      },
+      // One socket per client connection and subgraph, open while it has subscriptions.
+      lazy: true,
+      // A subgraph that goes away ends the client's subscriptions with an error; the client
+      // decides whether to subscribe again (graphql-ws clients retry by themselves).
+      retryAttempts: 0,
+      shouldRetry: () => false,
+      keepAlive: 10_000,
+    });
+    connection.upstreams.set(graph, client);
+    return client;
+  }
+
+  private failure(err: unknown, ctx: SubscriptionContext): GraphQLError {
+    // The subgraph answered with GraphQL errors: the client gets the first, code included.
+    if (Array.isArray(err) && err.length > 0 && typeof err[0]?.message === 'string') {
+      const first = err[0] as GraphQLFormattedError;
+      return new GraphQLError(first.message, { extensions: first.extensions ?? {} });
+    }
+    const code = (err as { code?: unknown }).code;
+    const message = (err as { reason?: string; message?: string }).reason ?? (err as Error).message;
+    this.log.warn({ requestId: ctx.connection.context.requestId, subgraph: ctx.plan.graph, code, message }, 'upstream subscription ended');
+    return error('Service unavailable', 'UNAVAILABLE');
+  }
+}

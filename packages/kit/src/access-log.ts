@@ -1,0 +1,28 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from './logger';
+import { currentRequestId } from './request-context';
+
+/**
+ * How an access-log line names what was asked: the gateway writes the `path` alone (a query string
+ * can carry credentials, an OAuth callback's `code`), a service its `url` as routed.
+ */
+export type AccessLogTarget = 'path' | 'url';
+
+/**
+ * One access-log line per request, the same at the gateway and in every service:
+ * `{ requestId, method, path | url, status, ms }` with the message `request`, written when the
+ * response closes; a client that left before the answer was complete adds `aborted: true`.
+ * Called inside the request's context, where the request id is read: 'close' can fire after
+ * that context has ended, so the id is taken now and named on the line.
+ */
+export function logRequest(logger: Logger, req: IncomingMessage, res: ServerResponse, key: AccessLogTarget, target: string): void {
+  const requestId = currentRequestId();
+  const start = process.hrtime.bigint();
+  res.once('close', () => {
+    const ms = Number(process.hrtime.bigint() - start) / 1e6;
+    const line = key === 'path'
+      ? { requestId, method: req.method, path: target, status: res.statusCode, ms }
+      : { requestId, method: req.method, url: target, status: res.statusCode, ms };
+    logger.info(res.writableFinished ? line : { ...line, aborted: true }, 'request');
+  });
+}
