@@ -25,6 +25,7 @@ module.exports = {
     '^@halo/kit$': '<rootDir>/packages/kit/src/index.ts',
     '^@halo/kit/testing$': '<rootDir>/packages/kit/src/testing.ts',
     '^@halo/kit/launch$': '<rootDir>/packages/kit/src/launch.ts',
+    '^@halo/kit/process$': '<rootDir>/packages/kit/src/process.ts',
     '^@halo/proto$': '<rootDir>/packages/proto/src/index.ts',
     '^@halo/client$': '<rootDir>/packages/client/src/index.ts',
     '^@halo/contracts$': '<rootDir>/packages/contracts/src/index.ts',
