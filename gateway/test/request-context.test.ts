@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
@@ -5,8 +6,9 @@ import { createLogger } from '@halo/kit';
 import { closedPort, composeSupergraph, MINIMAL_SUBGRAPH_SDL, startGateway, tempSupergraph, until } from './helpers';
 
 /**
- * The gateway runs every request inside the kit's request context: lines logged while serving it
- * carry its id without anyone passing it, also from callbacks of pooled upstream sockets.
+ * Every request at the gateway carries the kit's request context (bound to the request): the
+ * failure lines logged while serving it carry its id, also from callbacks of pooled upstream
+ * sockets, and nothing enters AsyncLocalStorage (whose hooks would tax every request).
  */
 
 let supergraph: ReturnType<typeof tempSupergraph>;
@@ -55,5 +57,26 @@ it('a pooled upstream socket reused by the next request logs with that request i
     await gw.stop();
     upstream.closeAllConnections();
     upstream.close();
+  }
+});
+
+it('serves REST and GraphQL without entering AsyncLocalStorage (whose hooks would tax every request)', async () => {
+  const gw = await startGateway({ CONTENT_URL: `http://127.0.0.1:${await closedPort()}`, SUPERGRAPH_PATH: supergraph.path }, logger);
+  const run = jest.spyOn(AsyncLocalStorage.prototype, 'run');
+  const enterWith = jest.spyOn(AsyncLocalStorage.prototype, 'enterWith');
+  try {
+    await fetch(`${gw.url}/hello`, { headers: { 'x-request-id': 'ctx-no-als' } });
+    await logged('upstream request failed', 'ctx-no-als');
+    await fetch(`${gw.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'ctx-no-als-gql' },
+      body: JSON.stringify({ query: '{ ping }' }),
+    });
+    await logged('subgraph unreachable', 'ctx-no-als-gql');
+    expect([run.mock.calls.length, enterWith.mock.calls.length]).toEqual([0, 0]);
+  } finally {
+    run.mockRestore();
+    enterWith.mockRestore();
+    await gw.stop();
   }
 });

@@ -6,6 +6,7 @@ import {
   DEFAULT_CALL_POLICY,
   clientChannelOptions,
   grpc,
+  requestContextOf,
   type Caller,
   type GrpcClientMetrics,
   type ServiceIdentity,
@@ -54,6 +55,7 @@ export function createCallerResolver(opts: {
           auth: { identity: opts.identity, audience: 'auth' },
           policy,
           idempotent: true,
+          requestId: requestContextOf(req)?.requestId,
         });
         delete req.headers['x-api-key'];
         req.headers.authorization = `Bearer ${accessToken}`;

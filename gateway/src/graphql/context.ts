@@ -1,10 +1,11 @@
 import type { Caller } from '@halo/kit';
 
 /**
- * What every resolver and subgraph request sees: who asked. Which request this is lives in the
- * request context (`currentRequestId()`), not here.
+ * What every resolver and subgraph request sees: who asked, and which request this is (the
+ * request context of the HTTP request or WebSocket, sent to subgraphs as `x-request-id`).
  */
 export interface GraphQLContext {
+  requestId?: string | undefined;
   /** Forwarded to subgraphs as is (for an API key: the token auth exchanged it for). */
   authorization?: string | undefined;
   caller: Caller | null;

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GraphQLFormattedError } from 'graphql';
 import { HeaderMap, type ApolloServer } from '@apollo/server';
-import { badRequest, INTERNAL_MESSAGE, isHaloError, sendJson, type Logger } from '@halo/kit';
+import { badRequest, INTERNAL_MESSAGE, isHaloError, requestContextOf, sendJson, type Logger } from '@halo/kit';
 import { toTransportError, type CallerResolver } from '../auth';
 import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from '../http';
 import type { GraphQLContext } from './context';
@@ -27,7 +27,7 @@ export interface HttpGraphQL {
  */
 export function handleGraphQLRequest(http: HttpGraphQL, req: IncomingMessage, res: ServerResponse): void {
   execute(http, req, res).catch((err: unknown) => {
-    http.logger.error({ err }, 'graphql request failed');
+    http.logger.error({ err, requestId: requestContextOf(req)?.requestId }, 'graphql request failed');
     if (!res.headersSent) sendJson(res, 500, { error: INTERNAL_MESSAGE });
     else res.destroy();
   });
@@ -63,7 +63,7 @@ async function execute(http: HttpGraphQL, req: IncomingMessage, res: ServerRespo
       const caller = await callers.resolve(req).catch((err: unknown) => {
         throw isHaloError(err) ? toTransportError(err) : err;
       });
-      return { authorization: req.headers.authorization, caller };
+      return { authorization: req.headers.authorization, caller, requestId: requestContextOf(req)?.requestId };
     },
   });
   for (const [key, value] of response.headers) res.setHeader(key, value);

@@ -1,5 +1,5 @@
 import { RemoteGraphQLDataSource, type GraphQLDataSourceProcessOptions } from '@apollo/gateway';
-import { currentRequestId, REQUEST_ID_HEADER, toGraphQLError, unavailable, type Logger } from '@halo/kit';
+import { REQUEST_ID_HEADER, toGraphQLError, unavailable, type Logger } from '@halo/kit';
 import type { GraphQLContext } from './context';
 import { createHttpFetcher } from './http-fetcher';
 
@@ -54,8 +54,7 @@ export class SubgraphDataSource extends RemoteGraphQLDataSource<GraphQLContext> 
     const headers = request.http?.headers;
     if (!headers) return;
     if (ctx.authorization) headers.set('authorization', ctx.authorization);
-    // Read from the request context: the plan runs inside the request that asked for it.
-    const requestId = currentRequestId();
+    const requestId = ctx.requestId;
     if (requestId !== undefined) headers.set(REQUEST_ID_HEADER, requestId);
   }
 
@@ -63,10 +62,10 @@ export class SubgraphDataSource extends RemoteGraphQLDataSource<GraphQLContext> 
    * No response at all (refused, reset, DNS): the client learns the service is unavailable, the
    * log learns why. The default error would show the subgraph's internal URL.
    */
-  override didEncounterError(error: Error, _req: unknown, response?: unknown): void {
+  override didEncounterError(error: Error, _req: unknown, response?: unknown, context?: Partial<GraphQLContext>): void {
     if (response !== undefined) throw error;
     const cause = (error as { cause?: { code?: string } }).cause;
-    this.logger.error({ subgraph: this.subgraph, code: cause?.code, message: error.message }, 'subgraph unreachable');
+    this.logger.error({ requestId: context?.requestId, subgraph: this.subgraph, code: cause?.code, message: error.message }, 'subgraph unreachable');
     throw toGraphQLError(unavailable());
   }
 }

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { sendJson, TOKEN_REQUIRED, toRestError, type EdgeServiceName, type Logger } from '@halo/kit';
+import { requestContextOf, sendJson, TOKEN_REQUIRED, toRestError, type EdgeServiceName, type Logger } from '@halo/kit';
 import type { CallerResolver } from '../auth';
 import type { GatewayResponse } from '../observability';
 import type { ServiceProxies } from './proxy';
@@ -68,6 +68,6 @@ export type RestStage = ReturnType<typeof createRestStage>;
 /** A HaloError as its REST answer; anything else is logged and answered 500 without details. */
 function sendError(res: ServerResponse, err: unknown, logger: Logger): void {
   const { status, body } = toRestError(err);
-  if (status >= 500) logger.error({ err }, 'request failed');
+  if (status >= 500) logger.error({ err, requestId: requestContextOf(res.req)?.requestId }, 'request failed');
   if (!res.headersSent) sendJson(res, status, body);
 }

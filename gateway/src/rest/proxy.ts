@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { currentRequestId, REQUEST_ID_HEADER, sendJson, type Logger, type EdgeServiceName } from '@halo/kit';
+import { requestContextOf, REQUEST_ID_HEADER, sendJson, type Logger, type EdgeServiceName } from '@halo/kit';
 import { forwardedFor, hasBody, isEncoded, isJsonType, parseJson, payloadTooLarge, readBody, sendBodyError, upstreamOrigin, type TrustedProxies, type UpstreamOrigin } from '../http';
 import type { GatewayMetrics } from '../observability';
 
@@ -79,7 +79,7 @@ export function upstreamHeaders(req: IncomingMessage, trusted: TrustedProxies | 
     if (HOP_BY_HOP_REQUEST.has(name) || (named !== null && named.has(name))) continue;
     out[name] = incoming[name];
   }
-  const requestId = currentRequestId();
+  const requestId = requestContextOf(req)?.requestId;
   if (requestId !== undefined) out[REQUEST_ID_HEADER] = requestId;
   const encrypted = (req.socket as TLSSocket).encrypted === true;
   const host = incoming.host;
@@ -155,7 +155,7 @@ export function createServiceProxies({ targets, timeoutMs, bodyLimit, logger, ma
     forward(service: EdgeServiceName, req: IncomingMessage, res: ServerResponse): void {
       const target = byService.get(service);
       if (!target) {
-        logger.error({ service }, 'no upstream configured for the service');
+        logger.error({ requestId: requestContextOf(req)?.requestId, service }, 'no upstream configured for the service');
         sendJson(res, 502, { error: 'Bad gateway' });
         return;
       }
@@ -224,7 +224,7 @@ function exchange(p: Proxying, target: Target, req: IncomingMessage, res: Server
     done = true;
     if (!answered) metrics?.upstream(target.service, FAILED_AS[status], sentAt);
     logger.error(
-      { service: target.service, code, message: err?.message },
+      { requestId: requestContextOf(req)?.requestId, service: target.service, code, message: err?.message },
       status === 504 ? 'upstream timed out' : 'upstream request failed',
     );
     upstream.destroy();

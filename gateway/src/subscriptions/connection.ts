@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { isHaloError, runInRequest, saneRequestId, type Caller, type Logger, type RequestContext } from '@halo/kit';
+import { bindRequestContext, isHaloError, saneRequestId, type Caller, type Logger, type RequestContext } from '@halo/kit';
 import type { CallerResolver } from '../auth';
 import type { Connection } from './context';
 
@@ -30,9 +30,10 @@ export async function openConnection(init: ConnectionInit, callers: CallerResolv
   if (typeof apiKey === 'string') headers['x-api-key'] = apiKey;
   const context: RequestContext = { requestId: saneRequestId(params['x-request-id'] ?? request.headers['x-request-id']) };
   const req = { headers } as IncomingMessage;
+  bindRequestContext(req, context);
   let caller: Caller | null;
   try {
-    caller = await runInRequest(context, () => callers.resolve(req));
+    caller = await callers.resolve(req);
   } catch (err) {
     const refused = isHaloError(err) && err.httpStatus === 401;
     log.info({ requestId: context.requestId, reason: isHaloError(err) ? err.message : 'error' }, 'websocket connection refused');

@@ -13,7 +13,7 @@ import {
   type ValidationRule,
 } from 'graphql';
 import { WebSocketServer } from 'ws';
-import { runInRequest, type Logger } from '@halo/kit';
+import type { Logger } from '@halo/kit';
 import type { CallerResolver } from '../auth';
 import type { GraphQLContext, LoadedSupergraph, OperationPolicy, OperationRequestText } from '../graphql';
 import { closeConnection, openConnection } from './connection';
@@ -97,7 +97,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       execute: async (args) => {
         const { connection, request } = args.contextValue as OperationContext;
         const { caller, authorization, context } = connection;
-        return (await runInRequest(context, opts.executeOperation, request, { authorization, caller })) as unknown as ExecutionResult;
+        return (await opts.executeOperation(request, { authorization, caller, requestId: context.requestId })) as unknown as ExecutionResult;
       },
       onError: (_ctx, _id, _payload, errors) => errors.map(formatError),
       onNext: (_ctx, _id, _payload, _args, result) =>

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from './logger';
-import { currentRequestId } from './request-context';
+import { currentRequestId, requestContextOf } from './request-context';
 
 /**
  * How an access-log line names what was asked: the gateway writes the `path` alone (a query string
@@ -16,7 +16,7 @@ export type AccessLogTarget = 'path' | 'url';
  * that context has ended, so the id is taken now and named on the line.
  */
 export function logRequest(logger: Logger, req: IncomingMessage, res: ServerResponse, key: AccessLogTarget, target: string): void {
-  const requestId = currentRequestId();
+  const requestId = currentRequestId() ?? requestContextOf(req)?.requestId;
   const start = process.hrtime.bigint();
   res.once('close', () => {
     const ms = Number(process.hrtime.bigint() - start) / 1e6;

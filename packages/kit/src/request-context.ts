@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { IncomingMessage } from 'node:http';
 
 /**
  * What one request carries through every `await` without being handed down by hand: the edge sets
@@ -24,3 +25,22 @@ export function runInRequest<A extends unknown[], T>(context: RequestContext, fn
 
 /** The id of the request being served here, or undefined outside one (start-up, timers, the seed). */
 export const currentRequestId = (): string | undefined => storage.getStore()?.requestId;
+
+const BOUND = Symbol('halo.requestContext');
+type Bound = IncomingMessage & { [BOUND]?: RequestContext };
+
+/**
+ * The same context held by the request object itself, for an edge that must not turn on async
+ * hooks: on Node 20 the first `runInRequest` makes every async resource and promise of the process
+ * pay a hook, measured at the gateway as 13–25 % more CPU per request (ADR 0008). The gateway binds
+ * the context to each request; what serves it reads it from there (the REST proxy from `req`,
+ * GraphQL from its operation context), and its access-log line from `logRequest`.
+ */
+export function bindRequestContext(req: IncomingMessage, context: RequestContext): void {
+  (req as Bound)[BOUND] = context;
+}
+
+/** The context bound to `req` by `bindRequestContext`, if any. */
+export function requestContextOf(req: IncomingMessage): RequestContext | undefined {
+  return (req as Bound)[BOUND];
+}
