@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import autocannon from 'autocannon';
@@ -238,7 +238,8 @@ async function main(): Promise<void> {
     gatewayB = {
       name: 'gateway-before',
       url: `http://127.0.0.1:${portB}`,
-      child: spawnLogged('gateway-before', [join(baseline, 'gateway/dist/main.js')], { ...environOf(gwA.child.pid!), HTTP_PORT: String(portB), METRICS_PORT: '0' }, LOGS, baseline),
+      // A's node flags too (the launcher starts the gateway with V8 heap flags): the same runtime both sides.
+      child: spawnLogged('gateway-before', [...nodeFlagsOf(gwA.child.pid!), join(baseline, 'gateway/dist/main.js')], { ...environOf(gwA.child.pid!), HTTP_PORT: String(portB), METRICS_PORT: '0' }, LOGS, baseline),
     };
     const b = gatewayB;
     await waitFor(b, async () => (await fetch(`${b.url}/readyz`)).ok);
@@ -370,3 +371,10 @@ main().catch((err: unknown) => {
   process.stderr.write(`bench:ab failed: ${(err as Error).stack ?? String(err)}\n`);
   process.exit(1);
 });
+
+/** The node flags a process was started with: its command line between the executable and the script. */
+function nodeFlagsOf(pid: number): string[] {
+  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  const script = argv.findIndex((a, i) => i > 0 && !a.startsWith('-'));
+  return script === -1 ? [] : argv.slice(1, script);
+}
