@@ -6,7 +6,7 @@ import { validate as lintDockerfile } from 'dockerfile-utils';
 import { parse } from 'yaml';
 import { DEFAULT_TEST_DATABASE_URL } from '@halo/kit/testing';
 import { localSecrets } from '../../tools/src/local-secrets';
-import { validateK8sObjects } from './k8s-schemas';
+import { validateK8sObjects, type K8sObject } from './k8s-schemas';
 import { describeWithRenderer, parseObjects, renderText, ROOT } from './render';
 
 /**
@@ -142,7 +142,7 @@ describe('deploy/local', () => {
     const data = secret.data as Record<string, string>;
     const privateKid = (key: string) => (JSON.parse(Buffer.from(data[key]!, 'base64').toString()) as { kid: string }).kid;
     const trusted = (name: string) => {
-      const d = objects.find((o) => o.kind === 'Deployment' && o.metadata?.name === name) as { spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } } };
+      const d = objects.find((o) => o.kind === 'Deployment' && o.metadata?.name === name)! as K8sObject & { spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } } };
       const value = d.spec.template.spec.containers[0]!.env.find((e) => e.name === 'SERVICE_TRUSTED_KEYS')!.value!;
       return (JSON.parse(value) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
     };

@@ -5,7 +5,7 @@ import { buildRenderer, rendererTests, render, renderError, renderText, SERVICE_
 
 
 // Every test here needs the renderer (Go + Debian's libraries): skipped with one line without them.
-const { describe, it, beforeAll } = rendererTests('helm/render tests');
+const { it, beforeAll } = rendererTests('helm/render tests');
 /**
  * helm/render against a small chart whose `helm template` output follows from Helm's documented
  * behaviour, so the renderer is held to Helm's rules and not only to the Halo chart: value
