@@ -118,7 +118,7 @@ describe('GraphiQL', () => {
 describe('the services’ schemas, through the gateway', () => {
   async function send(method: string, path: string, body: unknown, headers: Record<string, string> = {}) {
     const res = await fetch(`${url}${path}`, { method, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-    return { status: res.status, body: (await res.json()) as unknown };
+    return { status: res.status, body: (await res.json()) };
   }
 
   it.each([

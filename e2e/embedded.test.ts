@@ -94,11 +94,11 @@ function npmStart(offset: number, dataDir: string): { child: ChildProcess; ready
   });
   let out = '';
   const ready = new Promise<void>((ok, fail) => {
-    child.stdout!.on('data', (c: Buffer) => {
+    child.stdout.on('data', (c: Buffer) => {
       out += c.toString();
       if (out.includes('Halo is ready')) ok();
     });
-    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
     child.once('exit', (code) => fail(new Error(`npm start exited (${code}):\n${out.slice(-3000)}`)));
   });
   return { child, ready, output: () => out };
@@ -117,7 +117,7 @@ it('recovers after the launcher is killed with SIGKILL, while another system run
   try {
     expect(beside.system.postgres!.port).not.toBe(5432);
     expect(await (await fetch(`${gateway}/hello`)).json()).toEqual({ message: 'Halo Dunia!' });
-    expect((await (await fetch(`${beside.url}/hello`)).json()) as unknown).toEqual({ message: 'Halo Dunia!' });
+    expect((await (await fetch(`${beside.url}/hello`)).json())).toEqual({ message: 'Halo Dunia!' });
     const users = await snapshot(gateway);
 
     first.child.kill('SIGKILL');
@@ -149,11 +149,11 @@ it('stops everything when `npm start` itself gets SIGTERM (npm and its shell end
   });
   let out = '';
   await new Promise<void>((ok, fail) => {
-    npm.stdout!.on('data', (c: Buffer) => {
+    npm.stdout.on('data', (c: Buffer) => {
       out += c.toString();
       if (out.includes('Halo is ready')) ok();
     });
-    npm.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    npm.stderr.on('data', (c: Buffer) => (out += c.toString()));
     npm.once('exit', (code) => fail(new Error(`npm start exited (${code}):\n${out.slice(-3000)}`)));
   });
   expect((await fetch('http://127.0.0.1:4980/hello')).status).toBe(200);

@@ -110,7 +110,7 @@ async function over(transport: 'POST' | 'GET' | 'batch' | 'APQ', rawQuery: strin
   if (transport === 'batch') {
     const r = await send('POST', [{ query }, { query: '{ product(id: "1") { id } }' }]);
     expect(r.body[1]).toEqual({ data: { product: { id: '1' } } });
-    return { ...r, body: r.body[0] as Body };
+    return { ...r, body: r.body[0] };
   }
   const extensions = { persistedQuery: { version: 1, sha256Hash: sha256(query) } };
   expect((await send('GET', { extensions })).body.errors[0].extensions.code).toBe('PERSISTED_QUERY_NOT_FOUND');

@@ -33,11 +33,11 @@ function npmStart(offset: number, env: Record<string, string>): Started {
   let out = '';
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   const ready = new Promise<void>((ok, fail) => {
-    child.stdout!.on('data', (c: Buffer) => {
+    child.stdout.on('data', (c: Buffer) => {
       out += c.toString();
       if (out.includes('Halo is ready')) ok();
     });
-    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
     void exited.then((code) => fail(new Error(`npm start exited (${code}):\n${out.slice(-3000)}`)));
   });
   ready.catch(() => undefined);

@@ -35,7 +35,7 @@ const LIMITS = {
 
 let inFlight = 0;
 let peak = 0;
-let waiting: (() => void)[] = [];
+const waiting: (() => void)[] = [];
 const item = (id: string) => ({ id, name: `item ${id}`, next: null });
 const resolvers = {
   Query: {
@@ -79,9 +79,6 @@ afterAll(async () => {
   supergraph?.remove();
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- GraphQL payloads in tests
-type Body = any;
-
 async function send(method: 'GET' | 'POST', payload: unknown, headers: Record<string, string> = {}, url = gw.url) {
   let res: Response;
   if (method === 'GET') {
@@ -99,7 +96,7 @@ async function send(method: 'GET' | 'POST', payload: unknown, headers: Record<st
     });
   }
   const text = await res.text();
-  return { status: res.status, cacheControl: res.headers.get('cache-control'), body: JSON.parse(text) as Body };
+  return { status: res.status, cacheControl: res.headers.get('cache-control'), body: JSON.parse(text) };
 }
 
 const tokensOf = (query: string) => {
@@ -156,7 +153,7 @@ async function over(transport: (typeof TRANSPORTS)[number], rawQuery: string) {
   if (transport === 'batch') {
     const r = await send('POST', [{ query }, { query: '{ item(id: "9") { name } }' }]);
     expect(r.body[1]).toEqual({ data: { item: { name: 'item 9' } } });
-    return { ...r, body: r.body[0] as Body };
+    return { ...r, body: r.body[0] };
   }
   const extensions = persisted(query);
   const unknown = await send('GET', { extensions });

@@ -25,7 +25,7 @@ afterAll(async () => {
 
 const post = async (body: unknown) => {
   const res = await fetch(`${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as unknown };
+  return { status: res.status, body: (await res.json()) };
 };
 const codesOf = (body: unknown) =>
   (Array.isArray(body) ? body : [body]).flatMap((b: { errors?: { extensions?: { code?: string } }[] }) => b.errors?.map((e) => e.extensions?.code) ?? []);

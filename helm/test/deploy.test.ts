@@ -63,8 +63,8 @@ describe('deploy/Dockerfile for releases (issue 27)', () => {
   const text = readFileSync(join(DEPLOY, 'Dockerfile'), 'utf8');
   const lines = text.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
   const stageStarts = lines.flatMap((l, i) => (/^FROM\s/i.test(l) ? [i] : []));
-  const stage = (name: string) => lines.slice(stageStarts.find((i) => new RegExp(`AS ${name}$`, 'i').test(lines[i]!))!, stageStarts.find((i) => i > stageStarts.find((j) => new RegExp(`AS ${name}$`, 'i').test(lines[j]!))!));
-  const final = lines.slice(stageStarts.at(-1)!);
+  const stage = (name: string) => lines.slice(stageStarts.find((i) => new RegExp(`AS ${name}$`, 'i').test(lines[i]!)), stageStarts.find((i) => i > stageStarts.find((j) => new RegExp(`AS ${name}$`, 'i').test(lines[j]!))!));
+  const final = lines.slice(stageStarts.at(-1));
 
   it('pins every base image by digest: each FROM is a digest-pinned image or an earlier stage', () => {
     const args = Object.fromEntries(lines.filter((l) => /^ARG\s+\w+=/.test(l)).map((l) => l.slice(4).split('=') as [string, string]));

@@ -445,7 +445,7 @@ async function main(): Promise<void> {
     await system?.stop();
     closeSync(launcherLog);
     rmSync(dataDir, { recursive: true, force: true });
-    if (MODE === 'postgres') for (const name of SERVICE_NAMES) await dropSchema(`${benchSchema}_${name}`, process.env.DATABASE_URL!);
+    if (MODE === 'postgres') for (const name of SERVICE_NAMES) await dropSchema(`${benchSchema}_${name}`, process.env.DATABASE_URL);
   }
 }
 

@@ -57,7 +57,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
         ...(owner ? { uid: owner.uid, gid: owner.gid } : {}),
       },
     );
-    for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream! }).on('line', log);
+    for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on('line', log);
     const adminUrl = `postgres://${ADMIN_USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
     try {
       await waitReady(adminUrl, child, opts.readyTimeoutMs ?? 30_000);

@@ -19,8 +19,8 @@ function run(...args: string[]): Promise<{ code: number | null; stdout: string; 
     const child = spawn(process.execPath, [resolve(ROOT, 'tools/dist/subgraph.js'), ...args], { cwd: ROOT, env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('close', (code) => done({ code, stdout, stderr }));
   });
 }

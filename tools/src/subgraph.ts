@@ -80,7 +80,7 @@ export function parseCli(argv: readonly string[], env: Record<string, string | u
   const registry = (values.registry ?? env.REGISTRY_URL ?? `http://127.0.0.1:${SERVICES.registry.httpPort}`).replace(/\/+$/, '');
   return {
     command: command as Command,
-    ...(service ? { service: service as EdgeServiceName } : {}),
+    ...(service ? { service } : {}),
     ...(values.schema ? { schema: values.schema } : {}),
     ...(values.routes ? { routes: values.routes } : {}),
     ...(values.url ? { url: values.url } : {}),

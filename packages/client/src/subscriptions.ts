@@ -172,7 +172,7 @@ export class Subscriptions {
       next: async () => {
         for (;;) {
           if (queue.length) return { done: false, value: queue.shift()! };
-          if (failure) throw (failure as { err: unknown }).err;
+          if (failure) throw failure.err;
           if (done) return { done: true, value: undefined };
           await new Promise<void>((resolve) => (wake = resolve));
         }

@@ -31,7 +31,7 @@ export const contractSchema = z.strictObject({
 export function parseContract(value: unknown): { contract: Contract } | { error: string } {
   const result = contractSchema.safeParse(value);
   if (result.success) {
-    const c = result.data as Contract;
+    const c = result.data;
     if (c.rest) {
       const stray = c.rest.routes.find((r) => r.service !== c.service);
       if (stray) return { error: `contract.rest.routes: ${stray.method} ${stray.path} names service ${stray.service}, not ${c.service}` };

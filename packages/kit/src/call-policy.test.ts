@@ -38,7 +38,7 @@ beforeAll(async () => {
     ping: (call: { request: { tag?: string } }, callback: grpc.sendUnaryData<unknown>) => {
       const code = script(++calls, call.request);
       if (code === grpc.status.OK) callback(null, { ok: true });
-      else callback({ code, details: `scripted ${grpc.status[code]}` } as grpc.ServiceError);
+      else callback({ code, details: `scripted ${grpc.status[code]}` });
     },
   });
   const port = await new Promise<number>((ok, fail) =>

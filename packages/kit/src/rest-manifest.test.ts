@@ -78,7 +78,7 @@ const route = (id: string) => things.routes.find((r) => r.id === id)! as RestRou
 describe('defineRestManifest', () => {
   const base = { id: 'x', method: 'GET', path: '/x', summary: 'x', responses: { 200: { description: 'ok' } } } as const;
   const define = (r: Partial<RestRoute>, more: RestRoute[] = []) =>
-    () => defineRestManifest({ service: 'content', description: 'd', routes: [{ ...base, ...r } as RestRoute, ...more] });
+    () => defineRestManifest({ service: 'content', description: 'd', routes: [{ ...base, ...r }, ...more] });
 
   it('accepts a sound manifest and keeps it as it is', () => {
     expect(define({})()).toMatchObject({ service: 'content', routes: [{ id: 'x' }] });
@@ -103,10 +103,10 @@ describe('defineRestManifest', () => {
   });
 
   it('refuses a duplicate id and a method + path declared twice for one version', () => {
-    expect(define({}, [{ ...base, path: '/y' } as RestRoute])).toThrow(/duplicate id/);
-    expect(define({}, [{ ...base, id: 'y' } as RestRoute])).toThrow(/declared twice for version 1/);
+    expect(define({}, [{ ...base, path: '/y' }])).toThrow(/duplicate id/);
+    expect(define({}, [{ ...base, id: 'y' }])).toThrow(/declared twice for version 1/);
     // The same path and method in different versions is fine.
-    expect(define({}, [{ ...base, id: 'y', versions: { 2: {} } } as RestRoute])).not.toThrow();
+    expect(define({}, [{ ...base, id: 'y', versions: { 2: {} } }])).not.toThrow();
   });
 
   it('knows the gateway’s own paths, and only those', () => {

@@ -66,7 +66,7 @@ export class ServiceIdentity {
     if (keys.signingKey && serviceOfKid(keys.signingKey.kid) !== name) {
       throw new ConfigError(`Invalid configuration: SERVICE_SIGNING_KEY: its kid names "${serviceOfKid(keys.signingKey.kid)}", not ${name}`);
     }
-    this.keyset = keys.trusted ? createLocalJWKSet(keys.trusted as Parameters<typeof createLocalJWKSet>[0]) : undefined;
+    this.keyset = keys.trusted ? createLocalJWKSet(keys.trusted) : undefined;
   }
 
   static fromConfig(name: string, cfg: ServiceIdentityConfig): ServiceIdentity {

@@ -31,14 +31,14 @@ export async function startRedisServer(port?: number): Promise<RedisServer> {
   await new Promise<void>((resolve, reject) => {
     let out = '';
     child.once('error', (err: NodeJS.ErrnoException) => reject(new Error(err.code === 'ENOENT' ? REDIS_MISSING : err.message)));
-    child.stdout!.on('data', (c: Buffer) => {
+    child.stdout.on('data', (c: Buffer) => {
       out += c.toString();
       if (out.includes('Ready to accept connections')) resolve();
     });
     child.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${out}`)));
   });
-  child.stdout!.resume();
-  child.stderr!.resume();
+  child.stdout.resume();
+  child.stderr.resume();
   return {
     port: p,
     url: `redis://127.0.0.1:${p}`,
