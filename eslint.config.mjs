@@ -61,7 +61,8 @@ export default defineConfig(
   comments.recommended,
   {
     rules: {
-      '@eslint-community/eslint-comments/require-description': 'error',
+      // The reason goes on the disable; its matching `eslint-enable` needs none.
+      '@eslint-community/eslint-comments/require-description': ['error', { ignore: ['eslint-enable'] }],
       '@eslint-community/eslint-comments/no-unlimited-disable': 'error',
     },
   },
@@ -69,7 +70,32 @@ export default defineConfig(
     rules: {
       'max-lines': ['error', { max: 400, skipBlankLines: true, skipComments: true }],
       'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true }],
+      // A leading underscore marks a binding kept on purpose: an omitted property in
+      // `{ secret: _s, ...rest }`, Express's four-argument error handler.
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
+      // Passing on a rejection, or an AbortSignal's reason, forwards whatever the caller gave; the
+      // rule still refuses rejecting with a literal or a plain object.
+      '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingAny: true, allowThrowingUnknown: true }],
     },
+  },
+  {
+    // TODO(issue 26): files over 400 lines, to split. All other rules hold for them. Some sit in
+    // code being restructured right now (packages/kit/src/rest*, gateway/test, services/*/test),
+    // where a split would collide with that work; the rest are test suites and bench scripts.
+    files: [
+      'helm/test/chart.test.ts',
+      'loadtest/src/bench.ts',
+      'loadtest/src/gateways-bench.ts',
+      'packages/kit/src/rest-manifest.ts',
+      'packages/kit/src/rest-manifest.test.ts',
+      'services/catalog/test/rest.test.ts',
+      'gateway/test/rest-proxy.test.ts',
+      'tools/src/launcher.ts',
+    ],
+    rules: { 'max-lines': 'off' },
   },
   {
     // A test file's `describe` callback holds all its cases, so its length is the length of the
@@ -88,9 +114,22 @@ export default defineConfig(
       '@typescript-eslint/no-unsafe-argument': 'off',
       '@typescript-eslint/no-unsafe-call': 'off',
       '@typescript-eslint/no-unsafe-return': 'off',
+      // …and so may say `any` where they take such a body (`Record<string, any>`, `B = any`).
+      '@typescript-eslint/no-explicit-any': 'off',
+      // Fakes stand in for async interfaces (`ready: async () => {}`, a stub gRPC handler): written
+      // `async` they return a promise and reject rather than throw, exactly like the real thing.
+      '@typescript-eslint/require-await': 'off',
+      // `expect(client.method).toHaveBeenCalled()` and `callUnary(client, client.method, …)` pass a
+      // method to code that never calls it unbound (a matcher, or a helper that binds it).
+      '@typescript-eslint/unbound-method': 'off',
     },
   },
   { files: UNTYPED_JS, extends: [tseslint.configs.disableTypeChecked] },
+  {
+    // CommonJS entry points ("type": "commonjs"): `require` is how they import.
+    files: ['jest.config.js', 'tools/bin/*.js'],
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
   // Last: turns off the stylistic rules that would fight Prettier, which owns formatting.
   prettier,
 );

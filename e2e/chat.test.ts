@@ -105,7 +105,7 @@ async function live(stream: Stream, token: string, chatId: string, field = 'newM
   for (let i = 0; Date.now() < deadline; i++) {
     const probe = `probe ${i} ${Math.random()}`;
     // While a chat process restarts, a send may fail: try again.
-    const res = await gql(gateway, SEND, { c: chatId, t: probe }, { authorization: `Bearer ${token}` }).catch((err: Error) => ({ body: { errors: [err.message] } as { data?: any; errors?: unknown[] } }));
+    const res: { body: { data?: any; errors?: unknown[] } } = await gql(gateway, SEND, { c: chatId, t: probe }, { authorization: `Bearer ${token}` }).catch((err: Error) => ({ body: { errors: [err.message] } }));
     if (!res.body.data?.sendMessage) {
       last = res.body;
       await new Promise((r) => setTimeout(r, 250));

@@ -55,7 +55,7 @@ function sdk(opts: HaloClientOptions & { tamper?: (call: Call, res: Response) =>
     baseUrl: url,
     subscriptions: { webSocketImpl: WebSocket },
     fetch: async (input, init) => {
-      const u = new URL(String(input));
+      const u = new URL(input instanceof Request ? input.url : input);
       const call = { method: init?.method ?? 'GET', path: u.pathname + u.search, body: typeof init?.body === 'string' ? init.body : undefined };
       calls.push(call);
       const res = await fetch(input, init);

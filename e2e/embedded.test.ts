@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -159,7 +159,6 @@ it('stops everything when `npm start` itself gets SIGTERM (npm and its shell end
   expect((await fetch('http://127.0.0.1:4980/hello')).status).toBe(200);
   // Every process of this system names its data directory (launcher env aside, Postgres's -D).
   const running = () => {
-    const { execFileSync } = require('node:child_process') as typeof import('node:child_process');
     try {
       return execFileSync('pgrep', ['-f', dataDir], { encoding: 'utf8' }).trim();
     } catch {

@@ -170,7 +170,6 @@ afterAll(async () => {
   supergraph?.remove();
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- GraphQL payloads in tests
 type Body = any;
 
 async function post(url: string, query: string, variables?: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Body> {

@@ -65,7 +65,7 @@ const compose = (contentSdl: string) =>
     { name: 'catalog', sdl: CATALOG, url: 'http://127.0.0.1:1/graphql' },
   ]);
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- GraphQL payloads in tests
+
 async function post(url: string, body: unknown): Promise<{ status: number; body: any }> {
   const res = await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   return { status: res.status, body: await res.json() };

@@ -87,7 +87,7 @@ async function send(method: 'GET' | 'POST', payload: unknown, headers: Record<st
     if (p.query !== undefined) qs.set('query', p.query);
     if (p.variables !== undefined) qs.set('variables', JSON.stringify(p.variables));
     if (p.extensions !== undefined) qs.set('extensions', JSON.stringify(p.extensions));
-    res = await fetch(`${url}/graphql?${qs}`, { headers });
+    res = await fetch(`${url}/graphql?${qs.toString()}`, { headers });
   } else {
     res = await fetch(`${url}/graphql`, {
       method: 'POST',

@@ -86,7 +86,7 @@ async function post(body: unknown, headers: Record<string, string> = {}) {
     headers: { 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
-  return { res, body: (await res.json()) as any }; // eslint-disable-line @typescript-eslint/no-explicit-any -- test payloads
+  return { res, body: (await res.json()) as any };
 }
 
 const token = signAccessToken({ sub: '2', name: 'Alice', role: 'user' }, TEST_JWT_SECRET, 300);

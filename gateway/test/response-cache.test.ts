@@ -122,7 +122,6 @@ afterAll(async () => {
   supergraph?.remove();
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- GraphQL payloads in tests
 type Body = any;
 
 async function send(
@@ -132,7 +131,7 @@ async function send(
   const before = catalog.calls();
   const url = opts.url ?? gw.url;
   const res = opts.get
-    ? await fetch(`${url}?${new URLSearchParams({ query, ...(opts.variables ? { variables: JSON.stringify(opts.variables) } : {}) })}`, {
+    ? await fetch(`${url}?${new URLSearchParams({ query, ...(opts.variables ? { variables: JSON.stringify(opts.variables) } : {}) }).toString()}`, {
         headers: opts.headers ?? {},
       })
     : await fetch(url, {

@@ -171,7 +171,7 @@ describe('usage sender', () => {
     // registry is in e2e/registry-gateway.test.ts.
     server = createServer((req, res) => {
       let text = '';
-      req.on('data', (c: Buffer) => (text += c));
+      req.on('data', (c: Buffer) => (text += c.toString()));
       req.on('end', () => {
         bodies.push(JSON.parse(text));
         res.statusCode = answer;

@@ -311,6 +311,7 @@ export async function ensureOrders(gatewayUrl: string, authorization: string, lo
   log?.('bench: the caller has 5 orders');
 }
 
+// eslint-disable-next-line max-lines-per-function -- a benchmark: its steps in the order they run
 export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysReport> {
   const { system, peers, log } = opts;
   const gw = system.processes.find((p) => p.name === 'gateway')!;

@@ -155,7 +155,7 @@ async function measure(system: RunningSystem, pinning: ReturnType<typeof planPin
   const base = { ...checkoutContracts().find((c) => c.service === 'catalog')!, url: catalogUrl };
   await waitFor('the gateway to serve the registry composition', async () => (await composition(gatewayUrl)).source === 'registry');
   const load0 = loadavg();
-  const subs = await openSubscriptions({ gatewayUrl, jwtSecret: JWT_SECRET, count: SUBSCRIBERS, sendEveryMs: 1_000 });
+  const subs = openSubscriptions({ gatewayUrl, jwtSecret: JWT_SECRET, count: SUBSCRIBERS, sendEveryMs: 1_000 });
   const load = startSteadyLoad({ gatewayUrl, ratePerSecond: RATE });
   // Warm: every path planned and every pool open before the first publish.
   await new Promise((r) => setTimeout(r, 5_000));

@@ -60,7 +60,8 @@ async function heapAfterGc(pid: number): Promise<number> {
     new Promise<Record<string, unknown>>((ok, fail) => {
       const me = ++id;
       const onMessage = (data: WebSocket.RawData) => {
-        const msg = JSON.parse(data.toString()) as { id?: number; result?: Record<string, unknown>; error?: { message: string } };
+        // A text frame arrives as a Buffer (ws's default binaryType, 'nodebuffer').
+        const msg = JSON.parse((data as Buffer).toString()) as { id?: number; result?: Record<string, unknown>; error?: { message: string } };
         if (msg.id !== me) return;
         ws.off('message', onMessage);
         if (msg.error) fail(new Error(msg.error.message));
@@ -95,6 +96,7 @@ function slopePerMinute(samples: Sample[]): number {
   return den === 0 ? 0 : num / den;
 }
 
+// eslint-disable-next-line max-lines-per-function -- a benchmark script: its steps in the order they run
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'halo-soak-'));
   chmodSync(dataDir, 0o755);

@@ -32,6 +32,7 @@ export function loadManifests(file: (name: ServiceName) => string = manifestBuil
     const modulePath = file(name);
     if (!existsSync(modulePath)) throw new Error(`${relative(ROOT, modulePath)} is missing: run \`npm run build\` first`);
     // A plain module of schemas: loading it starts nothing.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the path is only known at run time
     const loaded: unknown = (require(modulePath) as { restManifest?: unknown }).restManifest;
     if (!isManifest(loaded)) throw new Error(`${relative(ROOT, source)} must export \`restManifest\` (defineRestManifest)`);
     if (loaded.service !== name) throw new Error(`${relative(ROOT, source)} declares service ${loaded.service}, not ${name}`);

@@ -115,7 +115,19 @@ export function contractFor(o: CliOptions): ServiceContract {
   };
 }
 
-async function request(o: CliOptions, method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; body: any }> {
+/** The registry's JSON answer, as far as this CLI reads it (which members depend on the command). */
+interface RegistryAnswer {
+  error?: string;
+  ok?: boolean;
+  report?: Report;
+  unchanged?: boolean;
+  version?: number;
+  composition?: number;
+  versions?: { version: number; createdAt: string; author: string; url: string; hash: string }[];
+  services?: { service: string; version: number; publishedAt: string; author: string; url: string }[];
+}
+
+async function request(o: CliOptions, method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; body: RegistryAnswer }> {
   const key = process.env.HALO_API_KEY;
   let res: Response;
   try {
@@ -136,7 +148,7 @@ async function request(o: CliOptions, method: 'GET' | 'POST', path: string, body
   } catch {
     parsed = { error: `not JSON (HTTP ${res.status})` };
   }
-  return { status: res.status, body: parsed };
+  return { status: res.status, body: parsed as RegistryAnswer };
 }
 
 interface Report {
@@ -161,7 +173,7 @@ function describeReport(r: Report | undefined): string[] {
 export async function runCli(o: CliOptions): Promise<{ code: number; out: string[]; err: string[] }> {
   const out: string[] = [];
   const err: string[] = [];
-  const refused = (status: number, body: any) => {
+  const refused = (status: number, body: RegistryAnswer | null) => {
     if (o.json) out.push(JSON.stringify(body, null, 2));
     err.push(`${o.service ?? 'subgraph'}: refused (${status}): ${body?.error ?? 'unknown error'}`, ...describeReport(body?.report));
     return { code: 1, out, err };
@@ -175,8 +187,8 @@ export async function runCli(o: CliOptions): Promise<{ code: number; out: string
       const res = await request(o, 'GET', o.service ? `/v1/services/${o.service}/versions` : '/v1/services');
       if (res.status !== 200) return refused(res.status, res.body);
       if (o.json) out.push(JSON.stringify(res.body, null, 2));
-      else if (o.service) for (const v of res.body.versions) out.push(`${o.service} v${v.version}  ${v.createdAt}  ${v.author}  ${v.url}  ${v.hash.slice(0, 12)}`);
-      else for (const s of res.body.services) out.push(`${s.service.padEnd(10)} v${s.version}  ${s.publishedAt}  ${s.author}  ${s.url}`);
+      else if (o.service) for (const v of res.body.versions!) out.push(`${o.service} v${v.version}  ${v.createdAt}  ${v.author}  ${v.url}  ${v.hash.slice(0, 12)}`);
+      else for (const s of res.body.services!) out.push(`${s.service.padEnd(10)} v${s.version}  ${s.publishedAt}  ${s.author}  ${s.url}`);
       return { code: 0, out, err };
     }
     const ack = o.acknowledge ? { acknowledge: o.acknowledge } : {};

@@ -28,7 +28,9 @@ interface Context {
 
 class Subgraph extends RemoteGraphQLDataSource<Context> {
   override willSendRequest({ request, context }: Parameters<NonNullable<RemoteGraphQLDataSource<Context>['willSendRequest']>>[0]): void {
-    if (context.authorization) request.http?.headers.set('authorization', context.authorization);
+    // A health check's context is a plain record (typed `any`); a request's is ours.
+    const { authorization } = context as Context;
+    if (authorization) request.http?.headers.set('authorization', authorization);
   }
 }
 
@@ -42,7 +44,7 @@ async function main(): Promise<void> {
   });
   const { url } = await startStandaloneServer(server, {
     listen: { port, host: '127.0.0.1' },
-    context: async ({ req }) => ({ authorization: req.headers.authorization }),
+    context: ({ req }) => Promise.resolve({ authorization: req.headers.authorization }),
   });
   process.stdout.write(`plain @apollo/gateway listening at ${url}\n`);
 }

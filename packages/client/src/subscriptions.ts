@@ -177,6 +177,7 @@ export class Subscriptions {
           await new Promise<void>((resolve) => (wake = resolve));
         }
       },
+      // eslint-disable-next-line @typescript-eslint/require-await -- an iterator's return answers a promise; a throw in unsubscribe must reject it
       return: async () => {
         done = true;
         unsubscribe();

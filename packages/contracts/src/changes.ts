@@ -24,7 +24,7 @@ export function apiSchemaOf(supergraphSdl: string): GraphQLSchema {
 /** Every change from `before` to `after`. */
 export async function schemaChanges(before: string, after: string): Promise<SchemaChange[]> {
   const changes = await diff(apiSchemaOf(before), apiSchemaOf(after));
-  return changes.map((c) => ({ type: c.type, path: c.path ?? '', message: c.message, breaking: c.criticality.level === CriticalityLevel.Breaking }));
+  return changes.map((c) => ({ type: c.type as string, path: c.path ?? '', message: c.message, breaking: c.criticality.level === CriticalityLevel.Breaking }));
 }
 
 /** Every change from `before` to `after` that breaks existing clients. */

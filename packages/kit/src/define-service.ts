@@ -48,10 +48,10 @@ type KitShape = ReturnType<typeof kitConfigShape>;
 export type KitConfig = Omit<z.infer<z.ZodObject<KitShape>>, 'SEED_DEMO_DATA'> & { SEED_DEMO_DATA: boolean };
 
 /** A service's settings: the kit's and the service's own shape `X`. */
-export type ServiceConfig<X extends z.ZodRawShape = {}> = KitConfig & z.infer<z.ZodObject<X>>;
+export type ServiceConfig<X extends z.ZodRawShape = Record<never, never>> = KitConfig & z.infer<z.ZodObject<X>>;
 
 /** Loads and validates a service's settings once; the demo-seed rule lives here and nowhere else. */
-export function loadServiceConfig<X extends z.ZodRawShape = {}>(name: ServiceName, extra?: X, source: Env = process.env): ServiceConfig<X> {
+export function loadServiceConfig<X extends z.ZodRawShape = Record<never, never>>(name: ServiceName, extra?: X, source: Env = process.env): ServiceConfig<X> {
   const loaded = loadConfig({ ...kitConfigShape(name), ...extra }, source);
   const seed = (loaded as { SEED_DEMO_DATA?: boolean }).SEED_DEMO_DATA;
   const haloEnv = (loaded as { HALO_ENV: string }).HALO_ENV;
@@ -152,7 +152,8 @@ export interface DefinedService<C, D> {
 /** Publishing at start waits for the registry this long at most (it may start beside the service). */
 const PUBLISH_RETRY_MS = { first: 250, max: 5_000, giveUpAfter: 120_000 };
 
-export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig = ServiceConfig<X>, D = unknown>(
+// eslint-disable-next-line max-lines-per-function -- one closure over the definition, shared by migrate, start and main; to split (issue 26)
+export function defineService<X extends z.ZodRawShape = Record<never, never>, C extends KitConfig = ServiceConfig<X>, D = unknown>(
   def: ServiceDefinition<X, C, D>,
 ): DefinedService<C, D> {
   const migrationsDir = resolve(def.root, 'migrations');

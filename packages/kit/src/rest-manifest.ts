@@ -135,7 +135,7 @@ export function toHttpDate(value: string): string | null {
  */
 export function defineRestManifest<const M extends RestManifest>(manifest: M): M {
   const where = (r: RestRoute) => `${manifest.service}: REST route ${r.id} (${r.method} ${r.path})`;
-  if (!isEdgeService(manifest.service)) throw new Error(`REST manifest of an unknown service: ${manifest.service}`);
+  if (!isEdgeService(manifest.service)) throw new Error(`REST manifest of an unknown service: ${String(manifest.service)}`);
   const ids = new Set<string>();
   const seen = new Set<string>();
   for (const r of manifest.routes) {

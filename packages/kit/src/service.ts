@@ -155,6 +155,7 @@ export function subgraphMiddleware<C extends BaseContext>(
   extra: (req: IncomingMessage) => Omit<C, 'requestId' | 'caller'>,
 ): RequestHandler {
   return load.expressIntegration().expressMiddleware(apollo, {
+    // eslint-disable-next-line @typescript-eslint/require-await -- async on purpose: graphqlCaller throws for a bad token, which Apollo must get as a rejection
     context: async ({ req }) =>
       ({ requestId: req.id, caller: graphqlCaller(req.headers.authorization, jwtSecret), ...extra(req) }) as unknown as C,
   });

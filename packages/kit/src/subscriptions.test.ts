@@ -125,7 +125,7 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.dispose()));
+  await Promise.all(clients.splice(0).map((c) => Promise.resolve(c.dispose())));
 });
 
 afterAll(async () => {

@@ -94,7 +94,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([appServer, proxy].map((s) => s && closeHttpServer(s, 1_000)));
-  await Promise.all([dev, tampered, late].map((p) => p?.close()));
+  await Promise.all([dev, tampered, late].map((p) => Promise.resolve(p?.close())));
   await db?.drop();
 });
 
