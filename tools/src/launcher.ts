@@ -354,6 +354,7 @@ function sendLateEnv(proc: RunningProcess, env: Record<string, string>): void {
  * Spawns one process and keeps it running: a crash is followed by a restart with backoff
  * (0.5 s doubling to 10 s by default), and a crash loop (5 crashes in 60 s) stops the system.
  */
+// eslint-disable-next-line max-lines-per-function -- one supervised process: spawn, restart with backoff and the crash-loop stop share its state
 function launch(
   name: ProcessName,
   ports: Record<string, string>,
