@@ -285,7 +285,7 @@ export type RestBody<R> = R extends { body: infer B } ? Output<B, unknown> | Ver
  * credentials): null without a token, 401 `Invalid token` for a bad one, every time it is asked.
  */
 export interface RestCaller {
-  caller(): Caller | null;
+  caller: () => Caller | null;
 }
 
 /** A request as its handler sees it: validated input typed by its route, and the caller. */
@@ -375,7 +375,7 @@ export function mountRestRoutes<Id extends string, M extends RestManifest<Id> = 
         keyCheck?.(caller);
         if (authorize) await authorize(req, { caller });
         const input = validateRestInput(r, version, { params: req.params, query: req.query, body: req.body });
-        await handle(req, res, { ...input, caller } as RestRequest);
+        await handle(req, res, { ...input, caller });
       };
     }
   }
