@@ -151,7 +151,7 @@ function usageReporting(config: GatewayConfig, identity: ServiceIdentity, source
 }
 
 /** What the metrics read at every scrape. */
-function watchedBy(subscriptions: { activeCount(): number }, graphql: GraphQLHandler, source: SupergraphSource, usage: UsageReporting | null): WatchedSources {
+function watchedBy(subscriptions: { activeCount: () => number }, graphql: GraphQLHandler, source: SupergraphSource, usage: UsageReporting | null): WatchedSources {
   return {
     subscriptions: subscriptions.activeCount,
     dedupe: graphql.dedupe,

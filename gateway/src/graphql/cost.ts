@@ -171,7 +171,7 @@ export class CostCompiler {
     const def = this.fragments.get(name);
     if (!def) return FREE;
     let done = this.compiled.get(sized);
-    if (!done) this.compiled.set(sized, (done = new Map()));
+    if (!done) this.compiled.set(sized, (done = new Map<string, Compiled>()));
     const known = done.get(name);
     if (known) return known;
     if (this.open.has(name)) return { depth: Infinity, cost: makeConstant(Infinity) };

@@ -24,7 +24,7 @@ export class DocumentCache {
 
   get(loaded: LoadedSupergraph, query: string): DocumentNode | readonly GraphQLError[] {
     let cache = this.documents.get(loaded.apiSchema);
-    if (!cache) this.documents.set(loaded.apiSchema, (cache = new Map()));
+    if (!cache) this.documents.set(loaded.apiSchema, (cache = new Map<string, DocumentNode>()));
     const known = cache.get(query);
     if (known) return known;
     let document: DocumentNode;

@@ -183,6 +183,8 @@ function inlineFragments(set: SelectionSetNode, fragments: Map<string, FragmentD
 }
 
 /** A part of the selection the graph cannot resolve (thrown up to the nearest entity). */
+// Thrown as a signal inside the planner (caught by `instanceof Unresolvable` to plan an entity
+// fetch instead), not an Error: no stack is captured on a path taken once per unresolvable field.
 class Unresolvable {
   constructor(readonly what: string) {}
 }
@@ -217,6 +219,7 @@ class Planner {
         selections.push(s);
         continue;
       }
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- a planning signal, see Unresolvable
       if (!resolves(this.join, parent.name, name, graph)) throw new Unresolvable(`${parent.name}.${name}`);
       this.seen?.add(`${parent.name}.${name}`);
       const def = 'getFields' in parent ? parent.getFields()[name] : undefined;

@@ -21,7 +21,7 @@ export class SubscriptionPlanner {
 
   planFor(loaded: LoadedSupergraph, document: DocumentNode, operation: OperationDefinitionNode): SubscriptionPlan {
     let byName = this.plans.get(document);
-    if (!byName) this.plans.set(document, (byName = new Map()));
+    if (!byName) this.plans.set(document, (byName = new Map<string, SubscriptionPlan>()));
     const name = operation.name?.value ?? '';
     const known = byName.get(name);
     if (known) return known;

@@ -46,13 +46,13 @@ export interface ServedComposition {
 export interface SupergraphSource {
   /** @apollo/gateway's `supergraphSdl`: the first supergraph, then every accepted new one. */
   hook: SupergraphSdlHook;
-  routes(): Versioning;
-  openapi(): OpenApiBody;
+  routes: () => Versioning;
+  openapi: () => OpenApiBody;
   /** A subgraph's GraphQL URL (for @apollo/gateway's buildService), remembered for `subgraphUrls`. */
-  subgraphUrl(name: string, composedUrl: string | undefined): string;
+  subgraphUrl: (name: string, composedUrl: string | undefined) => string;
   /** Every subgraph's GraphQL URL as served now (subscriptions read it per upstream). */
   subgraphUrls: Readonly<Record<string, string>>;
-  status(): ServedComposition;
+  status: () => ServedComposition;
   /** Polls the registry once now (tests); a no-op without one. */
   pollNow(): Promise<void>;
   stop(): Promise<void>;

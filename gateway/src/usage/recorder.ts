@@ -63,7 +63,7 @@ export class UsageRecorder {
       return;
     }
     this.pairs++;
-    if (byClient === undefined) counts.set(entry, (byClient = new Map()));
+    if (byClient === undefined) counts.set(entry, (byClient = new Map<string, number>()));
     byClient.set(client, 1);
   }
 
