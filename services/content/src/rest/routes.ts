@@ -29,7 +29,7 @@ export function restRoutes(content: Content): Router {
       res.json({ message: HELLO });
     },
     greet: (_req, res, { body }) => {
-      res.json({ message: greeting((body as { name: unknown }).name) });
+      res.json({ message: greeting(body.name) });
     },
     postsOfUser: async (_req, res, { params }) => {
       const posts = await content.postsOfUser(params.userId);

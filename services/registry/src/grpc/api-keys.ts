@@ -19,6 +19,7 @@ export function apiKeyExchange(opts: {
   return {
     async exchange(apiKey) {
       client ??= new pb.ApiKeyServiceClient(opts.address, grpc.credentials.createInsecure(), clientChannelOptions);
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- callUnary calls it on `client` (method.call) and reads its gRPC path
       const res = await callUnary(client, client.exchangeApiKey, { apiKey }, {
         defaultDeadlineMs: opts.deadlineMs,
         auth: { identity: opts.identity, audience: 'auth' },

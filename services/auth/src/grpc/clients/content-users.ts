@@ -26,10 +26,12 @@ export function contentUsers(address: string, deadlineMs: number, identity: Serv
   const read = { ...opts, idempotent: true };
   return {
     async byId(id) {
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- callUnary calls it on `client` (method.call) and reads its gRPC path
       return fromPb((await callUnary(client, client.getUser, { id }, read)).user);
     },
     async byEmail(email, deadline) {
       try {
+        // eslint-disable-next-line @typescript-eslint/unbound-method -- callUnary calls it on `client` (method.call) and reads its gRPC path
         return fromPb((await callUnary(client, client.getUserByEmail, { email }, deadline ? { ...read, deadlineMs: deadline } : read)).user);
       } catch (err) {
         if (isHaloError(err) && err.kind === 'NOT_FOUND') return null;
@@ -37,9 +39,11 @@ export function contentUsers(address: string, deadlineMs: number, identity: Serv
       }
     },
     async create(input) {
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- callUnary calls it on `client` (method.call) and reads its gRPC path
       return fromPb((await callUnary(client, client.createUser, { name: input.name, email: input.email, avatar: '' }, opts)).user);
     },
     async delete(id) {
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- callUnary calls it on `client` (method.call) and reads its gRPC path
       await callUnary(client, client.deleteUser, { id }, opts);
     },
     close: () => client.close(),

@@ -15,6 +15,7 @@ export function catalogProducts(address: string, deadlineMs: number, identity: S
   return {
     async exists(productId) {
       try {
+        // eslint-disable-next-line @typescript-eslint/unbound-method -- callUnary calls it on `client` (method.call) and reads its gRPC path
         return (await callUnary(client, client.getProduct, { id: productId }, opts)).product !== undefined;
       } catch (err) {
         if (isHaloError(err) && err.kind === 'NOT_FOUND') return false;
