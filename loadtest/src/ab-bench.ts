@@ -197,6 +197,7 @@ async function checkSameAnswers(rows: Row[], callers: { name: string; token: str
   log(`bench:ab: every row answers the same bytes from both gateways (me: for each of ${callers.length} callers)`);
 }
 
+// eslint-disable-next-line max-lines-per-function -- a benchmark script: its steps in the order they run
 async function main(): Promise<void> {
   const baseline = baselineOrExit();
   if (process.env.DATABASE_URL) {
