@@ -16,10 +16,11 @@ export function apiKeyExchange(opts: {
 }): { exchange(apiKey: string): Promise<string>; close(): void } {
   let client: pb.ApiKeyServiceClient | undefined;
   const policy = callPolicyFor('auth', opts.config, opts.logger, opts.metrics);
+  /* eslint-disable @typescript-eslint/unbound-method -- callUnary calls `client.method` on `client`
+     (method.call) and reads its gRPC path for metrics: it is meant to go unbound. */
   return {
     async exchange(apiKey) {
       client ??= new pb.ApiKeyServiceClient(opts.address, grpc.credentials.createInsecure(), clientChannelOptions);
-      // eslint-disable-next-line @typescript-eslint/unbound-method -- callUnary calls it on `client` (method.call) and reads its gRPC path
       const res = await callUnary(client, client.exchangeApiKey, { apiKey }, {
         defaultDeadlineMs: opts.deadlineMs,
         auth: { identity: opts.identity, audience: 'auth' },
@@ -30,4 +31,5 @@ export function apiKeyExchange(opts: {
     },
     close: () => client?.close(),
   };
+  /* eslint-enable @typescript-eslint/unbound-method */
 }

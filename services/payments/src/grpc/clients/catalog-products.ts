@@ -12,10 +12,11 @@ import type { ProductDirectory } from '../../domain/payments';
 export function catalogProducts(address: string, deadlineMs: number, identity: ServiceIdentity, policy?: CallPolicy): ProductDirectory & { close(): void } {
   const client = new pb.ProductServiceClient(address, grpc.credentials.createInsecure(), clientChannelOptions);
   const opts = { defaultDeadlineMs: deadlineMs, auth: { identity, audience: 'catalog' }, policy, idempotent: true };
+  /* eslint-disable @typescript-eslint/unbound-method -- callUnary calls `client.method` on `client`
+     (method.call) and reads its gRPC path for metrics: it is meant to go unbound. */
   return {
     async exists(productId) {
       try {
-        // eslint-disable-next-line @typescript-eslint/unbound-method -- callUnary calls it on `client` (method.call) and reads its gRPC path
         return (await callUnary(client, client.getProduct, { id: productId }, opts)).product !== undefined;
       } catch (err) {
         if (isHaloError(err) && err.kind === 'NOT_FOUND') return false;
@@ -24,4 +25,5 @@ export function catalogProducts(address: string, deadlineMs: number, identity: S
     },
     close: () => client.close(),
   };
+  /* eslint-enable @typescript-eslint/unbound-method */
 }
