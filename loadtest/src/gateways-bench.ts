@@ -134,7 +134,6 @@ export function environOf(pid: number): Record<string, string> {
   return env;
 }
 
-// eslint-disable-next-line max-lines-per-function -- a benchmark: starts each peer gateway in turn, in the order they run
 export async function startPeers(opts: PeersOptions): Promise<Peers> {
   const { system, portOffset, logDir } = opts;
   const services = Object.fromEntries(system.processes.filter((p) => p.name !== 'gateway' && p.name !== 'oidc' && !p.replica).map((p) => [p.name, p.url]));

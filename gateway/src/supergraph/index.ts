@@ -140,9 +140,7 @@ export function createSupergraphSource(opts: SupergraphSourceOptions): Supergrap
     hook,
     routes: () => routes,
     openapi: () => openapi,
-    subgraphUrl(name, composedUrl) {
-      return (subgraphUrls[name] = subgraphUrlOf(opts, name, composedUrl));
-    },
+    subgraphUrl: (name, composedUrl) => (subgraphUrls[name] = subgraphUrlOf(opts, name, composedUrl)),
     subgraphUrls,
     status: () => ({ ...served, registry: poller?.status() ?? (registry ? { up: false, since: served.since, reason: 'not polled yet' } : null) }),
     pollNow: async () => poller?.pollNow(),
