@@ -89,7 +89,14 @@ it('seeds and serves; each service role sees only its own schema; a restart keep
 /** `npm start` itself (built), as a separate process tree, on its own ports and data directory. */
 function npmStart(offset: number, dataDir: string): { child: ChildProcess; ready: Promise<void>; output: () => string } {
   const child = spawn(process.execPath, [resolve(__dirname, '../tools/dist/start.js')], {
-    env: { ...process.env, DATABASE_URL: '', HALO_ENV: 'development', HALO_PORT_OFFSET: String(offset), HALO_DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      DATABASE_URL: '',
+      HALO_ENV: 'development',
+      HALO_PORT_OFFSET: String(offset),
+      HALO_DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -117,7 +124,7 @@ it('recovers after the launcher is killed with SIGKILL, while another system run
   try {
     expect(beside.system.postgres!.port).not.toBe(5432);
     expect(await (await fetch(`${gateway}/hello`)).json()).toEqual({ message: 'Halo Dunia!' });
-    expect((await (await fetch(`${beside.url}/hello`)).json())).toEqual({ message: 'Halo Dunia!' });
+    expect(await (await fetch(`${beside.url}/hello`)).json()).toEqual({ message: 'Halo Dunia!' });
     const users = await snapshot(gateway);
 
     first.child.kill('SIGKILL');

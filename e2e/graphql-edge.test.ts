@@ -146,7 +146,11 @@ describe('batching', () => {
 
 describe('@authenticated and credentials', () => {
   it('an anonymous operation touching an @authenticated field → 401 before execution; any invalid token → 401', async () => {
-    for (const query of ['{ me { id } }', '{ users { id orders { id } } }', 'mutation { createOrder(productId: "1", clientOrderId: "x") { id } }']) {
+    for (const query of [
+      '{ me { id } }',
+      '{ users { id orders { id } } }',
+      'mutation { createOrder(productId: "1", clientOrderId: "x") { id } }',
+    ]) {
       const r = await send('POST', { query });
       expect(r.status).toBe(401);
       expect(r.cacheControl).toBe('no-store');
@@ -199,7 +203,9 @@ describe('User.email privacy through the gateway', () => {
   });
 
   it('nested authors, `user(id)` and `me` (an entity from another subgraph) follow the same rule', async () => {
-    const nested = await send('POST', { query: '{ posts(first: 5) { edges { node { author { email } comments { author { email } } } } } }' });
+    const nested = await send('POST', {
+      query: '{ posts(first: 5) { edges { node { author { email } comments { author { email } } } } } }',
+    });
     expect(JSON.stringify(nested.body.data)).not.toMatch(/@/);
     const all = await emails(ADMIN);
     const bob = [...all].find(([, e]) => e === 'bob@halo.local')![0];
@@ -242,7 +248,9 @@ describe('a stopped service', () => {
   it('yields partial data and an error for its fields, not a failed request', async () => {
     const catalog = sys.system.processes.find((p) => p.name === 'catalog')!;
     catalog.child.kill('SIGKILL');
-    await new Promise<void>((r) => (catalog.child.exitCode !== null || catalog.child.signalCode !== null ? r() : catalog.child.once('exit', () => r())));
+    await new Promise<void>((r) =>
+      catalog.child.exitCode !== null || catalog.child.signalCode !== null ? r() : catalog.child.once('exit', () => r()),
+    );
     const { status, body } = await send('POST', { query: '{ users { id } product(id: "1") { id name } }' });
     expect(status).toBe(200);
     expect(body.data.users.length).toBeGreaterThan(0);

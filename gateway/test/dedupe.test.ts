@@ -124,10 +124,11 @@ beforeAll(async () => {
         bumps++;
         const barrier = bumpBarrier;
         if (barrier.waiting.length + 1 >= barrier.n) for (const go of barrier.waiting.splice(0)) go();
-        else await new Promise<void>((r) => {
-          const timer = setTimeout(r, 2_000);
-          barrier.waiting.push(() => (clearTimeout(timer), r()));
-        });
+        else
+          await new Promise<void>((r) => {
+            const timer = setTimeout(r, 2_000);
+            barrier.waiting.push(() => (clearTimeout(timer), r()));
+          });
         return bumps;
       },
     },

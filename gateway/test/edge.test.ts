@@ -70,7 +70,13 @@ let gw: RunningGateway;
 beforeAll(async () => {
   subgraph = await startSubgraph(SDL, resolvers);
   supergraph = tempSupergraph(composeSupergraph([{ name: 'content', sdl: SDL, url: 'http://127.0.0.1:1/graphql' }]));
-  gw = await startGateway({ CONTENT_URL: subgraph.url, SUPERGRAPH_PATH: supergraph.path, JWT_SECRET: TEST_JWT_SECRET, GRAPHQL_INTROSPECTION: 'true', ...LIMITS });
+  gw = await startGateway({
+    CONTENT_URL: subgraph.url,
+    SUPERGRAPH_PATH: supergraph.path,
+    JWT_SECRET: TEST_JWT_SECRET,
+    GRAPHQL_INTROSPECTION: 'true',
+    ...LIMITS,
+  });
 });
 
 afterAll(async () => {
@@ -179,17 +185,20 @@ describe.each(TRANSPORTS)('limits over %s', (transport) => {
     expect(subgraph.calls()).toBeGreaterThan(before);
   });
 
-  it.each(LIMIT_CASES)('$limit: one over → HTTP 400 with the code, the measure and the limit, no subgraph called', async ({ over: query, refused }) => {
-    const before = subgraph.calls();
-    const { status, body, cacheControl } = await over(transport, query);
-    expect(status).toBe(400);
-    expect(body.data).toBeUndefined();
-    expect(body.errors).toHaveLength(1);
-    expect(body.errors[0].extensions).toEqual(refused);
-    expect(cacheControl).toBe('no-store');
-    // In a batch, only the harmless operation reached the subgraph.
-    expect(subgraph.calls()).toBe(before + (transport === 'batch' ? 1 : 0));
-  });
+  it.each(LIMIT_CASES)(
+    '$limit: one over → HTTP 400 with the code, the measure and the limit, no subgraph called',
+    async ({ over: query, refused }) => {
+      const before = subgraph.calls();
+      const { status, body, cacheControl } = await over(transport, query);
+      expect(status).toBe(400);
+      expect(body.data).toBeUndefined();
+      expect(body.errors).toHaveLength(1);
+      expect(body.errors[0].extensions).toEqual(refused);
+      expect(cacheControl).toBe('no-store');
+      // In a batch, only the harmless operation reached the subgraph.
+      expect(subgraph.calls()).toBe(before + (transport === 'batch' ? 1 : 0));
+    },
+  );
 });
 
 describe('hostile documents', () => {
@@ -237,7 +246,9 @@ describe('hostile documents', () => {
     const full = await send('POST', { query: getIntrospectionQuery() });
     expect(full.status).toBe(200);
     expect(full.body.data.__schema.queryType).toMatchObject({ name: 'Query' });
-    const bomb = await send('POST', { query: '{ __schema { types { fields { type { fields { type { fields { type { fields { name } } } } } } } } } }' });
+    const bomb = await send('POST', {
+      query: '{ __schema { types { fields { type { fields { type { fields { type { fields { name } } } } } } } } } }',
+    });
     expect(bomb.status).toBe(400);
     expect(bomb.body.errors[0].message).toMatch(/Maximum introspection depth exceeded/);
   });
@@ -280,7 +291,10 @@ describe('batching', () => {
   it('answers in order, runs the operations at the same time', async () => {
     peak = 0;
     const tags = ['a', 'b', 'c'];
-    const { status, body } = await send('POST', tags.map((tag) => ({ query: `{ together(n: 3, tag: "${tag}") }` })));
+    const { status, body } = await send(
+      'POST',
+      tags.map((tag) => ({ query: `{ together(n: 3, tag: "${tag}") }` })),
+    );
     expect(status).toBe(200);
     expect(body).toEqual(tags.map((tag) => ({ data: { together: `${tag}:3` } })));
   });
@@ -369,7 +383,12 @@ describe('trusted documents (GRAPHQL_TRUSTED_DOCUMENTS)', () => {
     };
     const path = `${supergraph.path}.manifest.json`;
     writeFileSync(path, JSON.stringify(manifest));
-    const trusted = await startGateway({ CONTENT_URL: subgraph.url, SUPERGRAPH_PATH: supergraph.path, GRAPHQL_TRUSTED_DOCUMENTS: path, GRAPHQL_INTROSPECTION: 'true' });
+    const trusted = await startGateway({
+      CONTENT_URL: subgraph.url,
+      SUPERGRAPH_PATH: supergraph.path,
+      GRAPHQL_TRUSTED_DOCUMENTS: path,
+      GRAPHQL_INTROSPECTION: 'true',
+    });
     try {
       const expected = { data: { item: { name: 'item t' } } };
       expect((await send('POST', { extensions: persisted(listed) }, {}, trusted.url)).body).toEqual(expected);
@@ -396,8 +415,8 @@ describe('trusted documents (GRAPHQL_TRUSTED_DOCUMENTS)', () => {
   it('a manifest whose ids are not the hashes of their queries stops the gateway at start', async () => {
     const path = `${supergraph.path}.bad.json`;
     writeFileSync(path, JSON.stringify({ [sha256('{ a }')]: '{ b }' }));
-    await expect(startGateway({ CONTENT_URL: subgraph.url, SUPERGRAPH_PATH: supergraph.path, GRAPHQL_TRUSTED_DOCUMENTS: path })).rejects.toThrow(
-      /GRAPHQL_TRUSTED_DOCUMENTS.*is not the SHA-256 of its query/,
-    );
+    await expect(
+      startGateway({ CONTENT_URL: subgraph.url, SUPERGRAPH_PATH: supergraph.path, GRAPHQL_TRUSTED_DOCUMENTS: path }),
+    ).rejects.toThrow(/GRAPHQL_TRUSTED_DOCUMENTS.*is not the SHA-256 of its query/);
   });
 });

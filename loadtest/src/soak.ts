@@ -61,7 +61,11 @@ async function heapAfterGc(pid: number): Promise<number> {
       const me = ++id;
       const onMessage = (data: WebSocket.RawData) => {
         // A text frame arrives as a Buffer (ws's default binaryType, 'nodebuffer').
-        const msg = JSON.parse((data as Buffer).toString()) as { id?: number; result?: Record<string, unknown>; error?: { message: string } };
+        const msg = JSON.parse((data as Buffer).toString()) as {
+          id?: number;
+          result?: Record<string, unknown>;
+          error?: { message: string };
+        };
         if (msg.id !== me) return;
         ws.off('message', onMessage);
         if (msg.error) fail(new Error(msg.error.message));
@@ -128,7 +132,11 @@ async function main(): Promise<void> {
     ];
     // Every request must work before the soak means anything.
     for (const r of requests) {
-      const res = await fetch(`${system.gatewayUrl}${r.path}`, { method: r.method, headers: (r.headers ?? {}) as Record<string, string>, ...(r.body ? { body: r.body as string } : {}) });
+      const res = await fetch(`${system.gatewayUrl}${r.path}`, {
+        method: r.method,
+        headers: (r.headers ?? {}) as Record<string, string>,
+        ...(r.body ? { body: r.body as string } : {}),
+      });
       const text = await res.text();
       if (res.status !== 200 || text.includes('"errors"')) throw new Error(`${r.method} ${r.path}: ${res.status} ${text.slice(0, 200)}`);
     }
@@ -146,7 +154,9 @@ async function main(): Promise<void> {
     await sample();
     let instance: autocannon.Instance | undefined;
     const run = new Promise<autocannon.Result>((ok, fail) => {
-      instance = autocannon({ url: system!.gatewayUrl, connections: CONNECTIONS, duration: SECONDS, requests }, (err, res) => (err ? fail(err) : ok(res)));
+      instance = autocannon({ url: system!.gatewayUrl, connections: CONNECTIONS, duration: SECONDS, requests }, (err, res) =>
+        err ? fail(err) : ok(res),
+      );
     });
     instance!.on('response', () => total++);
     const timer = setInterval(() => void sample().catch((err: Error) => log(`sample failed: ${err.message}`)), SAMPLE_S * 1000);
@@ -177,7 +187,10 @@ async function main(): Promise<void> {
       '',
     ].join('\n');
     mkdirSync(OUT_DIR, { recursive: true });
-    writeFileSync(join(OUT_DIR, 'soak.json'), `${JSON.stringify({ seconds: SECONDS, connections: CONNECTIONS, pinned, requests: result.requests.total, errors, samples, slopeMbPerMin: slope, peakRssMb: peak }, null, 2)}\n`);
+    writeFileSync(
+      join(OUT_DIR, 'soak.json'),
+      `${JSON.stringify({ seconds: SECONDS, connections: CONNECTIONS, pinned, requests: result.requests.total, errors, samples, slopeMbPerMin: slope, peakRssMb: peak }, null, 2)}\n`,
+    );
     writeFileSync(join(OUT_DIR, 'soak.md'), md);
     process.stdout.write(md);
     if (errors > 0) process.exitCode = 1;

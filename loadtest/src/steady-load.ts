@@ -115,7 +115,10 @@ export function openSubscriptions(opts: { gatewayUrl: string; jwtSecret: string;
     fetch(`${opts.gatewayUrl}/graphql`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${sender}` },
-      body: JSON.stringify({ query: 'mutation($c: ID!, $t: String!) { sendMessage(chatId: $c, text: $t) { id } }', variables: { c: chatId, t: `m${++seq}` } }),
+      body: JSON.stringify({
+        query: 'mutation($c: ID!, $t: String!) { sendMessage(chatId: $c, text: $t) { id } }',
+        variables: { c: chatId, t: `m${++seq}` },
+      }),
     }).then(
       (r) => r.arrayBuffer(),
       () => undefined,

@@ -44,7 +44,9 @@ export function loadManifests(file: (name: ServiceName) => string = manifestBuil
 /** The two files' contents, or why they cannot be composed (an invalid OpenAPI document included). */
 export function composeRest(manifests: () => RestManifest[] = loadManifests): { routes: string; openapi: string } | { errors: string[] } {
   try {
-    const contracts = manifests().map((manifest) => serviceContract({ service: manifest.service, url: defaultServiceUrl(manifest.service), manifest }));
+    const contracts = manifests().map((manifest) =>
+      serviceContract({ service: manifest.service, url: defaultServiceUrl(manifest.service), manifest }),
+    );
     const version = (JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
     const rest = composeRestOf(contracts, version);
     if ('errors' in rest) return rest;

@@ -130,7 +130,9 @@ export async function startDevOidcProvider(opts: DevOidcOptions): Promise<DevOid
   }
   provider.on('server_error', (_ctx, err) => logger.error({ err }, 'dev OIDC provider error'));
   for (const event of ['authorization.error', 'grant.error', 'end_session.error']) {
-    provider.on(event, (_ctx, err) => logger.warn({ event, error: err.error, description: err.error_description }, 'OIDC request rejected'));
+    provider.on(event, (_ctx, err) =>
+      logger.warn({ event, error: err.error, description: err.error_description }, 'OIDC request rejected'),
+    );
   }
 
   const oidc = provider.callback();
@@ -389,7 +391,10 @@ async function postLogoutSuccessSource(ctx: KoaContext): Promise<void> {
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
 const redirectUris = z.string().transform((value, ctx) => {
-  const uris = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const uris = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (!uris.length || uris.some((u) => !URL.canParse(u))) {
     ctx.addIssue({ code: 'custom', message: 'must be a comma-separated list of URLs' });
     return z.NEVER;
@@ -415,20 +420,24 @@ export function loadDevOidcConfig(vars: Record<string, string | undefined> = pro
 }
 
 export function main(): Promise<void> {
-  return runService('dev-oidc', () => loadDevOidcConfig(), async (config, logger) => {
-    const lifecycle = new Lifecycle(logger);
-    const oidc = await startDevOidcProvider({
-      host: config.HTTP_HOST,
-      port: config.HTTP_PORT,
-      clientId: config.DEV_OIDC_CLIENT_ID,
-      clientSecret: config.DEV_OIDC_CLIENT_SECRET,
-      redirectUris: config.DEV_OIDC_REDIRECT_URIS,
-      ...(config.DEV_OIDC_ISSUER ? { issuer: config.DEV_OIDC_ISSUER } : {}),
-      logger,
-    });
-    lifecycle.register('dev OIDC provider', () => oidc.close());
-    return { lifecycle };
-  });
+  return runService(
+    'dev-oidc',
+    () => loadDevOidcConfig(),
+    async (config, logger) => {
+      const lifecycle = new Lifecycle(logger);
+      const oidc = await startDevOidcProvider({
+        host: config.HTTP_HOST,
+        port: config.HTTP_PORT,
+        clientId: config.DEV_OIDC_CLIENT_ID,
+        clientSecret: config.DEV_OIDC_CLIENT_SECRET,
+        redirectUris: config.DEV_OIDC_REDIRECT_URIS,
+        ...(config.DEV_OIDC_ISSUER ? { issuer: config.DEV_OIDC_ISSUER } : {}),
+        logger,
+      });
+      lifecycle.register('dev OIDC provider', () => oidc.close());
+      return { lifecycle };
+    },
+  );
 }
 
 if (require.main === module) void main();

@@ -182,7 +182,11 @@ function apolloGateway(opts: GraphQLOptions, dedupe: DedupingFetcher | null): Ap
 }
 
 /** The edge's own plugins, in order, after the ones the options bring (metrics, usage). */
-function edgePlugins(opts: GraphQLOptions, policy: OperationPolicy, responseCache: ResponseCacheStore | null): ApolloServerPlugin<GraphQLContext>[] {
+function edgePlugins(
+  opts: GraphQLOptions,
+  policy: OperationPolicy,
+  responseCache: ResponseCacheStore | null,
+): ApolloServerPlugin<GraphQLContext>[] {
   const trusted = opts.persistedQueries.trusted;
   return [
     ...(opts.plugins ?? []),

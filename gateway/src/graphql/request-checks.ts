@@ -55,7 +55,12 @@ export function operationRequestError(op: OperationRequest): GraphQLFormattedErr
   }
   const persisted = (op.extensions as { persistedQuery?: { sha256Hash?: unknown } } | null | undefined)?.persistedQuery;
   // Only a registration (hash and query together) can mismatch; the hash alone is a lookup.
-  if (typeof persisted?.sha256Hash === 'string' && typeof op.query === 'string' && op.query !== '' && sha256(op.query) !== persisted.sha256Hash) {
+  if (
+    typeof persisted?.sha256Hash === 'string' &&
+    typeof op.query === 'string' &&
+    op.query !== '' &&
+    sha256(op.query) !== persisted.sha256Hash
+  ) {
     return { message: 'provided sha does not match query', extensions: { code: 'PERSISTED_QUERY_HASH_MISMATCH' } };
   }
   return null;

@@ -37,7 +37,10 @@ export class DocumentCache {
     if (errors.length > 0) {
       return errors.map((e) => {
         const own = e.extensions.code;
-        return new GraphQLError(e.message, { nodes: e.nodes ?? null, extensions: { ...e.extensions, code: typeof own === 'string' ? own : 'GRAPHQL_VALIDATION_FAILED' } });
+        return new GraphQLError(e.message, {
+          nodes: e.nodes ?? null,
+          extensions: { ...e.extensions, code: typeof own === 'string' ? own : 'GRAPHQL_VALIDATION_FAILED' },
+        });
       });
     }
     if (cache.size >= MAX_DOCUMENTS) cache.clear();

@@ -60,7 +60,11 @@ export class SubscriptionPlanner {
    * open upstream cannot follow). Entity fetches may change: the new plan's are used from the
    * next event on. Judged once per document and operation, however many subscribe with it.
    */
-  private replan(loaded: LoadedSupergraph, ctx: SubscriptionContext, seen: Map<SubscriptionPlan, SubscriptionPlan | null>): SubscriptionPlan | null {
+  private replan(
+    loaded: LoadedSupergraph,
+    ctx: SubscriptionContext,
+    seen: Map<SubscriptionPlan, SubscriptionPlan | null>,
+  ): SubscriptionPlan | null {
     if (seen.has(ctx.plan)) return seen.get(ctx.plan)!;
     let plan: SubscriptionPlan | null = null;
     if (this.documents.validates(loaded, ctx.document)) {

@@ -1,7 +1,14 @@
 import type { SupergraphSdlHook } from '@apollo/gateway';
 import type { Logger, ServiceIdentity } from '@halo/kit';
 import type { Versioning } from '../rest';
-import { acceptOpenApi, acceptRoutes, acceptSupergraph, fileCompositionId, type OpenApiBody, type RegistryComposition } from './composition';
+import {
+  acceptOpenApi,
+  acceptRoutes,
+  acceptSupergraph,
+  fileCompositionId,
+  type OpenApiBody,
+  type RegistryComposition,
+} from './composition';
 import { watchComposedFile, watchComposedFileAsync, type WatchedFile } from './files';
 import { startRegistryPoller, type RegistryPoller, type RegistryStatus } from './registry';
 
@@ -142,7 +149,10 @@ export function createSupergraphSource(opts: SupergraphSourceOptions): Supergrap
     openapi: () => openapi,
     subgraphUrl: (name, composedUrl) => (subgraphUrls[name] = subgraphUrlOf(opts, name, composedUrl)),
     subgraphUrls,
-    status: () => ({ ...served, registry: poller?.status() ?? (registry ? { up: false, since: served.since, reason: 'not polled yet' } : null) }),
+    status: () => ({
+      ...served,
+      registry: poller?.status() ?? (registry ? { up: false, since: served.since, reason: 'not polled yet' } : null),
+    }),
     pollNow: async () => poller?.pollNow(),
     stop: stopAll,
   };

@@ -24,7 +24,12 @@ export interface UsageReporting {
   /** The Apollo Server plugin that counts executed operations. */
   plugin<C extends object>(): ApolloServerPlugin<C>;
   /** One operation that came another way (a subscription over WebSocket). */
-  record(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, client: { apollo: string | undefined; halo: string | undefined }): void;
+  record(
+    schema: GraphQLSchema,
+    document: DocumentNode,
+    operation: OperationDefinitionNode,
+    client: { apollo: string | undefined; halo: string | undefined },
+  ): void;
   /** Cumulative counters (metrics). */
   stats(): { dropped: number; reports: ReportStats };
   /** Sends what was counted now (tests; the timer does it every `flushMs`). */

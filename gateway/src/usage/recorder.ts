@@ -89,7 +89,14 @@ export class UsageRecorder {
           const key = `${hour}\n${usage.hash}\n${client}`;
           const known = merged.get(key);
           if (known) known.count += count;
-          else merged.set(key, { hour, client, operation: { hash: usage.hash, name: usage.name, body: usage.body }, coordinates: usage.coordinates, count });
+          else
+            merged.set(key, {
+              hour,
+              client,
+              operation: { hash: usage.hash, name: usage.name, body: usage.body },
+              coordinates: usage.coordinates,
+              count,
+            });
         }
       }
     }

@@ -20,7 +20,10 @@ import { startStandaloneServer } from '@apollo/server/standalone';
  */
 process.env.APOLLO_TELEMETRY_DISABLED = 'true';
 const port = Number(process.env.PORT);
-const supergraphSdl = readFileSync(process.env.SUPERGRAPH_FILE!, 'utf8').replace(/(@link\(url: "https:\/\/specs\.apollo\.dev\/authenticated\/[^"]*"), for: SECURITY\)/, '$1)');
+const supergraphSdl = readFileSync(process.env.SUPERGRAPH_FILE!, 'utf8').replace(
+  /(@link\(url: "https:\/\/specs\.apollo\.dev\/authenticated\/[^"]*"), for: SECURITY\)/,
+  '$1)',
+);
 
 interface Context {
   authorization?: string | undefined;
@@ -40,7 +43,11 @@ async function main(): Promise<void> {
       supergraphSdl,
       buildService: ({ url }) => new Subgraph({ url, fetcher: fetch as unknown as RemoteGraphQLDataSource['fetcher'] }),
     }),
-    plugins: [ApolloServerPluginUsageReportingDisabled(), ApolloServerPluginSchemaReportingDisabled(), ApolloServerPluginLandingPageDisabled()],
+    plugins: [
+      ApolloServerPluginUsageReportingDisabled(),
+      ApolloServerPluginSchemaReportingDisabled(),
+      ApolloServerPluginLandingPageDisabled(),
+    ],
   });
   const { url } = await startStandaloneServer(server, {
     listen: { port, host: '127.0.0.1' },

@@ -1,6 +1,15 @@
 import { MemoryCookieJar, type CookieJar } from './cookie-jar';
 import { GraphQLClient, type GraphQLSettings } from './graphql';
-import { AuthApi, ContentApi, OrdersApi, PaymentsApi, ProductsApi, refreshAccessToken, type ProductsV1Api, type ProductsV2Api } from './rest';
+import {
+  AuthApi,
+  ContentApi,
+  OrdersApi,
+  PaymentsApi,
+  ProductsApi,
+  refreshAccessToken,
+  type ProductsV1Api,
+  type ProductsV2Api,
+} from './rest';
 import { DEFAULT_RETRY, realSleep, type RetryOptions, type Sleep } from './retry';
 import { Session } from './session';
 import { Subscriptions, type ReconnectOptions } from './subscriptions';

@@ -92,7 +92,11 @@ export class Subscriptions {
     const start = () => {
       if (disposed) return;
       stop = this.ensureClient().subscribe<TData>(
-        { query: op.query, ...(op.variables ? { variables: op.variables as Record<string, unknown> } : {}), ...(op.operationName ? { operationName: op.operationName } : {}) },
+        {
+          query: op.query,
+          ...(op.variables ? { variables: op.variables as Record<string, unknown> } : {}),
+          ...(op.operationName ? { operationName: op.operationName } : {}),
+        },
         {
           next: (value) => {
             transientRetries = 0;
@@ -125,7 +129,11 @@ export class Subscriptions {
         return;
       }
       const errors = graphQLErrors(err);
-      if (errors && errors.every((e) => TRANSIENT_CODES.has(e.extensions?.code ?? '')) && transientRetries < this.settings.reconnect.attempts) {
+      if (
+        errors &&
+        errors.every((e) => TRANSIENT_CODES.has(e.extensions?.code ?? '')) &&
+        transientRetries < this.settings.reconnect.attempts
+      ) {
         await this.sleep(this.backoff(transientRetries++));
         start();
         return;

@@ -3,7 +3,6 @@ import { HaloError, badRequest, forbidden, notFound, type ErrorKind } from './er
 import { formatGraphQLError, toGraphQLError } from './graphql';
 import { capturingLogger } from './testing';
 
-
 const schema = buildSchema(`
   type Query {
     missing: String

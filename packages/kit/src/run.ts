@@ -71,4 +71,3 @@ export function cannotStartReason(err: unknown): string | undefined {
   if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') return `unknown host: ${message}`;
   return undefined;
 }
-

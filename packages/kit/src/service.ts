@@ -133,7 +133,8 @@ export async function startSubgraph<C extends BaseContext>(opts: {
   lifecycle: Lifecycle;
 }): Promise<ApolloServer<C>> {
   const { ApolloServer: Server } = load.apolloServer();
-  const { ApolloServerPluginUsageReportingDisabled, ApolloServerPluginSchemaReportingDisabled, ApolloServerPluginInlineTraceDisabled } = load.apolloDisabledPlugins();
+  const { ApolloServerPluginUsageReportingDisabled, ApolloServerPluginSchemaReportingDisabled, ApolloServerPluginInlineTraceDisabled } =
+    load.apolloDisabledPlugins();
   const apollo = new Server<C>({
     schema: opts.schema,
     formatError: formatGraphQLError(opts.logger),

@@ -27,7 +27,9 @@ export function hasRedisServer(path = process.env.PATH): boolean {
  */
 export async function startRedisServer(port?: number): Promise<RedisServer> {
   const p = port ?? (await freePort());
-  const child = spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   await new Promise<void>((resolve, reject) => {
     let out = '';
     child.once('error', (err: NodeJS.ErrnoException) => reject(new Error(err.code === 'ENOENT' ? REDIS_MISSING : err.message)));

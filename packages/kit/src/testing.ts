@@ -254,7 +254,12 @@ export function messageOf(fn: () => unknown): string | null {
 export const labelled = (xs: unknown[]): [string, unknown][] => xs.map((x) => [JSON.stringify(x) ?? 'undefined', x]);
 
 /** One REST call as a client makes it: JSON body if any; the raw text is kept (replays are compared byte for byte) and parsed. */
-export async function callRest(base: string, method: string, path: string, init: { body?: unknown; headers?: Record<string, string> } = {}) {
+export async function callRest(
+  base: string,
+  method: string,
+  path: string,
+  init: { body?: unknown; headers?: Record<string, string> } = {},
+) {
   const headers: Record<string, string> = { ...init.headers };
   let body: string | undefined;
   if (init.body !== undefined) {

@@ -21,12 +21,17 @@ export function apiKeyExchange(opts: {
   return {
     async exchange(apiKey) {
       client ??= new pb.ApiKeyServiceClient(opts.address, grpc.credentials.createInsecure(), clientChannelOptions);
-      const res = await callUnary(client, client.exchangeApiKey, { apiKey }, {
-        defaultDeadlineMs: opts.deadlineMs,
-        auth: { identity: opts.identity, audience: 'auth' },
-        policy,
-        idempotent: true,
-      });
+      const res = await callUnary(
+        client,
+        client.exchangeApiKey,
+        { apiKey },
+        {
+          defaultDeadlineMs: opts.deadlineMs,
+          auth: { identity: opts.identity, audience: 'auth' },
+          policy,
+          idempotent: true,
+        },
+      );
       return res.accessToken;
     },
     close: () => client?.close(),

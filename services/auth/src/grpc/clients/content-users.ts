@@ -20,7 +20,12 @@ const fromPb = (u: pb.User | undefined): User => {
  * Lookups are reads (retried when content is unreachable); creating and deleting a user are not.
  * content's circuit breaker (`policy`) makes auth fail fast while content is down.
  */
-export function contentUsers(address: string, deadlineMs: number, identity: ServiceIdentity, policy?: CallPolicy): UserDirectory & { close(): void } {
+export function contentUsers(
+  address: string,
+  deadlineMs: number,
+  identity: ServiceIdentity,
+  policy?: CallPolicy,
+): UserDirectory & { close(): void } {
   const client = new pb.UserServiceClient(address, grpc.credentials.createInsecure(), clientChannelOptions);
   const opts = { defaultDeadlineMs: deadlineMs, auth: { identity, audience: 'content' }, policy };
   const read = { ...opts, idempotent: true };
@@ -32,7 +37,9 @@ export function contentUsers(address: string, deadlineMs: number, identity: Serv
     },
     async byEmail(email, deadline) {
       try {
-        return fromPb((await callUnary(client, client.getUserByEmail, { email }, deadline ? { ...read, deadlineMs: deadline } : read)).user);
+        return fromPb(
+          (await callUnary(client, client.getUserByEmail, { email }, deadline ? { ...read, deadlineMs: deadline } : read)).user,
+        );
       } catch (err) {
         if (isHaloError(err) && err.kind === 'NOT_FOUND') return null;
         throw err;
