@@ -3,22 +3,38 @@
 const ESM_ONLY = ['jose', 'openid-client', 'oauth4webapi', 'graphql-ws'];
 // oidc-provider 8 (the dev OpenID provider, tools/src/dev-oidc.ts) and the ESM-only packages it loads.
 const OIDC_PROVIDER_ESM = [
-  'oidc-provider', 'quick-lru', 'nanoid', 'got', '@sindresorhus/is', 'p-cancelable', '@szmarczak/http-timer',
-  'cacheable-request', 'normalize-url', 'responselike', 'lowercase-keys', 'mimic-response', 'form-data-encoder',
+  'oidc-provider',
+  'quick-lru',
+  'nanoid',
+  'got',
+  '@sindresorhus/is',
+  'p-cancelable',
+  '@szmarczak/http-timer',
+  'cacheable-request',
+  'normalize-url',
+  'responselike',
+  'lowercase-keys',
+  'mimic-response',
+  'form-data-encoder',
   'cacheable-lookup',
 ];
 
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/packages', '<rootDir>/services', '<rootDir>/gateway', '<rootDir>/tools', '<rootDir>/e2e', '<rootDir>/helm', '<rootDir>/loadtest'],
+  roots: [
+    '<rootDir>/packages',
+    '<rootDir>/services',
+    '<rootDir>/gateway',
+    '<rootDir>/tools',
+    '<rootDir>/e2e',
+    '<rootDir>/helm',
+    '<rootDir>/loadtest',
+  ],
   testMatch: ['**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   transform: {
-    '^.+\\.(c?js|tsx?)$': [
-      '@swc/jest',
-      { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } },
-    ],
+    '^.+\\.(c?js|tsx?)$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
   },
   transformIgnorePatterns: [`/node_modules/(?!(${[...ESM_ONLY, ...OIDC_PROVIDER_ESM].join('|')})/)`],
   moduleNameMapper: {

@@ -109,9 +109,12 @@ function operationFor(coordinate: string): { kind: 'query' | 'mutation' | 'subsc
   const roots = { Query: 'query', Mutation: 'mutation', Subscription: 'subscription' } as const;
   const type = schema.getType(typeName) as { getFields(): Record<string, GraphQLField<unknown, unknown>> };
   const field = type.getFields()[fieldName]!;
-  if (typeName in roots) return { kind: roots[typeName as keyof typeof roots], text: `${roots[typeName as keyof typeof roots]} { ${selection(field)} }` };
+  if (typeName in roots)
+    return { kind: roots[typeName as keyof typeof roots], text: `${roots[typeName as keyof typeof roots]} { ${selection(field)} }` };
   const declared = new Set(OPERATIONS.map((o) => o.operation));
-  const path = Object.values(schema.getQueryType()!.getFields()).find((f) => getNamedType(f.type).name === typeName && !declared.has(`Query.${f.name}`));
+  const path = Object.values(schema.getQueryType()!.getFields()).find(
+    (f) => getNamedType(f.type).name === typeName && !declared.has(`Query.${f.name}`),
+  );
   if (!path) throw new Error(`no public query reaches ${coordinate}: extend this test`);
   const args = path.args.filter((a) => isNonNullType(a.type)).map((a) => `${a.name}: ${literal(a.type)}`);
   return { kind: 'query', text: `query { ${path.name}${args.length ? `(${args.join(', ')})` : ''} { ${selection(field)} } }` };
@@ -132,13 +135,18 @@ describe('GraphQL: FORBIDDEN for a key without the declared scope', () => {
       try {
         const errors = await new Promise<unknown>((resolve) => {
           const timer = setTimeout(() => resolve('no answer'), 10_000);
-          client.subscribe({ query: text }, {
-            next: (v) => (clearTimeout(timer), resolve(v.errors)),
-            error: (e) => (clearTimeout(timer), resolve(e)),
-            complete: () => undefined,
-          });
+          client.subscribe(
+            { query: text },
+            {
+              next: (v) => (clearTimeout(timer), resolve(v.errors)),
+              error: (e) => (clearTimeout(timer), resolve(e)),
+              complete: () => undefined,
+            },
+          );
         });
-        expect(errors).toEqual([expect.objectContaining({ message: 'Forbidden', extensions: expect.objectContaining({ code: 'FORBIDDEN' }) })]);
+        expect(errors).toEqual([
+          expect.objectContaining({ message: 'Forbidden', extensions: expect.objectContaining({ code: 'FORBIDDEN' }) }),
+        ]);
       } finally {
         await client.dispose();
       }
@@ -147,7 +155,13 @@ describe('GraphQL: FORBIDDEN for a key without the declared scope', () => {
     const res = await gql(sys.url, text, undefined, { 'x-api-key': keyFor(op) });
     expect(res.status).toBe(200);
     expect(res.body.errors).toEqual(
-      expect.arrayContaining([expect.objectContaining({ message: 'Forbidden', path: expect.arrayContaining([fieldName]), extensions: expect.objectContaining({ code: 'FORBIDDEN' }) })]),
+      expect.arrayContaining([
+        expect.objectContaining({
+          message: 'Forbidden',
+          path: expect.arrayContaining([fieldName]),
+          extensions: expect.objectContaining({ code: 'FORBIDDEN' }),
+        }),
+      ]),
     );
   });
 });
@@ -162,6 +176,8 @@ describe('other users’ emails', () => {
     expect(others.length).toBeGreaterThan(1);
     expect(others.every((u) => u.email === '')).toBe(true);
     const withIt = await emails(keys.get('')!);
-    expect((withIt.body.data.users as { email: string }[]).map((u) => u.email)).toEqual(expect.arrayContaining(['alice@halo.local', 'bob@halo.local']));
+    expect((withIt.body.data.users as { email: string }[]).map((u) => u.email)).toEqual(
+      expect.arrayContaining(['alice@halo.local', 'bob@halo.local']),
+    );
   });
 });

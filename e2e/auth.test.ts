@@ -122,7 +122,11 @@ describe('roles and API keys', () => {
     expect(await forbidden.json()).toEqual({ error: 'Forbidden' });
 
     const admin = await login('admin@halo.local', 'admin-password');
-    const created = await post('/auth/api-keys', { name: 'reporting', scopes: ['profile:read'] }, { authorization: `Bearer ${admin.token}` });
+    const created = await post(
+      '/auth/api-keys',
+      { name: 'reporting', scopes: ['profile:read'] },
+      { authorization: `Bearer ${admin.token}` },
+    );
     expect(created.status).toBe(201);
     const { data } = (await created.json()) as { data: { id: number; key: string; prefix: string } };
     expect(data.key.startsWith(data.prefix)).toBe(true);
@@ -132,10 +136,15 @@ describe('roles and API keys', () => {
     expect(((await viaKey.json()) as { email: string }).email).toBe('admin@halo.local');
 
     // The key's scopes bound it: profile:read does not allow creating users.
-    const scoped = await gql(url, 'mutation { createUser(name: "K", email: "k@example.com") { id } }', undefined, { 'x-api-key': data.key });
+    const scoped = await gql(url, 'mutation { createUser(name: "K", email: "k@example.com") { id } }', undefined, {
+      'x-api-key': data.key,
+    });
     expect(scoped.body.errors?.[0].extensions.code).toBe('FORBIDDEN');
 
-    const revoked = await fetch(`${url}/auth/api-keys/${data.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${admin.token}` } });
+    const revoked = await fetch(`${url}/auth/api-keys/${data.id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${admin.token}` },
+    });
     expect(revoked.status).toBe(204);
     const after = await fetch(`${url}/profile`, { headers: { 'x-api-key': data.key } });
     expect(after.status).toBe(401);

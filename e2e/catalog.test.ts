@@ -35,7 +35,8 @@ const SUNSET = 'Wed, 01 Sep 2027 00:00:00 GMT';
 const LINK = '</docs/migrations/v1-to-v2.md>; rel="successor-version"';
 const ADMIN = () => bearer('1', 'Admin', 'admin');
 
-async function get<T = Record<string, any>>(path: string, headers: Record<string, string> = {}) { // any: bodies are asserted per test
+async function get<T = Record<string, any>>(path: string, headers: Record<string, string> = {}) {
+  // any: bodies are asserted per test
   const res = await fetch(`${url}${path}`, { headers });
   return { status: res.status, headers: res.headers, body: (await res.json()) as T };
 }
@@ -51,7 +52,9 @@ async function send(method: string, path: string, body?: unknown, headers: Recor
 }
 
 function expectDeprecated(headers: Headers, yes: boolean) {
-  expect([headers.get('deprecation'), headers.get('sunset'), headers.get('link')]).toEqual(yes ? ['true', SUNSET, LINK] : [null, null, null]);
+  expect([headers.get('deprecation'), headers.get('sunset'), headers.get('link')]).toEqual(
+    yes ? ['true', SUNSET, LINK] : [null, null, null],
+  );
 }
 
 describe('products (v1, unversioned)', () => {
@@ -74,7 +77,14 @@ describe('products (v1, unversioned)', () => {
   });
 
   it('the last page, a page past the end, the limit cap and the fallbacks', async () => {
-    expect((await get<Page<ProductV1>>('/products?page=5')).body.meta).toEqual({ page: 5, limit: 10, total: 42, totalPages: 5, hasNext: false, hasPrev: true });
+    expect((await get<Page<ProductV1>>('/products?page=5')).body.meta).toEqual({
+      page: 5,
+      limit: 10,
+      total: 42,
+      totalPages: 5,
+      hasNext: false,
+      hasPrev: true,
+    });
     expect((await get<Page<ProductV1>>('/products?page=5')).body.data).toHaveLength(2);
     expect((await get<Page<ProductV1>>('/products?page=6')).body).toEqual({
       data: [],
@@ -208,12 +218,18 @@ describe('writes', () => {
   });
 
   it('401 without a token (at the gateway), 403 for a user, 400 naming the field', async () => {
-    expect(await send('POST', '/products', { name: 'x', category: 'y', price: 1 })).toMatchObject({ status: 401, body: { error: 'Token required' } });
+    expect(await send('POST', '/products', { name: 'x', category: 'y', price: 1 })).toMatchObject({
+      status: 401,
+      body: { error: 'Token required' },
+    });
     expect(await send('DELETE', '/products/1', undefined, { authorization: 'Bearer nope' })).toMatchObject({
       status: 401,
       body: { error: 'Invalid token' },
     });
-    expect(await send('PUT', '/products/1', { price: 1 }, bearer('2', 'Alice', 'user'))).toMatchObject({ status: 403, body: { error: 'Forbidden' } });
+    expect(await send('PUT', '/products/1', { price: 1 }, bearer('2', 'Alice', 'user'))).toMatchObject({
+      status: 403,
+      body: { error: 'Forbidden' },
+    });
     expect(await send('POST', '/products', { name: 'x', category: 'y', price: 1.999 }, ADMIN())).toMatchObject({
       status: 400,
       body: { error: 'price must be a number >= 0 with at most 2 decimals' },
@@ -285,7 +301,12 @@ describe('GraphQL products through the gateway', () => {
     expect(anonymous.body.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
     const user = await gql(url, 'mutation { deleteProduct(id: "1") }', undefined, bearer('2', 'Alice', 'user'));
     expect(user.body.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
-    const created = await gql(url, 'mutation { createProduct(input: { name: "GQL", category: "food", price: 2.5 }) { id price } }', undefined, ADMIN());
+    const created = await gql(
+      url,
+      'mutation { createProduct(input: { name: "GQL", category: "food", price: 2.5 }) { id price } }',
+      undefined,
+      ADMIN(),
+    );
     expect(created.body.data.createProduct.price).toBe(2.5);
     const deleted = await gql(url, `mutation { deleteProduct(id: "${created.body.data.createProduct.id}") }`, undefined, ADMIN());
     expect(deleted.body.data.deleteProduct).toBe(created.body.data.createProduct.id);

@@ -105,7 +105,12 @@ async function live(stream: Stream, token: string, chatId: string, field = 'newM
   for (let i = 0; Date.now() < deadline; i++) {
     const probe = `probe ${i} ${Math.random()}`;
     // While a chat process restarts, a send may fail: try again.
-    const res = await gql(gateway, SEND, { c: chatId, t: probe }, { authorization: `Bearer ${token}` }).catch((err: Error) => ({ body: { errors: [err.message] } as { data?: any; errors?: unknown[] } }));
+    const res: { body: { data?: any; errors?: unknown[] } } = await gql(
+      gateway,
+      SEND,
+      { c: chatId, t: probe },
+      { authorization: `Bearer ${token}` },
+    ).catch((err: Error) => ({ body: { errors: [err.message] } }));
     if (!res.body.data?.sendMessage) {
       last = res.body;
       await new Promise((r) => setTimeout(r, 250));
@@ -116,7 +121,9 @@ async function live(stream: Stream, token: string, chatId: string, field = 'newM
     const at = arrived();
     if (at >= 0) return () => stream.events.slice(at + 1);
   }
-  throw new Error(`subscription on ${chatId} never became live: errors ${JSON.stringify(stream.errors)}, last send ${JSON.stringify(last)}`);
+  throw new Error(
+    `subscription on ${chatId} never became live: errors ${JSON.stringify(stream.errors)}, last send ${JSON.stringify(last)}`,
+  );
 }
 
 const NEW = 'subscription($c: ID!) { newMessage(chatId: $c) { id chatId text createdAt author { id name } } }';
@@ -170,8 +177,13 @@ describe('newMessage through the gateway', () => {
       const sent = await Promise.all(
         Array.from({ length: 20 }, (_, i) => send(i % 2 === 0 ? gateway : chat2, tokenFor(String(2 + (i % 3))), room, `burst ${i}`)),
       );
-      await until('twenty messages on both', () => after1().filter((e) => e.data.newMessage.text.startsWith('burst')).length >= 20 && after2().length >= 20);
-      const ids1 = after1().map((e) => e.data.newMessage.id).filter((id: string) => sent.some((m) => m.id === id));
+      await until(
+        'twenty messages on both',
+        () => after1().filter((e) => e.data.newMessage.text.startsWith('burst')).length >= 20 && after2().length >= 20,
+      );
+      const ids1 = after1()
+        .map((e) => e.data.newMessage.id)
+        .filter((id: string) => sent.some((m) => m.id === id));
       const ids2 = after2().map((e) => e.data.newMessage.id);
       expect(ids1).toEqual(ids2);
       expect(ids1).toEqual([...ids1].sort((x, y) => Number(x) - Number(y)));
@@ -238,7 +250,10 @@ describe('refusals', () => {
     } finally {
       await anonymous.dispose();
     }
-    const forged = connect(gateway, signAccessToken({ sub: '2', name: 'x', role: 'user' }, 'not-the-secret-not-the-secret-not-the-secret', 300));
+    const forged = connect(
+      gateway,
+      signAccessToken({ sub: '2', name: 'x', role: 'user' }, 'not-the-secret-not-the-secret-not-the-secret', 300),
+    );
     try {
       const closed = await firstError(forged, NEW);
       expect(closed).toMatchObject({ code: 4401, reason: 'Unauthorized' });
@@ -259,7 +274,11 @@ describe('refusals', () => {
         expect.objectContaining({ extensions: expect.objectContaining({ code: 'COST_ESTIMATED_TOO_EXPENSIVE', maxCost: 1000 }) }),
       ]);
       // Exactly at the depth limit: accepted (it stays open until stopped).
-      const atLimit = listen(client, 'subscription($c: ID!) { newMessage(chatId: $c) { author { posts { author { posts { author { id } } } } } } }', { c: 'x' });
+      const atLimit = listen(
+        client,
+        'subscription($c: ID!) { newMessage(chatId: $c) { author { posts { author { posts { author { id } } } } } } }',
+        { c: 'x' },
+      );
       await new Promise((r) => setTimeout(r, 300));
       expect(atLimit.errors).toEqual([]);
       atLimit.stop();
@@ -325,8 +344,8 @@ describe('resources', () => {
       const narrow = listen(client, 'subscription($c: ID!) { newMessage(chatId: $c) { id chatId text } }', { c: room });
       await live(s, token, room);
       // A real change (a description): the gateway loads what it parses, so a comment alone would not do.
-      expect(original).toContain('The user\'s posts, newest first.');
-      writeFileSync(supergraph, original.replace('The user\'s posts, newest first.', 'The user\'s posts, newest first (reloaded).'));
+      expect(original).toContain("The user's posts, newest first.");
+      writeFileSync(supergraph, original.replace("The user's posts, newest first.", "The user's posts, newest first (reloaded)."));
       await servedChange(before);
       // Still valid: both stay open and keep receiving (issue 25 changed this: they used to end).
       await live(s, token, room);
@@ -370,14 +389,22 @@ describe('resources', () => {
       await until(
         'chat to be ready again',
         () => {
-          void fetch(`${chat1}/readyz`).then((r) => (ready = r.ok), () => (ready = false));
+          void fetch(`${chat1}/readyz`).then(
+            (r) => (ready = r.ok),
+            () => (ready = false),
+          );
           return ready && chat.restarts === 1;
         },
         30_000,
       );
       const again = listen(client, NEW, { c: room });
       await live(again, token, room).catch((err: Error) => {
-        throw new Error(`${err.message}\n${sys.logs.filter((l) => /^(chat|launcher|gateway)/.test(l)).slice(-25).join('\n')}`);
+        throw new Error(
+          `${err.message}\n${sys.logs
+            .filter((l) => /^(chat|launcher|gateway)/.test(l))
+            .slice(-25)
+            .join('\n')}`,
+        );
       });
       expect(again.errors).toEqual([]);
     } finally {

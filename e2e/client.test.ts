@@ -55,8 +55,12 @@ function sdk(opts: HaloClientOptions & { tamper?: (call: Call, res: Response) =>
     baseUrl: url,
     subscriptions: { webSocketImpl: WebSocket },
     fetch: async (input, init) => {
-      const u = new URL(String(input));
-      const call = { method: init?.method ?? 'GET', path: u.pathname + u.search, body: typeof init?.body === 'string' ? init.body : undefined };
+      const u = new URL(input instanceof Request ? input.url : input);
+      const call = {
+        method: init?.method ?? 'GET',
+        path: u.pathname + u.search,
+        body: typeof init?.body === 'string' ? init.body : undefined,
+      };
       calls.push(call);
       const res = await fetch(input, init);
       return tamper ? tamper(call, res) : res;
@@ -167,7 +171,10 @@ describe('content and products', () => {
     await client.productsV2.delete(created.id);
     await expect(client.products.get(created.id)).rejects.toMatchObject({ status: 404 });
     const { client: alice } = await signedIn(...ALICE);
-    await expect(alice.products.create({ name: 'x', category: 'games', price: 1 })).rejects.toMatchObject({ status: 403, message: 'Forbidden' });
+    await expect(alice.products.create({ name: 'x', category: 'games', price: 1 })).rejects.toMatchObject({
+      status: 403,
+      message: 'Forbidden',
+    });
   });
 });
 
@@ -287,7 +294,9 @@ describe('GraphQL through the gateway', () => {
 
   it('a signed-in query and mutation', async () => {
     const { client } = await signedIn(...ALICE);
-    await expect(client.graphql.query<{ me: { email: string } }>('{ me { email } }')).resolves.toEqual({ me: { email: 'alice@halo.local' } });
+    await expect(client.graphql.query<{ me: { email: string } }>('{ me { email } }')).resolves.toEqual({
+      me: { email: 'alice@halo.local' },
+    });
     const chatId = `sdk-m-${Date.now()}`;
     const sent = await client.graphql.mutate<{ sendMessage: { chatId: string; text: string } }>(
       'mutation($c: ID!, $t: String!) { sendMessage(chatId: $c, text: $t) { chatId text } }',
@@ -396,7 +405,9 @@ describe('subscriptions through the gateway', () => {
 
   it('after the gateway process is killed and restarted, the SDK reconnects and receives the next message', async () => {
     const reconnects: boolean[] = [];
-    const { client } = await signedIn(...ALICE, { subscriptions: { webSocketImpl: WebSocket, onConnected: (again) => void reconnects.push(again) } });
+    const { client } = await signedIn(...ALICE, {
+      subscriptions: { webSocketImpl: WebSocket, onConnected: (again) => void reconnects.push(again) },
+    });
     const chatId = `sdk-kill-${Date.now()}`;
     const s = listen(client, chatId);
     await live(client, s, chatId);

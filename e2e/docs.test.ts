@@ -83,7 +83,11 @@ describe('GraphiQL', () => {
     expect(html).toContain('Halo GraphiQL');
     await expectAssetsFromGateway(html);
     // And GraphQL itself still answers.
-    const gql = await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ user(id: 2) { name } }"}' });
+    const gql = await fetch(`${url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"query":"{ user(id: 2) { name } }"}',
+    });
     expect(await gql.json()).toEqual({ data: { user: { name: 'Alice' } } });
   });
 
@@ -117,16 +121,32 @@ describe('GraphiQL', () => {
 
 describe('the services’ schemas, through the gateway', () => {
   async function send(method: string, path: string, body: unknown, headers: Record<string, string> = {}) {
-    const res = await fetch(`${url}${path}`, { method, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-    return { status: res.status, body: (await res.json()) as unknown };
+    const res = await fetch(`${url}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, body: await res.json() };
   }
 
   it.each([
     ['POST', '/greet', {}, {}, 'name is required'],
     ['POST', '/greet', { name: '   ' }, {}, 'name is required'],
     ['POST', '/auth/register', { name: 'Budi', email: 'not-an-email', password: 'password123' }, {}, 'email is invalid'],
-    ['POST', '/auth/register', { name: 'Budi', email: 'budi@example.com', password: 'short' }, {}, 'password must be at least 8 characters'],
-    ['POST', '/products', { name: 'Book', category: 'books', price: 19.999 }, 'admin', 'price must be a number >= 0 with at most 2 decimals'],
+    [
+      'POST',
+      '/auth/register',
+      { name: 'Budi', email: 'budi@example.com', password: 'short' },
+      {},
+      'password must be at least 8 characters',
+    ],
+    [
+      'POST',
+      '/products',
+      { name: 'Book', category: 'books', price: 19.999 },
+      'admin',
+      'price must be a number >= 0 with at most 2 decimals',
+    ],
     ['POST', '/api/v2/products', { name: 'Book', category: 'books', price: 19.99 }, 'admin', 'price_cents is required'],
     ['PUT', '/products/1', { unknown: true }, 'admin', 'No fields to update'],
   ] as const)('%s %s %j → 400 naming the field', async (method, path, body, who, message) => {
@@ -153,7 +173,10 @@ describe('deprecation', () => {
     for (const path of ['/products', '/products/1', '/api/v1/products']) {
       const res = await fetch(`${url}${path}`);
       await res.arrayBuffer();
-      expect({ path, headers: [res.headers.get('deprecation'), res.headers.get('sunset'), res.headers.get('link')] }).toEqual({ path, headers: expected });
+      expect({ path, headers: [res.headers.get('deprecation'), res.headers.get('sunset'), res.headers.get('link')] }).toEqual({
+        path,
+        headers: expected,
+      });
     }
     const v2 = await fetch(`${url}/api/v2/products`);
     await v2.arrayBuffer();

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -89,16 +89,23 @@ it('seeds and serves; each service role sees only its own schema; a restart keep
 /** `npm start` itself (built), as a separate process tree, on its own ports and data directory. */
 function npmStart(offset: number, dataDir: string): { child: ChildProcess; ready: Promise<void>; output: () => string } {
   const child = spawn(process.execPath, [resolve(__dirname, '../tools/dist/start.js')], {
-    env: { ...process.env, DATABASE_URL: '', HALO_ENV: 'development', HALO_PORT_OFFSET: String(offset), HALO_DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      DATABASE_URL: '',
+      HALO_ENV: 'development',
+      HALO_PORT_OFFSET: String(offset),
+      HALO_DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   const ready = new Promise<void>((ok, fail) => {
-    child.stdout!.on('data', (c: Buffer) => {
+    child.stdout.on('data', (c: Buffer) => {
       out += c.toString();
       if (out.includes('Halo is ready')) ok();
     });
-    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
     child.once('exit', (code) => fail(new Error(`npm start exited (${code}):\n${out.slice(-3000)}`)));
   });
   return { child, ready, output: () => out };
@@ -117,7 +124,7 @@ it('recovers after the launcher is killed with SIGKILL, while another system run
   try {
     expect(beside.system.postgres!.port).not.toBe(5432);
     expect(await (await fetch(`${gateway}/hello`)).json()).toEqual({ message: 'Halo Dunia!' });
-    expect((await (await fetch(`${beside.url}/hello`)).json()) as unknown).toEqual({ message: 'Halo Dunia!' });
+    expect(await (await fetch(`${beside.url}/hello`)).json()).toEqual({ message: 'Halo Dunia!' });
     const users = await snapshot(gateway);
 
     first.child.kill('SIGKILL');
@@ -149,17 +156,16 @@ it('stops everything when `npm start` itself gets SIGTERM (npm and its shell end
   });
   let out = '';
   await new Promise<void>((ok, fail) => {
-    npm.stdout!.on('data', (c: Buffer) => {
+    npm.stdout.on('data', (c: Buffer) => {
       out += c.toString();
       if (out.includes('Halo is ready')) ok();
     });
-    npm.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    npm.stderr.on('data', (c: Buffer) => (out += c.toString()));
     npm.once('exit', (code) => fail(new Error(`npm start exited (${code}):\n${out.slice(-3000)}`)));
   });
   expect((await fetch('http://127.0.0.1:4980/hello')).status).toBe(200);
   // Every process of this system names its data directory (launcher env aside, Postgres's -D).
   const running = () => {
-    const { execFileSync } = require('node:child_process') as typeof import('node:child_process');
     try {
       return execFileSync('pgrep', ['-f', dataDir], { encoding: 'utf8' }).trim();
     } catch {

@@ -36,7 +36,6 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- GraphQL payloads in tests
 type Body = any;
 
 async function send(method: 'GET' | 'POST', payload: unknown, headers: Record<string, string> = {}) {
@@ -47,7 +46,7 @@ async function send(method: 'GET' | 'POST', payload: unknown, headers: Record<st
     if (p.query !== undefined) qs.set('query', p.query);
     if (p.variables !== undefined) qs.set('variables', JSON.stringify(p.variables));
     if (p.extensions !== undefined) qs.set('extensions', JSON.stringify(p.extensions));
-    res = await fetch(`${url}/graphql?${qs}`, { headers });
+    res = await fetch(`${url}/graphql?${qs.toString()}`, { headers });
   } else {
     res = await fetch(`${url}/graphql`, {
       method: 'POST',
@@ -110,7 +109,7 @@ async function over(transport: 'POST' | 'GET' | 'batch' | 'APQ', rawQuery: strin
   if (transport === 'batch') {
     const r = await send('POST', [{ query }, { query: '{ product(id: "1") { id } }' }]);
     expect(r.body[1]).toEqual({ data: { product: { id: '1' } } });
-    return { ...r, body: r.body[0] as Body };
+    return { ...r, body: r.body[0] };
   }
   const extensions = { persistedQuery: { version: 1, sha256Hash: sha256(query) } };
   expect((await send('GET', { extensions })).body.errors[0].extensions.code).toBe('PERSISTED_QUERY_NOT_FOUND');
@@ -147,7 +146,11 @@ describe('batching', () => {
 
 describe('@authenticated and credentials', () => {
   it('an anonymous operation touching an @authenticated field → 401 before execution; any invalid token → 401', async () => {
-    for (const query of ['{ me { id } }', '{ users { id orders { id } } }', 'mutation { createOrder(productId: "1", clientOrderId: "x") { id } }']) {
+    for (const query of [
+      '{ me { id } }',
+      '{ users { id orders { id } } }',
+      'mutation { createOrder(productId: "1", clientOrderId: "x") { id } }',
+    ]) {
       const r = await send('POST', { query });
       expect(r.status).toBe(401);
       expect(r.cacheControl).toBe('no-store');
@@ -200,7 +203,9 @@ describe('User.email privacy through the gateway', () => {
   });
 
   it('nested authors, `user(id)` and `me` (an entity from another subgraph) follow the same rule', async () => {
-    const nested = await send('POST', { query: '{ posts(first: 5) { edges { node { author { email } comments { author { email } } } } } }' });
+    const nested = await send('POST', {
+      query: '{ posts(first: 5) { edges { node { author { email } comments { author { email } } } } } }',
+    });
     expect(JSON.stringify(nested.body.data)).not.toMatch(/@/);
     const all = await emails(ADMIN);
     const bob = [...all].find(([, e]) => e === 'bob@halo.local')![0];
@@ -243,7 +248,9 @@ describe('a stopped service', () => {
   it('yields partial data and an error for its fields, not a failed request', async () => {
     const catalog = sys.system.processes.find((p) => p.name === 'catalog')!;
     catalog.child.kill('SIGKILL');
-    await new Promise<void>((r) => (catalog.child.exitCode !== null || catalog.child.signalCode !== null ? r() : catalog.child.once('exit', () => r())));
+    await new Promise<void>((r) =>
+      catalog.child.exitCode !== null || catalog.child.signalCode !== null ? r() : catalog.child.once('exit', () => r()),
+    );
     const { status, body } = await send('POST', { query: '{ users { id } product(id: "1") { id name } }' });
     expect(status).toBe(200);
     expect(body.data.users.length).toBeGreaterThan(0);

@@ -33,11 +33,11 @@ function npmStart(offset: number, env: Record<string, string>): Started {
   let out = '';
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   const ready = new Promise<void>((ok, fail) => {
-    child.stdout!.on('data', (c: Buffer) => {
+    child.stdout.on('data', (c: Buffer) => {
       out += c.toString();
       if (out.includes('Halo is ready')) ok();
     });
-    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
     void exited.then((code) => fail(new Error(`npm start exited (${code}):\n${out.slice(-3000)}`)));
   });
   ready.catch(() => undefined);
@@ -112,8 +112,14 @@ it('leaves no process behind when the launcher is killed, reaps a stuck one on t
 
     // The same checkout again, and another checkout on the same ports: one line each, nothing started.
     for (const [env, says] of [
-      [{ HALO_DATA_DIR: dataDir }, /^Halo failed to start: Halo is already running here \(launcher pid \d+\); stop it first, or start another beside it with HALO_PORT_OFFSET=100 /],
-      [{ HALO_DATA_DIR: join(root, 'other') }, /^Halo failed to start: Ports already in use: 5400 \(gateway\), .*5401 \(auth HTTP\).* HALO_PORT_OFFSET=100 npm start$/],
+      [
+        { HALO_DATA_DIR: dataDir },
+        /^Halo failed to start: Halo is already running here \(launcher pid \d+\); stop it first, or start another beside it with HALO_PORT_OFFSET=100 /,
+      ],
+      [
+        { HALO_DATA_DIR: join(root, 'other') },
+        /^Halo failed to start: Ports already in use: 5400 \(gateway\), .*5401 \(auth HTTP\).* HALO_PORT_OFFSET=100 npm start$/,
+      ],
     ] as const) {
       const third = npmStart(1400, env);
       expect(await third.exited).not.toBe(0);
@@ -190,9 +196,17 @@ describe('DATABASE_URL', () => {
     await admin(`CREATE ROLE ${role} LOGIN NOCREATEDB`);
     try {
       const cases: [string, RegExp][] = [
-        [urlFor('halo_e2e_missing', role), new RegExp(`^Halo failed to start: Database "halo_e2e_missing" does not exist on .* and role "${role}" may not create it .*; create it with: psql `)],
+        [
+          urlFor('halo_e2e_missing', role),
+          new RegExp(
+            `^Halo failed to start: Database "halo_e2e_missing" does not exist on .* and role "${role}" may not create it .*; create it with: psql `,
+          ),
+        ],
         ['postgres://postgres@127.0.0.1:1/halo', /^Halo failed to start: Nothing answers on 127\.0\.0\.1:1 \(DATABASE_URL\)/],
-        ['postgres://postgres@halo-no-such-host.invalid:5432/halo', /^Halo failed to start: Unknown host in DATABASE_URL: halo-no-such-host\.invalid$/],
+        [
+          'postgres://postgres@halo-no-such-host.invalid:5432/halo',
+          /^Halo failed to start: Unknown host in DATABASE_URL: halo-no-such-host\.invalid$/,
+        ],
       ];
       for (const [url, says] of cases) {
         const run = npmStart(1450, { DATABASE_URL: url, HALO_DATA_DIR: join(root, 'never') });

@@ -187,15 +187,26 @@ describe('metrics (Prometheus, as a scraper reads them)', () => {
   it('the gateway, on its metrics port only: routes by template, GraphQL operations, its gRPC calls to auth', async () => {
     expect((await send('GET', '/metrics')).status).toBe(404);
     const text = await scrape(sys.gatewayMetricsUrl);
-    const requests = (labels: Record<string, string>) => metricValue(text, 'halo_http_request_duration_seconds_count', { service: 'gateway', ...labels });
+    const requests = (labels: Record<string, string>) =>
+      metricValue(text, 'halo_http_request_duration_seconds_count', { service: 'gateway', ...labels });
     expect(requests({ method: 'POST', route: '/api/payments', status: '201' })).toBeGreaterThanOrEqual(2);
     expect(requests({ method: 'POST', route: '/api/orders', status: '201' })).toBeGreaterThanOrEqual(1);
     expect(requests({ method: 'POST', route: '/graphql', status: '200' })).toBeGreaterThanOrEqual(2);
     expect(requests({ route: 'unmatched', status: '404' })).toBeGreaterThanOrEqual(1);
-    expect(metricValue(text, 'halo_proxy_upstream_duration_seconds_count', { service: 'payments', status: '201' })).toBeGreaterThanOrEqual(2);
-    expect(metricValue(text, 'halo_graphql_operation_duration_seconds_count', { operation_type: 'mutation', outcome: 'ok' })).toBeGreaterThanOrEqual(1);
+    expect(metricValue(text, 'halo_proxy_upstream_duration_seconds_count', { service: 'payments', status: '201' })).toBeGreaterThanOrEqual(
+      2,
+    );
+    expect(
+      metricValue(text, 'halo_graphql_operation_duration_seconds_count', { operation_type: 'mutation', outcome: 'ok' }),
+    ).toBeGreaterThanOrEqual(1);
     // X-API-Key callers: the gateway asked auth over gRPC to exchange the key.
-    expect(metricValue(text, 'halo_grpc_client_handling_seconds_count', { peer: 'auth', method: 'halo.auth.v1.ApiKeyService/ExchangeApiKey', code: 'OK' })).toBeGreaterThanOrEqual(1);
+    expect(
+      metricValue(text, 'halo_grpc_client_handling_seconds_count', {
+        peer: 'auth',
+        method: 'halo.auth.v1.ApiKeyService/ExchangeApiKey',
+        code: 'OK',
+      }),
+    ).toBeGreaterThanOrEqual(1);
   });
 
   it('each service on its HTTP port: payments’ idempotency outcomes and its calls to catalog; auth’s calls to content', async () => {
@@ -206,7 +217,9 @@ describe('metrics (Prometheus, as a scraper reads them)', () => {
     expect(outcome('in_progress')).toBeGreaterThanOrEqual(1);
     expect(metricValue(payments, 'halo_grpc_client_handling_seconds_count', { peer: 'catalog', code: 'OK' })).toBeGreaterThanOrEqual(1);
     const auth = await scrape(`${sys.direct('auth')}/metrics`);
-    expect(metricValue(auth, 'halo_grpc_client_handling_seconds_count', { service: 'auth', peer: 'content', code: 'OK' })).toBeGreaterThanOrEqual(1);
+    expect(
+      metricValue(auth, 'halo_grpc_client_handling_seconds_count', { service: 'auth', peer: 'content', code: 'OK' }),
+    ).toBeGreaterThanOrEqual(1);
     const catalog = await scrape(`${sys.direct('catalog')}/metrics`);
     expect(metricValue(catalog, 'halo_grpc_server_handling_seconds_count', { service: 'catalog', code: 'OK' })).toBeGreaterThanOrEqual(1);
   });

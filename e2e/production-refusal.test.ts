@@ -13,7 +13,16 @@ const entry = (name: string) => resolve(ROOT, name === 'gateway' ? 'gateway/dist
 
 function start(name: string, env: Record<string, string>) {
   const run = spawnSync(process.execPath, [entry(name)], {
-    env: { PATH: process.env.PATH ?? '', HALO_ENV: 'production', DATABASE_URL: TEST_DATABASE_URL, HTTP_PORT: '0', GRPC_PORT: '0', HTTP_HOST: '127.0.0.1', METRICS_PORT: 'off', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HALO_ENV: 'production',
+      DATABASE_URL: TEST_DATABASE_URL,
+      HTTP_PORT: '0',
+      GRPC_PORT: '0',
+      HTTP_HOST: '127.0.0.1',
+      METRICS_PORT: 'off',
+      ...env,
+    },
     encoding: 'utf8',
     timeout: 20_000,
   });
@@ -30,13 +39,17 @@ it.each(['gateway', ...SERVICE_NAMES])('%s refuses the embedded mode’s JWT sec
 });
 
 it('refuses a private key once committed for deploy/local, and the chart CI values’ placeholder, naming the variable', () => {
-  const localKey = '{"crv":"Ed25519","d":"An6SfuwnIdgc-AT6Lh948z-9g0uBYnMvLJb5ba97Fi0","x":"0-jV2RdIKV89ietbgpuTIvE49DZ-1KEY4y50gJ368YU","kty":"OKP","kid":"gateway:local-dev","alg":"EdDSA"}';
-  expect(start('gateway', { SERVICE_SIGNING_KEY: localKey }).lines[0]).toMatch(/^gateway: Invalid configuration: SERVICE_SIGNING_KEY: holds a development secret/);
+  const localKey =
+    '{"crv":"Ed25519","d":"An6SfuwnIdgc-AT6Lh948z-9g0uBYnMvLJb5ba97Fi0","x":"0-jV2RdIKV89ietbgpuTIvE49DZ-1KEY4y50gJ368YU","kty":"OKP","kid":"gateway:local-dev","alg":"EdDSA"}';
+  expect(start('gateway', { SERVICE_SIGNING_KEY: localKey }).lines[0]).toMatch(
+    /^gateway: Invalid configuration: SERVICE_SIGNING_KEY: holds a development secret/,
+  );
   const placeholder = start('auth', { JWT_SECRET: 'HALO-PLACEHOLDER-NOT-A-SECRET-jwt-00000000000000' });
   expect(placeholder.lines[0]).toMatch(/^auth: Invalid configuration: JWT_SECRET: holds a development secret/);
-  expect(start('auth', { OAUTH_PROVIDERS: 'dev', OAUTH_DEV_CLIENT_SECRET: 'halo-dev-only-oidc-client-secret--never-use-in-production' }).lines[0]).toMatch(
-    /^auth: Invalid configuration: OAUTH_DEV_CLIENT_SECRET: holds a development secret/,
-  );
+  expect(
+    start('auth', { OAUTH_PROVIDERS: 'dev', OAUTH_DEV_CLIENT_SECRET: 'halo-dev-only-oidc-client-secret--never-use-in-production' })
+      .lines[0],
+  ).toMatch(/^auth: Invalid configuration: OAUTH_DEV_CLIENT_SECRET: holds a development secret/);
 });
 
 it('outside production the same secret is accepted (the embedded mode and the suites use them)', () => {

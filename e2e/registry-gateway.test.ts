@@ -31,9 +31,14 @@ const until = async <T>(what: string, check: () => Promise<T | null | undefined 
     await new Promise((r) => setTimeout(r, 100));
   }
 };
-const readyz = async (url = gateway) => (await (await fetch(`${url}/readyz`)).json()) as { status: string; composition: string; source: string; registry: string };
+const readyz = async (url = gateway) =>
+  (await (await fetch(`${url}/readyz`)).json()) as { status: string; composition: string; source: string; registry: string };
 const post = async (path: string, body: unknown) => {
-  const res = await fetch(`${registry}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${registry}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: (await res.json()) as any }; // any: the registry's JSON, asserted per test
 };
 /** Publishes (each publish adds to the last: never a removal) and waits until the gateway serves it. */
@@ -84,7 +89,12 @@ it('serves an additive publish without a restart: a new field and a new REST rou
       routes: [...rest.routes, { service: 'catalog', method: 'GET', path: '/metrics' }],
       openapi: {
         ...rest.openapi,
-        paths: { ...rest.openapi.paths, '/metrics': { get: { operationId: 'e2eCatalogMetrics', tags: ['catalog'], responses: { '200': { description: 'Prometheus text' } } } } },
+        paths: {
+          ...rest.openapi.paths,
+          '/metrics': {
+            get: { operationId: 'e2eCatalogMetrics', tags: ['catalog'], responses: { '200': { description: 'Prometheus text' } } },
+          },
+        },
       },
     },
   };
@@ -113,17 +123,31 @@ it('refuses a publish that does not compose; the gateway keeps serving what it s
 
 it('keeps an open subscription open across an additive publish', async () => {
   const token = signAccessToken({ sub: '2', name: 'User 2', role: 'user' }, TEST_JWT_SECRET, 300);
-  const client = createClient({ url: `${gateway.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 0 });
+  const client = createClient({
+    url: `${gateway.replace(/^http/, 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: `Bearer ${token}` },
+    retryAttempts: 0,
+  });
   const room = `e2e-registry-${Date.now()}`;
   const events: string[] = [];
   const errors: unknown[] = [];
   let completed = false;
   const stop = client.subscribe(
     { query: 'subscription($c: ID!) { newMessage(chatId: $c) { text author { name } } }', variables: { c: room } },
-    { next: (v) => void events.push((v.data as any)?.newMessage?.text), error: (e) => void errors.push(e), complete: () => void (completed = true) },
+    {
+      next: (v) => void events.push((v.data as any)?.newMessage?.text),
+      error: (e) => void errors.push(e),
+      complete: () => void (completed = true),
+    },
   );
   const send = (text: string) =>
-    gql(gateway, 'mutation($c: ID!, $t: String!) { sendMessage(chatId: $c, text: $t) { id } }', { c: room, t: text }, { authorization: `Bearer ${token}` });
+    gql(
+      gateway,
+      'mutation($c: ID!, $t: String!) { sendMessage(chatId: $c, text: $t) { id } }',
+      { c: room, t: text },
+      { authorization: `Bearer ${token}` },
+    );
   try {
     let i = 0;
     await until('the subscription to be live', async () => {
@@ -159,7 +183,9 @@ it('sends usage to the registry, whose check then refuses removing a used field,
   expect(report.ok).toBe(false);
   const change = (report.report.changes as any[]).find((c) => c.path === 'Product.price');
   expect(change.breaking).toBe(true);
-  expect(change.usage.operations).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'E2ECatalogPrices', client: 'e2e-shop', count: 3 })]));
+  expect(change.usage.operations).toEqual(
+    expect.arrayContaining([expect.objectContaining({ name: 'E2ECatalogPrices', client: 'e2e-shop', count: 3 })]),
+  );
 });
 
 it('two gateway replicas converge on the same composition', async () => {
@@ -184,7 +210,9 @@ it('two gateway replicas converge on the same composition', async () => {
   const composition = await publishServed(withSdl('extend type Query { e2eConverged: String }'));
   await until('the replica to serve it too', async () => (await readyz(second)).composition === composition);
   expect(await queryFields(second)).toContain('e2eConverged');
-  const { body } = await fetch(`${registry}/v1/gateways`).then(async (r) => ({ body: (await r.json()) as { gateways: { id: string; composition: number }[] } }));
+  const { body } = await fetch(`${registry}/v1/gateways`).then(async (r) => ({
+    body: (await r.json()) as { gateways: { id: string; composition: number }[] },
+  }));
   expect(body.gateways.filter((g) => String(g.composition) === composition).length).toBeGreaterThanOrEqual(2);
 });
 

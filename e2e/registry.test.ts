@@ -41,7 +41,11 @@ beforeAll(async () => {
   const post = (path: string, body: object, headers: Record<string, string> = {}) =>
     json(`${sys.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   const admin = await post('/auth/login', { email: 'admin@halo.local', password: 'admin-password' });
-  const created = await post('/auth/api-keys', { name: 'catalog CI', scopes: ['schema:write'] }, { authorization: `Bearer ${admin.body.token}` });
+  const created = await post(
+    '/auth/api-keys',
+    { name: 'catalog CI', scopes: ['schema:write'] },
+    { authorization: `Bearer ${admin.body.token}` },
+  );
   expect(created.status).toBe(201);
   apiKey = created.body.data.key;
 }, 120_000);

@@ -1,4 +1,12 @@
-import { generateServiceKey, grpc, type ServiceKeyPair, grpcCallersOf, SERVICE_TOKEN_METADATA, SERVICES, type ServiceName } from '@halo/kit';
+import {
+  generateServiceKey,
+  grpc,
+  type ServiceKeyPair,
+  grpcCallersOf,
+  SERVICE_TOKEN_METADATA,
+  SERVICES,
+  type ServiceName,
+} from '@halo/kit';
 import { signServiceToken, TEST_SERVICE_KEYS } from '@halo/kit/testing';
 import { auth, catalog, content } from '@halo/proto';
 import { startE2ESystem } from './helpers';
@@ -16,7 +24,12 @@ const PROCESSES = ['gateway', 'auth', 'content', 'catalog', 'payments', 'chat', 
 
 /** The policy this test holds the services to (docs/service-identity.md, issue: zero trust). */
 const SERVERS: { service: ServiceName; name: string; definition: grpc.ServiceDefinition; access: Record<string, string[]> }[] = [
-  { service: 'auth', name: 'halo.auth.v1.ApiKeyService', definition: auth.ApiKeyServiceService, access: { ExchangeApiKey: ['gateway', 'registry'] } },
+  {
+    service: 'auth',
+    name: 'halo.auth.v1.ApiKeyService',
+    definition: auth.ApiKeyServiceService,
+    access: { ExchangeApiKey: ['gateway', 'registry'] },
+  },
   {
     service: 'content',
     name: 'halo.content.v1.UserService',
@@ -44,14 +57,22 @@ function call(address: string, path: string, def: grpc.MethodDefinition<unknown,
   return new Promise((resolve) => {
     // The message type's defaults: what an empty request decodes to.
     const request = def.requestDeserialize(Buffer.alloc(0));
-    client.makeUnaryRequest(path, def.requestSerialize, def.responseDeserialize, request, metadata, { deadline: Date.now() + 5_000 }, (err) => {
-      client.close();
-      resolve({
-        code: err?.code ?? grpc.status.OK,
-        details: err?.details ?? '',
-        refusedByIdentity: (err?.metadata?.get('x-halo-refused').length ?? 0) > 0,
-      });
-    });
+    client.makeUnaryRequest(
+      path,
+      def.requestSerialize,
+      def.responseDeserialize,
+      request,
+      metadata,
+      { deadline: Date.now() + 5_000 },
+      (err) => {
+        client.close();
+        resolve({
+          code: err?.code ?? grpc.status.OK,
+          details: err?.details ?? '',
+          refusedByIdentity: (err?.metadata?.get('x-halo-refused').length ?? 0) > 0,
+        });
+      },
+    );
   });
 }
 
@@ -64,7 +85,10 @@ beforeAll(async () => {
   const envFor = Object.fromEntries(
     PROCESSES.map((p) => [
       p,
-      { SERVICE_SIGNING_KEY: JSON.stringify(TEST_SERVICE_KEYS[p].privateJwk), ...(p === 'gateway' ? {} : { SERVICE_TRUSTED_KEYS: everyKey }) },
+      {
+        SERVICE_SIGNING_KEY: JSON.stringify(TEST_SERVICE_KEYS[p].privateJwk),
+        ...(p === 'gateway' ? {} : { SERVICE_TRUSTED_KEYS: everyKey }),
+      },
     ]),
   );
   sys = await startE2ESystem({ portOffset: PORT_OFFSET, envFor });
@@ -80,7 +104,11 @@ const addressOf = (service: ServiceName) => `127.0.0.1:${SERVICES[service].grpcP
 
 describe.each(SERVERS)('$name', (server) => {
   it('lists exactly the methods the policy names, and its callers are the topology’s', () => {
-    expect(methodsOf(server).map((m) => m.method).sort()).toEqual(Object.keys(server.access).sort());
+    expect(
+      methodsOf(server)
+        .map((m) => m.method)
+        .sort(),
+    ).toEqual(Object.keys(server.access).sort());
     // Only callers that are processes of the topology can hold a key anyone trusts.
     const listed = [...new Set(Object.values(server.access).flat())].filter((c) => (PROCESSES as readonly string[]).includes(c)).sort();
     expect(listed).toEqual([...grpcCallersOf(server.service)].sort());

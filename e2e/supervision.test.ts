@@ -12,7 +12,10 @@ async function partialGraphQL(url: string) {
     body: JSON.stringify({ query: '{ products(limit: 1) { meta { total } } user(id: "1") { name } }' }),
     signal: AbortSignal.timeout(5_000),
   });
-  return { status: res.status, body: (await res.json()) as { data?: unknown; errors?: { message: string; extensions?: { code?: string } }[] } };
+  return {
+    status: res.status,
+    body: (await res.json()) as { data?: unknown; errors?: { message: string; extensions?: { code?: string } }[] },
+  };
 }
 
 it('restarts a service killed with SIGKILL; the other routes are answered throughout', async () => {

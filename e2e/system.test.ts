@@ -123,7 +123,12 @@ describe('gateway conventions', () => {
 describe('GraphQL through the gateway', () => {
   it('user(id) returns the selected fields', async () => {
     const alice = await userIdByEmail('alice@halo.local');
-    const { status, body } = await gql(url, 'query($id: ID!) { user(id: $id) { id name email } }', { id: alice }, bearer(alice, 'Alice', 'user'));
+    const { status, body } = await gql(
+      url,
+      'query($id: ID!) { user(id: $id) { id name email } }',
+      { id: alice },
+      bearer(alice, 'Alice', 'user'),
+    );
     expect(status).toBe(200);
     expect(body.errors).toBeUndefined();
     expect(body.data.user).toEqual({ id: alice, name: 'Alice', email: 'alice@halo.local' });

@@ -29,7 +29,10 @@ beforeAll(async () => {
     req.on('end', () => {
       if (req.url === '/v1/traces') {
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-          resourceSpans?: { resource?: { attributes?: { key: string; value: { stringValue?: string } }[] }; scopeSpans?: { spans?: Omit<Span, 'service'>[] }[] }[];
+          resourceSpans?: {
+            resource?: { attributes?: { key: string; value: { stringValue?: string } }[] };
+            scopeSpans?: { spans?: Omit<Span, 'service'>[] }[];
+          }[];
         };
         for (const rs of body.resourceSpans ?? []) {
           const service = rs.resource?.attributes?.find((a) => a.key === 'service.name')?.value.stringValue ?? '?';
@@ -60,7 +63,8 @@ afterAll(async () => {
 async function until(ok: () => boolean, what: string, timeoutMs = 10_000) {
   const end = Date.now() + timeoutMs;
   while (!ok()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; services seen: ${[...new Set(spans.map((s) => s.service))].join(', ')}`);
+    if (Date.now() > end)
+      throw new Error(`timed out waiting for ${what}; services seen: ${[...new Set(spans.map((s) => s.service))].join(', ')}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -78,7 +82,9 @@ it('a login is one trace: gateway → auth → content over gRPC → PostgreSQL,
   const root = spans.find((s) => s.service === 'halo-gateway' && s.kind === 2 && !s.parentSpanId)!;
   const inTrace = () => spans.filter((s) => s.traceId === root.traceId);
   await until(
-    () => ['halo-auth', 'halo-content'].every((svc) => inTrace().some((s) => s.service === svc)) && inTrace().some((s) => /pg\.|SELECT|postgres/i.test(s.name)),
+    () =>
+      ['halo-auth', 'halo-content'].every((svc) => inTrace().some((s) => s.service === svc)) &&
+      inTrace().some((s) => /pg\.|SELECT|postgres/i.test(s.name)),
     'auth, content and SQL spans in the same trace',
   );
   const services = new Set(inTrace().map((s) => s.service));
@@ -91,7 +97,10 @@ it('a login is one trace: gateway → auth → content over gRPC → PostgreSQL,
   expect(inTrace().filter((s) => !s.parentSpanId || !ids.has(s.parentSpanId))).toHaveLength(1);
 
   // The gateway's access log line for this request carries the trace id.
-  await until(() => sys.logs.some((l) => l.startsWith('gateway|') && l.includes(requestId) && l.includes('"trace_id"')), 'a gateway log line with trace_id');
+  await until(
+    () => sys.logs.some((l) => l.startsWith('gateway|') && l.includes(requestId) && l.includes('"trace_id"')),
+    'a gateway log line with trace_id',
+  );
   const line = sys.logs.find((l) => l.startsWith('gateway|') && l.includes(requestId) && l.includes('"trace_id"'))!;
   expect(JSON.parse(line.slice(line.indexOf('{'))).trace_id).toBe(root.traceId);
 });

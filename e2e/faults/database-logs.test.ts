@@ -47,6 +47,10 @@ it("content's connections terminated: the error is logged small, without the cli
   for (const line of lines) {
     const seen = line.slice(0, 300);
     expect({ seen, length: line.length <= MAX_LINE }).toEqual({ seen, length: true });
-    expect({ seen, clientState: CLIENT_STATE.test(line), password: line.includes(password) }).toEqual({ seen, clientState: false, password: false });
+    expect({ seen, clientState: CLIENT_STATE.test(line), password: line.includes(password) }).toEqual({
+      seen,
+      clientState: false,
+      password: false,
+    });
   }
 });

@@ -40,13 +40,23 @@ it('no password, token, cookie, API key, JWT secret or signing key in any log li
   const login = await post('/auth/login', { email, password });
   expect(login.status).toBe(200);
   const { accessToken } = (await login.json()) as { accessToken: string };
-  const cookie = login.headers.getSetCookie().find((c) => c.startsWith('refresh_token='))!.split(';')[0]!;
+  const cookie = login.headers
+    .getSetCookie()
+    .find((c) => c.startsWith('refresh_token='))!
+    .split(';')[0]!;
   secrets.push(accessToken, cookie.slice('refresh_token='.length));
 
   const refreshed = await post('/auth/refresh', {}, { cookie });
   expect(refreshed.status).toBe(200);
   const next = (await refreshed.json()) as { accessToken: string };
-  secrets.push(next.accessToken, refreshed.headers.getSetCookie().find((c) => c.startsWith('refresh_token='))!.split(';')[0]!.slice('refresh_token='.length));
+  secrets.push(
+    next.accessToken,
+    refreshed.headers
+      .getSetCookie()
+      .find((c) => c.startsWith('refresh_token='))!
+      .split(';')[0]!
+      .slice('refresh_token='.length),
+  );
 
   // Wrong password and a forged token: the error paths.
   expect((await post('/auth/login', { email, password: 'wrong-password-9f8e7d' })).status).toBe(401);
@@ -55,9 +65,15 @@ it('no password, token, cookie, API key, JWT secret or signing key in any log li
   expect((await fetch(`${sys.url}/profile`, { headers: { authorization: `Bearer ${forged}` } })).status).toBe(401);
 
   // An API key: created (shown once), used through the gateway's gRPC exchange, and a wrong one.
-  const admin = (await (await post('/auth/login', { email: 'admin@halo.local', password: 'admin-password' })).json()) as { accessToken: string };
+  const admin = (await (await post('/auth/login', { email: 'admin@halo.local', password: 'admin-password' })).json()) as {
+    accessToken: string;
+  };
   secrets.push('admin-password', admin.accessToken);
-  const created = await post('/auth/api-keys', { name: 'logs', scopes: ['profile:read', 'payments:write'] }, { authorization: `Bearer ${admin.accessToken}` });
+  const created = await post(
+    '/auth/api-keys',
+    { name: 'logs', scopes: ['profile:read', 'payments:write'] },
+    { authorization: `Bearer ${admin.accessToken}` },
+  );
   expect(created.status).toBe(201);
   const apiKey = ((await created.json()) as { data: { key: string } }).data.key;
   secrets.push(apiKey);
@@ -71,20 +87,36 @@ it('no password, token, cookie, API key, JWT secret or signing key in any log li
   // A subscription through the gateway (the token in connection_init, forwarded to chat) that
   // hears one message, and a socket refused for a forged token.
   const ws = (token: string) =>
-    createClient({ url: `${sys.url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 0 });
+    createClient({
+      url: `${sys.url.replace(/^http/, 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${token}` },
+      retryAttempts: 0,
+    });
   const subscriber = ws(next.accessToken);
   const heard = new Promise<unknown>((resolve, reject) => {
-    subscriber.subscribe({ query: 'subscription { newMessage(chatId: "logs") { text } }' }, { next: resolve, error: reject, complete: () => undefined });
+    subscriber.subscribe(
+      { query: 'subscription { newMessage(chatId: "logs") { text } }' },
+      { next: resolve, error: reject, complete: () => undefined },
+    );
   });
   for (let i = 0; i < 50; i++) {
-    await post('/graphql', { query: 'mutation { sendMessage(chatId: "logs", text: "hi") { id } }' }, { authorization: `Bearer ${next.accessToken}` });
+    await post(
+      '/graphql',
+      { query: 'mutation { sendMessage(chatId: "logs", text: "hi") { id } }' },
+      { authorization: `Bearer ${next.accessToken}` },
+    );
     const done = await Promise.race([heard.then(() => true), new Promise((r) => setTimeout(() => r(false), 100))]);
     if (done) break;
   }
   await expect(heard).resolves.toMatchObject({ data: { newMessage: { text: 'hi' } } });
   await subscriber.dispose();
   const refused = ws(forged);
-  await expect(new Promise((resolve, reject) => refused.subscribe({ query: '{ __typename }' }, { next: resolve, error: reject, complete: () => undefined }))).rejects.toMatchObject({ code: 4401 });
+  await expect(
+    new Promise((resolve, reject) =>
+      refused.subscribe({ query: '{ __typename }' }, { next: resolve, error: reject, complete: () => undefined }),
+    ),
+  ).rejects.toMatchObject({ code: 4401 });
   await refused.dispose();
 
   // Give the processes a moment to flush their last lines to the launcher.

@@ -32,8 +32,13 @@ const ROOT = resolve(__dirname, '../..');
 type Route = { method: string; path: string };
 const ROUTES = (JSON.parse(readFileSync(resolve(ROOT, 'gateway/routes.json'), 'utf8')) as { routes: Route[] }).routes;
 type Param = { name: string; in: 'path' | 'query' };
-type Operation = { parameters?: Param[]; requestBody?: { content: { 'application/json': { schema: { properties?: Record<string, unknown> } } } } };
-const OPENAPI = JSON.parse(readFileSync(resolve(ROOT, 'gateway/openapi.json'), 'utf8')) as { paths: Record<string, Record<string, Operation>> };
+type Operation = {
+  parameters?: Param[];
+  requestBody?: { content: { 'application/json': { schema: { properties?: Record<string, unknown> } } } };
+};
+const OPENAPI = JSON.parse(readFileSync(resolve(ROOT, 'gateway/openapi.json'), 'utf8')) as {
+  paths: Record<string, Record<string, Operation>>;
+};
 const SUPERGRAPH = buildSchema(readFileSync(resolve(ROOT, 'gateway/supergraph.graphql'), 'utf8'), { assumeValidSDL: true });
 
 const ADMIN = bearer('1', 'Admin', 'admin');
@@ -77,7 +82,13 @@ function restCases(): RestCase[] {
         for (const prop of props.length > 0 ? props : ['probe']) {
           cases.push({ method, name: `${method} ${path} body ${prop}`, url: urlWith(), body: { [prop]: 'x\u0000' }, field: prop });
         }
-        cases.push({ method, name: `${method} ${path} body nested`, url: urlWith(), body: { probe: { list: ['ok', '\u0000'] } }, field: 'probe.list.1' });
+        cases.push({
+          method,
+          name: `${method} ${path} body nested`,
+          url: urlWith(),
+          body: { probe: { list: ['ok', '\u0000'] } },
+          field: 'probe.list.1',
+        });
       }
     }
   }
@@ -168,7 +179,11 @@ function routesToTypes(root: GraphQLObjectType): Map<string, { open: string; clo
 function graphqlCases(): GraphQLCase[] {
   const cases: GraphQLCase[] = [];
   for (const operation of ['query', 'mutation', 'subscription'] as const) {
-    const root = { query: SUPERGRAPH.getQueryType(), mutation: SUPERGRAPH.getMutationType(), subscription: SUPERGRAPH.getSubscriptionType() }[operation];
+    const root = {
+      query: SUPERGRAPH.getQueryType(),
+      mutation: SUPERGRAPH.getMutationType(),
+      subscription: SUPERGRAPH.getSubscriptionType(),
+    }[operation];
     if (!root) continue;
     const reach = routesToTypes(root);
     for (const [typeName, path] of reach) {
@@ -202,7 +217,14 @@ describe('GraphQL: every string argument of the supergraph', () => {
 
   it('finds the arguments the issue reported (the generator is not empty)', () => {
     const names = cases.map((c) => c.name);
-    for (const expected of ['Query.products(category)', 'Mutation.createProduct(input.name)', 'Mutation.createUser(email)', 'Mutation.createOrder(clientOrderId)', 'Mutation.createPayment(idempotencyKey)', 'Subscription.newMessage(chatId)']) {
+    for (const expected of [
+      'Query.products(category)',
+      'Mutation.createProduct(input.name)',
+      'Mutation.createUser(email)',
+      'Mutation.createOrder(clientOrderId)',
+      'Mutation.createPayment(idempotencyKey)',
+      'Subscription.newMessage(chatId)',
+    ]) {
       expect(names).toContain(expected);
     }
   });
@@ -217,7 +239,11 @@ describe('GraphQL: every string argument of the supergraph', () => {
     });
     const body = (await res.json()) as { errors?: { message: string; extensions?: { code?: string } }[] };
     const errors = (body.errors ?? []).map((e) => [e.extensions?.code, e.message]);
-    expect({ case: c.name, status: res.status, errors }).toEqual({ case: c.name, status: 200, errors: [['BAD_USER_INPUT', nulMessage(c.field)]] });
+    expect({ case: c.name, status: res.status, errors }).toEqual({
+      case: c.name,
+      status: 200,
+      errors: [['BAD_USER_INPUT', nulMessage(c.field)]],
+    });
   });
 
   it('the same, with the NUL in a string literal instead of a variable', async () => {
@@ -228,25 +254,38 @@ describe('GraphQL: every string argument of the supergraph', () => {
     });
     expect([res.status, await res.json()]).toEqual([
       200,
-      { data: null, errors: [expect.objectContaining({ message: nulMessage('input.name'), extensions: expect.objectContaining({ code: 'BAD_USER_INPUT' }) })] },
+      {
+        data: null,
+        errors: [
+          expect.objectContaining({ message: nulMessage('input.name'), extensions: expect.objectContaining({ code: 'BAD_USER_INPUT' }) }),
+        ],
+      },
     ]);
   });
 
   const overWebSocket = cases.filter((c) => c.operation === 'subscription');
-  it.each(overWebSocket.map((c) => [c.name, c] as const))('%s over WebSocket → an error frame with BAD_USER_INPUT naming the argument', async (_name, c) => {
-    const client = createClient({
-      url: `${sys.url.replace(/^http/, 'ws')}/graphql`,
-      webSocketImpl: WebSocket,
-      connectionParams: { authorization: ADMIN.authorization },
-      retryAttempts: 0,
-    });
-    try {
-      const errors = await new Promise<unknown>((resolve, reject) => {
-        client.subscribe({ query: c.query, variables: c.variables }, { next: () => reject(new Error('an event arrived')), error: resolve, complete: () => reject(new Error('completed')) });
+  it.each(overWebSocket.map((c) => [c.name, c] as const))(
+    '%s over WebSocket → an error frame with BAD_USER_INPUT naming the argument',
+    async (_name, c) => {
+      const client = createClient({
+        url: `${sys.url.replace(/^http/, 'ws')}/graphql`,
+        webSocketImpl: WebSocket,
+        connectionParams: { authorization: ADMIN.authorization },
+        retryAttempts: 0,
       });
-      expect((errors as { message: string; extensions?: { code?: string } }[]).map((e) => [e.extensions?.code, e.message])).toEqual([['BAD_USER_INPUT', nulMessage(c.field)]]);
-    } finally {
-      await client.dispose();
-    }
-  });
+      try {
+        const errors = await new Promise<unknown>((resolve, reject) => {
+          client.subscribe(
+            { query: c.query, variables: c.variables },
+            { next: () => reject(new Error('an event arrived')), error: resolve, complete: () => reject(new Error('completed')) },
+          );
+        });
+        expect((errors as { message: string; extensions?: { code?: string } }[]).map((e) => [e.extensions?.code, e.message])).toEqual([
+          ['BAD_USER_INPUT', nulMessage(c.field)],
+        ]);
+      } finally {
+        await client.dispose();
+      }
+    },
+  );
 });

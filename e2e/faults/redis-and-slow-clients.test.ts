@@ -79,9 +79,12 @@ async function pay(key: string, amount: number) {
   return { status: res.status, body, cacheControl: res.headers.get('cache-control'), ms: Date.now() - started };
 }
 
-const paymentRows = async () => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${sys.schemas.payments}".payments`)).rows[0]!.n;
+const paymentRows = async () =>
+  (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${sys.schemas.payments}".payments`)).rows[0]!.n;
 const messageRows = async (chatId: string) =>
-  (await db.query<{ text: string }>(`SELECT text FROM "${sys.schemas.chat}".messages WHERE chat_id = $1 ORDER BY id`, [chatId])).rows.map((r) => r.text);
+  (await db.query<{ text: string }>(`SELECT text FROM "${sys.schemas.chat}".messages WHERE chat_id = $1 ORDER BY id`, [chatId])).rows.map(
+    (r) => r.text,
+  );
 const readyz = async (name: string) => (await fetch(`${sys.direct(name)}/readyz`, { signal: AbortSignal.timeout(5_000) })).status;
 
 const SEND = 'mutation($c: ID!, $t: String!) { sendMessage(chatId: $c, text: $t) { id text } }';
@@ -138,7 +141,9 @@ async function probeUntilHeard(stream: Stream, chatId: string, label: string): P
       await new Promise((r) => setTimeout(r, 200));
     }
   }
-  throw new Error(`no ${label} probe reached the subscriber: events ${JSON.stringify(stream.events)}, errors ${JSON.stringify(stream.errors)}`);
+  throw new Error(
+    `no ${label} probe reached the subscriber: events ${JSON.stringify(stream.events)}, errors ${JSON.stringify(stream.errors)}`,
+  );
 }
 
 it('Redis stopped and restarted: payments fail closed, chat refuses sends, the edge fails open; all recover without a restart, and an open subscription resumes', async () => {
@@ -169,7 +174,10 @@ it('Redis stopped and restarted: payments fail closed, chat refuses sends, the e
     expect(refused.status).toBe(200);
     expect(refused.body.data).toEqual({ sendMessage: null });
     expect(refused.body.errors).toEqual([
-      expect.objectContaining({ message: 'Message delivery unavailable', extensions: expect.objectContaining({ code: 'SERVICE_UNAVAILABLE' }) }),
+      expect.objectContaining({
+        message: 'Message delivery unavailable',
+        extensions: expect.objectContaining({ code: 'SERVICE_UNAVAILABLE' }),
+      }),
     ]);
     expect(await messageRows(room)).not.toContain('during the outage');
     // A new subscription to a chat that chat does not carry yet is refused (an error frame, not a
@@ -178,7 +186,9 @@ it('Redis stopped and restarted: payments fail closed, chat refuses sends, the e
     const refusedStream = listen(late, `${room}-new`);
     const joined = listen(late, room);
     await until('the new subscription to be refused', () => refusedStream.errors.length > 0 || refusedStream.completed, 10_000);
-    expect(refusedStream.errors).toEqual([[expect.objectContaining({ extensions: expect.objectContaining({ code: 'SERVICE_UNAVAILABLE' }) })]]);
+    expect(refusedStream.errors).toEqual([
+      [expect.objectContaining({ extensions: expect.objectContaining({ code: 'SERVICE_UNAVAILABLE' }) })],
+    ]);
     // The gateway's persisted queries and response cache miss; its queries are answered.
     const query = await gql(sys.url, '{ products(limit: 1) { meta { total } } }');
     expect([query.status, query.body.errors]).toEqual([200, undefined]);
@@ -262,7 +272,11 @@ it('slow clients (headers or body byte by byte) hold only their own connection, 
   });
   // A slow client that does finish: its request is answered like any other.
   const finishing = JSON.stringify({ name: 'Budi' });
-  const patient = trickle(port, `POST /greet HTTP/1.1\r\n${host}Content-Type: application/json\r\nContent-Length: ${finishing.length}\r\nConnection: close\r\n\r\n${finishing}`, 15);
+  const patient = trickle(
+    port,
+    `POST /greet HTTP/1.1\r\n${host}Content-Type: application/json\r\nContent-Length: ${finishing.length}\r\nConnection: close\r\n\r\n${finishing}`,
+    15,
+  );
   try {
     // Meanwhile: ordinary clients, REST and GraphQL, for as long as the slow ones trickle (~2.5 s).
     const until2 = Date.now() + 2_500;

@@ -26,14 +26,25 @@ const post = async (body: unknown, headers: Record<string, string> = {}) => {
     signal: AbortSignal.timeout(10_000),
   });
   const text = await res.text();
-  return { status: res.status, text, json: (() => { try { return JSON.parse(text) as GraphQLBody | GraphQLBody[]; } catch { return undefined; } })() };
+  return {
+    status: res.status,
+    text,
+    json: (() => {
+      try {
+        return JSON.parse(text) as GraphQLBody | GraphQLBody[];
+      } catch {
+        return undefined;
+      }
+    })(),
+  };
 };
 const get = async (params: Record<string, string>) => {
   const res = await fetch(`${sys.url}/graphql?${new URLSearchParams(params).toString()}`, { signal: AbortSignal.timeout(10_000) });
   const text = await res.text();
   return { status: res.status, text, json: JSON.parse(text) as GraphQLBody };
 };
-const codes = (body: GraphQLBody | GraphQLBody[] | undefined) => (Array.isArray(body) ? body : [body]).flatMap((b) => b?.errors?.map((e) => e.extensions?.code) ?? []);
+const codes = (body: GraphQLBody | GraphQLBody[] | undefined) =>
+  (Array.isArray(body) ? body : [body]).flatMap((b) => b?.errors?.map((e) => e.extensions?.code) ?? []);
 
 /** `levels` objects, one inside the other: `nested(2)` is `{"a":{"a":1}}`. */
 const nested = (levels: number): unknown => {
@@ -107,7 +118,18 @@ describe('GraphQL request errors are 400 with a code of their own', () => {
         operationName: fc.oneof(fc.constantFrom('A', 'B', 'Q', 'Z', ''), fc.string({ maxLength: 10 }), json),
         variables: fc.oneof(fc.dictionary(fc.constantFrom('id', 'c', 'l', 'v'), fc.oneof(json, deep)), json, deep),
         extensions: fc.oneof(
-          fc.record({ persistedQuery: fc.record({ version: fc.oneof(fc.constantFrom(1, 2), json), sha256Hash: fc.oneof(fc.stringMatching(/^[0-9a-f]{64}$/), fc.string(), json) }, { requiredKeys: [] }) }, { requiredKeys: [] }),
+          fc.record(
+            {
+              persistedQuery: fc.record(
+                {
+                  version: fc.oneof(fc.constantFrom(1, 2), json),
+                  sha256Hash: fc.oneof(fc.stringMatching(/^[0-9a-f]{64}$/), fc.string(), json),
+                },
+                { requiredKeys: [] },
+              ),
+            },
+            { requiredKeys: [] },
+          ),
           json,
           deep,
         ),
@@ -166,7 +188,15 @@ function raw(url: string, method: string, headers: [string, string | string[]][]
 describe('Authorization, X-API-Key and Idempotency-Key are sent once', () => {
   const alice = bearer('2', 'Alice', 'user').authorization!;
   const pay = (key: string | string[], base = sys.url) =>
-    raw(`${base}/api/payments`, 'POST', [['authorization', alice], ['idempotency-key', key]], { amount: 7.25 });
+    raw(
+      `${base}/api/payments`,
+      'POST',
+      [
+        ['authorization', alice],
+        ['idempotency-key', key],
+      ],
+      { amount: 7.25 },
+    );
 
   it('two Idempotency-Key headers → 400, and nothing is charged under either key or their join', async () => {
     const a = `dup-a-${randomUUID()}`;
@@ -199,9 +229,18 @@ describe('Authorization, X-API-Key and Idempotency-Key are sent once', () => {
       ['x-api-key', ['halo_one', 'halo_two'], 'X-API-Key'],
     ] as const) {
       const rest = await raw(`${sys.url}/profile`, 'GET', [[name, [...values]]]);
-      expect([name, rest.status, rest.json, rest.headers['cache-control']]).toEqual([name, 400, { error: `${shown} must be sent once` }, 'no-store']);
+      expect([name, rest.status, rest.json, rest.headers['cache-control']]).toEqual([
+        name,
+        400,
+        { error: `${shown} must be sent once` },
+        'no-store',
+      ]);
       const gql = await raw(`${sys.url}/graphql`, 'POST', [[name, [...values]]], { query: '{ me { id } }' });
-      expect([name, gql.status, gql.json]).toEqual([name, 400, { errors: [{ message: `${shown} must be sent once`, extensions: { code: 'BAD_REQUEST' } }] }]);
+      expect([name, gql.status, gql.json]).toEqual([
+        name,
+        400,
+        { errors: [{ message: `${shown} must be sent once`, extensions: { code: 'BAD_REQUEST' } }] },
+      ]);
     }
     // Once, the same token works.
     expect((await raw(`${sys.url}/profile`, 'GET', [['authorization', alice]])).status).toBe(200);

@@ -29,26 +29,40 @@ const segment = fc.oneof(
   fc.string({ maxLength: 40 }),
   fc.string({ unit: 'grapheme', maxLength: 20 }),
 );
-const queryValue = fc.oneof(fc.string({ maxLength: 30 }), fc.integer().map(String), fc.constantFrom('', 'price', 'desc', 'asc', 'name', '2', '3'));
+const queryValue = fc.oneof(
+  fc.string({ maxLength: 30 }),
+  fc.integer().map(String),
+  fc.constantFrom('', 'price', 'desc', 'asc', 'name', '2', '3'),
+);
 const query = fc.oneof(
   { weight: 2, arbitrary: fc.constant<Record<string, string>>({}) },
-  { weight: 3, arbitrary: fc.dictionary(fc.constantFrom('page', 'limit', 'category', 'sort', 'order', 'version', 'code', 'state', 'first', 'after', 'x'), queryValue, { maxKeys: 4 }) },
+  {
+    weight: 3,
+    arbitrary: fc.dictionary(
+      fc.constantFrom('page', 'limit', 'category', 'sort', 'order', 'version', 'code', 'state', 'first', 'after', 'x'),
+      queryValue,
+      { maxKeys: 4 },
+    ),
+  },
 );
 const body = fc.oneof(
   { weight: 3, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((v) => ({ type: 'application/json', text: JSON.stringify(v) })) },
   {
     weight: 3,
     arbitrary: fc
-      .record({
-        name: fc.oneof(fc.string(), fc.integer(), fc.constant(null)),
-        email: fc.oneof(fc.emailAddress(), fc.string()),
-        password: fc.string(),
-        amount: fc.oneof(fc.double(), fc.integer(), fc.string()),
-        product_id: fc.oneof(fc.integer(), fc.string()),
-        client_order_id: fc.string({ maxLength: 120 }),
-        price: fc.oneof(fc.double(), fc.string()),
-        scopes: fc.array(fc.string(), { maxLength: 3 }),
-      }, { requiredKeys: [] })
+      .record(
+        {
+          name: fc.oneof(fc.string(), fc.integer(), fc.constant(null)),
+          email: fc.oneof(fc.emailAddress(), fc.string()),
+          password: fc.string(),
+          amount: fc.oneof(fc.double(), fc.integer(), fc.string()),
+          product_id: fc.oneof(fc.integer(), fc.string()),
+          client_order_id: fc.string({ maxLength: 120 }),
+          price: fc.oneof(fc.double(), fc.string()),
+          scopes: fc.array(fc.string(), { maxLength: 3 }),
+        },
+        { requiredKeys: [] },
+      )
       .map((v) => ({ type: 'application/json', text: JSON.stringify(v) })),
   },
   { weight: 1, arbitrary: fc.string({ maxLength: 60 }).map((text) => ({ type: 'application/json', text })) },
@@ -77,29 +91,37 @@ const STACK = /\n\s+at .+:\d+:\d+|node_modules|\.ts:\d+/;
 describe.each(ROUTES.map((r) => [`${r.method} ${r.path}`, r] as const))('%s', (_name, route) => {
   it('answers anything with the contract: no 5xx, no stack trace, errors as {"error": "…"}', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(segment, { minLength: 2, maxLength: 2 }), query, body, credentials, versioning, fc.uuid(), async (params, q, b, creds, version, key) => {
-        let i = 0;
-        const path = route.path.replace(/:[A-Za-z]+/g, () => encodeURIComponent(params[i++ % params.length]!));
-        const search = new URLSearchParams(q).toString();
-        const headers: Record<string, string> = { ...creds, ...version, 'idempotency-key': key };
-        const hasBody = route.method !== 'GET' && route.method !== 'DELETE' && b !== undefined;
-        if (hasBody) headers['content-type'] = b.type;
-        const res = await fetch(`${sys.url}${path}${search ? `?${search}` : ''}`, {
-          method: route.method,
-          headers,
-          ...(hasBody ? { body: b.text } : {}),
-          redirect: 'manual',
-          signal: AbortSignal.timeout(10_000),
-        });
-        const text = await res.text();
-        const seen = `${route.method} ${path}?${search} → ${res.status} ${text.slice(0, 200)}`;
-        expect({ seen, serverError: res.status >= 500 }).toEqual({ seen, serverError: false });
-        expect(STACK.test(text) ? seen : 'no stack').toBe('no stack');
-        if (res.status >= 400 && (res.headers.get('content-type') ?? '').includes('json')) {
-          const parsed = JSON.parse(text) as { error?: unknown };
-          expect({ seen, error: typeof parsed.error }).toEqual({ seen, error: 'string' });
-        }
-      }),
+      fc.asyncProperty(
+        fc.array(segment, { minLength: 2, maxLength: 2 }),
+        query,
+        body,
+        credentials,
+        versioning,
+        fc.uuid(),
+        async (params, q, b, creds, version, key) => {
+          let i = 0;
+          const path = route.path.replace(/:[A-Za-z]+/g, () => encodeURIComponent(params[i++ % params.length]!));
+          const search = new URLSearchParams(q).toString();
+          const headers: Record<string, string> = { ...creds, ...version, 'idempotency-key': key };
+          const hasBody = route.method !== 'GET' && route.method !== 'DELETE' && b !== undefined;
+          if (hasBody) headers['content-type'] = b.type;
+          const res = await fetch(`${sys.url}${path}${search ? `?${search}` : ''}`, {
+            method: route.method,
+            headers,
+            ...(hasBody ? { body: b.text } : {}),
+            redirect: 'manual',
+            signal: AbortSignal.timeout(10_000),
+          });
+          const text = await res.text();
+          const seen = `${route.method} ${path}?${search} → ${res.status} ${text.slice(0, 200)}`;
+          expect({ seen, serverError: res.status >= 500 }).toEqual({ seen, serverError: false });
+          expect(STACK.test(text) ? seen : 'no stack').toBe('no stack');
+          if (res.status >= 400 && (res.headers.get('content-type') ?? '').includes('json')) {
+            const parsed = JSON.parse(text) as { error?: unknown };
+            expect({ seen, error: typeof parsed.error }).toEqual({ seen, error: 'string' });
+          }
+        },
+      ),
       { numRuns: RUNS_PER_ROUTE },
     );
   });

@@ -56,7 +56,8 @@ afterAll(async () => {
   await sys?.stop();
 }, 60_000);
 
-const get = (path: string, headers: Record<string, string> = {}) => fetch(`${sys.url}${path}`, { headers, signal: AbortSignal.timeout(10_000) });
+const get = (path: string, headers: Record<string, string> = {}) =>
+  fetch(`${sys.url}${path}`, { headers, signal: AbortSignal.timeout(10_000) });
 
 async function graphql(query: string, variables: Record<string, unknown> = {}, headers: Record<string, string> = alice) {
   const res = await fetch(`${sys.url}/graphql`, {
@@ -67,7 +68,12 @@ async function graphql(query: string, variables: Record<string, unknown> = {}, h
   });
   const text = await res.text();
   // any: GraphQL payloads, asserted per test
-  return { status: res.status, cacheControl: res.headers.get('cache-control'), text, body: JSON.parse(text) as { data?: any; errors?: any[] } };
+  return {
+    status: res.status,
+    cacheControl: res.headers.get('cache-control'),
+    text,
+    body: JSON.parse(text) as { data?: any; errors?: any[] },
+  };
 }
 
 /** POST /api/orders as Alice; `ms` is how long the gateway took to answer. */
@@ -85,7 +91,10 @@ async function order(clientOrderId: string) {
 
 const storedOrders = async (clientOrderIds: string[]) =>
   (
-    await db.query<{ client_order_id: string }>(`SELECT client_order_id FROM "${sys.schemas.payments}".orders WHERE client_order_id = ANY($1)`, [clientOrderIds])
+    await db.query<{ client_order_id: string }>(
+      `SELECT client_order_id FROM "${sys.schemas.payments}".orders WHERE client_order_id = ANY($1)`,
+      [clientOrderIds],
+    )
   ).rows.map((r) => r.client_order_id);
 
 const proc = (name: string) => sys.system.processes.find((p) => p.name === name && !p.replica)!;
@@ -137,7 +146,11 @@ it('content stopped: GraphQL serves the other subgraphs with SERVICE_UNAVAILABLE
   expect(partial.cacheControl).toBe('no-store');
   // The same for an anonymous caller (whose whole answers may be cached at the edge: a partial one never is).
   const anonymous = await graphql(MIXED, {}, {});
-  expect([anonymous.status, anonymous.body.data?.user, anonymous.body.errors?.[0]?.extensions?.code]).toEqual([200, null, 'SERVICE_UNAVAILABLE']);
+  expect([anonymous.status, anonymous.body.data?.user, anonymous.body.errors?.[0]?.extensions?.code]).toEqual([
+    200,
+    null,
+    'SERVICE_UNAVAILABLE',
+  ]);
   expect(anonymous.cacheControl).toBe('no-store');
   // Only content's fields: a query that touches only catalog is whole.
   const catalogOnly = await graphql('{ products(limit: 2) { meta { total } } }');
@@ -177,11 +190,18 @@ it('catalog stopped: an order is 503 and stores nothing; the same request succee
     expect(r.ms).toBeLessThan(5_000);
   }
   // GraphQL's createOrder says the same in its own terms.
-  const mutation = await graphql('mutation($p: ID!, $c: String!) { createOrder(productId: $p, clientOrderId: $c) { id } }', { p: String(productId), c: clientOrderId });
+  const mutation = await graphql('mutation($p: ID!, $c: String!) { createOrder(productId: $p, clientOrderId: $c) { id } }', {
+    p: String(productId),
+    c: clientOrderId,
+  });
   expect(mutation.status).toBe(200);
   expect(mutation.body.data).toBeNull();
   expect(mutation.body.errors).toEqual([
-    expect.objectContaining({ message: 'Service unavailable', path: ['createOrder'], extensions: expect.objectContaining({ code: 'SERVICE_UNAVAILABLE' }) }),
+    expect.objectContaining({
+      message: 'Service unavailable',
+      path: ['createOrder'],
+      extensions: expect.objectContaining({ code: 'SERVICE_UNAVAILABLE' }),
+    }),
   ]);
   expect(mutation.text).not.toMatch(NO_LEAK);
   // An order that already exists needs no catalog: answered as before.
@@ -194,7 +214,11 @@ it('catalog stopped: an order is 503 and stores nothing; the same request succee
   expect(catalog.restarts).toBe(0);
 
   // The client retries the same request until catalog (restarted by the launcher) answers.
-  const created = await until('the order to go through', () => order(clientOrderId), (r) => r.status !== 503);
+  const created = await until(
+    'the order to go through',
+    () => order(clientOrderId),
+    (r) => r.status !== 503,
+  );
   expect(created.status).toBe(201);
   expect(created.body.data).toMatchObject({ client_order_id: clientOrderId, product_id: productId });
   const repeated = await order(clientOrderId);
@@ -205,7 +229,11 @@ it('catalog stopped: an order is 503 and stores nothing; the same request succee
 
 it('catalog hanging past the gRPC deadline: 503 after the deadline, never a hang; the breaker then fails fast; recovery after SIGCONT', async () => {
   // Whatever the previous test left, the breaker is closed once an order goes through.
-  await until('orders to work', () => order(`warm-${Date.now()}`), (r) => r.status === 201);
+  await until(
+    'orders to work',
+    () => order(`warm-${Date.now()}`),
+    (r) => r.status === 201,
+  );
   const catalog = proc('catalog');
   const restarts = catalog.restarts;
   const ids = Array.from({ length: BREAKER_THRESHOLD + 2 }, (_, i) => `during-catalog-hang-${Date.now()}-${i}`);
@@ -227,7 +255,12 @@ it('catalog hanging past the gRPC deadline: 503 after the deadline, never a hang
   expect(await storedOrders(ids)).toEqual([]);
 
   // Resumed: the same request goes through once the breaker lets a call through again.
-  const created = await until('the order to go through', () => order(ids[0]!), (r) => r.status !== 503, 15_000);
+  const created = await until(
+    'the order to go through',
+    () => order(ids[0]!),
+    (r) => r.status !== 503,
+    15_000,
+  );
   expect(created.status).toBe(201);
   expect((await order(ids[0]!)).status).toBe(200);
   expect(await storedOrders(ids)).toEqual([ids[0]]);

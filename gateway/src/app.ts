@@ -1,6 +1,15 @@
 import { hostname } from 'node:os';
 import type { Server } from 'node:http';
-import { closeHttpServer, Lifecycle, listen, openRedis, serviceIdentityFor, type Logger, type Redis, type ServiceIdentity } from '@halo/kit';
+import {
+  closeHttpServer,
+  Lifecycle,
+  listen,
+  openRedis,
+  serviceIdentityFor,
+  type Logger,
+  type Redis,
+  type ServiceIdentity,
+} from '@halo/kit';
 import { createCallerResolver, type CallerResolver } from './auth';
 import type { GatewayConfig } from './config';
 import { createDocs, migrationGuides } from './docs';
@@ -88,7 +97,17 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   });
   metrics?.watch(watchedBy(subscriptions, graphql, source, usage));
   let metricsServer: Server | null = null;
-  registerShutdown(lifecycle, config, { server, metricsServer: () => metricsServer, source, usage, proxies, callers, redis, graphql, subscriptions });
+  registerShutdown(lifecycle, config, {
+    server,
+    metricsServer: () => metricsServer,
+    source,
+    usage,
+    proxies,
+    callers,
+    redis,
+    graphql,
+    subscriptions,
+  });
 
   return {
     server,
@@ -151,7 +170,12 @@ function usageReporting(config: GatewayConfig, identity: ServiceIdentity, source
 }
 
 /** What the metrics read at every scrape. */
-function watchedBy(subscriptions: { activeCount(): number }, graphql: GraphQLHandler, source: SupergraphSource, usage: UsageReporting | null): WatchedSources {
+function watchedBy(
+  subscriptions: { activeCount: () => number },
+  graphql: GraphQLHandler,
+  source: SupergraphSource,
+  usage: UsageReporting | null,
+): WatchedSources {
   return {
     subscriptions: subscriptions.activeCount,
     dedupe: graphql.dedupe,

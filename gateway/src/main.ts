@@ -7,14 +7,18 @@ import { createGateway } from './app';
 import { loadGatewayConfig } from './config';
 
 // Config (a bad value prints one line and exits 1) → logger → gateway → start → signals.
-void runService('gateway', () => loadGatewayConfig(), async (config, logger) => {
-  const gateway = createGateway(config, logger);
-  try {
-    await gateway.start();
-  } catch (err) {
-    // Release what did start (Apollo, pools) before runService reports the failure and exits.
-    await gateway.stop().catch(() => undefined);
-    throw err;
-  }
-  return gateway;
-});
+void runService(
+  'gateway',
+  () => loadGatewayConfig(),
+  async (config, logger) => {
+    const gateway = createGateway(config, logger);
+    try {
+      await gateway.start();
+    } catch (err) {
+      // Release what did start (Apollo, pools) before runService reports the failure and exits.
+      await gateway.stop().catch(() => undefined);
+      throw err;
+    }
+    return gateway;
+  },
+);

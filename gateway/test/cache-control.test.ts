@@ -129,7 +129,11 @@ describe('Cache-Control computed from the subgraphs’ hints', () => {
 
   it('errors are never stored: a business error, a refused operation, a bad token', async () => {
     const post = (query: string, headers: Record<string, string> = {}) =>
-      fetch(`${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ query }) });
+      fetch(`${gw.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ query }),
+      });
     expect((await post('{ items { id } nope }')).headers.get('cache-control')).toBe('no-store');
     const badToken = await post('{ items { id } }', { authorization: 'Bearer nope' });
     expect([badToken.status, badToken.headers.get('cache-control')]).toEqual([401, 'no-store']);

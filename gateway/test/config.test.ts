@@ -45,14 +45,14 @@ it('reads them from the environment', () => {
     GRAPHQL_DEDUPE_INFLIGHT: 'false',
     GRAPHQL_RESPONSE_CACHE_MIB: '0',
   });
-  expect([c.GRAPHQL_MAX_DEPTH, c.GRAPHQL_MAX_COST, c.REDIS_URL, c.GRAPHQL_MAX_ALIASES, c.GRAPHQL_DEDUPE_INFLIGHT, c.GRAPHQL_RESPONSE_CACHE_MIB]).toEqual([
-    5,
-    250,
-    'rediss://cache:6380',
-    0,
-    false,
-    0,
-  ]);
+  expect([
+    c.GRAPHQL_MAX_DEPTH,
+    c.GRAPHQL_MAX_COST,
+    c.REDIS_URL,
+    c.GRAPHQL_MAX_ALIASES,
+    c.GRAPHQL_DEDUPE_INFLIGHT,
+    c.GRAPHQL_RESPONSE_CACHE_MIB,
+  ]).toEqual([5, 250, 'rediss://cache:6380', 0, false, 0]);
 });
 
 it.each([
@@ -78,5 +78,7 @@ it('METRICS_PORT: 9464 by default (the topology table), 0 for any free port, off
   expect(loadGatewayConfig({ METRICS_PORT: '0' }).METRICS_PORT).toBe(0);
   expect(loadGatewayConfig({ METRICS_PORT: '9100' }).METRICS_PORT).toBe(9100);
   expect(loadGatewayConfig({ METRICS_PORT: 'off' }).METRICS_PORT).toBeNull();
-  expect(() => loadGatewayConfig({ METRICS_PORT: 'none' })).toThrow('Invalid configuration: METRICS_PORT: must be a port (0: any free one) or off (got "none")');
+  expect(() => loadGatewayConfig({ METRICS_PORT: 'none' })).toThrow(
+    'Invalid configuration: METRICS_PORT: must be a port (0: any free one) or off (got "none")',
+  );
 });

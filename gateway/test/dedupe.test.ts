@@ -124,10 +124,11 @@ beforeAll(async () => {
         bumps++;
         const barrier = bumpBarrier;
         if (barrier.waiting.length + 1 >= barrier.n) for (const go of barrier.waiting.splice(0)) go();
-        else await new Promise<void>((r) => {
-          const timer = setTimeout(r, 2_000);
-          barrier.waiting.push(() => (clearTimeout(timer), r()));
-        });
+        else
+          await new Promise<void>((r) => {
+            const timer = setTimeout(r, 2_000);
+            barrier.waiting.push(() => (clearTimeout(timer), r()));
+          });
         return bumps;
       },
     },
@@ -170,7 +171,6 @@ afterAll(async () => {
   supergraph?.remove();
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- GraphQL payloads in tests
 type Body = any;
 
 async function post(url: string, query: string, variables?: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Body> {

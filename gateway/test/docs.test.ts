@@ -171,7 +171,9 @@ describe('GraphiQL at /graphql', () => {
       body: JSON.stringify({ query: '{ __typename }' }),
     });
     expect(await post.json()).toEqual({ data: { __typename: 'Query' } });
-    const get = await fetch(`${dev.url}/graphql?query=${encodeURIComponent('{ __typename }')}`, { headers: { accept: 'application/json' } });
+    const get = await fetch(`${dev.url}/graphql?query=${encodeURIComponent('{ __typename }')}`, {
+      headers: { accept: 'application/json' },
+    });
     expect(await get.json()).toEqual({ data: { __typename: 'Query' } });
   });
 
@@ -182,7 +184,9 @@ describe('GraphiQL at /graphql', () => {
     const body = await res.text();
     expect(body).not.toMatch(/<html|graphiql|apollographql\.com/i);
     expect((await fetch(`${prod.url}/graphiql/assets/yoga-graphiql.umd.js`)).status).toBe(404);
-    expect(await (await fetch(`${prod.url}/graphql?query=${encodeURIComponent('{ __typename }')}`)).json()).toEqual({ data: { __typename: 'Query' } });
+    expect(await (await fetch(`${prod.url}/graphql?query=${encodeURIComponent('{ __typename }')}`)).json()).toEqual({
+      data: { __typename: 'Query' },
+    });
   });
 });
 
@@ -210,7 +214,7 @@ describe('introspection (GRAPHQL_INTROSPECTION)', () => {
     const get = await fetch(`${prod.url}/graphql?query=${encodeURIComponent('{ __type(name: "Query") { name } }')}`);
     expect(get.status).toBe(400);
     expect((await json(get)).errors[0]!.extensions.code).toBe('INTROSPECTION_DISABLED');
-    expect((await (await introspect(prod.url, '{ __typename }')).json() as { data: unknown }).data).toEqual({ __typename: 'Query' });
+    expect(((await (await introspect(prod.url, '{ __typename }')).json()) as { data: unknown }).data).toEqual({ __typename: 'Query' });
   });
 
   it('can be switched on in production, and off in development', async () => {
@@ -229,7 +233,10 @@ describe('hot reload of the composed files', () => {
   it('a new route table is served without a restart; a broken one is refused and the last good one stays', async () => {
     const table = tempRouteTable();
     const { logger, lines } = capturingLogger('info', 'gateway');
-    const g = await startGateway({ SUPERGRAPH_PATH: supergraph.path, CONTENT_URL: echo.url, ROUTES_PATH: table.path, LOG_LEVEL: 'info' }, logger);
+    const g = await startGateway(
+      { SUPERGRAPH_PATH: supergraph.path, CONTENT_URL: echo.url, ROUTES_PATH: table.path, LOG_LEVEL: 'info' },
+      logger,
+    );
     try {
       expect((await fetch(`${g.url}/things/7`)).status).toBe(404);
       // What `npm run compose` writes when content declares a route.

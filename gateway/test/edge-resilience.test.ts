@@ -65,15 +65,22 @@ const compose = (contentSdl: string) =>
     { name: 'catalog', sdl: CATALOG, url: 'http://127.0.0.1:1/graphql' },
   ]);
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- GraphQL payloads in tests
 async function post(url: string, body: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: await res.json() };
 }
 
 it('a subgraph that is down yields partial data and an error for its fields only', async () => {
   const supergraph = tempSupergraph(compose(CONTENT));
-  const gw = await startGateway({ CONTENT_URL: content.url, CATALOG_URL: `http://127.0.0.1:${await closedPort()}`, SUPERGRAPH_PATH: supergraph.path });
+  const gw = await startGateway({
+    CONTENT_URL: content.url,
+    CATALOG_URL: `http://127.0.0.1:${await closedPort()}`,
+    SUPERGRAPH_PATH: supergraph.path,
+  });
   try {
     const { status, body } = await post(gw.url, { query: '{ item(id: "1") { name } featured { price } }' });
     expect(status).toBe(200);
@@ -98,7 +105,12 @@ it('a subgraph that is down yields partial data and an error for its fields only
 
 it('a new supergraph is served without a restart, no request in flight is dropped, and its limits apply', async () => {
   const supergraph = tempSupergraph(compose(CONTENT));
-  const gw = await startGateway({ CONTENT_URL: content.url, CATALOG_URL: catalog.url, SUPERGRAPH_PATH: supergraph.path, GRAPHQL_MAX_COST: '50' });
+  const gw = await startGateway({
+    CONTENT_URL: content.url,
+    CATALOG_URL: catalog.url,
+    SUPERGRAPH_PATH: supergraph.path,
+    GRAPHQL_MAX_COST: '50',
+  });
   try {
     // Before: `items` costs 1 per item.
     expect((await post(gw.url, { query: '{ items(first: 20) { id } }' })).status).toBe(200);
@@ -154,7 +166,14 @@ describe('persisted queries in Redis (REDIS_URL)', () => {
   });
 
   it('a query registered through one replica is known to every other', async () => {
-    const env = { CONTENT_URL: content.url, CATALOG_URL: catalog.url, SUPERGRAPH_PATH: supergraph.path, REDIS_URL, REDIS_KEY_PREFIX: prefix, GRAPHQL_APQ_TTL_S: '600' };
+    const env = {
+      CONTENT_URL: content.url,
+      CATALOG_URL: catalog.url,
+      SUPERGRAPH_PATH: supergraph.path,
+      REDIS_URL,
+      REDIS_KEY_PREFIX: prefix,
+      GRAPHQL_APQ_TTL_S: '600',
+    };
     const [a, b] = await Promise.all([startGateway(env), startGateway(env)]);
     try {
       const query = `{ item(id: "${randomBytes(4).toString('hex')}") { name } }`;

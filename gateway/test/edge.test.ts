@@ -35,7 +35,7 @@ const LIMITS = {
 
 let inFlight = 0;
 let peak = 0;
-let waiting: (() => void)[] = [];
+const waiting: (() => void)[] = [];
 const item = (id: string) => ({ id, name: `item ${id}`, next: null });
 const resolvers = {
   Query: {
@@ -70,7 +70,13 @@ let gw: RunningGateway;
 beforeAll(async () => {
   subgraph = await startSubgraph(SDL, resolvers);
   supergraph = tempSupergraph(composeSupergraph([{ name: 'content', sdl: SDL, url: 'http://127.0.0.1:1/graphql' }]));
-  gw = await startGateway({ CONTENT_URL: subgraph.url, SUPERGRAPH_PATH: supergraph.path, JWT_SECRET: TEST_JWT_SECRET, GRAPHQL_INTROSPECTION: 'true', ...LIMITS });
+  gw = await startGateway({
+    CONTENT_URL: subgraph.url,
+    SUPERGRAPH_PATH: supergraph.path,
+    JWT_SECRET: TEST_JWT_SECRET,
+    GRAPHQL_INTROSPECTION: 'true',
+    ...LIMITS,
+  });
 });
 
 afterAll(async () => {
@@ -78,9 +84,6 @@ afterAll(async () => {
   await subgraph?.stop();
   supergraph?.remove();
 });
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- GraphQL payloads in tests
-type Body = any;
 
 async function send(method: 'GET' | 'POST', payload: unknown, headers: Record<string, string> = {}, url = gw.url) {
   let res: Response;
@@ -90,7 +93,7 @@ async function send(method: 'GET' | 'POST', payload: unknown, headers: Record<st
     if (p.query !== undefined) qs.set('query', p.query);
     if (p.variables !== undefined) qs.set('variables', JSON.stringify(p.variables));
     if (p.extensions !== undefined) qs.set('extensions', JSON.stringify(p.extensions));
-    res = await fetch(`${url}/graphql?${qs}`, { headers });
+    res = await fetch(`${url}/graphql?${qs.toString()}`, { headers });
   } else {
     res = await fetch(`${url}/graphql`, {
       method: 'POST',
@@ -99,7 +102,7 @@ async function send(method: 'GET' | 'POST', payload: unknown, headers: Record<st
     });
   }
   const text = await res.text();
-  return { status: res.status, cacheControl: res.headers.get('cache-control'), body: JSON.parse(text) as Body };
+  return { status: res.status, cacheControl: res.headers.get('cache-control'), body: JSON.parse(text) };
 }
 
 const tokensOf = (query: string) => {
@@ -156,7 +159,7 @@ async function over(transport: (typeof TRANSPORTS)[number], rawQuery: string) {
   if (transport === 'batch') {
     const r = await send('POST', [{ query }, { query: '{ item(id: "9") { name } }' }]);
     expect(r.body[1]).toEqual({ data: { item: { name: 'item 9' } } });
-    return { ...r, body: r.body[0] as Body };
+    return { ...r, body: r.body[0] };
   }
   const extensions = persisted(query);
   const unknown = await send('GET', { extensions });
@@ -182,17 +185,20 @@ describe.each(TRANSPORTS)('limits over %s', (transport) => {
     expect(subgraph.calls()).toBeGreaterThan(before);
   });
 
-  it.each(LIMIT_CASES)('$limit: one over → HTTP 400 with the code, the measure and the limit, no subgraph called', async ({ over: query, refused }) => {
-    const before = subgraph.calls();
-    const { status, body, cacheControl } = await over(transport, query);
-    expect(status).toBe(400);
-    expect(body.data).toBeUndefined();
-    expect(body.errors).toHaveLength(1);
-    expect(body.errors[0].extensions).toEqual(refused);
-    expect(cacheControl).toBe('no-store');
-    // In a batch, only the harmless operation reached the subgraph.
-    expect(subgraph.calls()).toBe(before + (transport === 'batch' ? 1 : 0));
-  });
+  it.each(LIMIT_CASES)(
+    '$limit: one over → HTTP 400 with the code, the measure and the limit, no subgraph called',
+    async ({ over: query, refused }) => {
+      const before = subgraph.calls();
+      const { status, body, cacheControl } = await over(transport, query);
+      expect(status).toBe(400);
+      expect(body.data).toBeUndefined();
+      expect(body.errors).toHaveLength(1);
+      expect(body.errors[0].extensions).toEqual(refused);
+      expect(cacheControl).toBe('no-store');
+      // In a batch, only the harmless operation reached the subgraph.
+      expect(subgraph.calls()).toBe(before + (transport === 'batch' ? 1 : 0));
+    },
+  );
 });
 
 describe('hostile documents', () => {
@@ -240,7 +246,9 @@ describe('hostile documents', () => {
     const full = await send('POST', { query: getIntrospectionQuery() });
     expect(full.status).toBe(200);
     expect(full.body.data.__schema.queryType).toMatchObject({ name: 'Query' });
-    const bomb = await send('POST', { query: '{ __schema { types { fields { type { fields { type { fields { type { fields { name } } } } } } } } } }' });
+    const bomb = await send('POST', {
+      query: '{ __schema { types { fields { type { fields { type { fields { type { fields { name } } } } } } } } } }',
+    });
     expect(bomb.status).toBe(400);
     expect(bomb.body.errors[0].message).toMatch(/Maximum introspection depth exceeded/);
   });
@@ -283,7 +291,10 @@ describe('batching', () => {
   it('answers in order, runs the operations at the same time', async () => {
     peak = 0;
     const tags = ['a', 'b', 'c'];
-    const { status, body } = await send('POST', tags.map((tag) => ({ query: `{ together(n: 3, tag: "${tag}") }` })));
+    const { status, body } = await send(
+      'POST',
+      tags.map((tag) => ({ query: `{ together(n: 3, tag: "${tag}") }` })),
+    );
     expect(status).toBe(200);
     expect(body).toEqual(tags.map((tag) => ({ data: { together: `${tag}:3` } })));
   });
@@ -372,7 +383,12 @@ describe('trusted documents (GRAPHQL_TRUSTED_DOCUMENTS)', () => {
     };
     const path = `${supergraph.path}.manifest.json`;
     writeFileSync(path, JSON.stringify(manifest));
-    const trusted = await startGateway({ CONTENT_URL: subgraph.url, SUPERGRAPH_PATH: supergraph.path, GRAPHQL_TRUSTED_DOCUMENTS: path, GRAPHQL_INTROSPECTION: 'true' });
+    const trusted = await startGateway({
+      CONTENT_URL: subgraph.url,
+      SUPERGRAPH_PATH: supergraph.path,
+      GRAPHQL_TRUSTED_DOCUMENTS: path,
+      GRAPHQL_INTROSPECTION: 'true',
+    });
     try {
       const expected = { data: { item: { name: 'item t' } } };
       expect((await send('POST', { extensions: persisted(listed) }, {}, trusted.url)).body).toEqual(expected);
@@ -399,8 +415,8 @@ describe('trusted documents (GRAPHQL_TRUSTED_DOCUMENTS)', () => {
   it('a manifest whose ids are not the hashes of their queries stops the gateway at start', async () => {
     const path = `${supergraph.path}.bad.json`;
     writeFileSync(path, JSON.stringify({ [sha256('{ a }')]: '{ b }' }));
-    await expect(startGateway({ CONTENT_URL: subgraph.url, SUPERGRAPH_PATH: supergraph.path, GRAPHQL_TRUSTED_DOCUMENTS: path })).rejects.toThrow(
-      /GRAPHQL_TRUSTED_DOCUMENTS.*is not the SHA-256 of its query/,
-    );
+    await expect(
+      startGateway({ CONTENT_URL: subgraph.url, SUPERGRAPH_PATH: supergraph.path, GRAPHQL_TRUSTED_DOCUMENTS: path }),
+    ).rejects.toThrow(/GRAPHQL_TRUSTED_DOCUMENTS.*is not the SHA-256 of its query/);
   });
 });

@@ -86,7 +86,7 @@ async function post(body: unknown, headers: Record<string, string> = {}) {
     headers: { 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
-  return { res, body: (await res.json()) as any }; // eslint-disable-line @typescript-eslint/no-explicit-any -- test payloads
+  return { res, body: (await res.json()) as any };
 }
 
 const token = signAccessToken({ sub: '2', name: 'Alice', role: 'user' }, TEST_JWT_SECRET, 300);
@@ -103,7 +103,10 @@ it('reaches the subgraph and forwards authorization and the request id', async (
 
 describe('authentication at the edge', () => {
   it('an invalid token is HTTP 401 UNAUTHENTICATED on any operation, before any subgraph is called', async () => {
-    for (const bad of ['Bearer not.a.jwt', `Bearer ${signAccessToken({ sub: '2', name: 'A', role: 'user' }, 'another-secret-of-at-least-32-bytes!!', 300)}`]) {
+    for (const bad of [
+      'Bearer not.a.jwt',
+      `Bearer ${signAccessToken({ sub: '2', name: 'A', role: 'user' }, 'another-secret-of-at-least-32-bytes!!', 300)}`,
+    ]) {
       const { res, body } = await post({ query: '{ seen { requestId } }' }, { authorization: bad });
       expect(res.status).toBe(401);
       expect(body.errors[0]).toMatchObject({ message: 'Invalid token', extensions: { code: 'UNAUTHENTICATED' } });

@@ -245,7 +245,7 @@ export async function until<T>(check: () => T | Promise<T>, timeoutMs = 10_000):
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
-    if (value) return value as NonNullable<T>;
+    if (value) return value;
     if (Date.now() > deadline) throw new Error('condition not met within the time limit');
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -39,7 +39,11 @@ describe('createHttpFetcher', () => {
 
   it('sends the method, headers and body, and answers status, headers and the whole body (multi-chunk UTF-8)', async () => {
     const fetcher = createHttpFetcher();
-    const res = await fetcher(`${base}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer t' }, body: '{"q":"é"}' });
+    const res = await fetcher(`${base}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer t' },
+      body: '{"q":"é"}',
+    });
     expect(seen[0]).toMatchObject({ method: 'POST', url: '/graphql', body: '{"q":"é"}' });
     expect(seen[0]!.headers).toMatchObject({ authorization: 'Bearer t', 'content-length': String(Buffer.byteLength('{"q":"é"}')) });
     expect(res.status).toBe(200);
@@ -73,7 +77,9 @@ describe('createHttpFetcher', () => {
     await new Promise<void>((ok) => closed.listen(0, '127.0.0.1', ok));
     const port = (closed.address() as AddressInfo).port;
     await new Promise((ok) => closed.close(ok));
-    const err = (await createHttpFetcher()(`http://127.0.0.1:${port}/graphql`, { method: 'POST', body: '{}' }).catch((e: unknown) => e)) as TypeError & { cause?: { code?: string } };
+    const err = (await createHttpFetcher()(`http://127.0.0.1:${port}/graphql`, { method: 'POST', body: '{}' }).catch(
+      (e: unknown) => e,
+    )) as TypeError & { cause?: { code?: string } };
     expect(err).toBeInstanceOf(TypeError);
     expect(err.cause?.code).toBe('ECONNREFUSED');
   });

@@ -92,7 +92,10 @@ describe('reading @cost and @listSize from the supergraph', () => {
   });
 
   it('reads nothing from a supergraph that does not link the cost spec', () => {
-    const sdl = readFileSync(resolve(__dirname, '../supergraph.graphql'), 'utf8').replace(/@link\(url: "https:\/\/specs\.apollo\.dev\/cost[^)]*\)/, '');
+    const sdl = readFileSync(resolve(__dirname, '../supergraph.graphql'), 'utf8').replace(
+      /@link\(url: "https:\/\/specs\.apollo\.dev\/cost[^)]*\)/,
+      '',
+    );
     const read = readCostDirectives(parse(sdl));
     expect(read.fields.size + read.types.size + read.listSizes.size).toBe(0);
   });

@@ -1,7 +1,16 @@
 import { signAccessToken } from '@halo/kit';
 import { metricValue, parseMetrics, TEST_JWT_SECRET, type MetricSample } from '@halo/kit/testing';
 import { MAX_OPERATION_NAMES } from '../src/observability/metrics';
-import { closedPort, composeSupergraph, startEcho, startGateway, startSubgraph, tempSupergraph, type RunningGateway, type TestSubgraph } from './helpers';
+import {
+  closedPort,
+  composeSupergraph,
+  startEcho,
+  startGateway,
+  startSubgraph,
+  tempSupergraph,
+  type RunningGateway,
+  type TestSubgraph,
+} from './helpers';
 
 /**
  * The gateway's Prometheus metrics, read the way Prometheus reads them: `GET /metrics` on the
@@ -74,13 +83,18 @@ async function scrape(): Promise<{ text: string; samples: MetricSample[] }> {
 }
 
 const gql = (body: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) }).then(async (res) => ({
+  fetch(`${gw.url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  }).then(async (res) => ({
     status: res.status,
     body: (await res.json()) as { data?: unknown; errors?: { extensions?: { code?: string } }[] },
   }));
 
 /** Requests the gateway answered, by labels, in a scrape. */
-const requests = (samples: MetricSample[], labels: Record<string, string>) => metricValue(samples, 'halo_http_request_duration_seconds_count', labels);
+const requests = (samples: MetricSample[], labels: Record<string, string>) =>
+  metricValue(samples, 'halo_http_request_duration_seconds_count', labels);
 const operations = (samples: MetricSample[], labels: Record<string, string>) =>
   metricValue(samples, 'halo_graphql_operation_duration_seconds_count', labels);
 
@@ -115,7 +129,15 @@ describe('the metrics port', () => {
     const off = await startGateway({ CATALOG_URL: subgraph.url, SUPERGRAPH_PATH: supergraph.path, METRICS_PORT: 'off' });
     try {
       expect(off.metricsUrl).toBeNull();
-      expect((await fetch(`${off.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ cached }"}' })).status).toBe(200);
+      expect(
+        (
+          await fetch(`${off.url}/graphql`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: '{"query":"{ cached }"}',
+          })
+        ).status,
+      ).toBe(200);
     } finally {
       await off.stop();
     }
@@ -153,17 +175,23 @@ describe('REST', () => {
 
     const { samples } = await scrape();
     const upstream = (labels: Record<string, string>) =>
-      metricValue(samples, 'halo_proxy_upstream_duration_seconds_count', labels) - metricValue(before, 'halo_proxy_upstream_duration_seconds_count', labels);
+      metricValue(samples, 'halo_proxy_upstream_duration_seconds_count', labels) -
+      metricValue(before, 'halo_proxy_upstream_duration_seconds_count', labels);
     expect(upstream({ service: 'content', status: '200' })).toBe(1);
     expect(upstream({ service: 'content', status: '503' })).toBe(1);
     expect(upstream({ service: 'auth', status: 'unreachable' })).toBe(1);
-    expect(requests(samples, { route: '/auth/oauth/:provider/start', status: '503' }) - requests(before, { route: '/auth/oauth/:provider/start', status: '503' })).toBe(1);
+    expect(
+      requests(samples, { route: '/auth/oauth/:provider/start', status: '503' }) -
+        requests(before, { route: '/auth/oauth/:provider/start', status: '503' }),
+    ).toBe(1);
   });
 });
 
 describe('GraphQL', () => {
   it('times each operation by type, name and outcome: ok, error (errors in the answer), anonymous', async () => {
-    expect((await gql({ query: 'query ItemName($id: ID!) { item(id: $id) { name } }', variables: { id: '1' } })).body).toEqual({ data: { item: { name: 'item 1' } } });
+    expect((await gql({ query: 'query ItemName($id: ID!) { item(id: $id) { name } }', variables: { id: '1' } })).body).toEqual({
+      data: { item: { name: 'item 1' } },
+    });
     expect((await gql({ query: 'query Broken { broken }' })).body.errors?.[0]).toBeDefined();
     await gql({ query: 'mutation Touch { touch(id: "2") { id } }' });
     await gql({ query: '{ item(id: "3") { id } }' });
@@ -188,11 +216,14 @@ describe('GraphQL', () => {
     expect((await gql({ query: '{ cached }' }, { authorization: 'Bearer not-a-token' })).status).toBe(401);
     // A valid token passes @authenticated: the same operation is then ok.
     const token = signAccessToken({ sub: '1', name: 'Ana', role: 'user' }, TEST_JWT_SECRET, 60);
-    expect((await gql({ query: 'query Secret { secret }' }, { authorization: `Bearer ${token}` })).body).toEqual({ data: { secret: 's3cret' } });
+    expect((await gql({ query: 'query Secret { secret }' }, { authorization: `Bearer ${token}` })).body).toEqual({
+      data: { secret: 's3cret' },
+    });
 
     const { samples } = await scrape();
     const delta = (labels: Record<string, string>) => operations(samples, labels) - operations(before, labels);
-    const rejected = (code: string) => metricValue(samples, 'halo_graphql_rejections_total', { code }) - metricValue(before, 'halo_graphql_rejections_total', { code });
+    const rejected = (code: string) =>
+      metricValue(samples, 'halo_graphql_rejections_total', { code }) - metricValue(before, 'halo_graphql_rejections_total', { code });
     expect(delta({ operation_type: 'query', operation_name: 'TooDeep', outcome: 'rejected' })).toBe(1);
     expect(delta({ operation_type: 'query', operation_name: 'Secret', outcome: 'rejected' })).toBe(1);
     expect(delta({ operation_type: 'query', operation_name: 'Secret', outcome: 'ok' })).toBe(1);
@@ -211,14 +242,21 @@ describe('GraphQL', () => {
     await gql({ query: 'query CachedA { cached }' });
 
     const { samples } = await scrape();
-    expect(operations(samples, { operation_name: 'CachedA', outcome: 'ok' }) - operations(before, { operation_name: 'CachedA', outcome: 'ok' })).toBe(3);
+    expect(
+      operations(samples, { operation_name: 'CachedA', outcome: 'ok' }) - operations(before, { operation_name: 'CachedA', outcome: 'ok' }),
+    ).toBe(3);
     // The batch's two ran side by side (both missed, or one hit); the third found the answer.
     expect(lookups(samples, 'hit') + lookups(samples, 'miss') - lookups(before, 'hit') - lookups(before, 'miss')).toBe(3);
     expect(lookups(samples, 'hit') - lookups(before, 'hit')).toBeGreaterThanOrEqual(1);
     expect(metricValue(samples, 'halo_graphql_response_cache_entries')).toBeGreaterThanOrEqual(1);
     expect(metricValue(samples, 'halo_graphql_response_cache_bytes')).toBeGreaterThan(0);
     // Read at scrape time, present even at rest.
-    for (const name of ['halo_graphql_subscriptions', 'halo_graphql_dedupe_in_flight', 'halo_graphql_dedupe_waiting', 'halo_graphql_dedupe_shared_total']) {
+    for (const name of [
+      'halo_graphql_subscriptions',
+      'halo_graphql_dedupe_in_flight',
+      'halo_graphql_dedupe_waiting',
+      'halo_graphql_dedupe_shared_total',
+    ]) {
       expect(samples.some((s) => s.name === name)).toBe(true);
     }
   });
@@ -233,7 +271,9 @@ describe('GraphQL', () => {
     await gql({ query: '{', operationName: 'not a name {}' });
 
     const { text, samples } = await scrape();
-    const labelled = new Set(samples.filter((s) => s.name === 'halo_graphql_operation_duration_seconds_count').map((s) => s.labels.operation_name));
+    const labelled = new Set(
+      samples.filter((s) => s.name === 'halo_graphql_operation_duration_seconds_count').map((s) => s.labels.operation_name),
+    );
     const own = [...labelled].filter((n) => !['anonymous', 'unknown', 'other'].includes(n!));
     expect(own.length).toBe(MAX_OPERATION_NAMES);
     expect(labelled.has('other')).toBe(true);

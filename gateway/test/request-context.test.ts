@@ -46,7 +46,11 @@ it('a pooled upstream socket reused by the next request logs with that request i
   upstream.listen(0, '127.0.0.1');
   await once(upstream, 'listening');
   const gw = await startGateway(
-    { CONTENT_URL: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, SUPERGRAPH_PATH: supergraph.path, UPSTREAM_TIMEOUT_MS: '300' },
+    {
+      CONTENT_URL: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+      SUPERGRAPH_PATH: supergraph.path,
+      UPSTREAM_TIMEOUT_MS: '300',
+    },
     logger,
   );
   try {

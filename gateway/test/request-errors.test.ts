@@ -24,18 +24,36 @@ afterAll(async () => {
 });
 
 const post = async (body: unknown) => {
-  const res = await fetch(`${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as unknown };
+  const res = await fetch(`${gw.url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
 };
 const codesOf = (body: unknown) =>
-  (Array.isArray(body) ? body : [body]).flatMap((b: { errors?: { extensions?: { code?: string } }[] }) => b.errors?.map((e) => e.extensions?.code) ?? []);
+  (Array.isArray(body) ? body : [body]).flatMap(
+    (b: { errors?: { extensions?: { code?: string } }[] }) => b.errors?.map((e) => e.extensions?.code) ?? [],
+  );
 
 it.each([
   ['an unknown operationName', { query: 'query A { ping }', operationName: 'B' }, 'UNKNOWN_OPERATION_NAME'],
   ['two operations, no operationName', { query: 'query A { ping } query B { ping }' }, 'OPERATION_NAME_REQUIRED'],
-  ['variables 65 levels deep', { query: '{ ping }', variables: { v: JSON.parse(`${'{"a":'.repeat(64)}1${'}'.repeat(64)}`) as unknown } }, 'VARIABLES_DEPTH_LIMIT'],
-  ['extensions 65 levels deep', { query: '{ ping }', extensions: { v: JSON.parse(`${'['.repeat(64)}${']'.repeat(64)}`) as unknown } }, 'VARIABLES_DEPTH_LIMIT'],
-  ['an APQ hash that is not the query’s', { query: '{ ping }', extensions: { persistedQuery: { version: 1, sha256Hash: 'f'.repeat(64) } } }, 'PERSISTED_QUERY_HASH_MISMATCH'],
+  [
+    'variables 65 levels deep',
+    { query: '{ ping }', variables: { v: JSON.parse(`${'{"a":'.repeat(64)}1${'}'.repeat(64)}`) as unknown } },
+    'VARIABLES_DEPTH_LIMIT',
+  ],
+  [
+    'extensions 65 levels deep',
+    { query: '{ ping }', extensions: { v: JSON.parse(`${'['.repeat(64)}${']'.repeat(64)}`) as unknown } },
+    'VARIABLES_DEPTH_LIMIT',
+  ],
+  [
+    'an APQ hash that is not the query’s',
+    { query: '{ ping }', extensions: { persistedQuery: { version: 1, sha256Hash: 'f'.repeat(64) } } },
+    'PERSISTED_QUERY_HASH_MISMATCH',
+  ],
   ['an unsupported persisted-query version', { extensions: { persistedQuery: {} } }, 'BAD_REQUEST'],
   ['an empty operationName (no operation is named "")', { query: '{ ping }', operationName: '' }, 'UNKNOWN_OPERATION_NAME'],
   // Found by e2e/faults/request-mistakes.test.ts's fuzz: a 400 coded INTERNAL_SERVER_ERROR before.

@@ -122,7 +122,6 @@ afterAll(async () => {
   supergraph?.remove();
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- GraphQL payloads in tests
 type Body = any;
 
 async function send(
@@ -132,9 +131,12 @@ async function send(
   const before = catalog.calls();
   const url = opts.url ?? gw.url;
   const res = opts.get
-    ? await fetch(`${url}?${new URLSearchParams({ query, ...(opts.variables ? { variables: JSON.stringify(opts.variables) } : {}) })}`, {
-        headers: opts.headers ?? {},
-      })
+    ? await fetch(
+        `${url}?${new URLSearchParams({ query, ...(opts.variables ? { variables: JSON.stringify(opts.variables) } : {}) }).toString()}`,
+        {
+          headers: opts.headers ?? {},
+        },
+      )
     : await fetch(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...opts.headers },
@@ -162,7 +164,10 @@ describe('edge response cache', () => {
     expect([second.reached, second.age, second.cacheControl]).toEqual([false, '0', 'max-age=60, public']);
     expect(second.body).toEqual(first.body);
     // The same operation spelled differently, and over GET: the same entry.
-    const respelled = await send('query List( $n : Int ) {\n  products(limit: $n) { id, name, version } # comment\n}', { variables: { n: 2 }, get: true });
+    const respelled = await send('query List( $n : Int ) {\n  products(limit: $n) { id, name, version } # comment\n}', {
+      variables: { n: 2 },
+      get: true,
+    });
     expect([respelled.reached, respelled.age]).toEqual([false, '0']);
     expect(respelled.body).toEqual(first.body);
     // Other variables: another entry.

@@ -2,7 +2,16 @@ import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, 
 import type { Socket } from 'node:net';
 import { listen, signAccessToken } from '@halo/kit';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
-import { closeServer, composeSupergraph, MINIMAL_SUBGRAPH_SDL, rawRequest, startGateway, tempSupergraph, until, type RunningGateway } from './helpers';
+import {
+  closeServer,
+  composeSupergraph,
+  MINIMAL_SUBGRAPH_SDL,
+  rawRequest,
+  startGateway,
+  tempSupergraph,
+  until,
+  type RunningGateway,
+} from './helpers';
 
 /**
  * The REST proxy's own mechanics (src/rest/proxy.ts) against an upstream that shows what reached it
@@ -44,15 +53,24 @@ async function startProbe() {
       entry.completed = true;
       if (probe === 'hop') {
         res.writeHead(200, [
-          'content-type', 'application/json',
-          'connection', 'keep-alive, x-upstream-hop',
-          'x-upstream-hop', 'secret',
-          'keep-alive', 'timeout=5',
-          'proxy-connection', 'keep-alive',
-          'x-kept', 'yes',
-          'set-cookie', 'a=1; Path=/',
-          'set-cookie', 'b=2; Path=/',
-          'content-length', '2',
+          'content-type',
+          'application/json',
+          'connection',
+          'keep-alive, x-upstream-hop',
+          'x-upstream-hop',
+          'secret',
+          'keep-alive',
+          'timeout=5',
+          'proxy-connection',
+          'keep-alive',
+          'x-kept',
+          'yes',
+          'set-cookie',
+          'a=1; Path=/',
+          'set-cookie',
+          'b=2; Path=/',
+          'content-length',
+          '2',
         ]);
         return void res.end('{}');
       }
@@ -108,13 +126,23 @@ afterAll(async () => {
 });
 
 /** A request whose body is written chunk by chunk, with pauses, from a socket of its own. */
-function streamedRequest(opts: { method: string; path: string; headers: Record<string, string>; chunks: Buffer[]; gapMs?: number; beforeChunk?: (i: number) => Promise<void> }) {
+function streamedRequest(opts: {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  chunks: Buffer[];
+  gapMs?: number;
+  beforeChunk?: (i: number) => Promise<void>;
+}) {
   return new Promise<{ status: number; headers: IncomingHttpHeaders; body: string }>((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: gw.port, method: opts.method, path: opts.path, headers: opts.headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString() }));
-    });
+    const req = request(
+      { host: '127.0.0.1', port: gw.port, method: opts.method, path: opts.path, headers: opts.headers, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString() }));
+      },
+    );
     req.on('error', reject);
     void (async () => {
       for (let i = 0; i < opts.chunks.length; i++) {
@@ -145,7 +173,8 @@ describe('hop-by-hop headers (RFC 9110 §7.6.1)', () => {
     });
     expect(res.status).toBe(200);
     const { headers } = probe.last();
-    for (const name of ['x-client-hop', 'keep-alive', 'proxy-connection', 'te', 'upgrade', 'transfer-encoding']) expect([name, headers[name]]).toEqual([name, undefined]);
+    for (const name of ['x-client-hop', 'keep-alive', 'proxy-connection', 'te', 'upgrade', 'transfer-encoding'])
+      expect([name, headers[name]]).toEqual([name, undefined]);
     // The gateway's own hop to the service is keep-alive, whatever the client said.
     expect(headers.connection).toBe('keep-alive');
     expect(headers['x-custom']).toBe('kept');
@@ -164,7 +193,12 @@ describe('hop-by-hop headers (RFC 9110 §7.6.1)', () => {
 describe('forwarding headers (GATEWAY_TRUSTED_PROXIES)', () => {
   it('from an untrusted peer (the default: no proxy is trusted), replaces every X-Forwarded-* with its own', async () => {
     const res = await fetch(`${gw.url}/hello`, {
-      headers: { 'x-forwarded-for': '203.0.113.7', 'x-forwarded-proto': 'https', 'x-forwarded-port': '8443', 'x-forwarded-host': 'halo.example' },
+      headers: {
+        'x-forwarded-for': '203.0.113.7',
+        'x-forwarded-proto': 'https',
+        'x-forwarded-port': '8443',
+        'x-forwarded-host': 'halo.example',
+      },
     });
     expect(res.status).toBe(200);
     const { headers } = probe.last();
@@ -176,10 +210,18 @@ describe('forwarding headers (GATEWAY_TRUSTED_PROXIES)', () => {
   });
 
   it('from a trusted proxy, keeps its chain up to the client (trusted hops after it dropped) and appends to -Proto/-Port', async () => {
-    const trusting = await startGateway({ CONTENT_URL: probe.url, SUPERGRAPH_PATH: supergraph.path, GATEWAY_TRUSTED_PROXIES: 'loopback, 10.0.0.0/8' });
+    const trusting = await startGateway({
+      CONTENT_URL: probe.url,
+      SUPERGRAPH_PATH: supergraph.path,
+      GATEWAY_TRUSTED_PROXIES: 'loopback, 10.0.0.0/8',
+    });
     try {
       const send = (headers: Record<string, string>) => fetch(`${trusting.url}/hello`, { headers }).then(() => probe.last().headers);
-      const seen = await send({ 'x-forwarded-for': '198.51.100.1, 203.0.113.7, 10.1.2.3', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'halo.example' });
+      const seen = await send({
+        'x-forwarded-for': '198.51.100.1, 203.0.113.7, 10.1.2.3',
+        'x-forwarded-proto': 'https',
+        'x-forwarded-host': 'halo.example',
+      });
       expect(seen['x-forwarded-for']).toBe('198.51.100.1,203.0.113.7');
       expect(seen['x-forwarded-proto']).toBe('https,http');
       expect(seen['x-forwarded-host']).toBe('halo.example');
@@ -194,7 +236,9 @@ describe('forwarding headers (GATEWAY_TRUSTED_PROXIES)', () => {
     await expect(startGateway({ SUPERGRAPH_PATH: supergraph.path, GATEWAY_TRUSTED_PROXIES: 'ingress.example' })).rejects.toThrow(
       /GATEWAY_TRUSTED_PROXIES: "ingress.example" is not an address/,
     );
-    await expect(startGateway({ SUPERGRAPH_PATH: supergraph.path, GATEWAY_TRUSTED_PROXIES: '10.0.0.0/33' })).rejects.toThrow(/GATEWAY_TRUSTED_PROXIES/);
+    await expect(startGateway({ SUPERGRAPH_PATH: supergraph.path, GATEWAY_TRUSTED_PROXIES: '10.0.0.0/33' })).rejects.toThrow(
+      /GATEWAY_TRUSTED_PROXIES/,
+    );
   });
 });
 
@@ -249,7 +293,12 @@ describe('bodies', () => {
 
   it('a declared Content-Length over the limit on a streamed type → 413 before the service is called', async () => {
     const before = probe.seen.length;
-    const res = await rawRequest(gw.port, { method: 'POST', path: '/greet', headers: { 'content-type': 'text/plain' }, declaredLength: 4096 });
+    const res = await rawRequest(gw.port, {
+      method: 'POST',
+      path: '/greet',
+      headers: { 'content-type': 'text/plain' },
+      declaredLength: 4096,
+    });
     expect(res.status).toBe(413);
     expect(res.headers.connection).toBe('close');
     expect(probe.seen.length).toBe(before);

@@ -26,9 +26,7 @@ let gw: RunningGateway;
 
 beforeAll(async () => {
   echo = await startEcho();
-  supergraph = tempSupergraph(
-    composeSupergraph([{ name: 'content', sdl: MINIMAL_SUBGRAPH_SDL, url: 'http://127.0.0.1:1/graphql' }]),
-  );
+  supergraph = tempSupergraph(composeSupergraph([{ name: 'content', sdl: MINIMAL_SUBGRAPH_SDL, url: 'http://127.0.0.1:1/graphql' }]));
   gw = await startGateway({
     CONTENT_URL: echo.url,
     AUTH_URL: echo.url,
@@ -66,7 +64,8 @@ async function echoed(path: string, init?: RequestInit): Promise<{ res: Response
 async function slowWriter(path: string, type: string, framing: 'length' | 'chunked'): Promise<string> {
   const socket = connect(gw.port, '127.0.0.1');
   await once(socket, 'connect');
-  const frame = (b: Buffer) => (framing === 'chunked' ? Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from('\r\n')]) : b);
+  const frame = (b: Buffer) =>
+    framing === 'chunked' ? Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from('\r\n')]) : b;
   const length = framing === 'length' ? `Content-Length: ${2048 + 256 * 1024}` : 'Transfer-Encoding: chunked';
   const received: Buffer[] = [];
   const ended = new Promise<void>((resolve, reject) => {
@@ -433,7 +432,10 @@ describe('Cache-Control on every REST answer (docs/api/conventions.md)', () => {
 
   it('the gateway’s own errors are no-store: 401 (missing or invalid token), 404, 405, 400, 413', async () => {
     expect(await cacheControl('/profile')).toEqual({ status: 401, cacheControl: 'no-store' });
-    expect(await cacheControl('/profile', { headers: { authorization: 'Bearer garbage' } })).toEqual({ status: 401, cacheControl: 'no-store' });
+    expect(await cacheControl('/profile', { headers: { authorization: 'Bearer garbage' } })).toEqual({
+      status: 401,
+      cacheControl: 'no-store',
+    });
     expect(await cacheControl('/nowhere')).toEqual({ status: 404, cacheControl: 'no-store' });
     expect(await cacheControl('/hello', { method: 'DELETE' })).toEqual({ status: 405, cacheControl: 'no-store' });
     expect(await cacheControl('/api/v9/hello')).toEqual({ status: 400, cacheControl: 'no-store' });

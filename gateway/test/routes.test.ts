@@ -48,7 +48,8 @@ describe('route table', () => {
 
 describe('the composed route table file', () => {
   it('holds every public route, with its owner, protection and versions', () => {
-    const key = (r: RouteDef) => `${r.method} ${r.path} → ${r.service}${r.auth ? ' (auth)' : ''}${r.versions ? ` v${r.versions.join(',')}` : ''}`;
+    const key = (r: RouteDef) =>
+      `${r.method} ${r.path} → ${r.service}${r.auth ? ' (auth)' : ''}${r.versions ? ` v${r.versions.join(',')}` : ''}`;
     expect(ROUTES.map(key).sort()).toEqual(
       [
         'POST /auth/register → auth',

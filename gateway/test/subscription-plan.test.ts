@@ -63,7 +63,9 @@ describe('planSubscription', () => {
     const [f] = p.fetches;
     expect(f).toMatchObject({ path: ['m', 'author'], typeName: 'User', graph: 'content', keyFields: ['id'], variableNames: [] });
     expect(squash(f!.query)).toBe(
-      squash('query($haloRepresentations: [_Any!]!) { _entities(representations: $haloRepresentations) { ... on User { name posts(first: 2) { title } } } }'),
+      squash(
+        'query($haloRepresentations: [_Any!]!) { _entities(representations: $haloRepresentations) { ... on User { name posts(first: 2) { title } } } }',
+      ),
     );
   });
 
@@ -77,7 +79,9 @@ describe('planSubscription', () => {
     expect(p.fetches[0]!.query).toContain('$n: Int');
     expect(p.query).not.toContain('fragment');
     // $n is used by content's part only: chat would refuse an unused variable.
-    expect(squash(p.query)).toBe(squash('subscription ($c: ID!) { newMessage(chatId: $c) { ... on Message { id author { __typename id } } } }'));
+    expect(squash(p.query)).toBe(
+      squash('subscription ($c: ID!) { newMessage(chatId: $c) { ... on Message { id author { __typename id } } } }'),
+    );
   });
 
   it('finds entities inside lists (reactions[].by)', () => {

@@ -1,4 +1,13 @@
-import { closedPort, composeSupergraph, startGateway, startSubgraph, tempSupergraph, until, type RunningGateway, type TestSubgraph } from './helpers';
+import {
+  closedPort,
+  composeSupergraph,
+  startGateway,
+  startSubgraph,
+  tempSupergraph,
+  until,
+  type RunningGateway,
+  type TestSubgraph,
+} from './helpers';
 
 /**
  * Where the gateway takes its supergraph from (src/supergraph): the committed files at boot,
@@ -37,7 +46,10 @@ async function start(env: Record<string, string>) {
 
 const post = (gw: RunningGateway, query: string) =>
   fetch(`${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) }).then(
-    async (r) => ({ status: r.status, body: (await r.json()) as { data?: Record<string, unknown>; errors?: { extensions?: { code?: string } }[] } }),
+    async (r) => ({
+      status: r.status,
+      body: (await r.json()) as { data?: Record<string, unknown>; errors?: { extensions?: { code?: string } }[] },
+    }),
   );
 const readyz = async (gw: RunningGateway) => {
   const r = await fetch(`${gw.url}/readyz`);
@@ -58,7 +70,9 @@ it('reports the file composition it serves and follows the file without a regist
   const before = await readyz(gw);
   expect(before).toEqual({ status: 200, body: expect.objectContaining({ status: 'ready', source: 'file', registry: 'off' }) });
   expect(before.body.composition).toMatch(/^file:[0-9a-f]{12}$/);
-  expect(await metrics(gw)).toContain(`halo_gateway_composition_info{composition="${before.body.composition}",source="file",service="gateway"} 1`);
+  expect(await metrics(gw)).toContain(
+    `halo_gateway_composition_info{composition="${before.body.composition}",source="file",service="gateway"} 1`,
+  );
   expect(await metrics(gw)).not.toMatch(/^halo_gateway_registry_up/m);
   file.write(v2());
   await until(async () => (await readyz(gw)).body.composition !== before.body.composition);

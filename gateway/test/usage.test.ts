@@ -35,9 +35,29 @@ describe('schema coordinates of an operation', () => {
     `);
     expect(coordinatesOf(schema, document, op(document))).toEqual(
       [
-        'Currency', 'Float', 'ID', 'Int', 'Node', 'Node.id', 'Product', 'Product.id', 'Product.name', 'Product.owner',
-        'Product.price', 'Product.price.currency', 'ProductFilter', 'ProductFilter.name', 'Query', 'Query.node', 'Query.node.id',
-        'Query.products', 'Query.products.filter', 'Query.products.first', 'String', 'User', 'User.name',
+        'Currency',
+        'Float',
+        'ID',
+        'Int',
+        'Node',
+        'Node.id',
+        'Product',
+        'Product.id',
+        'Product.name',
+        'Product.owner',
+        'Product.price',
+        'Product.price.currency',
+        'ProductFilter',
+        'ProductFilter.name',
+        'Query',
+        'Query.node',
+        'Query.node.id',
+        'Query.products',
+        'Query.products.filter',
+        'Query.products.first',
+        'String',
+        'User',
+        'User.name',
       ].sort(),
     );
   });
@@ -93,7 +113,12 @@ describe('UsageRecorder', () => {
         expect.objectContaining({ hour: hourOf(t), client: 'web', count: 2, operation: expect.objectContaining({ hash, name: 'A' }) }),
         expect.objectContaining({ hour: hourOf(t), client: 'ios', count: 1 }),
         expect.objectContaining({ hour: hourOf(t + 2_000), client: 'web', count: 1, operation: expect.objectContaining({ hash }) }),
-        expect.objectContaining({ hour: hourOf(t + 2_000), client: 'web', count: 1, coordinates: expect.arrayContaining(['Query.me', 'User.name']) }),
+        expect.objectContaining({
+          hour: hourOf(t + 2_000),
+          client: 'web',
+          count: 1,
+          coordinates: expect.arrayContaining(['Query.me', 'User.name']),
+        }),
       ]),
     );
     expect(reports).toHaveLength(4);
@@ -151,7 +176,10 @@ describe('UsageRecorder', () => {
 describe('usage batches', () => {
   it('stays under the byte bound per body', () => {
     const report = { hour: 'h', client: 'c', operation: { hash: 'x', name: 'n', body: 'b'.repeat(100) }, coordinates: [], count: 1 };
-    const split = batches(Array.from({ length: 50 }, () => ({ ...report })), 1_000);
+    const split = batches(
+      Array.from({ length: 50 }, () => ({ ...report })),
+      1_000,
+    );
     expect(split.length).toBeGreaterThan(5);
     for (const batch of split) expect(JSON.stringify(batch).length).toBeLessThanOrEqual(1_000 + batch.length);
     expect(split.flat()).toHaveLength(50);
@@ -171,7 +199,7 @@ describe('usage sender', () => {
     // registry is in e2e/registry-gateway.test.ts.
     server = createServer((req, res) => {
       let text = '';
-      req.on('data', (c: Buffer) => (text += c));
+      req.on('data', (c: Buffer) => (text += c.toString()));
       req.on('end', () => {
         bodies.push(JSON.parse(text));
         res.statusCode = answer;
@@ -206,7 +234,14 @@ describe('usage sender', () => {
 
   it('fails open when the registry is unreachable', async () => {
     const recorder = new UsageRecorder(100);
-    const sender = createUsageSender(recorder, { url: 'http://127.0.0.1:1', identity, gatewayId: 'gw', served: () => 1, maxReports: 100, logger });
+    const sender = createUsageSender(recorder, {
+      url: 'http://127.0.0.1:1',
+      identity,
+      gatewayId: 'gw',
+      served: () => 1,
+      maxReports: 100,
+      logger,
+    });
     const document = parse('query A { products { id } }');
     recorder.record(schema, document, op(document), 'web');
     await expect(sender.flush()).resolves.toBeUndefined();

@@ -209,18 +209,15 @@ describe('version 2', () => {
 });
 
 describe('choosing the version on an unversioned path', () => {
-  it.each([
-    V2,
-    `${V2}; charset=utf-8`,
-    `application/json, ${V2};q=0.9`,
-    'Application/VND.HALO.V2+JSON',
-    'application/vnd.halo.v2',
-  ])('Accept: %s → v2', async (accept) => {
-    const res = await call('/products/3?x=1', { headers: { accept } });
-    expect(res.upstream).toBe('/v2/products/3?x=1');
-    expectDeprecated(res.headers, false);
-    expect(res.headers.get('vary')).toBe('Accept');
-  });
+  it.each([V2, `${V2}; charset=utf-8`, `application/json, ${V2};q=0.9`, 'Application/VND.HALO.V2+JSON', 'application/vnd.halo.v2'])(
+    'Accept: %s → v2',
+    async (accept) => {
+      const res = await call('/products/3?x=1', { headers: { accept } });
+      expect(res.upstream).toBe('/v2/products/3?x=1');
+      expectDeprecated(res.headers, false);
+      expect(res.headers.get('vary')).toBe('Accept');
+    },
+  );
 
   it('Accept v1 is v1, deprecated', async () => {
     const res = await call('/products', { headers: { accept: 'application/vnd.halo.v1+json' } });
@@ -339,7 +336,8 @@ describe('configuration: the notice comes from the owning service (its manifest,
 
   it('the sunset and link are the route table’s; its ISO dates are composed into HTTP-dates', async () => {
     const table = tempRouteTable((t) => {
-      for (const r of products(t)) r.deprecated = { 1: { sunset: toHttpDate('2028-03-01')!, link: 'https://docs.example.com/halo/v1-to-v2' } };
+      for (const r of products(t))
+        r.deprecated = { 1: { sunset: toHttpDate('2028-03-01')!, link: 'https://docs.example.com/halo/v1-to-v2' } };
     });
     const other = await gatewayWith({ ROUTES_PATH: table.path });
     try {
@@ -370,13 +368,19 @@ describe('configuration: the notice comes from the owning service (its manifest,
   });
 
   it.each([
-    ['a sunset that is no HTTP-date', (t: RouteTableFile) => (products(t)[0]!.deprecated = { 1: { sunset: '2027-09-01', link: '/x' } }), /must be an HTTP-date/],
+    [
+      'a sunset that is no HTTP-date',
+      (t: RouteTableFile) => (products(t)[0]!.deprecated = { 1: { sunset: '2027-09-01', link: '/x' } }),
+      /must be an HTTP-date/,
+    ],
     ['a relative link', (t: RouteTableFile) => (products(t)[0]!.deprecated = { 1: { sunset: SUNSET, link: 'docs/v2.md' } }), /link/],
     ['a version without its upstream', (t: RouteTableFile) => delete t.versions['2'], /lists API version 2, which is not configured/],
   ])('a route table with %s stops start-up with a line naming the file', async (_what, change, message) => {
     const table = tempRouteTable(change);
     try {
-      await expect(gatewayWith({ ROUTES_PATH: table.path })).rejects.toThrow(/^Cannot load the route table at .*routes\.json \(ROUTES_PATH\): /);
+      await expect(gatewayWith({ ROUTES_PATH: table.path })).rejects.toThrow(
+        /^Cannot load the route table at .*routes\.json \(ROUTES_PATH\): /,
+      );
       await expect(gatewayWith({ ROUTES_PATH: table.path })).rejects.toThrow(message);
     } finally {
       table.remove();
@@ -387,7 +391,15 @@ describe('configuration: the notice comes from the owning service (its manifest,
     expect(toHttpDate(SUNSET)).toBe(SUNSET);
     expect(toHttpDate('2027-09-01')).toBe(SUNSET);
     expect(toHttpDate('2027-09-01T00:00:00Z')).toBe(SUNSET);
-    for (const bad of ['', '1', 'Wed, 1 Sep 2027 00:00:00 GMT', 'Wed, 01 Sep 2027 00:00:00 UTC', '2027-13-01', '2027-02-30T00:00:00Z', '2027-09-01T00:00:00+07:00']) {
+    for (const bad of [
+      '',
+      '1',
+      'Wed, 1 Sep 2027 00:00:00 GMT',
+      'Wed, 01 Sep 2027 00:00:00 UTC',
+      '2027-13-01',
+      '2027-02-30T00:00:00Z',
+      '2027-09-01T00:00:00+07:00',
+    ]) {
       expect(toHttpDate(bad)).toBeNull();
     }
   });
@@ -420,7 +432,10 @@ describe('configuration: the notice comes from the owning service (its manifest,
     };
     expect(m('/api/v3/things?a=1')).toMatchObject({ kind: 'route', url: '/internal/v3/things?a=1', headers: { vary: 'Accept' } });
     expect(m('/things', 'application/vnd.halo.v3+json')).toMatchObject({ kind: 'route', url: '/internal/v3/things' });
-    expect(m('/other')).toMatchObject({ kind: 'route', headers: { deprecation: 'true', link: '<https://x.example/guide>; rel="successor-version"' } });
+    expect(m('/other')).toMatchObject({
+      kind: 'route',
+      headers: { deprecation: 'true', link: '<https://x.example/guide>; rel="successor-version"' },
+    });
     expect(m('/other').url).toBeUndefined();
     expect(m('/api/v3/other')).toEqual({ kind: 'not-found' });
     expect(m('/api/v2/things')).toEqual({ kind: 'unsupported-version', error: 'Unsupported API version' });

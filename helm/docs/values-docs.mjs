@@ -19,10 +19,13 @@ export function generate(chart) {
   const log = console.log;
   console.log = () => {}; // its progress lines
   try {
-    const { markdown } = jsonschema2md([{ fileName: 'values.schema.json', fullPath: join(HELM, chart, 'values.schema.json'), content: schema }], {
-      includeReadme: false,
-      header: true,
-    });
+    const { markdown } = jsonschema2md(
+      [{ fileName: 'values.schema.json', fullPath: join(HELM, chart, 'values.schema.json'), content: schema }],
+      {
+        includeReadme: false,
+        header: true,
+      },
+    );
     return Object.fromEntries(markdown.map((m) => [m.fileName, m.content]));
   } finally {
     console.log = log;

@@ -8,7 +8,6 @@ import { GATEWAY_METRICS_PORT, GATEWAY_PORT, GRPC_CALLS, SERVICES } from '@halo/
 import { validateK8sObjects, type K8sObject } from './k8s-schemas';
 import { buildRenderer, rendererTests, CHART, render, renderError, renderText, ROOT, type Rendered, type Renderer } from './render';
 
-
 // Every test here needs the renderer (Go + Debian's libraries): skipped with one line without them.
 const { describe, it, beforeAll } = rendererTests('helm/halo chart tests');
 /**
@@ -20,7 +19,9 @@ const { describe, it, beforeAll } = rendererTests('helm/halo chart tests');
  */
 const CI_DIR = join(CHART, 'ci');
 const EXAMPLES_DIR = join(CHART, 'examples');
-const ciFiles = readdirSync(CI_DIR).filter((f) => f.endsWith('.yaml')).sort();
+const ciFiles = readdirSync(CI_DIR)
+  .filter((f) => f.endsWith('.yaml'))
+  .sort();
 const ci = (name: string) => join(CI_DIR, name);
 
 let renderer: Renderer;
@@ -74,8 +75,13 @@ interface PodTemplate {
 /** A NetworkPolicy's ingress rules, each as its ports and peers (a component, or a namespace and pods). */
 function rulesOf(policy: Obj): { ports: string[]; from: string[] }[] {
   type Selector = { matchLabels?: Record<string, string> };
-  const spec = policy.spec as { ingress: { from: { podSelector?: Selector; namespaceSelector?: Selector }[]; ports: { port: string }[] }[] };
-  const labels = (s: Selector | undefined) => Object.entries(s?.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
+  const spec = policy.spec as {
+    ingress: { from: { podSelector?: Selector; namespaceSelector?: Selector }[]; ports: { port: string }[] }[];
+  };
+  const labels = (s: Selector | undefined) =>
+    Object.entries(s?.matchLabels ?? {})
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',');
   return spec.ingress.map((rule) => ({
     ports: rule.ports.map((p) => p.port),
     from: rule.from.map((peer) => {
@@ -168,7 +174,9 @@ describe.each(ciFiles)('ci/%s', (f) => {
     // The uninstall cleanup (below) is the one pod with a service-account token.
     const pods = [
       ...all(rendered(f), 'Deployment').map((d) => podTemplate(d).spec),
-      ...all(rendered(f), 'Job').filter((j) => !j.metadata.name.endsWith('-hook-cleanup')).map((j) => podTemplate(j).spec),
+      ...all(rendered(f), 'Job')
+        .filter((j) => !j.metadata.name.endsWith('-hook-cleanup'))
+        .map((j) => podTemplate(j).spec),
       ...(all(rendered(f), 'Pod').map((p) => p.spec) as PodSpec[]),
     ];
     expect(pods.length).toBeGreaterThan(0);
@@ -192,14 +200,20 @@ describe.each(ciFiles)('ci/%s', (f) => {
       const grpc = c.ports?.find((p) => p.name === 'grpc');
       expect(c.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 'http' } });
       expect(c.startupProbe).toMatchObject({ httpGet: { path: '/healthz', port: 'http' } });
-      expect(c.livenessProbe).toMatchObject(grpc ? { grpc: { port: grpc.containerPort } } : { httpGet: { path: '/healthz', port: 'http' } });
+      expect(c.livenessProbe).toMatchObject(
+        grpc ? { grpc: { port: grpc.containerPort } } : { httpGet: { path: '/healthz', port: 'http' } },
+      );
     }
   });
 
   it('gives pre-install hooks only what exists before the release: earlier hooks or your own objects', () => {
     const hookOf = (o: Obj) => o.metadata.annotations?.['helm.sh/hook'];
     const weight = (o: Obj) => Number(o.metadata.annotations?.['helm.sh/hook-weight'] ?? 0);
-    const released = new Set(objectsOf(rendered(f)).filter((o) => !hookOf(o)).map((o) => `${o.kind}/${o.metadata.name}`));
+    const released = new Set(
+      objectsOf(rendered(f))
+        .filter((o) => !hookOf(o))
+        .map((o) => `${o.kind}/${o.metadata.name}`),
+    );
     const hooks = objectsOf(rendered(f)).filter((o) => hookOf(o)?.includes('pre-install'));
     for (const job of hooks.filter((o) => o.kind === 'Job')) {
       const pod = podTemplate(job).spec;
@@ -211,7 +225,9 @@ describe.each(ciFiles)('ci/%s', (f) => {
         ...(pod.volumes ?? []).flatMap((v) => (v.configMap ? [`ConfigMap/${v.configMap.name}`] : [])),
       ];
       for (const need of needs) {
-        expect({ job: job.metadata.name, need, createdByTheReleaseAfterwards: released.has(need) }).toMatchObject({ createdByTheReleaseAfterwards: false });
+        expect({ job: job.metadata.name, need, createdByTheReleaseAfterwards: released.has(need) }).toMatchObject({
+          createdByTheReleaseAfterwards: false,
+        });
         const earlierHook = hooks.find((h) => `${h.kind}/${h.metadata.name}` === need);
         if (earlierHook) expect(weight(earlierHook)).toBeLessThan(weight(job));
       }
@@ -277,7 +293,9 @@ describe('the default install (ci/default-values.yaml)', () => {
       COOKIE_SECURE: 'true',
     });
     const secret = secretData(one(r(), 'Secret', 'halo'));
-    expect(secret['auth-database-url']).toBe('postgres://auth:3f1b2c9d8e7a6b5c4d3e2f1a0b9c8d7e@postgres.db.svc.cluster.local:5432/halo?sslmode=require');
+    expect(secret['auth-database-url']).toBe(
+      'postgres://auth:3f1b2c9d8e7a6b5c4d3e2f1a0b9c8d7e@postgres.db.svc.cluster.local:5432/halo?sslmode=require',
+    );
     expect(Object.keys(secret).sort()).toEqual([
       'auth-database-password',
       'auth-database-url',
@@ -305,7 +323,14 @@ describe('the default install (ci/default-values.yaml)', () => {
 
   it('has every gRPC server listen on all interfaces (GRPC_HOST=0.0.0.0): its peers call it from other pods', () => {
     const grpcServers = all(r(), 'Deployment').filter((d) => env(container(d)).GRPC_PORT !== undefined);
-    expect(grpcServers.map((d) => d.metadata.name)).toEqual(['halo-auth', 'halo-catalog', 'halo-chat', 'halo-content', 'halo-payments', 'halo-registry']);
+    expect(grpcServers.map((d) => d.metadata.name)).toEqual([
+      'halo-auth',
+      'halo-catalog',
+      'halo-chat',
+      'halo-content',
+      'halo-payments',
+      'halo-registry',
+    ]);
     for (const d of grpcServers) expect([d.metadata.name, env(container(d)).GRPC_HOST]).toEqual([d.metadata.name, '0.0.0.0']);
     expect(env(container(one(r(), 'Deployment', 'halo-gateway')))).not.toHaveProperty('GRPC_HOST');
   });
@@ -360,7 +385,9 @@ describe('the default install (ci/default-values.yaml)', () => {
     ]);
     // Peers are selected by component and installation (part-of), not release: a peer may be in
     // its own release (helm/halo-service).
-    const gatewayPeer = (one(r(), 'NetworkPolicy', 'halo-catalog').spec as { ingress: { from: { podSelector: { matchLabels: Record<string, string> } }[] }[] }).ingress[0]!.from[0]!;
+    const gatewayPeer = (
+      one(r(), 'NetworkPolicy', 'halo-catalog').spec as { ingress: { from: { podSelector: { matchLabels: Record<string, string> } }[] }[] }
+    ).ingress[0]!.from[0]!;
     expect(gatewayPeer.podSelector.matchLabels).toEqual({
       'app.kubernetes.io/name': 'halo',
       'app.kubernetes.io/part-of': 'halo',
@@ -382,7 +409,11 @@ describe('the default install (ci/default-values.yaml)', () => {
     ]);
     for (const d of all(r(), 'Deployment')) {
       const port = d.metadata.name === 'halo-gateway' ? '9464' : String(container(d).ports!.find((p) => p.name === 'http')!.containerPort);
-      expect(podTemplate(d).metadata.annotations).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': port, 'prometheus.io/path': '/metrics' });
+      expect(podTemplate(d).metadata.annotations).toMatchObject({
+        'prometheus.io/scrape': 'true',
+        'prometheus.io/port': port,
+        'prometheus.io/path': '/metrics',
+      });
       if (d.metadata.name !== 'halo-gateway') expect(env(container(d))).not.toHaveProperty('METRICS_PORT');
     }
     // ServiceMonitors are opt-in (they need the Prometheus Operator's CRDs).
@@ -430,11 +461,20 @@ describe('the default install (ci/default-values.yaml)', () => {
   it('binds every gRPC server to 0.0.0.0 (GRPC_HOST), points the gateway at the registry, and publishes each service after its pods', () => {
     for (const d of all(r(), 'Deployment')) {
       const e = env(container(d));
-      expect({ name: d.metadata.name, GRPC_HOST: e.GRPC_HOST }).toEqual({ name: d.metadata.name, GRPC_HOST: e.GRPC_PORT ? '0.0.0.0' : undefined });
+      expect({ name: d.metadata.name, GRPC_HOST: e.GRPC_HOST }).toEqual({
+        name: d.metadata.name,
+        GRPC_HOST: e.GRPC_PORT ? '0.0.0.0' : undefined,
+      });
     }
     expect(env(container(one(r(), 'Deployment', 'halo-gateway'))).REGISTRY_URL).toBe('http://halo-registry:4006');
     const publish = all(r(), 'Job').filter((j) => j.metadata.name.endsWith('-publish'));
-    expect(publish.map((j) => j.metadata.name)).toEqual(['halo-auth-publish', 'halo-catalog-publish', 'halo-chat-publish', 'halo-content-publish', 'halo-payments-publish']);
+    expect(publish.map((j) => j.metadata.name)).toEqual([
+      'halo-auth-publish',
+      'halo-catalog-publish',
+      'halo-chat-publish',
+      'halo-content-publish',
+      'halo-payments-publish',
+    ]);
     for (const job of publish) {
       expect(job.metadata.annotations).toMatchObject({ 'helm.sh/hook': 'post-install,post-upgrade', 'helm.sh/hook-weight': '0' });
       const service = job.metadata.name.split('-')[1]!;
@@ -452,11 +492,14 @@ describe('the default install (ci/default-values.yaml)', () => {
     for (const file of ['supergraph.graphql', 'routes.json', 'openapi.json']) {
       expect((composed.data as Record<string, string>)[file]).toBe(readFileSync(join(ROOT, 'gateway', file), 'utf8'));
     }
-    expect(podTemplate(one(r(), 'Deployment', 'halo-gateway')).spec.volumes).toContainEqual({ name: 'composed', configMap: { name: 'halo-composed' } });
+    expect(podTemplate(one(r(), 'Deployment', 'halo-gateway')).spec.volumes).toContainEqual({
+      name: 'composed',
+      configMap: { name: 'halo-composed' },
+    });
     // Hot-reloaded, so no checksum of it on the pods: only the Secret's (beside the scrape annotations).
-    expect(Object.keys(podTemplate(one(r(), 'Deployment', 'halo-gateway')).metadata.annotations!).filter((k) => k.startsWith('checksum/'))).toEqual([
-      'checksum/secret',
-    ]);
+    expect(
+      Object.keys(podTemplate(one(r(), 'Deployment', 'halo-gateway')).metadata.annotations!).filter((k) => k.startsWith('checksum/')),
+    ).toEqual(['checksum/secret']);
   });
 
   it('has a helm test pod that calls the gateway /readyz through its Service', () => {
@@ -514,9 +557,16 @@ describe('the full install (ci/full-values.yaml)', () => {
       const spec = m.spec as { selector: { matchLabels: Record<string, string> }; endpoints: Record<string, string>[] };
       // It selects exactly its component's Service (by the Services' labels), and names a port that Service has.
       const selects = (o: Obj) => Object.entries(spec.selector.matchLabels).every(([k, v]) => o.metadata.labels?.[k] === v);
-      expect(all(r(), 'Service').filter(selects).map((o) => o.metadata.name)).toEqual([m.metadata.name]);
+      expect(
+        all(r(), 'Service')
+          .filter(selects)
+          .map((o) => o.metadata.name),
+      ).toEqual([m.metadata.name]);
       const service = one(r(), 'Service', m.metadata.name);
-      expect(m.metadata.labels).toMatchObject({ release: 'kube-prometheus-stack', 'app.kubernetes.io/component': m.metadata.name.slice('halo-'.length) });
+      expect(m.metadata.labels).toMatchObject({
+        release: 'kube-prometheus-stack',
+        'app.kubernetes.io/component': m.metadata.name.slice('halo-'.length),
+      });
       const port = m.metadata.name === 'halo-gateway' ? 'metrics' : 'http';
       expect(spec.endpoints).toEqual([{ port, path: '/metrics', scheme: 'http', interval: '15s', scrapeTimeout: '10s' }]);
       expect((service.spec as { ports: { name: string }[] }).ports.map((p) => p.name)).toContain(port);
@@ -530,7 +580,7 @@ describe('the full install (ci/full-values.yaml)', () => {
       return validateK8sObjects([monitor]);
     };
     expect(changed(() => undefined)).toEqual([]);
-    expect(changed((e) => (e.intervall = '15s')).join('\n')).toContain("'\"intervall\"' does not exist");
+    expect(changed((e) => (e.intervall = '15s')).join('\n')).toContain('\'"intervall"\' does not exist');
     expect(changed((e) => (e.interval = 'soon')).join('\n')).toContain('interval must match pattern');
   });
 
@@ -552,14 +602,20 @@ describe('the full install (ci/full-values.yaml)', () => {
   });
 
   it('lets payments (and only payments) call catalog over gRPC, with its key trusted', () => {
-    const catalog = one(r(), 'NetworkPolicy', 'halo-catalog').spec as { ingress: { from: { podSelector: { matchLabels: Record<string, string> } }[]; ports: { port: string }[] }[] };
+    const catalog = one(r(), 'NetworkPolicy', 'halo-catalog').spec as {
+      ingress: { from: { podSelector: { matchLabels: Record<string, string> } }[]; ports: { port: string }[] }[];
+    };
     const grpcRule = catalog.ingress.find((rule) => rule.ports.some((p) => p.port === 'grpc'))!;
     expect(grpcRule.from.map((p) => p.podSelector.matchLabels['app.kubernetes.io/component'])).toEqual(['payments']);
     expect(env(container(one(r(), 'Deployment', 'halo-payments'))).CATALOG_GRPC_ADDR).toBe('halo-catalog:5003');
-    const trusted = JSON.parse(env(container(one(r(), 'Deployment', 'halo-catalog'))).SERVICE_TRUSTED_KEYS as string) as { keys: { kid: string }[] };
+    const trusted = JSON.parse(env(container(one(r(), 'Deployment', 'halo-catalog'))).SERVICE_TRUSTED_KEYS as string) as {
+      keys: { kid: string }[];
+    };
     expect(trusted.keys.map((k) => k.kid)).toEqual(['payments:ci-2026-01']);
     // Mid-rotation, content trusts both of auth's keys.
-    const content = JSON.parse(env(container(one(r(), 'Deployment', 'halo-content'))).SERVICE_TRUSTED_KEYS as string) as { keys: { kid: string }[] };
+    const content = JSON.parse(env(container(one(r(), 'Deployment', 'halo-content'))).SERVICE_TRUSTED_KEYS as string) as {
+      keys: { kid: string }[];
+    };
     expect(content.keys.map((k) => k.kid)).toEqual(['auth:ci-2026-01', 'auth:ci-2026-02']);
   });
 
@@ -591,7 +647,9 @@ describe('the full install (ci/full-values.yaml)', () => {
     expect(container(one(r(), 'Job', 'halo-provision-roles')).command).toEqual(['node', '/app/tools/dist/provision-roles.js']);
     const secret = secretData(one(r(), 'Secret', 'halo'));
     expect(secret['catalog-database-url']).toContain('@pgbouncer.example.internal:6432/');
-    expect(secret['payments-database-url']).toBe('postgres://payments:5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b@pg.example.internal:6432/halo_prod?sslmode=verify-full');
+    expect(secret['payments-database-url']).toBe(
+      'postgres://payments:5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b@pg.example.internal:6432/halo_prod?sslmode=verify-full',
+    );
   });
 
   it("marks the components' pods for the mesh when grpc.tls is enabled, not the hook Jobs (a sidecar would keep them running)", () => {
@@ -607,13 +665,19 @@ describe('an existing Secret (ci/existing-secret-values.yaml)', () => {
 
   it('creates no Secret and reads every secret from the named one', () => {
     expect(all(r(), 'Secret')).toEqual([]);
-    const refs = all(r(), 'Deployment').flatMap((d) => (container(d).env ?? []).flatMap((e) => (e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef.name] : [])));
+    const refs = all(r(), 'Deployment').flatMap((d) =>
+      (container(d).env ?? []).flatMap((e) => (e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef.name] : [])),
+    );
     expect(refs.length).toBeGreaterThan(8);
     expect(new Set(refs)).toEqual(new Set(['halo-managed']));
   });
 
   it('renders no NetworkPolicy, migration Job, PodDisruptionBudget or test pod when they are switched off', () => {
-    expect(objectsOf(r()).map((o) => o.kind).filter((k) => ['NetworkPolicy', 'PodDisruptionBudget', 'Pod', 'ServiceAccount'].includes(k))).toEqual([]);
+    expect(
+      objectsOf(r())
+        .map((o) => o.kind)
+        .filter((k) => ['NetworkPolicy', 'PodDisruptionBudget', 'Pod', 'ServiceAccount'].includes(k)),
+    ).toEqual([]);
     // Only the contract-publish hooks (post-install/post-upgrade) remain.
     expect(all(r(), 'Job').filter((j) => !j.metadata.name.endsWith('-publish'))).toEqual([]);
     for (const d of all(r(), 'Deployment')) expect(podTemplate(d).spec.serviceAccountName).toBe('halo-workloads');
@@ -651,13 +715,20 @@ describe('every extension point (ci/extensions-values.yaml)', () => {
     for (const d of all(r(), 'Deployment')) {
       const name = d.metadata.name;
       const envFrom = main(d).envFrom!.map((e) => Object.values(e)[0]!.name);
-      expect({ name, envFrom }).toEqual({ name, envFrom: name === 'halo-gateway' ? ['halo-site-env', 'halo-gateway-extra'] : ['halo-site-env'] });
+      expect({ name, envFrom }).toEqual({
+        name,
+        envFrom: name === 'halo-gateway' ? ['halo-site-env', 'halo-gateway-extra'] : ['halo-site-env'],
+      });
       const mounts = main(d).volumeMounts!.map((m) => m.name);
       expect({ name, ca: mounts.includes('postgres-ca') }).toEqual({ name, ca: name !== 'halo-gateway' });
       // The chart's `env` is still rendered beside envFrom (and wins over it in Kubernetes).
       expect(env(main(d)).HALO_ENV).toBe('production');
       const component = podTemplate(d).metadata.labels['app.kubernetes.io/component'];
-      const spread = pod(d).topologySpreadConstraints!.map((t) => [t.topologyKey, t.whenUnsatisfiable, t.labelSelector.matchLabels['app.kubernetes.io/component']]);
+      const spread = pod(d).topologySpreadConstraints!.map((t) => [
+        t.topologyKey,
+        t.whenUnsatisfiable,
+        t.labelSelector.matchLabels['app.kubernetes.io/component'],
+      ]);
       expect(spread).toEqual([
         ['kubernetes.io/hostname', 'ScheduleAnyway', component],
         ['topology.kubernetes.io/zone', name === 'halo-gateway' ? 'DoNotSchedule' : 'ScheduleAnyway', component],
@@ -665,13 +736,17 @@ describe('every extension point (ci/extensions-values.yaml)', () => {
     }
   });
 
-  it("adds init and sidecar containers to the Deployments only, never to a hook Job (a sidecar would keep it running)", () => {
+  it('adds init and sidecar containers to the Deployments only, never to a hook Job (a sidecar would keep it running)', () => {
     const gateway = pod(one(r(), 'Deployment', 'halo-gateway'));
     expect(gateway.containers.map((c) => c.name)).toEqual(['gateway', 'otel-agent']);
     expect(gateway.volumes!.map((v) => v.name)).toEqual(['tmp', 'composed', 'otel-config']);
     expect(pod(one(r(), 'Deployment', 'halo-catalog')).initContainers!.map((c) => c.name)).toEqual(['wait-for-pooler']);
     for (const job of all(r(), 'Job')) {
-      expect({ job: job.metadata.name, containers: pod(job).containers.length, init: pod(job).initContainers }).toEqual({ job: job.metadata.name, containers: 1, init: undefined });
+      expect({ job: job.metadata.name, containers: pod(job).containers.length, init: pod(job).initContainers }).toEqual({
+        job: job.metadata.name,
+        containers: 1,
+        init: undefined,
+      });
     }
   });
 
@@ -699,10 +774,15 @@ describe('every extension point (ci/extensions-values.yaml)', () => {
     expect(connecting.length).toBe(17);
     for (const o of connecting) {
       expect(main(o).volumeMounts).toContainEqual(caMount);
-      expect(pod(o).volumes).toContainEqual({ name: 'postgres-ca', configMap: { name: 'postgres-ca', items: [{ key: 'ca.crt', path: 'ca.crt' }] } });
+      expect(pod(o).volumes).toContainEqual({
+        name: 'postgres-ca',
+        configMap: { name: 'postgres-ca', items: [{ key: 'ca.crt', path: 'ca.crt' }] },
+      });
     }
     // The per-service releases read the same query from the topology.
-    expect((one(r(), 'ConfigMap', 'halo-topology').data as Record<string, string>)['postgres-query']).toBe('?sslmode=verify-full&sslrootcert=/etc/halo/postgres-ca/ca.crt');
+    expect((one(r(), 'ConfigMap', 'halo-topology').data as Record<string, string>)['postgres-query']).toBe(
+      '?sslmode=verify-full&sslrootcert=/etc/halo/postgres-ca/ca.crt',
+    );
   });
 
   it('is what node-postgres honours: pg-connection-string reads sslrootcert as the CA and keeps verification on', () => {
@@ -742,7 +822,9 @@ describe('an install that cannot run is refused at render time, naming the value
   it('no image registry: the images would come from Docker Hub', () => {
     const error = renderError(renderer, over('no-registry', 'image:\n  registry: ""\n'));
     expect(error).toContain('this install cannot run:');
-    expect(error).toContain('image.registry is empty: auth, catalog, chat, content, gateway, payments, registry would be pulled as halo/auth:<tag>, from Docker Hub');
+    expect(error).toContain(
+      'image.registry is empty: auth, catalog, chat, content, gateway, payments, registry would be pulled as halo/auth:<tag>, from Docker Hub',
+    );
   });
 
   it('…unless `local: true` says the nodes have them (deploy/local), or each component names its own repository', () => {
@@ -760,36 +842,55 @@ describe('an install that cannot run is refused at render time, naming the value
       'redis.url is required: chat and payments cannot run without Redis in production',
     );
     // Without them it is optional (auth and the gateway keep per-replica state).
-    const r = render(renderer, over('no-redis-no-need', 'redis:\n  url: ""\ncomponents:\n  chat:\n    enabled: false\n  payments:\n    enabled: false\n'));
-    expect(env(container(one(r, 'Deployment', 'halo-auth'))).REDIS_URL).toEqual({ secretKeyRef: { name: 'halo', key: 'redis-url', optional: true } });
+    const r = render(
+      renderer,
+      over('no-redis-no-need', 'redis:\n  url: ""\ncomponents:\n  chat:\n    enabled: false\n  payments:\n    enabled: false\n'),
+    );
+    expect(env(container(one(r, 'Deployment', 'halo-auth'))).REDIS_URL).toEqual({
+      secretKeyRef: { name: 'halo', key: 'redis-url', optional: true },
+    });
   });
 
   it('every problem at once, in one message', () => {
     const error = renderError(renderer, over('everything', 'image:\n  registry: ""\nredis:\n  url: ""\nsecrets:\n  jwtSecret: ""\n'));
-    for (const value of ['image.registry is empty', 'redis.url is required', 'secrets.jwtSecret is required']) expect(error).toContain(value);
+    for (const value of ['image.registry is empty', 'redis.url is required', 'secrets.jwtSecret is required'])
+      expect(error).toContain(value);
   });
 
   it('required secrets missing: a database password, a signing key', () => {
     // ci/default-values.yaml with one value taken out (a null in a second file is not portable across Helm versions).
-    const without = (name: string, remove: (v: { postgres: { passwords: Record<string, string> }; secrets: { serviceSigningKeys: Record<string, string> } }) => void) => {
+    const without = (
+      name: string,
+      remove: (v: { postgres: { passwords: Record<string, string> }; secrets: { serviceSigningKeys: Record<string, string> } }) => void,
+    ) => {
       const v = parse(readFileSync(ci('default-values.yaml'), 'utf8')) as Parameters<typeof remove>[0];
       remove(v);
       const file = join(dir, `${name}.yaml`);
       writeFileSync(file, stringify(v));
       return [file];
     };
-    expect(renderError(renderer, without('no-password', (v) => delete v.postgres.passwords.catalog))).toContain(
-      'components.catalog has a database: set postgres.host and postgres.passwords.catalog',
-    );
-    expect(renderError(renderer, without('no-key', (v) => delete v.secrets.serviceSigningKeys.payments))).toContain(
-      'secrets.serviceSigningKeys.payments is required',
-    );
+    expect(
+      renderError(
+        renderer,
+        without('no-password', (v) => delete v.postgres.passwords.catalog),
+      ),
+    ).toContain('components.catalog has a database: set postgres.host and postgres.passwords.catalog');
+    expect(
+      renderError(
+        renderer,
+        without('no-key', (v) => delete v.secrets.serviceSigningKeys.payments),
+      ),
+    ).toContain('secrets.serviceSigningKeys.payments is required');
   });
 
-  it("with secrets.existingSecret (whose keys the chart cannot see) the Redis key is not optional where it is required, so the pod cannot start without it", () => {
+  it('with secrets.existingSecret (whose keys the chart cannot see) the Redis key is not optional where it is required, so the pod cannot start without it', () => {
     const r = rendered('existing-secret-values.yaml');
-    expect(env(container(one(r, 'Deployment', 'halo-payments'))).REDIS_URL).toEqual({ secretKeyRef: { name: 'halo-managed', key: 'redis-url' } });
-    expect(env(container(one(r, 'Deployment', 'halo-auth'))).REDIS_URL).toEqual({ secretKeyRef: { name: 'halo-managed', key: 'redis-url', optional: true } });
+    expect(env(container(one(r, 'Deployment', 'halo-payments'))).REDIS_URL).toEqual({
+      secretKeyRef: { name: 'halo-managed', key: 'redis-url' },
+    });
+    expect(env(container(one(r, 'Deployment', 'halo-auth'))).REDIS_URL).toEqual({
+      secretKeyRef: { name: 'halo-managed', key: 'redis-url', optional: true },
+    });
   });
 });
 
@@ -814,16 +915,28 @@ describe('who reaches the gateway (networkPolicy.gatewayFrom) and the Gateway AP
   });
 
   it('tells an upgrade that still sets the old networkPolicy.ingressController what replaced it', () => {
-    const old = file('old-key', 'networkPolicy:\n  ingressController:\n    namespaceSelector:\n      matchLabels:\n        kubernetes.io/metadata.name: ingress-nginx\n');
-    expect(renderError(renderer, [ci('default-values.yaml'), old])).toContain('networkPolicy.ingressController was replaced by networkPolicy.gatewayFrom');
+    const old = file(
+      'old-key',
+      'networkPolicy:\n  ingressController:\n    namespaceSelector:\n      matchLabels:\n        kubernetes.io/metadata.name: ingress-nginx\n',
+    );
+    expect(renderError(renderer, [ci('default-values.yaml'), old])).toContain(
+      'networkPolicy.ingressController was replaced by networkPolicy.gatewayFrom',
+    );
   });
 
   // The peers helm/halo/README.md documents (ingress-nginx, Traefik, an AWS ALB's CIDRs, a Gateway API implementation).
-  const documented = [...readFileSync(join(CHART, 'README.md'), 'utf8').matchAll(/```yaml\n(# ([^\n]+)\n(?:#[^\n]*\n)*networkPolicy:\n[\s\S]*?)```/g)].map((m) => [m[2]!, m[1]!] as const);
+  const documented = [
+    ...readFileSync(join(CHART, 'README.md'), 'utf8').matchAll(/```yaml\n(# ([^\n]+)\n(?:#[^\n]*\n)*networkPolicy:\n[\s\S]*?)```/g),
+  ].map((m) => [m[2]!, m[1]!] as const);
   it('documents four setups', () => {
-    expect(documented.map(([title]) => title.split(' ').slice(0, 2).join(' '))).toEqual(['ingress-nginx (its', 'Traefik (its', 'An AWS', 'A Gateway']);
+    expect(documented.map(([title]) => title.split(' ').slice(0, 2).join(' '))).toEqual([
+      'ingress-nginx (its',
+      'Traefik (its',
+      'An AWS',
+      'A Gateway',
+    ]);
   });
-  it.each(documented)('the README\'s peers for %s render into a valid policy admitting exactly them, and the test pod', (title, yaml) => {
+  it.each(documented)("the README's peers for %s render into a valid policy admitting exactly them, and the test pod", (title, yaml) => {
     const r = render(renderer, [ci('default-values.yaml'), file(title.replace(/\W+/g, '-'), yaml)]);
     const policy = one(r, 'NetworkPolicy', 'halo-gateway');
     expect(validateK8sObjects([policy])).toEqual([]);
@@ -840,7 +953,13 @@ describe('who reaches the gateway (networkPolicy.gatewayFrom) and the Gateway AP
     expect(route.spec).toEqual({
       parentRefs: [{ name: 'public', namespace: 'envoy-gateway-system', sectionName: 'https' }],
       hostnames: ['api.halo.example.com'],
-      rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/' } }], backendRefs: [{ name: 'halo-gateway', port: 4000 }], timeouts: { request: '3600s' } }],
+      rules: [
+        {
+          matches: [{ path: { type: 'PathPrefix', value: '/' } }],
+          backendRefs: [{ name: 'halo-gateway', port: 4000 }],
+          timeouts: { request: '3600s' },
+        },
+      ],
     });
     expect(validateK8sObjects([route])).toEqual([]);
     // The CRD schema is really applied: a wrong path type and a misspelt field are refused.
@@ -849,39 +968,54 @@ describe('who reaches the gateway (networkPolicy.gatewayFrom) and the Gateway AP
     expect(validateK8sObjects([bad]).join('\n')).toMatch(/type must be equal to one of the allowed values/);
     const misspelt = structuredClone(route);
     (misspelt.spec as Record<string, unknown>).hostname = ['x'];
-    expect(validateK8sObjects([misspelt]).join('\n')).toContain("'\"hostname\"' does not exist");
+    expect(validateK8sObjects([misspelt]).join('\n')).toContain('\'"hostname"\' does not exist');
     expect(all(rendered('default-values.yaml'), 'HTTPRoute')).toEqual([]);
   });
 
   it('refuses an HTTPRoute attached to no Gateway', () => {
-    expect(renderError(renderer, [ci('default-values.yaml'), file('no-parent', 'httpRoute:\n  enabled: true\n')])).toContain('httpRoute.parentRefs is empty');
+    expect(renderError(renderer, [ci('default-values.yaml'), file('no-parent', 'httpRoute:\n  enabled: true\n')])).toContain(
+      'httpRoute.parentRefs is empty',
+    );
   });
 });
 
 describe('hook copies of the Secret never outlive the release', () => {
   const hookObjects = (r: Rendered) => objectsOf(r).filter((o) => o.metadata.annotations?.['helm.sh/hook'] === 'post-delete');
 
-  it.each(['default-values.yaml', 'full-values.yaml'])('ci/%s: the copy is deleted on success, on failure and, by a post-delete Job allowed only that, on uninstall', (f) => {
-    const r = rendered(f);
-    expect(one(r, 'Secret', 'halo-hooks').metadata.annotations!['helm.sh/hook-delete-policy']).toBe('before-hook-creation,hook-succeeded,hook-failed');
-    expect(hookObjects(r).map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
-      'ServiceAccount/halo-hook-cleanup',
-      'Role/halo-hook-cleanup',
-      'RoleBinding/halo-hook-cleanup',
-      'Job/halo-hook-cleanup',
-    ]);
-    for (const o of hookObjects(r)) expect(o.metadata.annotations!['helm.sh/hook-delete-policy']).toBe('before-hook-creation,hook-succeeded');
-    expect(one(r, 'Role', 'halo-hook-cleanup').rules).toEqual([{ apiGroups: [''], resources: ['secrets'], resourceNames: ['halo-hooks'], verbs: ['delete'] }]);
-    expect(one(r, 'RoleBinding', 'halo-hook-cleanup').subjects).toEqual([{ kind: 'ServiceAccount', name: 'halo-hook-cleanup', namespace: 'halo' }]);
-    const job = one(r, 'Job', 'halo-hook-cleanup');
-    expect(Number(job.metadata.annotations!['helm.sh/hook-weight'])).toBeGreaterThan(Number(one(r, 'Role', 'halo-hook-cleanup').metadata.annotations!['helm.sh/hook-weight']));
-    const pod = podTemplate(job).spec;
-    expect([pod.serviceAccountName, pod.automountServiceAccountToken]).toEqual(['halo-hook-cleanup', true]);
-    expect(pod.containers[0]!.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true });
-    expect(env(container(job))).toMatchObject({ NAMESPACE: 'halo', SECRET: 'halo-hooks' });
-    // The script is valid JavaScript for the image's Node.
-    expect(() => new Function(container(job).command![2]!)).not.toThrow();
-  });
+  it.each(['default-values.yaml', 'full-values.yaml'])(
+    'ci/%s: the copy is deleted on success, on failure and, by a post-delete Job allowed only that, on uninstall',
+    (f) => {
+      const r = rendered(f);
+      expect(one(r, 'Secret', 'halo-hooks').metadata.annotations!['helm.sh/hook-delete-policy']).toBe(
+        'before-hook-creation,hook-succeeded,hook-failed',
+      );
+      expect(hookObjects(r).map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
+        'ServiceAccount/halo-hook-cleanup',
+        'Role/halo-hook-cleanup',
+        'RoleBinding/halo-hook-cleanup',
+        'Job/halo-hook-cleanup',
+      ]);
+      for (const o of hookObjects(r))
+        expect(o.metadata.annotations!['helm.sh/hook-delete-policy']).toBe('before-hook-creation,hook-succeeded');
+      expect(one(r, 'Role', 'halo-hook-cleanup').rules).toEqual([
+        { apiGroups: [''], resources: ['secrets'], resourceNames: ['halo-hooks'], verbs: ['delete'] },
+      ]);
+      expect(one(r, 'RoleBinding', 'halo-hook-cleanup').subjects).toEqual([
+        { kind: 'ServiceAccount', name: 'halo-hook-cleanup', namespace: 'halo' },
+      ]);
+      const job = one(r, 'Job', 'halo-hook-cleanup');
+      expect(Number(job.metadata.annotations!['helm.sh/hook-weight'])).toBeGreaterThan(
+        Number(one(r, 'Role', 'halo-hook-cleanup').metadata.annotations!['helm.sh/hook-weight']),
+      );
+      const pod = podTemplate(job).spec;
+      expect([pod.serviceAccountName, pod.automountServiceAccountToken]).toEqual(['halo-hook-cleanup', true]);
+      expect(pod.containers[0]!.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true });
+      expect(env(container(job))).toMatchObject({ NAMESPACE: 'halo', SECRET: 'halo-hooks' });
+      // The script is valid JavaScript for the image's Node.
+      // eslint-disable-next-line @typescript-eslint/no-implied-eval -- compiles the script (never runs it) to prove it parses
+      expect(() => new Function(container(job).command![2]!)).not.toThrow();
+    },
+  );
 
   it('renders no cleanup where there is no copy (an existing Secret, deploy/local) or when switched off', () => {
     expect(hookObjects(rendered('existing-secret-values.yaml'))).toEqual([]);

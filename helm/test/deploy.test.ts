@@ -6,7 +6,7 @@ import { validate as lintDockerfile } from 'dockerfile-utils';
 import { parse } from 'yaml';
 import { DEFAULT_TEST_DATABASE_URL } from '@halo/kit/testing';
 import { localSecrets } from '../../tools/src/local-secrets';
-import { validateK8sObjects } from './k8s-schemas';
+import { validateK8sObjects, type K8sObject } from './k8s-schemas';
 import { describeWithRenderer, parseObjects, renderText, ROOT } from './render';
 
 /**
@@ -34,7 +34,9 @@ describe('deploy/Dockerfile', () => {
   const final = stages.at(-1)!;
 
   it('passes the Dockerfile linter (dockerfile-utils)', () => {
-    expect(lintDockerfile(text).map((d) => `line ${d.range.start.line + 1}: ${d.message}`)).toEqual([]);
+    expect(
+      lintDockerfile(text).map((d) => `line ${d.range.start.line + 1}: ${typeof d.message === 'string' ? d.message : d.message.value}`),
+    ).toEqual([]);
   });
 
   it('is multi-stage, and the image runs as a numeric non-root user with no HEALTHCHECK', () => {
@@ -61,10 +63,18 @@ describe('deploy/Dockerfile', () => {
 
 describe('deploy/Dockerfile for releases (issue 27)', () => {
   const text = readFileSync(join(DEPLOY, 'Dockerfile'), 'utf8');
-  const lines = text.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  const lines = text
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
   const stageStarts = lines.flatMap((l, i) => (/^FROM\s/i.test(l) ? [i] : []));
-  const stage = (name: string) => lines.slice(stageStarts.find((i) => new RegExp(`AS ${name}$`, 'i').test(lines[i]!))!, stageStarts.find((i) => i > stageStarts.find((j) => new RegExp(`AS ${name}$`, 'i').test(lines[j]!))!));
-  const final = lines.slice(stageStarts.at(-1)!);
+  const stage = (name: string) =>
+    lines.slice(
+      stageStarts.find((i) => new RegExp(`AS ${name}$`, 'i').test(lines[i]!)),
+      stageStarts.find((i) => i > stageStarts.find((j) => new RegExp(`AS ${name}$`, 'i').test(lines[j]!))!),
+    );
+  const final = lines.slice(stageStarts.at(-1));
 
   it('pins every base image by digest: each FROM is a digest-pinned image or an earlier stage', () => {
     const args = Object.fromEntries(lines.filter((l) => /^ARG\s+\w+=/.test(l)).map((l) => l.slice(4).split('=') as [string, string]));
@@ -72,14 +82,22 @@ describe('deploy/Dockerfile for releases (issue 27)', () => {
     for (const i of stageStarts) {
       const [, image, , as] = lines[i]!.match(/^FROM\s+(\S+)(\s+AS\s+(\S+))?$/i)!;
       const resolved = image!.replace(/^\$\{(\w+)\}$/, (_, name: string) => args[name] ?? '');
-      if (!stages.has(resolved)) expect({ from: image, resolved }).toEqual({ from: image, resolved: expect.stringMatching(/^[\w./-]+(:[\w.-]+)?@sha256:[0-9a-f]{64}$/) });
+      if (!stages.has(resolved))
+        expect({ from: image, resolved }).toEqual({
+          from: image,
+          resolved: expect.stringMatching(/^[\w./-]+(:[\w.-]+)?@sha256:[0-9a-f]{64}$/),
+        });
       if (as) stages.add(as);
     }
   });
 
   it('labels the image with its source, revision and version from build args', () => {
     const label = final.filter((l) => /^LABEL\s/i.test(l)).join(' ');
-    for (const [key, arg] of [['source', 'SOURCE'], ['revision', 'REVISION'], ['version', 'VERSION']]) {
+    for (const [key, arg] of [
+      ['source', 'SOURCE'],
+      ['revision', 'REVISION'],
+      ['version', 'VERSION'],
+    ]) {
       expect(label).toContain(`org.opencontainers.image.${key}="\${${arg}}"`);
       expect(final.some((l) => new RegExp(`^ARG ${arg}(=|$)`).test(l))).toBe(true);
     }
@@ -87,7 +105,14 @@ describe('deploy/Dockerfile for releases (issue 27)', () => {
 
   it('leaves no package manager in the runtime image', () => {
     const removal = final.find((l) => /^RUN rm -rf /.test(l))!;
-    for (const path of ['/usr/local/lib/node_modules/npm', '/usr/local/lib/node_modules/corepack', '/usr/local/bin/npm', '/usr/local/bin/npx', '/usr/local/bin/corepack', '/usr/local/bin/yarn']) {
+    for (const path of [
+      '/usr/local/lib/node_modules/npm',
+      '/usr/local/lib/node_modules/corepack',
+      '/usr/local/bin/npm',
+      '/usr/local/bin/npx',
+      '/usr/local/bin/corepack',
+      '/usr/local/bin/yarn',
+    ]) {
       expect(removal).toContain(path);
     }
     // Nothing after it runs npm (there is none), and the image starts node itself.
@@ -131,8 +156,13 @@ describe('deploy/local', () => {
     const tracked = spawnSync('git', ['ls-files', LOCAL], { encoding: 'utf8' }).stdout;
     expect(tracked).not.toMatch(/secrets\.env|trusted-keys\.yaml/);
     expect(tracked).toMatch(/kustomization\.yaml/);
-    for (const name of spawnSync('git', ['ls-files', DEPLOY, join(ROOT, 'helm')], { encoding: 'utf8' }).stdout.trim().split('\n')) {
-      expect([name, readFileSync(join(ROOT, name), 'utf8')]).not.toEqual([name, expect.stringMatching(/"d"\s*:\s*"(?!HALO-PLACEHOLDER)[A-Za-z0-9_-]{43}"/)]);
+    for (const name of spawnSync('git', ['ls-files', DEPLOY, join(ROOT, 'helm')], { encoding: 'utf8' })
+      .stdout.trim()
+      .split('\n')) {
+      expect([name, readFileSync(join(ROOT, name), 'utf8')]).not.toEqual([
+        name,
+        expect.stringMatching(/"d"\s*:\s*"(?!HALO-PLACEHOLDER)[A-Za-z0-9_-]{43}"/),
+      ]);
     }
   });
 
@@ -142,7 +172,9 @@ describe('deploy/local', () => {
     const data = secret.data as Record<string, string>;
     const privateKid = (key: string) => (JSON.parse(Buffer.from(data[key]!, 'base64').toString()) as { kid: string }).kid;
     const trusted = (name: string) => {
-      const d = objects.find((o) => o.kind === 'Deployment' && o.metadata?.name === name) as { spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } } };
+      const d = objects.find((o) => o.kind === 'Deployment' && o.metadata?.name === name)! as K8sObject & {
+        spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } };
+      };
       const value = d.spec.template.spec.containers[0]!.env.find((e) => e.name === 'SERVICE_TRUSTED_KEYS')!.value!;
       return (JSON.parse(value) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
     };
@@ -170,16 +202,26 @@ describe('deploy/local', () => {
   it('renders with `kubectl kustomize` into objects that validate against the Kubernetes schemas', () => {
     const objects = kustomize();
     expect(objects.map((o) => `${o.kind}/${o.metadata?.name}`)).toEqual(
-      expect.arrayContaining(['Namespace/halo', 'Secret/halo-local', 'StatefulSet/postgres', 'Deployment/redis', 'Deployment/halo-gateway']),
+      expect.arrayContaining([
+        'Namespace/halo',
+        'Secret/halo-local',
+        'StatefulSet/postgres',
+        'Deployment/redis',
+        'Deployment/halo-gateway',
+      ]),
     );
-    expect(objects.filter((o) => o.kind !== 'Namespace').every((o) => (o.metadata as { namespace?: string }).namespace === 'halo')).toBe(true);
+    expect(objects.filter((o) => o.kind !== 'Namespace').every((o) => (o.metadata as { namespace?: string }).namespace === 'halo')).toBe(
+      true,
+    );
     expect(validateK8sObjects(objects)).toEqual([]);
   });
 
   it("gives every secret the pods read, and each service's database URL matches a role made by init-roles.sql", () => {
     const objects = kustomize();
     const secret = objects.find((o) => o.kind === 'Secret' && o.metadata?.name === 'halo-local')!;
-    const data = Object.fromEntries(Object.entries(secret.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
+    const data = Object.fromEntries(
+      Object.entries(secret.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]),
+    );
     const refs = JSON.stringify(objects).match(/"secretKeyRef":\{[^}]*\}/g)!;
     expect(refs.length).toBeGreaterThan(5);
     for (const ref of refs) {

@@ -123,7 +123,16 @@ export interface RenderOptions {
 }
 
 function run(renderer: Renderer, valueFiles: string[], output: 'json' | 'text', opts: RenderOptions = {}) {
-  const args = ['--chart', opts.chart ?? CHART, '--release-name', opts.release ?? RELEASE.name, '--namespace', RELEASE.namespace, '--output', output];
+  const args = [
+    '--chart',
+    opts.chart ?? CHART,
+    '--release-name',
+    opts.release ?? RELEASE.name,
+    '--namespace',
+    RELEASE.namespace,
+    '--output',
+    output,
+  ];
   if (opts.kubeVersion) args.push('--kube-version', opts.kubeVersion);
   for (const f of valueFiles) args.push('-f', f);
   return spawnSync(renderer.bin, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });

@@ -3,9 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildRenderer, rendererTests, render, renderError, renderText, SERVICE_CHART, type Renderer } from './render';
 
-
 // Every test here needs the renderer (Go + Debian's libraries): skipped with one line without them.
-const { describe, it, beforeAll } = rendererTests('helm/render tests');
+const { it, beforeAll } = rendererTests('helm/render tests');
 /**
  * helm/render against a small chart whose `helm template` output follows from Helm's documented
  * behaviour, so the renderer is held to Helm's rules and not only to the Halo chart: value
@@ -47,7 +46,9 @@ it('coalesces -f values over values.yaml and renders the template functions as H
 
 it('prints manifests in install order, then the hooks, as `helm template` does', () => {
   const text = renderText(renderer, [], opts);
-  const heads = [...text.matchAll(/^# Source: (\S+)\nap.*\nkind: (\w+)\nmetadata:\n  name: (\S+)/gm)].map((m) => `${m[2]} ${m[3]} (${m[1]})`);
+  const heads = [...text.matchAll(/^# Source: (\S+)\nap.*\nkind: (\w+)\nmetadata:\n  name: (\S+)/gm)].map(
+    (m) => `${m[2]} ${m[3]} (${m[1]})`,
+  );
   expect(heads).toEqual([
     'Namespace ns (mini/templates/objects.yaml)',
     'ConfigMap halo-mini (mini/templates/config.yaml)',
@@ -68,7 +69,7 @@ it('fails like Helm: required, and a kubeVersion the cluster does not meet', () 
   );
 });
 
-it("refuses a chart whose Chart.yaml dependency is not in charts/, as Helm does before `helm dependency build`", () => {
+it('refuses a chart whose Chart.yaml dependency is not in charts/, as Helm does before `helm dependency build`', () => {
   const dir = mkdtempSync(join(tmpdir(), 'halo-no-deps-'));
   try {
     cpSync(SERVICE_CHART, dir, { recursive: true, filter: (src) => !src.includes('/charts') });

@@ -15,7 +15,9 @@ import { buildRenderer, CHART, render, renderError, renderText, SERVICE_CHART, t
  */
 const CI_DIR = join(SERVICE_CHART, 'ci');
 const EXAMPLES_DIR = join(SERVICE_CHART, 'examples');
-const ciFiles = readdirSync(CI_DIR).filter((f) => f.endsWith('.yaml')).sort();
+const ciFiles = readdirSync(CI_DIR)
+  .filter((f) => f.endsWith('.yaml'))
+  .sort();
 const serviceOf = (f: string) => f.replace(/\.yaml$/, '');
 const releaseOf = (f: string) => `halo-${serviceOf(f)}`;
 
@@ -27,7 +29,18 @@ interface EnvVar {
 }
 interface PodTemplate {
   metadata: { labels: Record<string, string>; annotations?: Record<string, string> };
-  spec: { containers: { image: string; env?: EnvVar[]; securityContext?: unknown; livenessProbe?: unknown; readinessProbe?: unknown; startupProbe?: unknown }[]; securityContext?: unknown; automountServiceAccountToken?: boolean };
+  spec: {
+    containers: {
+      image: string;
+      env?: EnvVar[];
+      securityContext?: unknown;
+      livenessProbe?: unknown;
+      readinessProbe?: unknown;
+      startupProbe?: unknown;
+    }[];
+    securityContext?: unknown;
+    automountServiceAccountToken?: boolean;
+  };
 }
 const objectsOf = (r: Rendered) => r.objects as Obj[];
 const all = (r: Rendered, kind: string) => objectsOf(r).filter((o) => o.kind === kind);
@@ -62,7 +75,11 @@ describe('values', () => {
   it("the chart's topology is packages/kit/src/topology.ts (ports and gRPC calls)", () => {
     for (const [name, ports] of Object.entries(SERVICES)) {
       const t = chartValues.topology[name]!;
-      expect({ name, httpPort: t.httpPort, grpcPort: t.grpcPort, calls: t.calls ?? [] }).toEqual({ name, ...ports, calls: [...GRPC_CALLS[name as ServiceName]] });
+      expect({ name, httpPort: t.httpPort, grpcPort: t.grpcPort, calls: t.calls ?? [] }).toEqual({
+        name,
+        ...ports,
+        calls: [...GRPC_CALLS[name as ServiceName]],
+      });
     }
     expect(chartValues.topology.gateway!.calls).toEqual([...GRPC_CALLS.gateway]);
   });
@@ -75,10 +92,26 @@ describe('values', () => {
   // different path of the merged values, which have no static type here.)
   const refusals: [string, (v: Record<string, any>) => void, string][] = [
     ['no service', (v) => delete v.service, ''],
-    ['no image registry or repository (it would pull halo/<service> from Docker Hub)', (v) => (v.image = { ...v.image, registry: '', repository: '' }), '/image'],
-    ['a database without a password, URL or existing Secret', (v) => (v.database = { enabled: true, password: '', url: '' }), '/database/password'],
-    ['publishing without a signing key or existing Secret', (v) => (v.secrets = { existingSecret: '', serviceSigningKey: '' }), '/secrets/serviceSigningKey'],
-    ['a public key where the private one belongs', (v) => (v.secrets.serviceSigningKey = '{"kty":"OKP","x":"abc"}'), '/secrets/serviceSigningKey'],
+    [
+      'no image registry or repository (it would pull halo/<service> from Docker Hub)',
+      (v) => (v.image = { ...v.image, registry: '', repository: '' }),
+      '/image',
+    ],
+    [
+      'a database without a password, URL or existing Secret',
+      (v) => (v.database = { enabled: true, password: '', url: '' }),
+      '/database/password',
+    ],
+    [
+      'publishing without a signing key or existing Secret',
+      (v) => (v.secrets = { existingSecret: '', serviceSigningKey: '' }),
+      '/secrets/serviceSigningKey',
+    ],
+    [
+      'a public key where the private one belongs',
+      (v) => (v.secrets.serviceSigningKey = '{"kty":"OKP","x":"abc"}'),
+      '/secrets/serviceSigningKey',
+    ],
     ['a misspelt key', (v) => (v.replcas = 3), ''],
   ];
   it.each(refusals)('the schema refuses %s', (_, change, path) => {
@@ -96,7 +129,9 @@ describe('values', () => {
       const error = renderError(renderer, [join(CI_DIR, 'catalog.yaml'), file], { chart: SERVICE_CHART, release: 'halo-catalog' });
       expect(error).toContain("values don't meet the specifications of the schema");
       writeFileSync(file, 'database:\n  password: ""\n');
-      expect(renderError(renderer, [join(CI_DIR, 'catalog.yaml'), file], { chart: SERVICE_CHART, release: 'halo-catalog' })).toContain('database');
+      expect(renderError(renderer, [join(CI_DIR, 'catalog.yaml'), file], { chart: SERVICE_CHART, release: 'halo-catalog' })).toContain(
+        'database',
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -135,7 +170,12 @@ describe.each(ciFiles)('ci/%s', (f) => {
       const pod = podTemplate(o).spec;
       expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } });
       expect(pod.automountServiceAccountToken).toBe(false);
-      expect(pod.containers[0]!.securityContext).toEqual({ runAsNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+      expect(pod.containers[0]!.securityContext).toEqual({
+        runAsNonRoot: true,
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+      });
     }
     const c = podTemplate(all(r(), 'Deployment')[0]!).spec.containers[0]!;
     expect(c.startupProbe).toMatchObject({ httpGet: { path: '/healthz', port: 'http' } });
@@ -211,10 +251,13 @@ describe('catalog (ci/catalog.yaml)', () => {
     });
     // Kubernetes expands $(VAR) only for variables defined before it in the list.
     const names = podTemplate(one(r(), 'Deployment', 'halo-catalog')).spec.containers[0]!.env!.map((v) => v.name);
-    for (const v of ['DATABASE_ADDRESS', 'DATABASE_PASSWORD', 'DATABASE_QUERY']) expect(names.indexOf(v)).toBeLessThan(names.indexOf('DATABASE_URL'));
+    for (const v of ['DATABASE_ADDRESS', 'DATABASE_PASSWORD', 'DATABASE_QUERY'])
+      expect(names.indexOf(v)).toBeLessThan(names.indexOf('DATABASE_URL'));
     // Every topology key the service reads is one the platform's ConfigMap has.
     const topology = one(platform, 'ConfigMap', 'halo-topology').data as Record<string, string>;
-    const keys = JSON.stringify(objectsOf(r())).match(/"configMapKeyRef":\{[^}]*\}/g)!.map((ref) => (JSON.parse(ref.slice('"configMapKeyRef":'.length)) as { key: string }).key);
+    const keys = JSON.stringify(objectsOf(r()))
+      .match(/"configMapKeyRef":\{[^}]*\}/g)!
+      .map((ref) => (JSON.parse(ref.slice('"configMapKeyRef":'.length)) as { key: string }).key);
     for (const key of new Set(keys)) expect({ key, inPlatform: key in topology }).toEqual({ key, inPlatform: true });
   });
 });
@@ -237,7 +280,11 @@ describe('content, with every extension point (ci/content.yaml)', () => {
       ['kubernetes.io/hostname', 'content'],
       ['topology.kubernetes.io/zone', 'content'],
     ]);
-    for (const o of [one(r(), 'Deployment', 'halo-content'), one(r(), 'Job', 'halo-content-migrate'), one(r(), 'Job', 'halo-content-publish')]) {
+    for (const o of [
+      one(r(), 'Deployment', 'halo-content'),
+      one(r(), 'Job', 'halo-content-migrate'),
+      one(r(), 'Job', 'halo-content-publish'),
+    ]) {
       const s = spec(o);
       expect(s.containers[0]!.envFrom).toEqual([{ configMapRef: { name: 'content-site-env' } }]);
       expect(s.containers[0]!.volumeMounts).toContainEqual({ name: 'postgres-ca', mountPath: '/etc/halo/postgres-ca', readOnly: true });
@@ -250,13 +297,24 @@ describe('content, with every extension point (ci/content.yaml)', () => {
   });
 });
 
-describe('catalog\'s hook Secret (ci/catalog.yaml)', () => {
+describe("catalog's hook Secret (ci/catalog.yaml)", () => {
   it('is deleted on success, on failure and on uninstall (a post-delete Job allowed to delete only it)', () => {
     const r = rendered('catalog.yaml');
-    expect(one(r, 'Secret', 'halo-catalog-hooks').metadata.annotations!['helm.sh/hook-delete-policy']).toBe('before-hook-creation,hook-succeeded,hook-failed');
-    const cleanup = objectsOf(r).filter((o) => hookOf(o) === 'post-delete').map((o) => `${o.kind}/${o.metadata.name}`);
-    expect(cleanup).toEqual(['ServiceAccount/halo-catalog-hook-cleanup', 'Role/halo-catalog-hook-cleanup', 'RoleBinding/halo-catalog-hook-cleanup', 'Job/halo-catalog-hook-cleanup']);
-    expect(one(r, 'Role', 'halo-catalog-hook-cleanup').rules).toEqual([{ apiGroups: [''], resources: ['secrets'], resourceNames: ['halo-catalog-hooks'], verbs: ['delete'] }]);
+    expect(one(r, 'Secret', 'halo-catalog-hooks').metadata.annotations!['helm.sh/hook-delete-policy']).toBe(
+      'before-hook-creation,hook-succeeded,hook-failed',
+    );
+    const cleanup = objectsOf(r)
+      .filter((o) => hookOf(o) === 'post-delete')
+      .map((o) => `${o.kind}/${o.metadata.name}`);
+    expect(cleanup).toEqual([
+      'ServiceAccount/halo-catalog-hook-cleanup',
+      'Role/halo-catalog-hook-cleanup',
+      'RoleBinding/halo-catalog-hook-cleanup',
+      'Job/halo-catalog-hook-cleanup',
+    ]);
+    expect(one(r, 'Role', 'halo-catalog-hook-cleanup').rules).toEqual([
+      { apiGroups: [''], resources: ['secrets'], resourceNames: ['halo-catalog-hooks'], verbs: ['delete'] },
+    ]);
     expect(env(one(r, 'Job', 'halo-catalog-hook-cleanup'))).toMatchObject({ SECRET: 'halo-catalog-hooks', NAMESPACE: 'halo' });
   });
 });
@@ -287,7 +345,11 @@ describe('releases side by side: the platform (helm/halo/ci/platform-values.yaml
       }
     }
     // Only catalog's migration Job runs when catalog is released.
-    expect(all(rendered('catalog.yaml'), 'Job').filter((j) => j.metadata.name.endsWith('-migrate')).map((j) => j.metadata.name)).toEqual(['halo-catalog-migrate']);
+    expect(
+      all(rendered('catalog.yaml'), 'Job')
+        .filter((j) => j.metadata.name.endsWith('-migrate'))
+        .map((j) => j.metadata.name),
+    ).toEqual(['halo-catalog-migrate']);
   });
 
   it('the platform renders the gateway and registry only, and keeps every service in the topology and the gateway', () => {
@@ -304,7 +366,11 @@ describe('releases side by side: the platform (helm/halo/ci/platform-values.yaml
     expect(kids('catalog.trusted-keys')).toEqual(['payments:ci-2026-01']);
     expect(kids('auth.trusted-keys')).toEqual(['gateway:ci-2026-01', 'registry:ci-2026-01']);
     const gateway = env(one(platform, 'Deployment', 'halo-gateway'));
-    expect(gateway).toMatchObject({ CATALOG_URL: 'http://halo-catalog:4003', REGISTRY_URL: 'http://halo-registry:4006', SUPERGRAPH_PATH: '/etc/halo/composed/supergraph.graphql' });
+    expect(gateway).toMatchObject({
+      CATALOG_URL: 'http://halo-catalog:4003',
+      REGISTRY_URL: 'http://halo-registry:4006',
+      SUPERGRAPH_PATH: '/etc/halo/composed/supergraph.graphql',
+    });
     // The catalog Service the gateway calls is the one catalog's release creates.
     expect(one(rendered('catalog.yaml'), 'Service', 'halo-catalog')).toBeDefined();
     // The registry admits every service's publish hook, whichever release runs it.

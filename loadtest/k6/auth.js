@@ -17,8 +17,13 @@ export const options = {
 export function loginAndCall() {
   const token = login();
   const auth = { Authorization: `Bearer ${token}` };
-  check(http.get(`${BASE_URL}/profile`, { headers: auth, tags: { name: 'GET /profile', endpoint: 'profile' } }), { 'profile 200': (r) => r.status === 200 });
-  const me = http.post(`${BASE_URL}/graphql`, JSON.stringify({ query: '{ me { id name } }' }), { headers: { ...JSON_HEADERS, ...auth }, tags: { name: 'graphql me' } });
+  check(http.get(`${BASE_URL}/profile`, { headers: auth, tags: { name: 'GET /profile', endpoint: 'profile' } }), {
+    'profile 200': (r) => r.status === 200,
+  });
+  const me = http.post(`${BASE_URL}/graphql`, JSON.stringify({ query: '{ me { id name } }' }), {
+    headers: { ...JSON_HEADERS, ...auth },
+    tags: { name: 'graphql me' },
+  });
   check(me, { 'me answered': (r) => r.status === 200 && /** @type {{ data?: { me?: unknown } }} */ (r.json()).data?.me != null });
   // Without a token the protected field is refused before execution.
   const anonymous = http.post(`${BASE_URL}/graphql`, JSON.stringify({ query: '{ me { id } }' }), {
@@ -26,7 +31,9 @@ export function loginAndCall() {
     tags: { name: 'graphql me anonymous' },
     responseCallback: http.expectedStatuses(200, 401),
   });
-  check(anonymous, { 'anonymous me refused': (r) => r.status === 401 || /** @type {{ errors?: unknown[] }} */ (r.json()).errors !== undefined });
+  check(anonymous, {
+    'anonymous me refused': (r) => r.status === 401 || /** @type {{ errors?: unknown[] }} */ (r.json()).errors !== undefined,
+  });
 }
 
 export const handleSummary = summaryWriter('auth');

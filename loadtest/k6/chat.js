@@ -98,7 +98,10 @@ export function subscriber(data) {
 export function sender(data) {
   const res = http.post(
     `${BASE_URL}/graphql`,
-    JSON.stringify({ query: 'mutation($c: ID!, $t: String!) { sendMessage(chatId: $c, text: $t) { id } }', variables: { c: CHAT_ID, t: `t:${Date.now()}` } }),
+    JSON.stringify({
+      query: 'mutation($c: ID!, $t: String!) { sendMessage(chatId: $c, text: $t) { id } }',
+      variables: { c: CHAT_ID, t: `t:${Date.now()}` },
+    }),
     { headers: { ...JSON_HEADERS, Authorization: `Bearer ${data.token}` }, tags: { name: 'sendMessage' } },
   );
   const ok = check(res, { 'sendMessage: no errors': (r) => r.status === 200 && !(/** @type {any} */ (r.json()).errors) }, { step: 'send' });

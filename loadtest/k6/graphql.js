@@ -28,12 +28,16 @@ export function setup() {
  * @param {string} tag
  */
 function post(query, headers, tag) {
-  return http.post(`${BASE_URL}/graphql`, JSON.stringify({ query }), { headers: { ...JSON_HEADERS, ...headers }, tags: { name: `graphql ${tag}`, query: tag } });
+  return http.post(`${BASE_URL}/graphql`, JSON.stringify({ query }), {
+    headers: { ...JSON_HEADERS, ...headers },
+    tags: { name: `graphql ${tag}`, query: tag },
+  });
 }
 
 /** @param {{ token: string }} data */
 export function queries(data) {
-  const ok = (/** @type {import('k6/http').RefinedResponse<any>} */ r) => r.status === 200 && !(/** @type {{ errors?: unknown }} */ (r.json()).errors);
+  const ok = (/** @type {import('k6/http').RefinedResponse<any>} */ r) =>
+    r.status === 200 && !(/** @type {{ errors?: unknown }} */ (r.json()).errors);
   check(post(FLAT, {}, 'flat'), { 'flat: data, no errors': ok }, { query: 'flat' });
   check(post(NESTED, {}, 'nested'), { 'nested: data, no errors': ok }, { query: 'nested' });
   check(post(CROSS, { Authorization: `Bearer ${data.token}` }, 'cross'), { 'cross-subgraph: data, no errors': ok }, { query: 'cross' });

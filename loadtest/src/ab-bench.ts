@@ -120,8 +120,14 @@ function machine(): string {
 /** `abc1234` (plus ` + uncommitted changes` when the work tree differs), or why not. */
 function revisionOf(dir: string): string {
   try {
-    const head = execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const dirty = execFileSync('git', ['-C', dir, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const head = execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+    const dirty = execFileSync('git', ['-C', dir, 'status', '--porcelain', '--untracked-files=no'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
     return dirty ? `${head} + uncommitted changes` : head;
   } catch {
     return 'not a git checkout';
@@ -134,7 +140,8 @@ function baselineOrExit(): string {
   if (!raw) throw new Error(`BENCH_BASELINE is not set; ${usage}`);
   const dir = resolve(raw);
   for (const need of ['gateway/dist/main.js', 'node_modules']) {
-    if (!existsSync(join(dir, need))) throw new Error(`BENCH_BASELINE=${raw}: ${join(dir, need)} does not exist (run npm ci && npm run build there); ${usage}`);
+    if (!existsSync(join(dir, need)))
+      throw new Error(`BENCH_BASELINE=${raw}: ${join(dir, need)} does not exist (run npm ci && npm run build there); ${usage}`);
   }
   return dir;
 }
@@ -143,7 +150,11 @@ function baselineOrExit(): string {
 async function registerCallers(gatewayUrl: string, n: number, log: (line: string) => void): Promise<{ name: string; token: string }[]> {
   const run = randomBytes(4).toString('hex');
   const post = async (path: string, body: unknown, want: number) => {
-    const res = await fetch(`${gatewayUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${gatewayUrl}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     const text = await res.text();
     if (res.status !== want) throw new Error(`POST ${path} answered ${res.status} (wanted ${want}): ${text.slice(0, 300)}`);
     return JSON.parse(text) as unknown;
@@ -182,7 +193,9 @@ async function checkSameAnswers(rows: Row[], callers: { name: string; token: str
         if (row.id === 'me') {
           const orders = (data as { me: { orders: { product: { name: string } | null; user: { name: string } | null }[] } }).me.orders;
           if (!orders.length || orders.some((o) => !o.product?.name || o.user?.name !== v.label)) {
-            throw new Error(`${t.label}: me { orders } as ${v.label} lacks orders, products or the caller's own name: ${JSON.stringify(data).slice(0, 500)}`);
+            throw new Error(
+              `${t.label}: me { orders } as ${v.label} lacks orders, products or the caller's own name: ${JSON.stringify(data).slice(0, 500)}`,
+            );
           }
         }
       }
@@ -197,6 +210,7 @@ async function checkSameAnswers(rows: Row[], callers: { name: string; token: str
   log(`bench:ab: every row answers the same bytes from both gateways (me: for each of ${callers.length} callers)`);
 }
 
+// eslint-disable-next-line max-lines-per-function -- a benchmark script: its steps in the order they run
 async function main(): Promise<void> {
   const baseline = baselineOrExit();
   if (process.env.DATABASE_URL) {
@@ -239,7 +253,13 @@ async function main(): Promise<void> {
       name: 'gateway-before',
       url: `http://127.0.0.1:${portB}`,
       // A's node flags too (the launcher starts the gateway with V8 heap flags): the same runtime both sides.
-      child: spawnLogged('gateway-before', [...nodeFlagsOf(gwA.child.pid!), join(baseline, 'gateway/dist/main.js')], { ...environOf(gwA.child.pid!), HTTP_PORT: String(portB), METRICS_PORT: '0' }, LOGS, baseline),
+      child: spawnLogged(
+        'gateway-before',
+        [...nodeFlagsOf(gwA.child.pid!), join(baseline, 'gateway/dist/main.js')],
+        { ...environOf(gwA.child.pid!), HTTP_PORT: String(portB), METRICS_PORT: '0' },
+        LOGS,
+        baseline,
+      ),
     };
     const b = gatewayB;
     await waitFor(b, async () => (await fetch(`${b.url}/readyz`)).ok);
@@ -269,7 +289,10 @@ async function main(): Promise<void> {
         init: gqlInit(QUERIES.me),
         perConnection: callers.map((c) => ({ authorization: `Bearer ${c.token}` })),
       })),
-      row('rest', `REST \`GET ${REST_PATHS.post}\` through the gateway`, (url) => ({ url: `${url}${REST_PATHS.post}`, init: { method: 'GET' } })),
+      row('rest', `REST \`GET ${REST_PATHS.post}\` through the gateway`, (url) => ({
+        url: `${url}${REST_PATHS.post}`,
+        init: { method: 'GET' },
+      })),
     ];
     await checkSameAnswers(rows, callers, log);
 
@@ -297,7 +320,15 @@ async function main(): Promise<void> {
       const before = figures(rounds, `${r.id}:before`);
       const rpsRatio = { values: rps, spread: spread(rps) };
       const cpuRatio = { values: cpu, spread: spread(cpu) };
-      return { id: r.id, title: r.title, after, before, rpsRatio, cpuRatio, met: rpsRatio.spread.median >= GOAL && cpuRatio.spread.median >= GOAL && !after.errors && !before.errors };
+      return {
+        id: r.id,
+        title: r.title,
+        after,
+        before,
+        rpsRatio,
+        cpuRatio,
+        met: rpsRatio.spread.median >= GOAL && cpuRatio.spread.median >= GOAL && !after.errors && !before.errors,
+      };
     });
     const errors = results.reduce((a, r) => a + r.after.errors + r.before.errors, 0);
     const loadText = (l: number[]) => l.map((v) => v.toFixed(2)).join(' / ');
@@ -313,7 +344,9 @@ async function main(): Promise<void> {
         ' after and before back to back, their order alternating each round; ratios computed inside each round, the median shown with the min–max.' +
         ' CPU per request: utime + stime of each gateway process (/proc/<pid>/stat) over the interval ÷ requests completed.' +
         ` Services and gateways: NODE_ENV=production, LOG_LEVEL=info, GRAPHQL_MAX_COST=5000, response cache off. Goal per row: both ratios ≥ ${GOAL}, 0 errors.`,
-      ...(errors ? ['', `**${errors} FAILED REQUESTS while measuring (non-2xx or connection errors): the figures are not comparable.**`] : []),
+      ...(errors
+        ? ['', `**${errors} FAILED REQUESTS while measuring (non-2xx or connection errors): the figures are not comparable.**`]
+        : []),
       '',
       table,
       '### Rows',
@@ -324,9 +357,14 @@ async function main(): Promise<void> {
       '',
       '| row | after ÷ before req/s | before ÷ after CPU/req |',
       '|---|---|---|',
-      ...results.map((r) => `| ${r.id} | ${r.rpsRatio.values.map((v) => v.toFixed(3)).join(', ')} | ${r.cpuRatio.values.map((v) => v.toFixed(3)).join(', ')} |`),
+      ...results.map(
+        (r) =>
+          `| ${r.id} | ${r.rpsRatio.values.map((v) => v.toFixed(3)).join(', ')} | ${r.cpuRatio.values.map((v) => v.toFixed(3)).join(', ')} |`,
+      ),
       '',
-      ...(affinity.length ? ['### CPU affinity after pinning', '', ...affinity.map((a) => `- ${a.name} (pid ${a.pid}): CPU ${a.cpus}`), ''] : []),
+      ...(affinity.length
+        ? ['### CPU affinity after pinning', '', ...affinity.map((a) => `- ${a.name} (pid ${a.pid}): CPU ${a.cpus}`), '']
+        : []),
     ].join('\n');
     writeFileSync(join(RESULTS, 'ab.md'), md);
     writeFileSync(
@@ -338,7 +376,14 @@ async function main(): Promise<void> {
           machine: machine(),
           after: { dir: ROOT, revision: revisions.after },
           before: { dir: baseline, revision: revisions.before },
-          config: { connections: CONNECTIONS, durationS: DURATION_S, rounds: ROUNDS, warmupS: WARMUP_S, portOffset: PORT_OFFSET, goal: GOAL },
+          config: {
+            connections: CONNECTIONS,
+            durationS: DURATION_S,
+            rounds: ROUNDS,
+            warmupS: WARMUP_S,
+            portOffset: PORT_OFFSET,
+            goal: GOAL,
+          },
           pinning: { ...pinning, affinity },
           loadAverage: load,
           rows: results,

@@ -1,12 +1,33 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { createLogger, openRedis, redisReady, SERVICE_NAMES } from '@halo/kit';
 import { dropSchema } from '@halo/kit/testing';
 import { startSystem, type RunningSystem } from '@halo/tools';
 import { benchFanout, type FanoutKey } from './chat-bench';
-import { BENCH_LOG_LEVEL, benchGateways, benchSystemEnv, QUERIES, REST_PATHS, startPeers, type GatewaysReport, type Peers, type Ratio } from './gateways-bench';
+import {
+  BENCH_LOG_LEVEL,
+  benchGateways,
+  benchSystemEnv,
+  QUERIES,
+  REST_PATHS,
+  startPeers,
+  type GatewaysReport,
+  type Peers,
+  type Ratio,
+} from './gateways-bench';
 import { benchPayments, type PaymentsKey } from './payments-bench';
 import { mergeSection } from './benchmarks-doc';
 import { memOf, pin, pinServers, pinTree, planPinning, type Pinning } from './pin';
@@ -80,13 +101,26 @@ const x = (v: number) => (Number.isFinite(v) ? `${v.toFixed(2)}×` : '—');
 const int = (v: number | null | undefined) => (v === null || v === undefined || !Number.isFinite(v) ? '—' : String(Math.round(v)));
 const range = (r: Ratio | undefined) => (r && r.spread.n ? `${x(r.spread.min)}–${x(r.spread.max)} (${r.spread.n} rounds)` : '—');
 
-function summaryRows(g: GatewaysReport | undefined, pay: PaymentsKey | undefined, chat: FanoutKey | null | undefined, memory: MemoryRow[]): SummaryRow[] {
+// eslint-disable-next-line max-lines-per-function -- one table, a row per goal in the order the README lists them
+function summaryRows(
+  g: GatewaysReport | undefined,
+  pay: PaymentsKey | undefined,
+  chat: FanoutKey | null | undefined,
+  memory: MemoryRow[],
+): SummaryRow[] {
   const rows: SummaryRow[] = [];
   if (g) {
     const ratioRow = (scenario: string, measure: string, key: string, goal?: { text: string; ok: (v: number) => boolean }): SummaryRow => {
       const r = g.ratios[key];
       const v = r?.spread.median ?? NaN;
-      return { scenario, measure, value: x(v), notes: range(r), goal: goal?.text ?? '—', met: goal ? Number.isFinite(v) && goal.ok(v) : null };
+      return {
+        scenario,
+        measure,
+        value: x(v),
+        notes: range(r),
+        goal: goal?.text ?? '—',
+        met: goal ? Number.isFinite(v) && goal.ok(v) : null,
+      };
     };
     rows.push({
       scenario: 'ceiling',
@@ -96,7 +130,11 @@ function summaryRows(g: GatewaysReport | undefined, pay: PaymentsKey | undefined
       goal: '—',
       met: null,
     });
-    const names = { me: 'S1 `me { orders { product user } }`', nested: 'S1 nested `users { posts { … comments } }`', flat: 'S1 flat `posts(first: 10)`' };
+    const names = {
+      me: 'S1 `me { orders { product user } }`',
+      nested: 'S1 nested `users { posts { … comments } }`',
+      flat: 'S1 flat `posts(first: 10)`',
+    };
     for (const [q, scenario] of Object.entries(names)) {
       rows.push(ratioRow(scenario, 'Halo ÷ Hive Gateway (defaults), req/s', `${q}:halo/hive`, { text: '≥ 1.0', ok: (v) => v >= 1 }));
       rows.push(ratioRow(scenario, 'Halo ÷ plain @apollo/gateway + Apollo Server 5, req/s', `${q}:halo/apollo`));
@@ -121,14 +159,24 @@ function summaryRows(g: GatewaysReport | undefined, pay: PaymentsKey | undefined
       }
     }
     const s1c = 'S1c anonymous public `products` (maxAge 60)';
-    rows.push(ratioRow(s1c, 'Halo with its response cache (32 MiB) ÷ Hive Gateway, req/s', 'products:halo-cache/hive', { text: '≥ 3', ok: (v) => v >= 3 }));
+    rows.push(
+      ratioRow(s1c, 'Halo with its response cache (32 MiB) ÷ Hive Gateway, req/s', 'products:halo-cache/hive', {
+        text: '≥ 3',
+        ok: (v) => v >= 3,
+      }),
+    );
     rows.push(ratioRow(s1c, 'Halo, response cache off ÷ Hive Gateway, req/s', 'products:halo/hive'));
     for (const [id, path] of [
       ['rest-post', REST_PATHS.post],
       ['rest-products', REST_PATHS.products],
     ] as const) {
       const scenario = `S2 REST \`GET ${path}\``;
-      rows.push(ratioRow(scenario, 'through the gateway ÷ direct to the service, req/s', `${id}:gateway/direct`, { text: '≥ 0.8', ok: (v) => v >= 0.8 }));
+      rows.push(
+        ratioRow(scenario, 'through the gateway ÷ direct to the service, req/s', `${id}:gateway/direct`, {
+          text: '≥ 0.8',
+          ok: (v) => v >= 0.8,
+        }),
+      );
       const perRound = g.rounds.map((r) => r[`${id}:gateway`]?.cpuUsPerRequest).filter((v): v is number => typeof v === 'number');
       const s = spread(perRound);
       rows.push({
@@ -188,7 +236,9 @@ function renderSummary(rows: SummaryRow[]): string {
   return [
     '| scenario | measure | median | min–max / notes | goal | met |',
     '|---|---|---:|---|---|---|',
-    ...rows.map((r) => `| ${r.scenario} | ${r.measure} | ${r.value} | ${r.notes} | ${r.goal} | ${r.met === null ? '' : r.met ? 'yes' : '**no**'} |`),
+    ...rows.map(
+      (r) => `| ${r.scenario} | ${r.measure} | ${r.value} | ${r.notes} | ${r.goal} | ${r.met === null ? '' : r.met ? 'yes' : '**no**'} |`,
+    ),
     '',
   ].join('\n');
 }
@@ -229,20 +279,20 @@ function renderGatewaysSection(g: GatewaysReport, rows: SummaryRow[], memory: Me
       ' median of the per-round ratios is shown with their min–max. CPU per request: utime + stime of the gateway process' +
       ' (/proc/<pid>/stat, all threads) over the interval ÷ requests completed.',
     '- Every server: NODE_ENV=production, output to files (loadtest/results/logs/), not through the load generator.' +
-      ' Halo: LOG_LEVEL=info (a production install\'s level), GRAPHQL_MAX_COST=5000 (the nested query costs 2210 with the' +
+      " Halo: LOG_LEVEL=info (a production install's level), GRAPHQL_MAX_COST=5000 (the nested query costs 2210 with the" +
       ' default list size; the cost check still runs), in-flight dedupe on (its default), response cache OFF' +
       ' (GRAPHQL_RESPONSE_CACHE_MIB=0) except for the second Halo gateway of S1c (its default 32 MiB), which has the same' +
       ' environment otherwise. Hive Gateway 2.12 (`@graphql-hive/gateway-runtime`, node:http): its defaults, in-flight' +
       ' dedupe of identical subgraph requests on (`deduplicateInflightRequests` of its HTTP transport), no usage reporting,' +
       ' `authorization` propagated to subgraphs. Plain Apollo: @apollo/gateway 2.14 + Apollo Server 5 standalone, keep-alive' +
       ' fetch, `authorization` forwarded, telemetry and reporting off. All on the same running subgraphs.',
-    '- In-flight dedupe: all connections send the same query with the same credentials, so Halo\'s and Hive\'s dedupe' +
+    "- In-flight dedupe: all connections send the same query with the same credentials, so Halo's and Hive's dedupe" +
       ' (never across callers) shares most subgraph fetches among concurrent requests; plain Apollo has none. The S1 ratios' +
       ' against plain Apollo measure that as much as the engines' +
       (NO_DEDUPE
         ? '; the "no in-flight dedupe" rows compare the engines alone (a third Halo gateway with GRAPHQL_DEDUPE_INFLIGHT=false, a second Hive with `deduplicateInflightRequests: false`).'
         : ' (`BENCH_NO_DEDUPE=1` adds Halo and Hive without it).'),
-    '- Halo checks the caller\'s JWT at the edge (and the subgraphs again); the peers only forward it to the subgraphs,' +
+    "- Halo checks the caller's JWT at the edge (and the subgraphs again); the peers only forward it to the subgraphs," +
       ' which verify it. `me { orders }` is asked as a demo user with ' +
       `${g.ordersOfCaller} orders (entity fetches to catalog and content); every answer was checked to be the same data without errors from every gateway before measuring.`,
     '',
@@ -289,6 +339,7 @@ function renderGatewaysSection(g: GatewaysReport, rows: SummaryRow[], memory: Me
 
 const resultsName = () => (MODE === 'postgres' ? 'gateways-postgres' : 'gateways');
 
+// eslint-disable-next-line max-lines-per-function -- a benchmark script: its steps in the order they run
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'halo-bench-'));
   chmodSync(dataDir, 0o755); // the embedded PostgreSQL may run as user postgres
@@ -312,7 +363,9 @@ async function main(): Promise<void> {
       // Postgres mode works in a throwaway schema (dropped below); the embedded server in a temp directory.
       postgresDataDir: join(dataDir, 'postgres'),
       envFor: {
-        ...Object.fromEntries(SERVICE_NAMES.map((name) => [name, { DB_SCHEMA: MODE === 'postgres' ? `${benchSchema}_${name}` : undefined }])),
+        ...Object.fromEntries(
+          SERVICE_NAMES.map((name) => [name, { DB_SCHEMA: MODE === 'postgres' ? `${benchSchema}_${name}` : undefined }]),
+        ),
         // S1 compares engines: the edge response cache only in S1c's second gateway.
         gateway: { GRAPHQL_RESPONSE_CACHE_MIB: '0' },
       },
@@ -320,7 +373,8 @@ async function main(): Promise<void> {
       onLog: (name, line) => writeSync(launcherLog, `${name}| ${line}\n`),
     });
     const readySecs = (Date.now() - started.getTime()) / 1000;
-    if (runs('gateways')) peers = await startPeers({ system, portOffset: PORT_OFFSET, noDedupe: NO_DEDUPE, workDir: dataDir, logDir: LOGS });
+    if (runs('gateways'))
+      peers = await startPeers({ system, portOffset: PORT_OFFSET, noDedupe: NO_DEDUPE, workDir: dataDir, logDir: LOGS });
 
     const servers = [
       ...system.processes.map((p) => ({ name: p.replica ? `${p.name}-${p.replica}` : p.name, pid: p.child.pid! })),
@@ -410,7 +464,14 @@ async function main(): Promise<void> {
             date: started.toISOString(),
             machine: machine(),
             mode: MODE,
-            config: { connections: CONNECTIONS, durationS: DURATION_S, rounds: ROUNDS, warmupS: WARMUP_S, portOffset: PORT_OFFSET, noDedupe: NO_DEDUPE },
+            config: {
+              connections: CONNECTIONS,
+              durationS: DURATION_S,
+              rounds: ROUNDS,
+              warmupS: WARMUP_S,
+              portOffset: PORT_OFFSET,
+              noDedupe: NO_DEDUPE,
+            },
             pinning: { ...pinning, affinity },
             loadAverage: load,
             queries: QUERIES,
@@ -445,7 +506,7 @@ async function main(): Promise<void> {
     await system?.stop();
     closeSync(launcherLog);
     rmSync(dataDir, { recursive: true, force: true });
-    if (MODE === 'postgres') for (const name of SERVICE_NAMES) await dropSchema(`${benchSchema}_${name}`, process.env.DATABASE_URL!);
+    if (MODE === 'postgres') for (const name of SERVICE_NAMES) await dropSchema(`${benchSchema}_${name}`, process.env.DATABASE_URL);
   }
 }
 

@@ -51,6 +51,7 @@ const SEND = 'mutation($c: ID!, $t: String!) { sendMessage(chatId: $c, text: $t)
 const now = () => performance.timeOrigin + performance.now();
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
+// eslint-disable-next-line max-lines-per-function -- a benchmark: its steps in the order they run
 export async function benchFanout(opts: FanoutOptions): Promise<{ section: string; key: FanoutKey | null }> {
   const rows: FanoutRow[] = [];
   const sender = signAccessToken({ sub: '1', name: 'bench', role: 'user' }, opts.jwtSecret, 3600);
@@ -112,18 +113,29 @@ export async function benchFanout(opts: FanoutOptions): Promise<{ section: strin
         const settle = Date.now() + 10_000;
         while (delivered < expected && Date.now() < settle) await new Promise((r) => setTimeout(r, 50));
         latencies.sort((a, b) => a - b);
-        const row = { selection: label, subscribers: n, delivered, expected, p50: pct(latencies, 50), p95: pct(latencies, 95), p99: pct(latencies, 99), max: latencies.at(-1) ?? NaN };
+        const row = {
+          selection: label,
+          subscribers: n,
+          delivered,
+          expected,
+          p50: pct(latencies, 50),
+          p95: pct(latencies, 95),
+          p99: pct(latencies, 99),
+          max: latencies.at(-1) ?? NaN,
+        };
         opts.log(`fan-out ${label} × ${n}: p95 ${row.p95.toFixed(1)} ms, ${expected - delivered} lost`);
         rows.push(row);
       } finally {
-        await Promise.all(clients.map((c) => c.dispose()));
+        await Promise.all(clients.map((c) => Promise.resolve(c.dispose())));
       }
     }
   }
 
   const ms = (v: number) => (Number.isFinite(v) ? v.toFixed(1) : '—');
   const withAuthor = rows.filter((r) => r.selection.startsWith('with author')).sort((a, b) => b.subscribers - a.subscribers)[0];
-  const key = withAuthor ? { subscribers: withAuthor.subscribers, p95: withAuthor.p95, lost: withAuthor.expected - withAuthor.delivered } : null;
+  const key = withAuthor
+    ? { subscribers: withAuthor.subscribers, p95: withAuthor.p95, lost: withAuthor.expected - withAuthor.delivered }
+    : null;
   const section = [
     `## Subscriptions: publish → receive through the gateway (${opts.pubsub})`,
     '',
@@ -133,7 +145,10 @@ export async function benchFanout(opts: FanoutOptions): Promise<{ section: strin
     '',
     '| selection | subscribers | p50 ms | p95 ms | p99 ms | max ms | lost |',
     '|---|---:|---:|---:|---:|---:|---:|',
-    ...rows.map((r) => `| ${r.selection} | ${r.subscribers} | ${ms(r.p50)} | ${ms(r.p95)} | ${ms(r.p99)} | ${ms(r.max)} | ${r.expected - r.delivered} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.selection} | ${r.subscribers} | ${ms(r.p50)} | ${ms(r.p95)} | ${ms(r.p99)} | ${ms(r.max)} | ${r.expected - r.delivered} |`,
+    ),
     '',
   ].join('\n');
   return { section, key };

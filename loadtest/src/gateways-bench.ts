@@ -84,7 +84,13 @@ export function rewriteSupergraph(sdl: string, serviceUrls: Record<string, strin
 }
 
 /** `node <args>` with its output in `<logDir>/<name>.log`, run from `cwd` (this checkout by default). */
-export function spawnLogged(name: string, args: string[], env: Record<string, string | undefined>, logDir: string, cwd = ROOT): ChildProcess {
+export function spawnLogged(
+  name: string,
+  args: string[],
+  env: Record<string, string | undefined>,
+  logDir: string,
+  cwd = ROOT,
+): ChildProcess {
   const fd = openSync(join(logDir, `${name}.log`), 'w');
   const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', fd, fd] });
   closeSync(fd);
@@ -122,7 +128,8 @@ export async function stopChildren(children: readonly ChildProcess[]): Promise<v
 }
 
 const graphqlReady = (url: string) => async () =>
-  (await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ __typename }"}' })).ok;
+  (await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ __typename }"}' }))
+    .ok;
 
 /** The environment a process runs with, from /proc (NUL-separated KEY=value). */
 export function environOf(pid: number): Record<string, string> {
@@ -136,7 +143,9 @@ export function environOf(pid: number): Record<string, string> {
 
 export async function startPeers(opts: PeersOptions): Promise<Peers> {
   const { system, portOffset, logDir } = opts;
-  const services = Object.fromEntries(system.processes.filter((p) => p.name !== 'gateway' && p.name !== 'oidc' && !p.replica).map((p) => [p.name, p.url]));
+  const services = Object.fromEntries(
+    system.processes.filter((p) => p.name !== 'gateway' && p.name !== 'oidc' && !p.replica).map((p) => [p.name, p.url]),
+  );
   const supergraphFile = join(opts.workDir, 'supergraph.bench.graphql');
   writeFileSync(supergraphFile, rewriteSupergraph(readFileSync(SUPERGRAPH, 'utf8'), services));
   const gateway = system.processes.find((p) => p.name === 'gateway')!;
@@ -164,11 +173,19 @@ export async function startPeers(opts: PeersOptions): Promise<Peers> {
     const hivePort = 4990 + portOffset;
     const hive = add('hive', hivePort, [resolve(__dirname, 'peers/hive.js')], { ...base, PORT: String(hivePort) });
     const hiveNoDedupe = opts.noDedupe
-      ? add('hive-no-dedupe', 4991 + portOffset, [resolve(__dirname, 'peers/hive.js')], { ...base, PORT: String(4991 + portOffset), HIVE_DEDUPE: 'false' })
+      ? add('hive-no-dedupe', 4991 + portOffset, [resolve(__dirname, 'peers/hive.js')], {
+          ...base,
+          PORT: String(4991 + portOffset),
+          HIVE_DEDUPE: 'false',
+        })
       : undefined;
     const apollo = add('apollo', 4992 + portOffset, [resolve(__dirname, 'peers/apollo.js')], { ...base, PORT: String(4992 + portOffset) });
     // Halo's gateway as the system runs it, but with the response cache at its default size.
-    const haloEnv: Record<string, string | undefined> = { ...environOf(gateway.child.pid!), HTTP_PORT: String(4993 + portOffset), METRICS_PORT: '0' };
+    const haloEnv: Record<string, string | undefined> = {
+      ...environOf(gateway.child.pid!),
+      HTTP_PORT: String(4993 + portOffset),
+      METRICS_PORT: '0',
+    };
     delete haloEnv.GRAPHQL_RESPONSE_CACHE_MIB;
     const haloCache = add('gateway-cache', 4993 + portOffset, [resolve(ROOT, 'gateway/dist/main.js')], haloEnv);
     const haloNoDedupe = opts.noDedupe
@@ -182,7 +199,8 @@ export async function startPeers(opts: PeersOptions): Promise<Peers> {
 
     await waitFor(ceiling, async () => (await fetch(`${ceiling.url}/hello`)).ok);
     for (const p of [hive, hiveNoDedupe, apollo].filter((p): p is ExtraProcess => p !== undefined)) await waitFor(p, graphqlReady(p.url));
-    for (const p of [haloCache, haloNoDedupe].filter((p): p is ExtraProcess => p !== undefined)) await waitFor(p, async () => (await fetch(`${p.url}/readyz`)).ok);
+    for (const p of [haloCache, haloNoDedupe].filter((p): p is ExtraProcess => p !== undefined))
+      await waitFor(p, async () => (await fetch(`${p.url}/readyz`)).ok);
     return {
       ceiling,
       hive,
@@ -256,7 +274,10 @@ export interface GatewaysReport {
   /** The comparisons the summary shows, by name (e.g. `me:halo/hive`, `me:cpu:halo/apollo`). */
   ratios: Record<string, Ratio>;
   /** Median per target: req/s, p50, p99, CPU µs per request; errors summed over the rounds. */
-  perTarget: Record<string, { rps: number; p50: number; p99: number; cpuUsPerRequest: number | null; errors: number; timeouts: number; requests: number }>;
+  perTarget: Record<
+    string,
+    { rps: number; p50: number; p99: number; cpuUsPerRequest: number | null; errors: number; timeouts: number; requests: number }
+  >;
   ordersOfCaller: number;
 }
 
@@ -311,6 +332,7 @@ export async function ensureOrders(gatewayUrl: string, authorization: string, lo
   log?.('bench: the caller has 5 orders');
 }
 
+// eslint-disable-next-line max-lines-per-function -- a benchmark: its steps in the order they run
 export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysReport> {
   const { system, peers, log } = opts;
   const gw = system.processes.find((p) => p.name === 'gateway')!;
@@ -323,20 +345,40 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
     { key: 'halo', label: 'Halo', url: gw.url, pid: gw.child.pid! },
     { key: 'hive', label: 'Hive Gateway', url: peers.hive.url, pid: peers.hive.child.pid! },
     { key: 'apollo', label: 'plain @apollo/gateway', url: peers.apollo.url, pid: peers.apollo.child.pid! },
-    ...(peers.haloNoDedupe ? [{ key: 'halo-nodedupe', label: 'Halo, no dedupe', url: peers.haloNoDedupe.url, pid: peers.haloNoDedupe.child.pid! }] : []),
-    ...(peers.hiveNoDedupe ? [{ key: 'hive-nodedupe', label: 'Hive Gateway, no dedupe', url: peers.hiveNoDedupe.url, pid: peers.hiveNoDedupe.child.pid! }] : []),
+    ...(peers.haloNoDedupe
+      ? [{ key: 'halo-nodedupe', label: 'Halo, no dedupe', url: peers.haloNoDedupe.url, pid: peers.haloNoDedupe.child.pid! }]
+      : []),
+    ...(peers.hiveNoDedupe
+      ? [{ key: 'hive-nodedupe', label: 'Hive Gateway, no dedupe', url: peers.hiveNoDedupe.url, pid: peers.hiveNoDedupe.child.pid! }]
+      : []),
   ];
-  const graphqlGroup = (id: keyof typeof QUERIES, title: string, headers?: Record<string, string>): Group<LoadTarget> & { title: string } => ({
+  const graphqlGroup = (
+    id: keyof typeof QUERIES,
+    title: string,
+    headers?: Record<string, string>,
+  ): Group<LoadTarget> & { title: string } => ({
     id,
     title,
-    targets: gateways.map((g) => ({ id: `${id}:${g.key}`, label: g.label, url: `${g.url}/graphql`, init: gqlInit(QUERIES[id], headers), cpuPid: g.pid })),
+    targets: gateways.map((g) => ({
+      id: `${id}:${g.key}`,
+      label: g.label,
+      url: `${g.url}/graphql`,
+      init: gqlInit(QUERIES[id], headers),
+      cpuPid: g.pid,
+    })),
   });
   const restGroup = (id: string, title: string, path: string, service: string): Group<LoadTarget> & { title: string } => ({
     id,
     title,
     targets: [
       { id: `${id}:gateway`, label: 'via Halo gateway', url: `${gw.url}${path}`, init: { method: 'GET' }, cpuPid: gw.child.pid! },
-      { id: `${id}:direct`, label: `direct to ${service}`, url: `${direct(service).url}${path}`, init: { method: 'GET' }, cpuPid: direct(service).child.pid! },
+      {
+        id: `${id}:direct`,
+        label: `direct to ${service}`,
+        url: `${direct(service).url}${path}`,
+        init: { method: 'GET' },
+        cpuPid: direct(service).child.pid!,
+      },
     ],
   });
   const groups: (Group<LoadTarget> & { title: string })[] = [
@@ -347,9 +389,27 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
       id: 'products',
       title: 'S1c anonymous public `products(page: 1, limit: 10)` (catalog maxAge 60)',
       targets: [
-        { id: 'products:halo-cache', label: 'Halo, response cache 32 MiB', url: `${peers.haloCache.url}/graphql`, init: gqlInit(QUERIES.products), cpuPid: peers.haloCache.child.pid! },
-        { id: 'products:halo', label: 'Halo, response cache off', url: `${gw.url}/graphql`, init: gqlInit(QUERIES.products), cpuPid: gw.child.pid! },
-        { id: 'products:hive', label: 'Hive Gateway', url: `${peers.hive.url}/graphql`, init: gqlInit(QUERIES.products), cpuPid: peers.hive.child.pid! },
+        {
+          id: 'products:halo-cache',
+          label: 'Halo, response cache 32 MiB',
+          url: `${peers.haloCache.url}/graphql`,
+          init: gqlInit(QUERIES.products),
+          cpuPid: peers.haloCache.child.pid!,
+        },
+        {
+          id: 'products:halo',
+          label: 'Halo, response cache off',
+          url: `${gw.url}/graphql`,
+          init: gqlInit(QUERIES.products),
+          cpuPid: gw.child.pid!,
+        },
+        {
+          id: 'products:hive',
+          label: 'Hive Gateway',
+          url: `${peers.hive.url}/graphql`,
+          init: gqlInit(QUERIES.products),
+          cpuPid: peers.hive.child.pid!,
+        },
       ],
     },
     restGroup('rest-post', `S2 REST GET ${REST_PATHS.post}`, REST_PATHS.post, 'content'),
@@ -385,7 +445,8 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
   }
   // The cached gateway must really answer from its cache (a hit carries Age).
   const hit = await graphqlData(groups.find((g) => g.id === 'products')!.targets[0]!);
-  if (hit.headers.get('age') === null) throw new Error(`Halo with its response cache did not answer products from the cache (no Age header)`);
+  if (hit.headers.get('age') === null)
+    throw new Error(`Halo with its response cache did not answer products from the cache (no Age header)`);
   log(`bench: every query answers the same data without errors through every gateway (caller has ${ordersOfCaller} orders)`);
 
   // Warm-up: every target once at full load (JIT, pools, query plans), then the ceiling once.
@@ -396,7 +457,13 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
     }
   }
   log('bench: raw node:http ceiling …');
-  const ceilingTarget: LoadTarget = { id: 'ceiling', label: 'raw node:http', url: `${peers.ceiling.url}/hello`, init: { method: 'GET' }, cpuPid: peers.ceiling.child.pid! };
+  const ceilingTarget: LoadTarget = {
+    id: 'ceiling',
+    label: 'raw node:http',
+    url: `${peers.ceiling.url}/hello`,
+    init: { method: 'GET' },
+    cpuPid: peers.ceiling.child.pid!,
+  };
   await autocannon({ url: ceilingTarget.url, connections: opts.connections, duration: Math.min(opts.warmupS, 2) });
   const ceiling = await measure(ceilingTarget, opts.connections, opts.durationS);
 
@@ -454,7 +521,12 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
     groups: groups.map((g) => ({
       id: g.id,
       title: g.title,
-      targets: g.targets.map((t) => ({ id: t.id, label: t.label, url: t.url, ...(t.cpuPid ? { cpuOf: pidName.get(t.cpuPid) ?? String(t.cpuPid) } : {}) })),
+      targets: g.targets.map((t) => ({
+        id: t.id,
+        label: t.label,
+        url: t.url,
+        ...(t.cpuPid ? { cpuOf: pidName.get(t.cpuPid) ?? String(t.cpuPid) } : {}),
+      })),
     })),
     rounds,
     ceiling,

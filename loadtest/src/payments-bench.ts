@@ -126,7 +126,13 @@ async function throughput(
   const run = (duration: number, connections: number) => autocannon({ url: base, connections, duration, requests: [req] });
   await run(1, 10);
   const r = await run(opts.durationS, opts.connections);
-  return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx /* errors include timeouts */ };
+  return {
+    name,
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors + r.non2xx /* errors include timeouts */,
+  };
 }
 
 /** One keep-alive connection, one request after another, timed with hrtime. */

@@ -106,7 +106,10 @@ export function pinTree(pid: number, cpu: number): number[] {
  * the servers' CPU, then the load generator (this process) on its own; then checks every thread of
  * each and throws unless all sit where they should. Answers each process's CPU list for the report.
  */
-export function pinServers(pinning: Pinning, servers: readonly { name: string; pid: number }[]): { name: string; pid: number; cpus: string }[] {
+export function pinServers(
+  pinning: Pinning,
+  servers: readonly { name: string; pid: number }[],
+): { name: string; pid: number; cpus: string }[] {
   if (!pinning.enabled) return [];
   for (const s of servers) pinTree(s.pid, pinning.serverCpu!);
   pin(process.pid, pinning.loadCpu!);
@@ -116,7 +119,8 @@ export function pinServers(pinning: Pinning, servers: readonly { name: string; p
   ];
   return check.map((c) => {
     const lists = threadAffinity(c.pid);
-    if (lists.length !== 1 || lists[0] !== String(c.want)) throw new Error(`${c.name} (pid ${c.pid}) runs on CPUs ${lists.join(' | ')}, not ${c.want}`);
+    if (lists.length !== 1 || lists[0] !== String(c.want))
+      throw new Error(`${c.name} (pid ${c.pid}) runs on CPUs ${lists.join(' | ')}, not ${c.want}`);
     return { name: c.name, pid: c.pid, cpus: lists.join(' | ') };
   });
 }

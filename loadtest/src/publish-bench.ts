@@ -37,7 +37,11 @@ const LOGS = resolve(ROOT, 'loadtest/results/logs-publish');
 const JWT_SECRET = randomBytes(32).toString('base64url');
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
-const median = (xs: number[]) => pct([...xs].sort((a, b) => a - b), 50);
+const median = (xs: number[]) =>
+  pct(
+    [...xs].sort((a, b) => a - b),
+    50,
+  );
 
 async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 60_000, everyMs = 50): Promise<void> {
   const end = Date.now() + timeoutMs;
@@ -48,9 +52,13 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 
 }
 
 const composition = async (gatewayUrl: string) =>
-  ((await (await fetch(`${gatewayUrl}/readyz`)).json()) as { composition: string; source: string });
+  (await (await fetch(`${gatewayUrl}/readyz`)).json()) as { composition: string; source: string };
 
-async function publishAll(registryUrl: string, gatewayUrl: string, base: ServiceContract): Promise<{ latencies: number[]; answered: number[] }> {
+async function publishAll(
+  registryUrl: string,
+  gatewayUrl: string,
+  base: ServiceContract,
+): Promise<{ latencies: number[]; answered: number[] }> {
   const latencies: number[] = [];
   const answered: number[] = [];
   let sdl = base.sdl!;
@@ -68,7 +76,9 @@ async function publishAll(registryUrl: string, gatewayUrl: string, base: Service
     const want = String(body.composition);
     await waitFor(`composition ${want}`, async () => (await composition(gatewayUrl)).composition === want, 30_000, 20);
     latencies.push(performance.now() - started);
-    log(`bench:publish: publish ${i} → composition ${want}: registry answered in ${Math.round(answered.at(-1)!)} ms, served in ${Math.round(latencies.at(-1)!)} ms`);
+    log(
+      `bench:publish: publish ${i} → composition ${want}: registry answered in ${Math.round(answered.at(-1)!)} ms, served in ${Math.round(latencies.at(-1)!)} ms`,
+    );
     // Publishes a few seconds apart, at varying points of the gateway's poll cycle.
     await new Promise((r) => setTimeout(r, 1_500 + Math.random() * 1_500));
   }
@@ -80,9 +90,13 @@ function timeCliChecks(registryUrl: string, contract: ServiceContract): number[]
   if (!existsSync(resolve(ROOT, 'tools/dist/subgraph.js'))) return cli;
   for (let i = 0; i < 5; i++) {
     const started = performance.now();
-    const run = spawnSync(process.execPath, [resolve(ROOT, 'tools/dist/subgraph.js'), 'check', '--service', 'catalog', '--url', contract.url, '--registry', registryUrl], {
-      encoding: 'utf8',
-    });
+    const run = spawnSync(
+      process.execPath,
+      [resolve(ROOT, 'tools/dist/subgraph.js'), 'check', '--service', 'catalog', '--url', contract.url, '--registry', registryUrl],
+      {
+        encoding: 'utf8',
+      },
+    );
     if (run.status !== 0) throw new Error(`check exited ${run.status}: ${run.stdout}${run.stderr}`);
     cli.push(performance.now() - started);
   }
@@ -93,7 +107,11 @@ async function timeHttpChecks(registryUrl: string, contract: ServiceContract): P
   const out: number[] = [];
   for (let i = 0; i < 5; i++) {
     const started = performance.now();
-    const res = await fetch(`${registryUrl}/v1/check`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ contract }) });
+    const res = await fetch(`${registryUrl}/v1/check`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ contract }),
+    });
     await res.arrayBuffer();
     if (res.status !== 200) throw new Error(`check answered ${res.status}`);
     out.push(performance.now() - started);
@@ -155,7 +173,7 @@ async function measure(system: RunningSystem, pinning: ReturnType<typeof planPin
   const base = { ...checkoutContracts().find((c) => c.service === 'catalog')!, url: catalogUrl };
   await waitFor('the gateway to serve the registry composition', async () => (await composition(gatewayUrl)).source === 'registry');
   const load0 = loadavg();
-  const subs = await openSubscriptions({ gatewayUrl, jwtSecret: JWT_SECRET, count: SUBSCRIBERS, sendEveryMs: 1_000 });
+  const subs = openSubscriptions({ gatewayUrl, jwtSecret: JWT_SECRET, count: SUBSCRIBERS, sendEveryMs: 1_000 });
   const load = startSteadyLoad({ gatewayUrl, ratePerSecond: RATE });
   // Warm: every path planned and every pool open before the first publish.
   await new Promise((r) => setTimeout(r, 5_000));

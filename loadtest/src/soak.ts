@@ -60,7 +60,12 @@ async function heapAfterGc(pid: number): Promise<number> {
     new Promise<Record<string, unknown>>((ok, fail) => {
       const me = ++id;
       const onMessage = (data: WebSocket.RawData) => {
-        const msg = JSON.parse(data.toString()) as { id?: number; result?: Record<string, unknown>; error?: { message: string } };
+        // A text frame arrives as a Buffer (ws's default binaryType, 'nodebuffer').
+        const msg = JSON.parse((data as Buffer).toString()) as {
+          id?: number;
+          result?: Record<string, unknown>;
+          error?: { message: string };
+        };
         if (msg.id !== me) return;
         ws.off('message', onMessage);
         if (msg.error) fail(new Error(msg.error.message));
@@ -95,6 +100,7 @@ function slopePerMinute(samples: Sample[]): number {
   return den === 0 ? 0 : num / den;
 }
 
+// eslint-disable-next-line max-lines-per-function -- a benchmark script: its steps in the order they run
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'halo-soak-'));
   chmodSync(dataDir, 0o755);
@@ -126,7 +132,11 @@ async function main(): Promise<void> {
     ];
     // Every request must work before the soak means anything.
     for (const r of requests) {
-      const res = await fetch(`${system.gatewayUrl}${r.path}`, { method: r.method, headers: (r.headers ?? {}) as Record<string, string>, ...(r.body ? { body: r.body as string } : {}) });
+      const res = await fetch(`${system.gatewayUrl}${r.path}`, {
+        method: r.method,
+        headers: (r.headers ?? {}) as Record<string, string>,
+        ...(r.body ? { body: r.body as string } : {}),
+      });
       const text = await res.text();
       if (res.status !== 200 || text.includes('"errors"')) throw new Error(`${r.method} ${r.path}: ${res.status} ${text.slice(0, 200)}`);
     }
@@ -144,7 +154,9 @@ async function main(): Promise<void> {
     await sample();
     let instance: autocannon.Instance | undefined;
     const run = new Promise<autocannon.Result>((ok, fail) => {
-      instance = autocannon({ url: system!.gatewayUrl, connections: CONNECTIONS, duration: SECONDS, requests }, (err, res) => (err ? fail(err) : ok(res)));
+      instance = autocannon({ url: system!.gatewayUrl, connections: CONNECTIONS, duration: SECONDS, requests }, (err, res) =>
+        err ? fail(err) : ok(res),
+      );
     });
     instance!.on('response', () => total++);
     const timer = setInterval(() => void sample().catch((err: Error) => log(`sample failed: ${err.message}`)), SAMPLE_S * 1000);
@@ -175,7 +187,10 @@ async function main(): Promise<void> {
       '',
     ].join('\n');
     mkdirSync(OUT_DIR, { recursive: true });
-    writeFileSync(join(OUT_DIR, 'soak.json'), `${JSON.stringify({ seconds: SECONDS, connections: CONNECTIONS, pinned, requests: result.requests.total, errors, samples, slopeMbPerMin: slope, peakRssMb: peak }, null, 2)}\n`);
+    writeFileSync(
+      join(OUT_DIR, 'soak.json'),
+      `${JSON.stringify({ seconds: SECONDS, connections: CONNECTIONS, pinned, requests: result.requests.total, errors, samples, slopeMbPerMin: slope, peakRssMb: peak }, null, 2)}\n`,
+    );
     writeFileSync(join(OUT_DIR, 'soak.md'), md);
     process.stdout.write(md);
     if (errors > 0) process.exitCode = 1;

@@ -84,14 +84,14 @@ async function round(kind: Round['kind']): Promise<Round> {
   let output = '';
   const readySeconds = await new Promise<number>((ok, fail) => {
     const timer = setTimeout(() => fail(new Error(`not ready after 120 s:\n${output.slice(-2000)}`)), 120_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
+    child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       if (output.includes('Halo is ready')) {
         clearTimeout(timer);
         ok((performance.now() - started) / 1000);
       }
     });
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.once('exit', (code) => fail(new Error(`npm start exited (${code}):\n${output.slice(-2000)}`)));
   });
   await new Promise((r) => setTimeout(r, IDLE_MS));

@@ -77,7 +77,7 @@ export interface SubscriptionCounters {
 }
 
 /** `count` subscriptions to one chat through the gateway, each its own connection and user, and a sender. */
-export async function openSubscriptions(opts: { gatewayUrl: string; jwtSecret: string; count: number; sendEveryMs: number }) {
+export function openSubscriptions(opts: { gatewayUrl: string; jwtSecret: string; count: number; sendEveryMs: number }) {
   const chatId = `bench-publish-${Date.now()}`;
   const counters: SubscriptionCounters = { open: 0, ended: 0, reasons: new Map(), events: 0 };
   const clients: Client[] = [];
@@ -115,7 +115,10 @@ export async function openSubscriptions(opts: { gatewayUrl: string; jwtSecret: s
     fetch(`${opts.gatewayUrl}/graphql`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${sender}` },
-      body: JSON.stringify({ query: 'mutation($c: ID!, $t: String!) { sendMessage(chatId: $c, text: $t) { id } }', variables: { c: chatId, t: `m${++seq}` } }),
+      body: JSON.stringify({
+        query: 'mutation($c: ID!, $t: String!) { sendMessage(chatId: $c, text: $t) { id } }',
+        variables: { c: chatId, t: `m${++seq}` },
+      }),
     }).then(
       (r) => r.arrayBuffer(),
       () => undefined,
@@ -133,7 +136,7 @@ export async function openSubscriptions(opts: { gatewayUrl: string; jwtSecret: s
     },
     async close() {
       clearInterval(timer);
-      await Promise.all(clients.map((c) => c.dispose()));
+      await Promise.all(clients.map((c) => Promise.resolve(c.dispose())));
     },
   };
 }

@@ -4,7 +4,10 @@ import autocannon from 'autocannon';
 import { perConnectionHeaders } from '../src/per-connection';
 
 /** A short real autocannon run against a local server that records what each connection sent. */
-async function run(connections: number, tokens: string[]): Promise<{ byConnection: Map<string, Set<string>>; seen: IncomingHttpHeaders[]; errors: number }> {
+async function run(
+  connections: number,
+  tokens: string[],
+): Promise<{ byConnection: Map<string, Set<string>>; seen: IncomingHttpHeaders[]; errors: number }> {
   const byConnection = new Map<string, Set<string>>();
   const seen: IncomingHttpHeaders[] = [];
   const server = createServer((req, res) => {

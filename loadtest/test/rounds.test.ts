@@ -1,7 +1,14 @@
 import { median, pairedRatios, perRound, rotate, runRounds, schedule, spread, type RoundSamples, type Sample } from '../src/rounds';
 import { parseCpuList } from '../src/pin';
 
-const sample = (rps: number, cpuUsPerRequest: number | null = null): Sample => ({ rps, requests: rps, errors: 0, p50: 1, p99: 2, cpuUsPerRequest });
+const sample = (rps: number, cpuUsPerRequest: number | null = null): Sample => ({
+  rps,
+  requests: rps,
+  errors: 0,
+  p50: 1,
+  p99: 2,
+  cpuUsPerRequest,
+});
 
 describe('rotate', () => {
   it('starts at the round number and wraps around', () => {
@@ -33,9 +40,21 @@ describe('schedule', () => {
     ];
     const order = schedule(groups, 3).map(({ round, target }) => `${round}:${target.id}`);
     expect(order).toEqual([
-      '0:halo', '0:hive', '0:apollo', '0:gw', '0:direct',
-      '1:hive', '1:apollo', '1:halo', '1:direct', '1:gw',
-      '2:apollo', '2:halo', '2:hive', '2:gw', '2:direct',
+      '0:halo',
+      '0:hive',
+      '0:apollo',
+      '0:gw',
+      '0:direct',
+      '1:hive',
+      '1:apollo',
+      '1:halo',
+      '1:direct',
+      '1:gw',
+      '2:apollo',
+      '2:halo',
+      '2:hive',
+      '2:gw',
+      '2:direct',
     ]);
   });
 });
@@ -70,17 +89,13 @@ describe('runRounds', () => {
   it('runs the schedule strictly in order and files each sample under its round', async () => {
     const seen: string[] = [];
     let running = 0;
-    const rounds = await runRounds(
-      [{ id: 'g', targets: [{ id: 'a' }, { id: 'b' }] }],
-      2,
-      async (target, round) => {
-        expect(running++).toBe(0);
-        seen.push(`${round}:${target.id}`);
-        await new Promise((r) => setTimeout(r, 1));
-        running--;
-        return sample(target.id === 'a' ? 10 + round : 5);
-      },
-    );
+    const rounds = await runRounds([{ id: 'g', targets: [{ id: 'a' }, { id: 'b' }] }], 2, async (target, round) => {
+      expect(running++).toBe(0);
+      seen.push(`${round}:${target.id}`);
+      await new Promise((r) => setTimeout(r, 1));
+      running--;
+      return sample(target.id === 'a' ? 10 + round : 5);
+    });
     expect(seen).toEqual(['0:a', '0:b', '1:b', '1:a']);
     expect(pairedRatios(rounds, 'a', 'b')).toEqual([2, 2.2]);
   });

@@ -31,7 +31,9 @@ function newestInput(dir, newest = 0) {
 function upToDate() {
   try {
     const built = statSync(stamp).mtimeMs;
-    const topLevel = ['package.json', 'package-lock.json', 'tsconfig.base.json', 'tsconfig.json'].map((f) => statSync(join(root, f)).mtimeMs);
+    const topLevel = ['package.json', 'package-lock.json', 'tsconfig.base.json', 'tsconfig.json'].map(
+      (f) => statSync(join(root, f)).mtimeMs,
+    );
     return Math.max(...topLevel, ...INPUTS.map((d) => newestInput(join(root, d)))) < built;
   } catch {
     return false; // no stamp yet, or a file vanished mid-walk: build

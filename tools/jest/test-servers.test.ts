@@ -30,15 +30,19 @@ it('starts an embedded PostgreSQL (database test) and a redis-server on a free p
     const client = new pg.Client({ connectionString: env.TEST_DATABASE_URL });
     await client.connect();
     try {
-      expect((await client.query<{ db: string; su: boolean }>("SELECT current_database() AS db, current_setting('is_superuser') = 'on' AS su")).rows).toEqual([
-        { db: 'test', su: true },
-      ]);
+      expect(
+        (await client.query<{ db: string; su: boolean }>("SELECT current_database() AS db, current_setting('is_superuser') = 'on' AS su"))
+          .rows,
+      ).toEqual([{ db: 'test', su: true }]);
     } finally {
       await client.end();
     }
     expect(new URL(env.TEST_DATABASE_URL!).port).not.toBe('5432');
     expect(await ping(env.TEST_REDIS_URL!)).toBe('+PONG');
-    expect(lines).toEqual([expect.stringMatching(/^tests use an embedded PostgreSQL on 127\.0\.0\.1:\d+/), expect.stringMatching(/^tests use redis-server on 127\.0\.0\.1:\d+/)]);
+    expect(lines).toEqual([
+      expect.stringMatching(/^tests use an embedded PostgreSQL on 127\.0\.0\.1:\d+/),
+      expect.stringMatching(/^tests use redis-server on 127\.0\.0\.1:\d+/),
+    ]);
   } finally {
     await servers.stop();
   }
@@ -52,7 +56,9 @@ it('says in one line what to install when no Redis answers and redis-server is n
   const bin = mkdtempSync(join(tmpdir(), 'halo-no-redis-'));
   symlinkSync(process.execPath, join(bin, 'node'));
   try {
-    await expect(startTestServers({ PATH: bin, TEST_DATABASE_URL: 'postgres://unused', HALO_TEST_REDIS: 'spawn' })).rejects.toThrow(REDIS_MISSING);
+    await expect(startTestServers({ PATH: bin, TEST_DATABASE_URL: 'postgres://unused', HALO_TEST_REDIS: 'spawn' })).rejects.toThrow(
+      REDIS_MISSING,
+    );
   } finally {
     rmSync(bin, { recursive: true, force: true });
   }

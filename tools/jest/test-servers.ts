@@ -54,14 +54,18 @@ export async function startTestServers(env: Env, log: (line: string) => void = (
       const url = new URL(server.adminUrl);
       url.pathname = '/test';
       env.TEST_DATABASE_URL = url.href;
-      log(`tests use an embedded PostgreSQL on 127.0.0.1:${server.port}${forceEmbedded ? ' (HALO_TEST_POSTGRES=embedded)' : ' (nothing answers on 127.0.0.1:5432)'}`);
+      log(
+        `tests use an embedded PostgreSQL on 127.0.0.1:${server.port}${forceEmbedded ? ' (HALO_TEST_POSTGRES=embedded)' : ' (nothing answers on 127.0.0.1:5432)'}`,
+      );
     }
     const forceSpawn = env.HALO_TEST_REDIS === 'spawn';
     if (forceSpawn || (!env.TEST_REDIS_URL && !(await redisAnswers(DEFAULT_REDIS.host, DEFAULT_REDIS.port)))) {
       if (!hasRedisServer(env.PATH ?? process.env.PATH)) throw new TestServersError(REDIS_MISSING);
       servers.redis = await startRedisServer();
       env.TEST_REDIS_URL = servers.redis.url;
-      log(`tests use redis-server on 127.0.0.1:${servers.redis.port}${forceSpawn ? ' (HALO_TEST_REDIS=spawn)' : ' (nothing answers on 127.0.0.1:6379)'}`);
+      log(
+        `tests use redis-server on 127.0.0.1:${servers.redis.port}${forceSpawn ? ' (HALO_TEST_REDIS=spawn)' : ' (nothing answers on 127.0.0.1:6379)'}`,
+      );
     }
     return servers;
   } catch (err) {

@@ -12,7 +12,9 @@ import { loadManifests } from './compose-rest';
 const ROOT = resolve(__dirname, '../..');
 export const schemaFile = (name: ServiceName) => resolve(ROOT, 'services', name, 'schema.graphql');
 
-export function checkoutContracts(opts: { manifests?: () => RestManifest[]; replaceSdl?: Partial<Record<string, string>> } = {}): Contract[] {
+export function checkoutContracts(
+  opts: { manifests?: () => RestManifest[]; replaceSdl?: Partial<Record<string, string>> } = {},
+): Contract[] {
   const manifests = (opts.manifests ?? loadManifests)();
   return EDGE_SERVICE_NAMES.flatMap((name) => {
     const sdl = opts.replaceSdl?.[name] ?? (existsSync(schemaFile(name)) ? readFileSync(schemaFile(name), 'utf8') : null);

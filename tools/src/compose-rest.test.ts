@@ -13,7 +13,10 @@ const committed = {
   routes: readFileSync(ROUTES_FILE, 'utf8'),
   openapi: readFileSync(OPENAPI_FILE, 'utf8'),
 };
-type Doc = { openapi: string; paths: Record<string, Record<string, { operationId: string; deprecated?: boolean }>> } & Record<string, unknown>;
+type Doc = { openapi: string; paths: Record<string, Record<string, { operationId: string; deprecated?: boolean }>> } & Record<
+  string,
+  unknown
+>;
 const doc = JSON.parse(committed.openapi) as Doc;
 
 it('gateway/routes.json and gateway/openapi.json are what the manifests compose to', () => {

@@ -32,6 +32,7 @@ export function loadManifests(file: (name: ServiceName) => string = manifestBuil
     const modulePath = file(name);
     if (!existsSync(modulePath)) throw new Error(`${relative(ROOT, modulePath)} is missing: run \`npm run build\` first`);
     // A plain module of schemas: loading it starts nothing.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the path is only known at run time
     const loaded: unknown = (require(modulePath) as { restManifest?: unknown }).restManifest;
     if (!isManifest(loaded)) throw new Error(`${relative(ROOT, source)} must export \`restManifest\` (defineRestManifest)`);
     if (loaded.service !== name) throw new Error(`${relative(ROOT, source)} declares service ${loaded.service}, not ${name}`);
@@ -43,7 +44,9 @@ export function loadManifests(file: (name: ServiceName) => string = manifestBuil
 /** The two files' contents, or why they cannot be composed (an invalid OpenAPI document included). */
 export function composeRest(manifests: () => RestManifest[] = loadManifests): { routes: string; openapi: string } | { errors: string[] } {
   try {
-    const contracts = manifests().map((manifest) => serviceContract({ service: manifest.service, url: defaultServiceUrl(manifest.service), manifest }));
+    const contracts = manifests().map((manifest) =>
+      serviceContract({ service: manifest.service, url: defaultServiceUrl(manifest.service), manifest }),
+    );
     const version = (JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
     const rest = composeRestOf(contracts, version);
     if ('errors' in rest) return rest;

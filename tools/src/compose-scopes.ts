@@ -34,7 +34,9 @@ export function loadSubgraphSdls(): Partial<Record<ServiceName, string>> {
 /** The authenticated operations, REST then GraphQL, each in declaration order per service. */
 export function declaredOperations(manifests: readonly RestManifest[], sdls: Partial<Record<ServiceName, string>>): DeclaredOperation[] {
   const rest = manifests.flatMap((m) =>
-    m.routes.filter((r) => r.auth).map((r): DeclaredOperation => ({ kind: 'REST', operation: `${r.method} ${r.path}`, service: m.service, scope: r.scope ?? null })),
+    m.routes
+      .filter((r) => r.auth)
+      .map((r): DeclaredOperation => ({ kind: 'REST', operation: `${r.method} ${r.path}`, service: m.service, scope: r.scope ?? null })),
   );
   const graphql = (Object.entries(sdls) as [ServiceName, string][]).flatMap(([service, sdl]) =>
     [...declaredFieldAccess(parse(sdl))].map(([coordinate, access]): DeclaredOperation => {

@@ -5,7 +5,15 @@ import { checkoutContracts } from './checkout-contracts';
 import { loadManifests, OPENAPI_FILE, ROUTES_FILE } from './compose-rest';
 import { clientScopes, CLIENT_SCOPES_FILE, declaredOperations, loadSubgraphSdls, scopesDoc, SCOPES_DOC_FILE } from './compose-scopes';
 import { validateOpenApi } from './openapi-validate';
-import { acknowledge, ACKNOWLEDGED_FILE, baselineSupergraph, breakingChanges, describeChanges, readAcknowledged, unacknowledged } from './schema-changes';
+import {
+  acknowledge,
+  ACKNOWLEDGED_FILE,
+  baselineSupergraph,
+  breakingChanges,
+  describeChanges,
+  readAcknowledged,
+  unacknowledged,
+} from './schema-changes';
 
 /**
  * `npm run compose`: composes what the services declare in their own folders into the files the
@@ -56,7 +64,9 @@ async function guardBreakingChanges(next: string, reason: string | undefined): P
   if (open.length === 0) return;
   if (reason) {
     acknowledge(open, reason);
-    process.stdout.write(`Acknowledged ${open.length} breaking change(s) in ${relative(process.cwd(), ACKNOWLEDGED_FILE)}:\n${describeChanges(open)}\n`);
+    process.stdout.write(
+      `Acknowledged ${open.length} breaking change(s) in ${relative(process.cwd(), ACKNOWLEDGED_FILE)}:\n${describeChanges(open)}\n`,
+    );
     return;
   }
   process.stderr.write(
@@ -89,7 +99,9 @@ async function main(): Promise<void> {
   const { supergraph: sdl, routes, openapi } = result.composition;
   const validation = validateOpenApi(openapi);
   if (!validation.valid) {
-    process.stderr.write(`REST composition failed:\n  - gateway/openapi.json is not valid OpenAPI 3.1: ${JSON.stringify(validation.errors)}\n`);
+    process.stderr.write(
+      `REST composition failed:\n  - gateway/openapi.json is not valid OpenAPI 3.1: ${JSON.stringify(validation.errors)}\n`,
+    );
     process.exit(1);
   }
   const supergraph = { sdl };
@@ -111,7 +123,8 @@ async function main(): Promise<void> {
   ] as [string, string][];
   if (check) {
     const stale = outputs.filter(([path, content]) => (existsSync(path) ? readFileSync(path, 'utf8') : '') !== content);
-    for (const [path] of stale) process.stderr.write(`${relative(process.cwd(), path)} is stale: run \`npm run compose\` and commit the result.\n`);
+    for (const [path] of stale)
+      process.stderr.write(`${relative(process.cwd(), path)} is stale: run \`npm run compose\` and commit the result.\n`);
     if (stale.length > 0) process.exit(1);
     for (const [path] of outputs) process.stdout.write(`${relative(process.cwd(), path)} is up to date.\n`);
     return;

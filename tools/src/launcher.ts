@@ -128,6 +128,7 @@ const entry = (name: ProcessName) =>
       ? resolve(ROOT, 'tools/dist/dev-oidc.js')
       : resolve(ROOT, 'services', name, 'dist/main.js');
 
+// eslint-disable-next-line max-lines-per-function -- the start-up sequence, step by step in the order it runs; to split (issue 26)
 export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSystem> {
   const offset = opts.portOffset ?? 0;
   const readyTimeoutMs = opts.readyTimeoutMs ?? 60_000;
@@ -223,7 +224,14 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
       const issuer = `http://127.0.0.1:${port}`;
       const redirect = `http://127.0.0.1:${gwPort}/auth/oauth/dev/callback`;
       early.push(
-        launch('oidc', { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(port), DEV_OIDC_CLIENT_ID, DEV_OIDC_CLIENT_SECRET, DEV_OIDC_REDIRECT_URIS: redirect }, issuer, '/.well-known/openid-configuration', o, running),
+        launch(
+          'oidc',
+          { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(port), DEV_OIDC_CLIENT_ID, DEV_OIDC_CLIENT_SECRET, DEV_OIDC_REDIRECT_URIS: redirect },
+          issuer,
+          '/.well-known/openid-configuration',
+          o,
+          running,
+        ),
       );
       o.envFor = {
         ...o.envFor,
@@ -239,7 +247,12 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
     }
     const gateway = launch(
       'gateway',
-      { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(gwPort), METRICS_PORT: String(GATEWAY_METRICS_PORT + offset), NODE_OPTIONS: gatewayNodeOptions(o) },
+      {
+        HTTP_HOST: '127.0.0.1',
+        HTTP_PORT: String(gwPort),
+        METRICS_PORT: String(GATEWAY_METRICS_PORT + offset),
+        NODE_OPTIONS: gatewayNodeOptions(o),
+      },
       `http://127.0.0.1:${gwPort}`,
       '/readyz',
       o,
@@ -255,12 +268,14 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
     // start's CPU) while it starts, then wait for their DATABASE_URL, sent over IPC (kit:
     // late-env.ts). A process (re)spawned once the URLs are known gets them in its environment.
     const lateEnv: Record<string, string> = embedded ? { [LATE_ENV_VAR]: 'ipc' } : {};
-    const services = [...SERVICE_NAMES].sort((a, b) => Number(b === 'registry') - Number(a === 'registry')).map((name) => {
-      const http = SERVICES[name].httpPort + offset;
-      const grpc = SERVICES[name].grpcPort + offset;
-      const ports = { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpc), ...lateEnv };
-      return launch(name, ports, peers[serviceUrlVar(name)]!, '/readyz', o, running, `127.0.0.1:${grpc}`);
-    });
+    const services = [...SERVICE_NAMES]
+      .sort((a, b) => Number(b === 'registry') - Number(a === 'registry'))
+      .map((name) => {
+        const http = SERVICES[name].httpPort + offset;
+        const grpc = SERVICES[name].grpcPort + offset;
+        const ports = { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpc), ...lateEnv };
+        return launch(name, ports, peers[serviceUrlVar(name)]!, '/readyz', o, running, `127.0.0.1:${grpc}`);
+      });
     const replicas: RunningProcess[] = [];
     for (const name of SERVICE_NAMES) {
       for (let replica = 1; replica < (opts.replicas?.[name] ?? 1); replica++) {
@@ -299,7 +314,10 @@ async function startPostgres(dataDir: string, onLog: LaunchOptions['onLog']): Pr
   try {
     const roles: ServiceRole[] = SERVICE_NAMES.map((name) => ({ name, password: randomBytes(18).toString('base64url') }));
     await provisionServiceRoles(server.adminUrl, EMBEDDED_DATABASE, roles);
-    const databaseUrls = Object.fromEntries(roles.map((r) => [r.name, roleUrl(server.adminUrl, r, EMBEDDED_DATABASE)])) as Record<ServiceName, string>;
+    const databaseUrls = Object.fromEntries(roles.map((r) => [r.name, roleUrl(server.adminUrl, r, EMBEDDED_DATABASE)])) as Record<
+      ServiceName,
+      string
+    >;
     return Object.assign(server, { databaseUrls });
   } catch (err) {
     await server.stop();
@@ -353,6 +371,7 @@ function sendLateEnv(proc: RunningProcess, env: Record<string, string>): void {
  * Spawns one process and keeps it running: a crash is followed by a restart with backoff
  * (0.5 s doubling to 10 s by default), and a crash loop (5 crashes in 60 s) stops the system.
  */
+// eslint-disable-next-line max-lines-per-function -- one supervised process: spawn, restart with backoff and the crash-loop stop share its state
 function launch(
   name: ProcessName,
   ports: Record<string, string>,
@@ -403,11 +422,16 @@ function launch(
       const how = signal ?? `code ${code}`;
       const { maxCrashes, windowMs, initialDelayMs, maxDelayMs } = supervisor.policy;
       if (crashes.length >= maxCrashes) {
-        supervisor.giveUp(name, `${name} crashed ${crashes.length} times within ${windowMs / 1000} s (last: ${how}); giving up and stopping Halo.`);
+        supervisor.giveUp(
+          name,
+          `${name} crashed ${crashes.length} times within ${windowMs / 1000} s (last: ${how}); giving up and stopping Halo.`,
+        );
         return;
       }
       const delay = Math.min(initialDelayMs * 2 ** (crashes.length - 1), maxDelayMs);
-      supervisor.log(`${name} exited unexpectedly (${how}); restarting in ${(delay / 1000).toFixed(1)} s (crash ${crashes.length} of ${maxCrashes} allowed within ${windowMs / 1000} s)`);
+      supervisor.log(
+        `${name} exited unexpectedly (${how}); restarting in ${(delay / 1000).toFixed(1)} s (crash ${crashes.length} of ${maxCrashes} allowed within ${windowMs / 1000} s)`,
+      );
       setTimeout(() => {
         if (supervisor.stopping) return;
         proc.child = spawnChild();
@@ -420,7 +444,15 @@ function launch(
     });
     return child;
   };
-  const proc: RunningProcess = { name, child: spawnChild(), restarts: 0, url, readyPath, ...(grpcAddr ? { grpcAddr } : {}), ...(replica ? { replica } : {}) };
+  const proc: RunningProcess = {
+    name,
+    child: spawnChild(),
+    restarts: 0,
+    url,
+    readyPath,
+    ...(grpcAddr ? { grpcAddr } : {}),
+    ...(replica ? { replica } : {}),
+  };
   running.push(proc);
   return proc;
 }
@@ -433,7 +465,6 @@ function lastLineOf(file: string): string {
     return '';
   }
 }
-
 
 /**
  * Before anything starts: a launcher of this checkout that still runs on these ports (or on this
@@ -556,4 +587,3 @@ async function stopAll(running: RunningProcess[]): Promise<void> {
     });
   }
 }
-

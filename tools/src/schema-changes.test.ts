@@ -57,7 +57,10 @@ it('an acknowledged break passes; a new one still does not', async () => {
       },
     ]);
     expect(unacknowledged(removed, readAcknowledged(file))).toEqual([]);
-    const more = await breakingChanges(committed, composeWithContent(contentSchema.replace('  avatar: String\n', '').replace('  role: String!\n', '')));
+    const more = await breakingChanges(
+      committed,
+      composeWithContent(contentSchema.replace('  avatar: String\n', '').replace('  role: String!\n', '')),
+    );
     expect(unacknowledged(more, readAcknowledged(file)).map((c) => c.path)).toEqual(['User.role']);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -66,7 +69,9 @@ it('an acknowledged break passes; a new one still does not', async () => {
 
 it('a schema that does not compose with the others is reported, not written', () => {
   // A second subgraph defining Query.user with another type cannot compose with content's.
-  const clash = composeSupergraph({ catalog: `${readFileSync(resolve(__dirname, '../../services/catalog/schema.graphql'), 'utf8')}\nextend type Query { user(id: ID!): Int }` });
+  const clash = composeSupergraph({
+    catalog: `${readFileSync(resolve(__dirname, '../../services/catalog/schema.graphql'), 'utf8')}\nextend type Query { user(id: ID!): Int }`,
+  });
   expect('errors' in clash && clash.errors.join('\n')).toMatch(/user/);
   const unparsable = composeSupergraph({ content: 'type Query {' });
   expect('errors' in unparsable).toBe(true);

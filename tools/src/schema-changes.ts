@@ -37,7 +37,8 @@ export function acknowledge(changes: readonly SchemaChange[], reason: string, pa
     ...readAcknowledged(path),
     ...changes.map((c) => ({ type: c.type, path: c.path, message: c.message, reason, acknowledgedAt: now.toISOString() })),
   ];
-  const header = 'Breaking changes to the supergraph, acknowledged by the team releasing them (npm run compose -- --acknowledge-breaking "<reason>").';
+  const header =
+    'Breaking changes to the supergraph, acknowledged by the team releasing them (npm run compose -- --acknowledge-breaking "<reason>").';
   writeFileSync(path, `${JSON.stringify({ $comment: header, acknowledged: entries }, null, 2)}\n`);
   return entries;
 }

@@ -38,7 +38,8 @@ async function main(): Promise<void> {
   const started = Date.now();
   // Two checkouts on one machine: each has its own .data; HALO_PORT_OFFSET moves every port.
   const offset = Number(process.env.HALO_PORT_OFFSET ?? 0);
-  if (!Number.isInteger(offset) || offset < 0 || offset > 50_000) throw new Error(`HALO_PORT_OFFSET must be an integer from 0 to 50000 (got ${process.env.HALO_PORT_OFFSET})`);
+  if (!Number.isInteger(offset) || offset < 0 || offset > 50_000)
+    throw new Error(`HALO_PORT_OFFSET must be an integer from 0 to 50000 (got ${process.env.HALO_PORT_OFFSET})`);
   const dataDir = process.env.HALO_DATA_DIR;
   const system = await startSystem({
     env: { HALO_ENV: process.env.HALO_ENV ?? 'development' },

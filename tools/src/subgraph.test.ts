@@ -16,11 +16,15 @@ let base: string;
 
 function run(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [resolve(ROOT, 'tools/dist/subgraph.js'), ...args], { cwd: ROOT, env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [resolve(ROOT, 'tools/dist/subgraph.js'), ...args], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
-    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('close', (code) => done({ code, stdout, stderr }));
   });
 }
@@ -46,7 +50,13 @@ beforeAll(async () => {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   for (let i = 0; i < 300; i++) {
-    if (await fetch(`${base}/readyz`).then((r) => r.ok, () => false)) return;
+    if (
+      await fetch(`${base}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('the registry did not become ready');
@@ -72,7 +82,7 @@ const withSku = () => schemaWith('sku.graphql', catalogSchema.replace(/(type Pro
 it('check: exit 0 and a human report; --json: the registry’s JSON', async () => {
   const human = await cli('check', '--service', 'catalog', '--schema', withSku());
   expect([human.code, human.stderr]).toEqual([0, '']);
-  expect(human.stdout).toBe('catalog: check passed\n  change: Field \'sku\' was added to object type \'Product\'\n');
+  expect(human.stdout).toBe("catalog: check passed\n  change: Field 'sku' was added to object type 'Product'\n");
   const json = await cli('check', '--service', 'catalog', '--json');
   expect(json.code).toBe(0);
   expect(JSON.parse(json.stdout)).toMatchObject({ ok: true, report: { service: 'catalog', composition: { ok: true }, changes: [] } });
@@ -84,7 +94,12 @@ it('publish: an additive change becomes version 2 and is listed', async () => {
   const list = await cli('list');
   expect(list.stdout).toMatch(/^catalog\s+v2 /m);
   const versions = await cli('list', '--service', 'catalog');
-  expect(versions.stdout.split('\n').filter(Boolean).map((l) => l.split('  ')[0])).toEqual(['catalog v2', 'catalog v1']);
+  expect(
+    versions.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.split('  ')[0]),
+  ).toEqual(['catalog v2', 'catalog v1']);
 }, 30_000);
 
 it('publish: a composition error is refused (exit 1, the reason named) and nothing changes', async () => {
@@ -111,7 +126,13 @@ it('routes prints the REST part, which --routes reads back', async () => {
 }, 30_000);
 
 it('a usage error exits 2 with the usage', async () => {
-  for (const args of [['deploy', '--service', 'catalog'], ['check'], ['check', '--service', 'nope'], ['check', '--service', 'catalog', '--bogus'], ['check', '--service', 'catalog', '--acknowledge', 'x']]) {
+  for (const args of [
+    ['deploy', '--service', 'catalog'],
+    ['check'],
+    ['check', '--service', 'nope'],
+    ['check', '--service', 'catalog', '--bogus'],
+    ['check', '--service', 'catalog', '--acknowledge', 'x'],
+  ]) {
     const res = await cli(...args);
     expect([args, res.code]).toEqual([args, 2]);
     expect(res.stderr).toMatch(/^subgraph: .+\nUsage: npm run subgraph/);

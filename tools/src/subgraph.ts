@@ -1,6 +1,15 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { defaultServiceUrl, EDGE_SERVICE_NAMES, isEdgeService, SERVICES, serviceContract, type EdgeServiceName, type RestPart, type ServiceContract } from '@halo/kit';
+import {
+  defaultServiceUrl,
+  EDGE_SERVICE_NAMES,
+  isEdgeService,
+  SERVICES,
+  serviceContract,
+  type EdgeServiceName,
+  type RestPart,
+  type ServiceContract,
+} from '@halo/kit';
 import { schemaFile } from './checkout-contracts';
 import { loadManifests } from './compose-rest';
 
@@ -80,7 +89,7 @@ export function parseCli(argv: readonly string[], env: Record<string, string | u
   const registry = (values.registry ?? env.REGISTRY_URL ?? `http://127.0.0.1:${SERVICES.registry.httpPort}`).replace(/\/+$/, '');
   return {
     command: command as Command,
-    ...(service ? { service: service as EdgeServiceName } : {}),
+    ...(service ? { service } : {}),
     ...(values.schema ? { schema: values.schema } : {}),
     ...(values.routes ? { routes: values.routes } : {}),
     ...(values.url ? { url: values.url } : {}),
@@ -115,7 +124,24 @@ export function contractFor(o: CliOptions): ServiceContract {
   };
 }
 
-async function request(o: CliOptions, method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; body: any }> {
+/** The registry's JSON answer, as far as this CLI reads it (which members depend on the command). */
+interface RegistryAnswer {
+  error?: string;
+  ok?: boolean;
+  report?: Report;
+  unchanged?: boolean;
+  version?: number;
+  composition?: number;
+  versions?: { version: number; createdAt: string; author: string; url: string; hash: string }[];
+  services?: { service: string; version: number; publishedAt: string; author: string; url: string }[];
+}
+
+async function request(
+  o: CliOptions,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: RegistryAnswer }> {
   const key = process.env.HALO_API_KEY;
   let res: Response;
   try {
@@ -136,7 +162,7 @@ async function request(o: CliOptions, method: 'GET' | 'POST', path: string, body
   } catch {
     parsed = { error: `not JSON (HTTP ${res.status})` };
   }
-  return { status: res.status, body: parsed };
+  return { status: res.status, body: parsed as RegistryAnswer };
 }
 
 interface Report {
@@ -152,7 +178,10 @@ function describeReport(r: Report | undefined): string[] {
   return [
     ...r.composition.errors.map((e) => `  composition: ${e}`),
     ...r.rest.errors.map((e) => `  REST: ${e}`),
-    ...r.changes.map((c) => `  ${c.breaking ? (c.acknowledged ? 'BREAKING (acknowledged)' : 'BREAKING') : 'change'}: ${c.message}${c.breaking ? ` [used ${c.usage.count}×]` : ''}`),
+    ...r.changes.map(
+      (c) =>
+        `  ${c.breaking ? (c.acknowledged ? 'BREAKING (acknowledged)' : 'BREAKING') : 'change'}: ${c.message}${c.breaking ? ` [used ${c.usage.count}×]` : ''}`,
+    ),
     ...r.notes.map((n) => `  note: ${n}`),
   ];
 }
@@ -161,7 +190,7 @@ function describeReport(r: Report | undefined): string[] {
 export async function runCli(o: CliOptions): Promise<{ code: number; out: string[]; err: string[] }> {
   const out: string[] = [];
   const err: string[] = [];
-  const refused = (status: number, body: any) => {
+  const refused = (status: number, body: RegistryAnswer | null) => {
     if (o.json) out.push(JSON.stringify(body, null, 2));
     err.push(`${o.service ?? 'subgraph'}: refused (${status}): ${body?.error ?? 'unknown error'}`, ...describeReport(body?.report));
     return { code: 1, out, err };
@@ -175,8 +204,10 @@ export async function runCli(o: CliOptions): Promise<{ code: number; out: string
       const res = await request(o, 'GET', o.service ? `/v1/services/${o.service}/versions` : '/v1/services');
       if (res.status !== 200) return refused(res.status, res.body);
       if (o.json) out.push(JSON.stringify(res.body, null, 2));
-      else if (o.service) for (const v of res.body.versions) out.push(`${o.service} v${v.version}  ${v.createdAt}  ${v.author}  ${v.url}  ${v.hash.slice(0, 12)}`);
-      else for (const s of res.body.services) out.push(`${s.service.padEnd(10)} v${s.version}  ${s.publishedAt}  ${s.author}  ${s.url}`);
+      else if (o.service)
+        for (const v of res.body.versions!)
+          out.push(`${o.service} v${v.version}  ${v.createdAt}  ${v.author}  ${v.url}  ${v.hash.slice(0, 12)}`);
+      else for (const s of res.body.services!) out.push(`${s.service.padEnd(10)} v${s.version}  ${s.publishedAt}  ${s.author}  ${s.url}`);
       return { code: 0, out, err };
     }
     const ack = o.acknowledge ? { acknowledge: o.acknowledge } : {};
@@ -196,7 +227,11 @@ export async function runCli(o: CliOptions): Promise<{ code: number; out: string
     if (res.status !== 200 && res.status !== 201) return refused(res.status, res.body);
     if (o.json) out.push(JSON.stringify(res.body, null, 2));
     else if (res.body.unchanged) out.push(`${o.service}: unchanged (version ${res.body.version}, composition ${res.body.composition})`);
-    else out.push(`${o.service}: ${o.command === 'rollback' ? 'rolled back as' : 'published'} version ${res.body.version} (composition ${res.body.composition})`, ...describeReport(res.body.report));
+    else
+      out.push(
+        `${o.service}: ${o.command === 'rollback' ? 'rolled back as' : 'published'} version ${res.body.version} (composition ${res.body.composition})`,
+        ...describeReport(res.body.report),
+      );
     return { code: 0, out, err };
   } catch (e) {
     if (e instanceof Unreachable) return { code: 3, out, err: [e.message] };

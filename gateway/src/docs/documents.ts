@@ -6,7 +6,19 @@ import { dirname, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { gzip as gzipCallback } from 'node:zlib';
 import { sendJson } from '@halo/kit';
-import { DOCS_ASSETS, DOCS_PATH, GRAPHIQL_ASSETS, graphiqlEnvironment, graphiqlInit, graphiqlPage, indexPage, OPENAPI_PATH, PAGE_POLICY, swaggerInit, swaggerPage } from './pages';
+import {
+  DOCS_ASSETS,
+  DOCS_PATH,
+  GRAPHIQL_ASSETS,
+  graphiqlEnvironment,
+  graphiqlInit,
+  graphiqlPage,
+  indexPage,
+  OPENAPI_PATH,
+  PAGE_POLICY,
+  swaggerInit,
+  swaggerPage,
+} from './pages';
 
 /**
  * What the gateway shows people and tools about its API, all served from this process and its
@@ -171,7 +183,13 @@ function sendText(req: IncomingMessage, res: ServerResponse, t: Text, headers: R
   res.end(req.method === 'HEAD' ? undefined : t.body);
 }
 
-function sendAsset(req: IncomingMessage, res: ServerResponse, path: string, asset: Asset | Text, compressed: Map<string, Promise<Buffer>>): void {
+function sendAsset(
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  asset: Asset | Text,
+  compressed: Map<string, Promise<Buffer>>,
+): void {
   // The packages' files change only with an upgrade, which restarts the gateway.
   const headers = { 'cache-control': 'public, max-age=3600', 'x-content-type-options': 'nosniff', vary: 'Accept-Encoding' };
   if ('body' in asset) return sendText(req, res, asset, headers);

@@ -50,7 +50,10 @@ export type Resolve = (name: string) => unknown;
 /** A cost that may depend on the request's variables; `memo` spans one evaluation. */
 export type Cost = (vars: Resolve, memo: Map<unknown, number>) => number;
 
-const constant = (n: number): Cost => () => n;
+const constant =
+  (n: number): Cost =>
+  () =>
+    n;
 export const isConstant = new WeakSet<Cost>();
 export const makeConstant = (n: number): Cost => {
   const c = constant(n);
@@ -171,7 +174,7 @@ export class CostCompiler {
     const def = this.fragments.get(name);
     if (!def) return FREE;
     let done = this.compiled.get(sized);
-    if (!done) this.compiled.set(sized, (done = new Map()));
+    if (!done) this.compiled.set(sized, (done = new Map<string, Compiled>()));
     const known = done.get(name);
     if (known) return known;
     if (this.open.has(name)) return { depth: Infinity, cost: makeConstant(Infinity) };
@@ -262,7 +265,12 @@ function sizeFrom(listSize: ListSize, field: FieldNode, fallback: number): Cost 
   return (vars) => fromArgs(vars) ?? orAssumed;
 }
 
-function argumentsCost(field: FieldNode, parent: GraphQLCompositeType, def: GraphQLField<unknown, unknown>, directives: CostDirectives): Cost {
+function argumentsCost(
+  field: FieldNode,
+  parent: GraphQLCompositeType,
+  def: GraphQLField<unknown, unknown>,
+  directives: CostDirectives,
+): Cost {
   // Only weighted arguments and input objects cost anything.
   if (!field.arguments?.length || (directives.inputs.size === 0 && !def.args.some((a) => isInputObjectType(getNamedType(a.type))))) {
     return ZERO;

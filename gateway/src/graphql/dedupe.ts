@@ -26,11 +26,11 @@ function keyOf(url: string, init: FetcherRequestInit | undefined): string | null
 export interface DedupingFetcher {
   fetcher: Fetcher;
   /** Distinct fetches in flight now (each possibly awaited by several requests). */
-  inFlight(): number;
+  inFlight: () => number;
   /** Fetches waiting now for an identical one's answer instead of sending their own. */
-  waiting(): number;
+  waiting: () => number;
   /** Fetches that shared another's answer, since start. */
-  shared(): number;
+  shared: () => number;
 }
 
 /**

@@ -71,6 +71,8 @@ export interface GraphQLOptions {
  * subgraph can know is that the caller is authenticated: such an answer must never sit in a
  * shared cache, so it is private (docs/api/graphql.md).
  */
+/* eslint-disable @typescript-eslint/require-await -- Apollo Server types every plugin hook as returning a
+   promise; written async, a hook that throws rejects as Apollo expects. */
 const privateForCallersPlugin: ApolloServerPlugin<GraphQLContext> = {
   async requestDidStart() {
     return {
@@ -80,6 +82,7 @@ const privateForCallersPlugin: ApolloServerPlugin<GraphQLContext> = {
     };
   },
 };
+/* eslint-enable @typescript-eslint/require-await */
 
 /**
  * Federated GraphQL with @apollo/gateway behind @apollo/server, served straight from node:http
@@ -179,7 +182,11 @@ function apolloGateway(opts: GraphQLOptions, dedupe: DedupingFetcher | null): Ap
 }
 
 /** The edge's own plugins, in order, after the ones the options bring (metrics, usage). */
-function edgePlugins(opts: GraphQLOptions, policy: OperationPolicy, responseCache: ResponseCacheStore | null): ApolloServerPlugin<GraphQLContext>[] {
+function edgePlugins(
+  opts: GraphQLOptions,
+  policy: OperationPolicy,
+  responseCache: ResponseCacheStore | null,
+): ApolloServerPlugin<GraphQLContext>[] {
   const trusted = opts.persistedQueries.trusted;
   return [
     ...(opts.plugins ?? []),

@@ -38,7 +38,7 @@ export class BufferedResponse implements FetcherResponse {
     this.url = answer.url;
     this.redirected = answer.redirected;
     this.ok = answer.status >= 200 && answer.status < 300;
-    this.headers = new Headers(answer.headers) as unknown as FetcherHeaders;
+    this.headers = new Headers(answer.headers);
   }
 
   get bodyUsed(): boolean {
@@ -51,6 +51,8 @@ export class BufferedResponse implements FetcherResponse {
     return this.answer.body;
   }
 
+  /* eslint-disable @typescript-eslint/require-await -- fetch's Response: a body read twice, or JSON that
+     does not parse, rejects rather than throws, and @apollo/gateway awaits it as such. */
   async text(): Promise<string> {
     return this.#read();
   }
@@ -61,8 +63,9 @@ export class BufferedResponse implements FetcherResponse {
 
   async arrayBuffer(): Promise<ArrayBuffer> {
     const bytes = Buffer.from(this.#read(), 'utf8');
-    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
   }
+  /* eslint-enable @typescript-eslint/require-await */
 
   clone(): FetcherResponse {
     if (this.#used) throw new TypeError('Response.clone: Body has already been consumed.');

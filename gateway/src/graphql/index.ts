@@ -3,7 +3,14 @@
  * (request checks, persisted and trusted documents, limits, `@authenticated`), the response
  * cache, and the subgraph fetches (keep-alive, in-flight dedupe).
  */
-export { createGraphQL, type GraphQLContext, type GraphQLHandler, type GraphQLLimits, type GraphQLOptions, type OperationRequestText } from './engine';
+export {
+  createGraphQL,
+  type GraphQLContext,
+  type GraphQLHandler,
+  type GraphQLLimits,
+  type GraphQLOptions,
+  type OperationRequestText,
+} from './engine';
 export { INTROSPECTION_DISABLED, formatGatewayError } from './rules';
 export { OperationPolicy, type LoadedSupergraph, type OperationLimits, type SupergraphPolicy } from './operation-policy';
 export { loadTrustedDocuments, RedisQueryCache, sha256, type TrustedDocuments } from './persisted';

@@ -3,6 +3,7 @@ import {
   isTypeDefinitionNode,
   isTypeExtensionNode,
   Kind,
+  OperationTypeNode,
   type ConstDirectiveNode,
   type DocumentNode,
   type GraphQLSchema,
@@ -160,7 +161,7 @@ export type Variables = Readonly<Record<string, unknown>> | undefined;
 export interface Analysis {
   depth: number;
   /** The estimated cost with these variables. */
-  cost(variables: Variables): number;
+  cost: (variables: Variables) => number;
 }
 
 /**
@@ -177,14 +178,14 @@ export function analyse(
   defaultListSize: number,
 ): Analysis {
   const root =
-    operation.operation === 'query'
+    operation.operation === OperationTypeNode.QUERY
       ? schema.getQueryType()
-      : operation.operation === 'mutation'
+      : operation.operation === OperationTypeNode.MUTATION
         ? schema.getMutationType()
         : schema.getSubscriptionType();
   if (!root) return { depth: 0, cost: () => 0 };
   const body = new CostCompiler(schema, document, directives, defaultListSize).selections(operation.selectionSet, root, null);
-  const total = sum([makeConstant(operation.operation === 'mutation' ? 10 : 0), body.cost]);
+  const total = sum([makeConstant(operation.operation === OperationTypeNode.MUTATION ? 10 : 0), body.cost]);
 
   const defaults = new Map<string, ValueNode>();
   for (const v of operation.variableDefinitions ?? []) if (v.defaultValue) defaults.set(v.variable.name.value, v.defaultValue);

@@ -87,7 +87,7 @@ export class OperationPolicy {
 
   private analyse(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): Checked {
     let byOperation = this.analyses.get(document);
-    if (!byOperation) this.analyses.set(document, (byOperation = new Map()));
+    if (!byOperation) this.analyses.set(document, (byOperation = new Map<string, Checked>()));
     const key = operation.name?.value ?? '';
     const known = byOperation.get(key);
     if (known?.schema === schema) return known;
@@ -108,6 +108,8 @@ export class OperationPolicy {
 
   /** The policy as an Apollo Server plugin (the HTTP transports). */
   plugin<C extends { caller: Caller | null }>(): ApolloServerPlugin<C> {
+    /* eslint-disable @typescript-eslint/require-await -- Apollo Server types every plugin hook as returning a
+       promise; written async, a hook that throws rejects as Apollo expects. */
     return {
       serverWillStart: async () => ({
         schemaDidLoadOrUpdate: ({ apiSchema, coreSupergraphSdl }) => {
@@ -120,5 +122,6 @@ export class OperationPolicy {
         },
       }),
     };
+    /* eslint-enable @typescript-eslint/require-await */
   }
 }

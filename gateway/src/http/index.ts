@@ -3,6 +3,16 @@
  * forwarded headers, the keep-alive pools to upstreams.
  */
 export { serveWithRequestId } from './request-id';
-export { ClientGoneError, hasBody, isEncoded, isJsonType, lingerThenClose, parseJson, payloadTooLarge, readBody, sendBodyError } from './body';
+export {
+  ClientGoneError,
+  hasBody,
+  isEncoded,
+  isJsonType,
+  lingerThenClose,
+  parseJson,
+  payloadTooLarge,
+  readBody,
+  sendBodyError,
+} from './body';
 export { forwardedFor, parseTrustedProxies, type TrustedProxies } from './forwarded';
 export { upstreamOrigin, type UpstreamOrigin } from './upstream-origin';

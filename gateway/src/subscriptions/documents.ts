@@ -24,7 +24,7 @@ export class DocumentCache {
 
   get(loaded: LoadedSupergraph, query: string): DocumentNode | readonly GraphQLError[] {
     let cache = this.documents.get(loaded.apiSchema);
-    if (!cache) this.documents.set(loaded.apiSchema, (cache = new Map()));
+    if (!cache) this.documents.set(loaded.apiSchema, (cache = new Map<string, DocumentNode>()));
     const known = cache.get(query);
     if (known) return known;
     let document: DocumentNode;
@@ -37,7 +37,10 @@ export class DocumentCache {
     if (errors.length > 0) {
       return errors.map((e) => {
         const own = e.extensions.code;
-        return new GraphQLError(e.message, { nodes: e.nodes ?? null, extensions: { ...e.extensions, code: typeof own === 'string' ? own : 'GRAPHQL_VALIDATION_FAILED' } });
+        return new GraphQLError(e.message, {
+          nodes: e.nodes ?? null,
+          extensions: { ...e.extensions, code: typeof own === 'string' ? own : 'GRAPHQL_VALIDATION_FAILED' },
+        });
       });
     }
     if (cache.size >= MAX_DOCUMENTS) cache.clear();

@@ -31,7 +31,12 @@ export class EntityResolver {
   }
 
   /** One entity fetch's slots in `data`: filled from its answer, or null with an UNAVAILABLE error. */
-  private async fill(data: Record<string, unknown>, f: EntityFetch, ctx: SubscriptionContext, errors: GraphQLFormattedError[]): Promise<void> {
+  private async fill(
+    data: Record<string, unknown>,
+    f: EntityFetch,
+    ctx: SubscriptionContext,
+    errors: GraphQLFormattedError[],
+  ): Promise<void> {
     const slots = slotsAt(data, f.path);
     if (slots.length === 0) return;
     const representations = slots.map(({ value }) => {
@@ -46,10 +51,17 @@ export class EntityResolver {
       slots.forEach((slot, i) => (slot.parent[slot.key] = answer.entities[i] ?? null));
       for (const e of answer.errors) {
         const at = typeof e.path?.[1] === 'number' ? slots[e.path[1]]?.path : undefined;
-        errors.push({ message: e.message, ...(at ? { path: [...at, ...(e.path?.slice(2) ?? [])] } : {}), ...(e.extensions ? { extensions: e.extensions } : {}) });
+        errors.push({
+          message: e.message,
+          ...(at ? { path: [...at, ...(e.path?.slice(2) ?? [])] } : {}),
+          ...(e.extensions ? { extensions: e.extensions } : {}),
+        });
       }
     } catch (err) {
-      this.log.error({ requestId: ctx.connection.context.requestId, subgraph: f.graph, message: (err as Error).message }, 'entity fetch for a subscription event failed');
+      this.log.error(
+        { requestId: ctx.connection.context.requestId, subgraph: f.graph, message: (err as Error).message },
+        'entity fetch for a subscription event failed',
+      );
       for (const slot of slots) {
         slot.parent[slot.key] = null;
         errors.push({ message: 'Service unavailable', path: slot.path, extensions: { code: 'UNAVAILABLE' } });

@@ -85,7 +85,8 @@ export function readJoinMap(supergraph: DocumentNode): JoinMap {
   };
   const types = new Map<string, TypeJoin>();
   const privateCoordinates = new Set<string>();
-  const tagged = (ds: readonly ConstDirectiveNode[] | undefined) => ds?.some((d) => d.name.value === 'tag' && stringOf(d, 'name') === PRIVATE_TAG);
+  const tagged = (ds: readonly ConstDirectiveNode[] | undefined) =>
+    ds?.some((d) => d.name.value === 'tag' && stringOf(d, 'name') === PRIVATE_TAG);
   for (const def of supergraph.definitions) {
     if (def.kind !== Kind.OBJECT_TYPE_DEFINITION && def.kind !== Kind.INTERFACE_TYPE_DEFINITION) continue;
     if (tagged(def.directives)) privateCoordinates.add(def.name.value);
@@ -183,6 +184,8 @@ function inlineFragments(set: SelectionSetNode, fragments: Map<string, FragmentD
 }
 
 /** A part of the selection the graph cannot resolve (thrown up to the nearest entity). */
+// Thrown as a signal inside the planner (caught by `instanceof Unresolvable` to plan an entity
+// fetch instead), not an Error: no stack is captured on a path taken once per unresolvable field.
 class Unresolvable {
   constructor(readonly what: string) {}
 }
@@ -217,6 +220,7 @@ class Planner {
         selections.push(s);
         continue;
       }
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- a planning signal, see Unresolvable
       if (!resolves(this.join, parent.name, name, graph)) throw new Unresolvable(`${parent.name}.${name}`);
       this.seen?.add(`${parent.name}.${name}`);
       const def = 'getFields' in parent ? parent.getFields()[name] : undefined;
@@ -228,7 +232,10 @@ class Planner {
       }
       const key = s.alias?.value ?? name;
       try {
-        selections.push({ ...s, selectionSet: this.split(s.selectionSet, type as GraphQLCompositeType, graph, [...path, key], allowFetch) });
+        selections.push({
+          ...s,
+          selectionSet: this.split(s.selectionSet, type as GraphQLCompositeType, graph, [...path, key], allowFetch),
+        });
       } catch (err) {
         if (!(err instanceof Unresolvable) || !allowFetch) throw err;
         selections.push({ ...s, selectionSet: this.entityFetch(s.selectionSet, type as GraphQLCompositeType, graph, [...path, key], err) });
@@ -238,7 +245,13 @@ class Planner {
   }
 
   /** `part` of an entity goes to the one subgraph that resolves it whole; the origin sends the key. */
-  private entityFetch(part: SelectionSetNode, type: GraphQLCompositeType, origin: string, path: string[], cause: Unresolvable): SelectionSetNode {
+  private entityFetch(
+    part: SelectionSetNode,
+    type: GraphQLCompositeType,
+    origin: string,
+    path: string[],
+    cause: Unresolvable,
+  ): SelectionSetNode {
     const join = this.join.types.get(type.name);
     for (const [graph, entry] of join?.graphs ?? []) {
       if (graph === origin || !entry.resolvable) continue;

@@ -21,7 +21,7 @@ export class SubscriptionPlanner {
 
   planFor(loaded: LoadedSupergraph, document: DocumentNode, operation: OperationDefinitionNode): SubscriptionPlan {
     let byName = this.plans.get(document);
-    if (!byName) this.plans.set(document, (byName = new Map()));
+    if (!byName) this.plans.set(document, (byName = new Map<string, SubscriptionPlan>()));
     const name = operation.name?.value ?? '';
     const known = byName.get(name);
     if (known) return known;
@@ -60,7 +60,11 @@ export class SubscriptionPlanner {
    * open upstream cannot follow). Entity fetches may change: the new plan's are used from the
    * next event on. Judged once per document and operation, however many subscribe with it.
    */
-  private replan(loaded: LoadedSupergraph, ctx: SubscriptionContext, seen: Map<SubscriptionPlan, SubscriptionPlan | null>): SubscriptionPlan | null {
+  private replan(
+    loaded: LoadedSupergraph,
+    ctx: SubscriptionContext,
+    seen: Map<SubscriptionPlan, SubscriptionPlan | null>,
+  ): SubscriptionPlan | null {
     if (seen.has(ctx.plan)) return seen.get(ctx.plan)!;
     let plan: SubscriptionPlan | null = null;
     if (this.documents.validates(loaded, ctx.document)) {

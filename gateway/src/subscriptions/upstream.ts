@@ -37,7 +37,11 @@ export class UpstreamSubscriptions {
   }
 
   /** One event at a time, so the client gets them in the order the subgraph sent them. */
-  private async pipe(upstream: AsyncIterable<unknown>, channel: EventChannel<FormattedExecutionResult>, ctx: SubscriptionContext): Promise<void> {
+  private async pipe(
+    upstream: AsyncIterable<unknown>,
+    channel: EventChannel<FormattedExecutionResult>,
+    ctx: SubscriptionContext,
+  ): Promise<void> {
     try {
       for await (const event of upstream) {
         if (channel.closed) return;
@@ -75,8 +79,8 @@ export class UpstreamSubscriptions {
 
   private failure(err: unknown, ctx: SubscriptionContext): GraphQLError {
     // The subgraph answered with GraphQL errors: the client gets the first, code included.
-    if (Array.isArray(err) && err.length > 0 && typeof err[0]?.message === 'string') {
-      const first = err[0] as GraphQLFormattedError;
+    const first: unknown = Array.isArray(err) ? err[0] : undefined;
+    if (isFormattedError(first)) {
       return new GraphQLError(first.message, { extensions: first.extensions ?? {} });
     }
     const code = (err as { code?: unknown }).code;
@@ -84,4 +88,9 @@ export class UpstreamSubscriptions {
     this.log.warn({ requestId: ctx.connection.context.requestId, subgraph: ctx.plan.graph, code, message }, 'upstream subscription ended');
     return error('Service unavailable', 'UNAVAILABLE');
   }
+}
+
+/** A GraphQL error as a subgraph sends it: at least a string `message`. */
+function isFormattedError(value: unknown): value is GraphQLFormattedError {
+  return typeof value === 'object' && value !== null && typeof (value as { message?: unknown }).message === 'string';
 }

@@ -59,5 +59,4 @@ export function parseRegistryComposition(json: unknown): RegistryComposition {
 }
 
 /** A short, stable name for a composition read from files: `file:<12 hex of its supergraph>`. */
-export const fileCompositionId = (supergraph: string) =>
-  `file:${createHash('sha256').update(supergraph).digest('hex').slice(0, 12)}`;
+export const fileCompositionId = (supergraph: string) => `file:${createHash('sha256').update(supergraph).digest('hex').slice(0, 12)}`;

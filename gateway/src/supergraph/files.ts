@@ -63,7 +63,7 @@ function followFile<T>(opts: WatchOptions<T>, firstText: string, firstValue: T):
   const { path, what, logger } = opts;
   let text = firstText;
   let value = firstValue;
-  if (opts.watch === false) return { current: () => value, stop: async () => undefined };
+  if (opts.watch === false) return { current: () => value, stop: () => Promise.resolve() };
   let stopped = false;
   let reloading = Promise.resolve();
   const reload = async () => {

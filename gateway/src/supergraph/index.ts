@@ -1,7 +1,14 @@
 import type { SupergraphSdlHook } from '@apollo/gateway';
 import type { Logger, ServiceIdentity } from '@halo/kit';
 import type { Versioning } from '../rest';
-import { acceptOpenApi, acceptRoutes, acceptSupergraph, fileCompositionId, type OpenApiBody, type RegistryComposition } from './composition';
+import {
+  acceptOpenApi,
+  acceptRoutes,
+  acceptSupergraph,
+  fileCompositionId,
+  type OpenApiBody,
+  type RegistryComposition,
+} from './composition';
 import { watchComposedFile, watchComposedFileAsync, type WatchedFile } from './files';
 import { startRegistryPoller, type RegistryPoller, type RegistryStatus } from './registry';
 
@@ -46,13 +53,13 @@ export interface ServedComposition {
 export interface SupergraphSource {
   /** @apollo/gateway's `supergraphSdl`: the first supergraph, then every accepted new one. */
   hook: SupergraphSdlHook;
-  routes(): Versioning;
-  openapi(): OpenApiBody;
+  routes: () => Versioning;
+  openapi: () => OpenApiBody;
   /** A subgraph's GraphQL URL (for @apollo/gateway's buildService), remembered for `subgraphUrls`. */
-  subgraphUrl(name: string, composedUrl: string | undefined): string;
+  subgraphUrl: (name: string, composedUrl: string | undefined) => string;
   /** Every subgraph's GraphQL URL as served now (subscriptions read it per upstream). */
   subgraphUrls: Readonly<Record<string, string>>;
-  status(): ServedComposition;
+  status: () => ServedComposition;
   /** Polls the registry once now (tests); a no-op without one. */
   pollNow(): Promise<void>;
   stop(): Promise<void>;
@@ -140,11 +147,12 @@ export function createSupergraphSource(opts: SupergraphSourceOptions): Supergrap
     hook,
     routes: () => routes,
     openapi: () => openapi,
-    subgraphUrl(name, composedUrl) {
-      return (subgraphUrls[name] = subgraphUrlOf(opts, name, composedUrl));
-    },
+    subgraphUrl: (name, composedUrl) => (subgraphUrls[name] = subgraphUrlOf(opts, name, composedUrl)),
     subgraphUrls,
-    status: () => ({ ...served, registry: poller?.status() ?? (registry ? { up: false, since: served.since, reason: 'not polled yet' } : null) }),
+    status: () => ({
+      ...served,
+      registry: poller?.status() ?? (registry ? { up: false, since: served.since, reason: 'not polled yet' } : null),
+    }),
     pollNow: async () => poller?.pollNow(),
     stop: stopAll,
   };

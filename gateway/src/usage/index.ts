@@ -14,7 +14,7 @@ export interface UsageOptions {
   identity: ServiceIdentity;
   gatewayId: string;
   /** The registry's composition served now (null: the boot files), sent with each batch. */
-  served(): number | null;
+  served: () => number | null;
   flushMs: number;
   maxOperations: number;
   logger: Logger;
@@ -24,7 +24,12 @@ export interface UsageReporting {
   /** The Apollo Server plugin that counts executed operations. */
   plugin<C extends object>(): ApolloServerPlugin<C>;
   /** One operation that came another way (a subscription over WebSocket). */
-  record(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, client: { apollo: string | undefined; halo: string | undefined }): void;
+  record(
+    schema: GraphQLSchema,
+    document: DocumentNode,
+    operation: OperationDefinitionNode,
+    client: { apollo: string | undefined; halo: string | undefined },
+  ): void;
   /** Cumulative counters (metrics). */
   stats(): { dropped: number; reports: ReportStats };
   /** Sends what was counted now (tests; the timer does it every `flushMs`). */
@@ -68,6 +73,7 @@ export function createUsageReporting(opts: UsageOptions): UsageReporting {
   const nameOf = clientNames();
   // One listener object for every request: no closure per request.
   const listener: GraphQLRequestListener<object> = {
+    // eslint-disable-next-line @typescript-eslint/require-await -- Apollo Server types the hook as returning a promise; a throw rejects.
     async willSendResponse({ schema, document, operation, request, response }: GraphQLRequestContextWillSendResponse<object>) {
       if (!document || !operation) return;
       const body = response.body;
@@ -85,7 +91,7 @@ export function createUsageReporting(opts: UsageOptions): UsageReporting {
     }));
   const timer = setInterval(() => void flush(), opts.flushMs).unref();
   return {
-    plugin: <C extends object>() => ({ requestDidStart: async () => listener as GraphQLRequestListener<C> }),
+    plugin: () => ({ requestDidStart: () => Promise.resolve(listener) }),
     record: (schema, document, operation, client) => recorder.record(schema, document, operation, nameOf(client.apollo, client.halo)),
     stats: () => ({ dropped: recorder.dropped, reports: sender.stats() }),
     flush: async () => {

@@ -63,7 +63,7 @@ export class UsageRecorder {
       return;
     }
     this.pairs++;
-    if (byClient === undefined) counts.set(entry, (byClient = new Map()));
+    if (byClient === undefined) counts.set(entry, (byClient = new Map<string, number>()));
     byClient.set(client, 1);
   }
 
@@ -89,7 +89,14 @@ export class UsageRecorder {
           const key = `${hour}\n${usage.hash}\n${client}`;
           const known = merged.get(key);
           if (known) known.count += count;
-          else merged.set(key, { hour, client, operation: { hash: usage.hash, name: usage.name, body: usage.body }, coordinates: usage.coordinates, count });
+          else
+            merged.set(key, {
+              hour,
+              client,
+              operation: { hash: usage.hash, name: usage.name, body: usage.body },
+              coordinates: usage.coordinates,
+              count,
+            });
         }
       }
     }

@@ -83,7 +83,10 @@ export const JSON_HEADERS = { 'Content-Type': 'application/json' };
  * @returns {string}
  */
 export function login(email = __ENV.EMAIL || 'alice@halo.local', password = __ENV.PASSWORD || 'password123') {
-  const res = http.post(`${BASE_URL}/auth/login`, JSON.stringify({ email, password }), { headers: JSON_HEADERS, tags: { name: 'POST /auth/login' } });
+  const res = http.post(`${BASE_URL}/auth/login`, JSON.stringify({ email, password }), {
+    headers: JSON_HEADERS,
+    tags: { name: 'POST /auth/login' },
+  });
   const ok = check(res, { 'login 200': (r) => r.status === 200 });
   const token = ok ? /** @type {{ accessToken?: string }} */ (res.json()).accessToken : undefined;
   if (!token) fail(`login as ${email} failed: ${res.status} ${res.body}`);

@@ -20,7 +20,10 @@ import { startStandaloneServer } from '@apollo/server/standalone';
  */
 process.env.APOLLO_TELEMETRY_DISABLED = 'true';
 const port = Number(process.env.PORT);
-const supergraphSdl = readFileSync(process.env.SUPERGRAPH_FILE!, 'utf8').replace(/(@link\(url: "https:\/\/specs\.apollo\.dev\/authenticated\/[^"]*"), for: SECURITY\)/, '$1)');
+const supergraphSdl = readFileSync(process.env.SUPERGRAPH_FILE!, 'utf8').replace(
+  /(@link\(url: "https:\/\/specs\.apollo\.dev\/authenticated\/[^"]*"), for: SECURITY\)/,
+  '$1)',
+);
 
 interface Context {
   authorization?: string | undefined;
@@ -28,7 +31,9 @@ interface Context {
 
 class Subgraph extends RemoteGraphQLDataSource<Context> {
   override willSendRequest({ request, context }: Parameters<NonNullable<RemoteGraphQLDataSource<Context>['willSendRequest']>>[0]): void {
-    if (context.authorization) request.http?.headers.set('authorization', context.authorization);
+    // A health check's context is a plain record (typed `any`); a request's is ours.
+    const { authorization } = context as Context;
+    if (authorization) request.http?.headers.set('authorization', authorization);
   }
 }
 
@@ -38,11 +43,15 @@ async function main(): Promise<void> {
       supergraphSdl,
       buildService: ({ url }) => new Subgraph({ url, fetcher: fetch as unknown as RemoteGraphQLDataSource['fetcher'] }),
     }),
-    plugins: [ApolloServerPluginUsageReportingDisabled(), ApolloServerPluginSchemaReportingDisabled(), ApolloServerPluginLandingPageDisabled()],
+    plugins: [
+      ApolloServerPluginUsageReportingDisabled(),
+      ApolloServerPluginSchemaReportingDisabled(),
+      ApolloServerPluginLandingPageDisabled(),
+    ],
   });
   const { url } = await startStandaloneServer(server, {
     listen: { port, host: '127.0.0.1' },
-    context: async ({ req }) => ({ authorization: req.headers.authorization }),
+    context: ({ req }) => Promise.resolve({ authorization: req.headers.authorization }),
   });
   process.stdout.write(`plain @apollo/gateway listening at ${url}\n`);
 }

@@ -33,6 +33,7 @@ const gateway = createGatewayRuntime({
   ...(dedupe ? {} : { transportEntries: { '*.http': { options: { deduplicateInflightRequests: false } } } }),
 });
 
+// eslint-disable-next-line @typescript-eslint/no-misused-promises -- the runtime answers its own errors; Node ignores the promise, as in Hive's own examples
 createServer(gateway).listen(port, '127.0.0.1', () => {
   process.stdout.write(`hive gateway (dedupe ${dedupe ? 'on' : 'off'}) listening on ${port}\n`);
 });

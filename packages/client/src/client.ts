@@ -1,6 +1,15 @@
 import { MemoryCookieJar, type CookieJar } from './cookie-jar';
 import { GraphQLClient, type GraphQLSettings } from './graphql';
-import { AuthApi, ContentApi, OrdersApi, PaymentsApi, ProductsApi, refreshAccessToken, type ProductsV1Api, type ProductsV2Api } from './rest';
+import {
+  AuthApi,
+  ContentApi,
+  OrdersApi,
+  PaymentsApi,
+  ProductsApi,
+  refreshAccessToken,
+  type ProductsV1Api,
+  type ProductsV2Api,
+} from './rest';
 import { DEFAULT_RETRY, realSleep, type RetryOptions, type Sleep } from './retry';
 import { Session } from './session';
 import { Subscriptions, type ReconnectOptions } from './subscriptions';
@@ -78,9 +87,9 @@ export class HaloClient {
     this.cookieJar = opts.cookieJar === false ? null : (opts.cookieJar ?? new MemoryCookieJar(now));
     // Bound late: a browser's fetch must be called on globalThis.
     const fetchImpl: typeof fetch = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
-    let transport: Transport | undefined;
-    this.session = new Session(opts.accessToken ?? null, () => refreshAccessToken(transport!), opts.onTokenChange);
-    transport = new Transport(
+    // The session refreshes through the transport, created next (the closure runs only later).
+    this.session = new Session(opts.accessToken ?? null, () => refreshAccessToken(transport), opts.onTokenChange);
+    const transport = new Transport(
       {
         baseUrl,
         fetch: fetchImpl,

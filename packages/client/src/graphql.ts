@@ -98,7 +98,11 @@ export class GraphQLClient {
    * The whole answer, `errors` included, without throwing on them (still throws HaloApiError for
    * a non-GraphQL answer, e.g. a proxy's 502 page, and SignedOutError / network errors).
    */
-  async execute<TData = unknown>(kind: 'query' | 'mutation', op: GraphQLOperation<unknown>, opts: GraphQLCallOptions = {}): Promise<GraphQLResponse<TData>> {
+  async execute<TData = unknown>(
+    kind: 'query' | 'mutation',
+    op: GraphQLOperation<unknown>,
+    opts: GraphQLCallOptions = {},
+  ): Promise<GraphQLResponse<TData>> {
     const operationName = opts.operationName ?? op.operationName;
     const base: Wire = { ...(op.variables !== undefined ? { variables: op.variables } : {}), ...(operationName ? { operationName } : {}) };
     const idempotent = kind === 'query';
@@ -123,7 +127,10 @@ export class GraphQLClient {
    * is, errors included. Persisted: hashes first, then one resend of just the unknown ones.
    * Retried only when no operation is a mutation.
    */
-  async batch(ops: readonly GraphQLOperation<unknown>[], opts: Omit<GraphQLCallOptions, 'get' | 'operationName'> = {}): Promise<GraphQLResult[]> {
+  async batch(
+    ops: readonly GraphQLOperation<unknown>[],
+    opts: Omit<GraphQLCallOptions, 'get' | 'operationName'> = {},
+  ): Promise<GraphQLResult[]> {
     if (ops.length === 0) return [];
     const idempotent = ops.every((op) => !mayBeMutation(op.query));
     const wire = (op: GraphQLOperation<unknown>, extra: Partial<Wire>): Wire => ({
@@ -131,14 +138,29 @@ export class GraphQLClient {
       ...(op.operationName ? { operationName: op.operationName } : {}),
       ...extra,
     });
-    if (!this.usePersisted(opts)) return this.sendBatch(ops.map((op) => wire(op, { query: op.query })), idempotent, opts);
+    if (!this.usePersisted(opts))
+      return this.sendBatch(
+        ops.map((op) => wire(op, { query: op.query })),
+        idempotent,
+        opts,
+      );
 
     const hashes = await Promise.all(ops.map((op) => this.hashOf(op.query)));
     const ext = (i: number) => ({ persistedQuery: { version: 1 as const, sha256Hash: hashes[i]! } });
-    const results = await this.sendBatch(ops.map((op, i) => wire(op, { extensions: ext(i) })), idempotent, opts);
-    const missing = results.flatMap((r, i) => (r.errors?.some((e) => e.extensions?.code === PQ_NOT_FOUND || e.extensions?.code === PQ_NOT_SUPPORTED) ? [i] : []));
+    const results = await this.sendBatch(
+      ops.map((op, i) => wire(op, { extensions: ext(i) })),
+      idempotent,
+      opts,
+    );
+    const missing = results.flatMap((r, i) =>
+      r.errors?.some((e) => e.extensions?.code === PQ_NOT_FOUND || e.extensions?.code === PQ_NOT_SUPPORTED) ? [i] : [],
+    );
     if (missing.length === 0) return results;
-    const again = await this.sendBatch(missing.map((i) => wire(ops[i]!, { query: ops[i]!.query, extensions: ext(i) })), idempotent, opts);
+    const again = await this.sendBatch(
+      missing.map((i) => wire(ops[i]!, { query: ops[i]!.query, extensions: ext(i) })),
+      idempotent,
+      opts,
+    );
     missing.forEach((i, j) => (results[i] = again[j]!));
     return results;
   }

@@ -8,7 +8,15 @@ export {
   SubscriptionClosedError,
   type GraphQLErrorEntry,
 } from './errors';
-export { mayBeMutation, type GraphQLCallOptions, type GraphQLClient, type GraphQLOperation, type GraphQLResponse, type GraphQLResult, type GraphQLSettings } from './graphql';
+export {
+  mayBeMutation,
+  type GraphQLCallOptions,
+  type GraphQLClient,
+  type GraphQLOperation,
+  type GraphQLResponse,
+  type GraphQLResult,
+  type GraphQLSettings,
+} from './graphql';
 export {
   REST_ROUTES,
   type AuthApi,
@@ -23,7 +31,16 @@ export {
   type ProductsV1Api,
   type ProductsV2Api,
 } from './rest';
-export { decideRetry, DEFAULT_RETRY, isRetryable, parseRetryAfter, type AttemptOutcome, type RetryDecision, type RetryOptions, type Sleep } from './retry';
+export {
+  decideRetry,
+  DEFAULT_RETRY,
+  isRetryable,
+  parseRetryAfter,
+  type AttemptOutcome,
+  type RetryDecision,
+  type RetryOptions,
+  type Sleep,
+} from './retry';
 export { CLOSE_UNAUTHORIZED, type ReconnectOptions, type SubscriptionSink } from './subscriptions';
 export type { AuthMode, DeprecationNotice, FetchCredentials, HaloResponse, QueryValue, RequestSpec } from './transport';
 export * from './types';

@@ -179,12 +179,14 @@ export class ContentApi {
 
   /** `GET /posts/:id`: with its author and comments. */
   async post(postId: number, opts?: CallOptions): Promise<PostWithRelations> {
-    return (await this.t.request<{ data: PostWithRelations }>({ method: 'GET', path: `/posts/${id(postId)}`, auth: 'none', ...opts })).body.data;
+    return (await this.t.request<{ data: PostWithRelations }>({ method: 'GET', path: `/posts/${id(postId)}`, auth: 'none', ...opts })).body
+      .data;
   }
 
   /** `GET /posts/:id/comments`: oldest first. */
   async comments(postId: number, opts?: CallOptions): Promise<Comment[]> {
-    return (await this.t.request<{ data: Comment[] }>({ method: 'GET', path: `/posts/${id(postId)}/comments`, auth: 'none', ...opts })).body.data;
+    return (await this.t.request<{ data: Comment[] }>({ method: 'GET', path: `/posts/${id(postId)}/comments`, auth: 'none', ...opts })).body
+      .data;
   }
 }
 
@@ -208,7 +210,8 @@ export class ProductsApi<P, New, Changes> {
 
   /** `GET /products/:id`. */
   async get(productId: number, opts?: CallOptions): Promise<P> {
-    return (await this.t.request<{ data: P }>({ method: 'GET', path: `${this.prefix}/products/${id(productId)}`, auth: 'none', ...opts })).body.data;
+    return (await this.t.request<{ data: P }>({ method: 'GET', path: `${this.prefix}/products/${id(productId)}`, auth: 'none', ...opts }))
+      .body.data;
   }
 
   /** `POST /products` → 201. Not retried (a POST without a key). */
@@ -218,7 +221,8 @@ export class ProductsApi<P, New, Changes> {
 
   /** `PUT /products/:id`: a partial update. */
   async update(productId: number, changes: Changes, opts?: CallOptions): Promise<P> {
-    return (await this.t.request<{ data: P }>({ method: 'PUT', path: `${this.prefix}/products/${id(productId)}`, body: changes, ...opts })).body.data;
+    return (await this.t.request<{ data: P }>({ method: 'PUT', path: `${this.prefix}/products/${id(productId)}`, body: changes, ...opts }))
+      .body.data;
   }
 
   /**
@@ -299,7 +303,13 @@ export class OrdersApi {
    */
   async create(input: OrderInput, opts?: CallOptions): Promise<OrderResult> {
     const body = { product_id: input.product_id, client_order_id: input.client_order_id ?? uuidV4() };
-    const res: HaloResponse<{ data: Order }> = await this.t.request({ method: 'POST', path: '/api/orders', body, idempotent: true, ...opts });
+    const res: HaloResponse<{ data: Order }> = await this.t.request({
+      method: 'POST',
+      path: '/api/orders',
+      body,
+      idempotent: true,
+      ...opts,
+    });
     return { order: res.body.data, created: res.status === 201 };
   }
 

@@ -1,7 +1,12 @@
 import { decideRetry, DEFAULT_RETRY, isRetryable, parseRetryAfter, type AttemptOutcome } from './retry';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');
-const res = (status: number, retryAfter: string | null = null, inProgress = false): AttemptOutcome => ({ kind: 'response', status, retryAfter, inProgress });
+const res = (status: number, retryAfter: string | null = null, inProgress = false): AttemptOutcome => ({
+  kind: 'response',
+  status,
+  retryAfter,
+  inProgress,
+});
 const ctx = (retriesDone: number, over: Partial<{ retryable: boolean; hasIdempotencyKey: boolean }> = {}) => ({
   retriesDone,
   retryable: true,
@@ -53,7 +58,9 @@ describe('decideRetry (the spec: < 500 never; ≥ 500 and network 3 times after 
     expect(schedule(res(409, null, true), { hasIdempotencyKey: true })).toEqual([1000, 2000, 4000]);
     expect(schedule(res(409, '2', true), { hasIdempotencyKey: false })).toEqual([]);
     expect(schedule(res(409, '2', false), { hasIdempotencyKey: true })).toEqual([]);
-    expect(decideRetry(res(409, '2', true), ctx(0, { hasIdempotencyKey: true }), { ...DEFAULT_RETRY, retryInProgress: false })).toEqual({ retry: false });
+    expect(decideRetry(res(409, '2', true), ctx(0, { hasIdempotencyKey: true }), { ...DEFAULT_RETRY, retryInProgress: false })).toEqual({
+      retry: false,
+    });
   });
 
   it('the schedule is configuration', () => {

@@ -92,7 +92,11 @@ export class Subscriptions {
     const start = () => {
       if (disposed) return;
       stop = this.ensureClient().subscribe<TData>(
-        { query: op.query, ...(op.variables ? { variables: op.variables as Record<string, unknown> } : {}), ...(op.operationName ? { operationName: op.operationName } : {}) },
+        {
+          query: op.query,
+          ...(op.variables ? { variables: op.variables as Record<string, unknown> } : {}),
+          ...(op.operationName ? { operationName: op.operationName } : {}),
+        },
         {
           next: (value) => {
             transientRetries = 0;
@@ -125,7 +129,11 @@ export class Subscriptions {
         return;
       }
       const errors = graphQLErrors(err);
-      if (errors && errors.every((e) => TRANSIENT_CODES.has(e.extensions?.code ?? '')) && transientRetries < this.settings.reconnect.attempts) {
+      if (
+        errors &&
+        errors.every((e) => TRANSIENT_CODES.has(e.extensions?.code ?? '')) &&
+        transientRetries < this.settings.reconnect.attempts
+      ) {
         await this.sleep(this.backoff(transientRetries++));
         start();
         return;
@@ -172,11 +180,12 @@ export class Subscriptions {
       next: async () => {
         for (;;) {
           if (queue.length) return { done: false, value: queue.shift()! };
-          if (failure) throw (failure as { err: unknown }).err;
+          if (failure) throw failure.err;
           if (done) return { done: true, value: undefined };
           await new Promise<void>((resolve) => (wake = resolve));
         }
       },
+      // eslint-disable-next-line @typescript-eslint/require-await -- an iterator's return answers a promise; a throw in unsubscribe must reject it
       return: async () => {
         done = true;
         unsubscribe();

@@ -148,7 +148,10 @@ export class Transport {
         failure = err;
       }
       const inProgress =
-        res?.status === 409 && typeof res.body === 'object' && res.body !== null && (res.body as { status?: unknown }).status === 'processing';
+        res?.status === 409 &&
+        typeof res.body === 'object' &&
+        res.body !== null &&
+        (res.body as { status?: unknown }).status === 'processing';
       const decision = decideRetry(
         res ? { kind: 'response', status: res.status, retryAfter: res.headers.get('retry-after'), inProgress } : { kind: 'network' },
         { retriesDone, retryable, hasIdempotencyKey: hasKey, nowMs: this.opts.now() },
@@ -208,7 +211,13 @@ export class Transport {
       if (res.headers.get('deprecation') && this.opts.onDeprecation) {
         this.opts.onDeprecation({ method, url, sunset: res.headers.get('sunset'), link: res.headers.get('link') });
       }
-      return { status: res.status, headers: res.headers, body: parseBody(text, res.headers) as T, requestId: res.headers.get('x-request-id'), attempts: attempt };
+      return {
+        status: res.status,
+        headers: res.headers,
+        body: parseBody(text, res.headers) as T,
+        requestId: res.headers.get('x-request-id'),
+        attempts: attempt,
+      };
     } catch (err) {
       if (timedOut && !spec.signal?.aborted) throw new AttemptTimeout(this.opts.timeoutMs!);
       throw err;

@@ -214,4 +214,4 @@ export type TypedDocument<TData, TVariables> = string & { readonly __result?: TD
 /** Marks a query string with its result and variables types. */
 export const typed = <TData = unknown, TVariables extends Record<string, unknown> = Record<string, unknown>>(
   document: string,
-): TypedDocument<TData, TVariables> => document as TypedDocument<TData, TVariables>;
+): TypedDocument<TData, TVariables> => document;

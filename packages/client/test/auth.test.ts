@@ -43,7 +43,12 @@ class FakeAuth {
       const cookie = /refresh_token=([^;]+)/.exec(req.headers.cookie ?? '')?.[1];
       const bearer = req.headers.authorization?.replace(/^Bearer /, '');
       if (req.url === '/auth/login') {
-        return json(res, 200, { token: 'x', accessToken: this.issueAccess(), user: { id: 2, name: 'Alice' } }, { 'set-cookie': this.cookie(this.issueRefresh()) });
+        return json(
+          res,
+          200,
+          { token: 'x', accessToken: this.issueAccess(), user: { id: 2, name: 'Alice' } },
+          { 'set-cookie': this.cookie(this.issueRefresh()) },
+        );
       }
       if (req.url === '/auth/refresh') {
         this.refreshCalls++;
@@ -54,7 +59,8 @@ class FakeAuth {
             this.liveRefresh.clear(); // reuse detection: the whole family goes
             return json(res, 401, { error: 'Invalid refresh token' });
           }
-          if (this.refreshAnswer === 'refuse' || !cookie || !this.liveRefresh.has(cookie)) return json(res, 401, { error: 'Invalid refresh token' });
+          if (this.refreshAnswer === 'refuse' || !cookie || !this.liveRefresh.has(cookie))
+            return json(res, 401, { error: 'Invalid refresh token' });
           this.liveRefresh.delete(cookie);
           this.rotated.add(cookie);
           const token = this.issueAccess();
@@ -75,7 +81,15 @@ class FakeAuth {
           if (req.url === '/profile?late=1') await this.refreshed;
           return json(res, 401, { error: 'Invalid token' });
         }
-        return json(res, 200, { id: 2, name: 'Alice', email: 'alice@halo.local', avatar: null, role: 'user', created_at: 'x', token: bearer });
+        return json(res, 200, {
+          id: 2,
+          name: 'Alice',
+          email: 'alice@halo.local',
+          avatar: null,
+          role: 'user',
+          created_at: 'x',
+          token: bearer,
+        });
       }
       return json(res, 404, { error: 'Not found' });
     });

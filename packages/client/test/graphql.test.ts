@@ -45,18 +45,40 @@ class ApqServer {
     let query = op.query;
     const hash = op.extensions?.persistedQuery?.sha256Hash;
     if (hash !== undefined) {
-      if (!this.supportsApq) return { status: 200, body: { errors: [{ message: 'PersistedQueryNotSupported', extensions: { code: 'PERSISTED_QUERY_NOT_SUPPORTED' } }] } };
+      if (!this.supportsApq)
+        return {
+          status: 200,
+          body: { errors: [{ message: 'PersistedQueryNotSupported', extensions: { code: 'PERSISTED_QUERY_NOT_SUPPORTED' } }] },
+        };
       if (query !== undefined) {
-        if (sha256(query) !== hash) return { status: 400, body: { errors: [{ message: 'provided sha does not match query', extensions: { code: 'BAD_REQUEST' } }] } };
+        if (sha256(query) !== hash)
+          return { status: 400, body: { errors: [{ message: 'provided sha does not match query', extensions: { code: 'BAD_REQUEST' } }] } };
         this.registered.set(hash, query);
       } else {
         query = this.registered.get(hash);
-        if (query === undefined) return { status: 200, body: { errors: [{ message: 'PersistedQueryNotFound', extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }] } };
+        if (query === undefined)
+          return {
+            status: 200,
+            body: { errors: [{ message: 'PersistedQueryNotFound', extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }] },
+          };
       }
     }
-    if (query === undefined) return { status: 400, body: { errors: [{ message: 'A query is required', extensions: { code: 'BAD_REQUEST' } }] } };
-    if (query.includes('tooDeep')) return { status: 400, body: { errors: [{ message: 'Query depth 8 exceeds the limit of 7', extensions: { code: 'MAX_DEPTH_LIMIT', depth: 8, maxDepth: 7 } }] } };
-    const result = await graphql({ schema, source: query, rootValue: root, variableValues: op.variables ?? null, operationName: op.operationName ?? null });
+    if (query === undefined)
+      return { status: 400, body: { errors: [{ message: 'A query is required', extensions: { code: 'BAD_REQUEST' } }] } };
+    if (query.includes('tooDeep'))
+      return {
+        status: 400,
+        body: {
+          errors: [{ message: 'Query depth 8 exceeds the limit of 7', extensions: { code: 'MAX_DEPTH_LIMIT', depth: 8, maxDepth: 7 } }],
+        },
+      };
+    const result = await graphql({
+      schema,
+      source: query,
+      rootValue: root,
+      variableValues: op.variables ?? null,
+      operationName: op.operationName ?? null,
+    });
     return { status: 200, body: JSON.parse(JSON.stringify(result)) as unknown };
   }
 
@@ -76,9 +98,14 @@ class ApqServer {
       }
       const parsed = JSON.parse(body) as Wire | Wire[];
       if (Array.isArray(parsed)) {
-        if (parsed.length > 3) return json(res, 400, { errors: [{ message: 'Batch of 4 exceeds 3', extensions: { code: 'BATCH_LIMIT_EXCEEDED' } }] });
+        if (parsed.length > 3)
+          return json(res, 400, { errors: [{ message: 'Batch of 4 exceeds 3', extensions: { code: 'BATCH_LIMIT_EXCEEDED' } }] });
         const all = await Promise.all(parsed.map((op) => this.run(op)));
-        return json(res, Math.max(...all.map((r) => r.status)), all.map((r) => r.body));
+        return json(
+          res,
+          Math.max(...all.map((r) => r.status)),
+          all.map((r) => r.body),
+        );
       }
       const r = await this.run(parsed);
       return json(res, r.status, r.body);
@@ -92,7 +119,12 @@ class ApqServer {
       const url = new URL(s.url, 'http://x');
       const ops: Wire[] =
         s.method === 'GET'
-          ? [{ ...(url.searchParams.has('query') ? { query: 'q' } : {}), ...(url.searchParams.has('extensions') ? { extensions: {} } : {}) }]
+          ? [
+              {
+                ...(url.searchParams.has('query') ? { query: 'q' } : {}),
+                ...(url.searchParams.has('extensions') ? { extensions: {} } : {}),
+              },
+            ]
           : ([] as Wire[]).concat(JSON.parse(s.body) as Wire | Wire[]);
       return `${s.method} ${ops.map((o) => [o.extensions ? 'hash' : '', o.query ? 'query' : ''].filter(Boolean).join('+')).join(',')}`;
     });
@@ -139,7 +171,9 @@ describe('automatic persisted queries', () => {
 
   it('GET without persisted queries puts the query and variables in the URL', async () => {
     const halo = client();
-    await expect(halo.graphql.query('query($id: ID!) { user(id: $id) { name } }', { id: '2' }, { get: true, persisted: false })).resolves.toEqual({
+    await expect(
+      halo.graphql.query('query($id: ID!) { user(id: $id) { name } }', { id: '2' }, { get: true, persisted: false }),
+    ).resolves.toEqual({
       user: { name: 'Alice' },
     });
     const url = new URL(apq.server.seen[0]!.url, 'http://x');
@@ -166,7 +200,9 @@ describe('automatic persisted queries', () => {
 describe('errors', () => {
   it('a business error: GraphQLRequestError with each extensions.code and the partial data', async () => {
     const halo = client();
-    const err = (await halo.graphql.query('{ a: user(id: "999") { name } b: user(id: "2") { name } }').catch((e: unknown) => e)) as GraphQLRequestError;
+    const err = (await halo.graphql
+      .query('{ a: user(id: "999") { name } b: user(id: "2") { name } }')
+      .catch((e: unknown) => e)) as GraphQLRequestError;
     expect(err).toBeInstanceOf(GraphQLRequestError);
     expect(err.codes).toEqual(['NOT_FOUND']);
     expect(err.hasCode('NOT_FOUND')).toBe(true);
@@ -177,7 +213,9 @@ describe('errors', () => {
 
   it('a refused operation (HTTP 400) is a GraphQLRequestError too, with its extensions', async () => {
     const halo = client();
-    const err = (await halo.graphql.query('{ tooDeep: hello }', undefined, { persisted: false }).catch((e: unknown) => e)) as GraphQLRequestError;
+    const err = (await halo.graphql
+      .query('{ tooDeep: hello }', undefined, { persisted: false })
+      .catch((e: unknown) => e)) as GraphQLRequestError;
     expect(err).toMatchObject({ name: 'GraphQLRequestError', status: 400, codes: ['MAX_DEPTH_LIMIT'] });
     expect(err.errors[0]!.extensions).toMatchObject({ depth: 8, maxDepth: 7 });
   });
@@ -227,7 +265,11 @@ describe('batching', () => {
   it('a refused batch (BATCH_LIMIT_EXCEEDED) is a GraphQLRequestError', async () => {
     const halo = client();
     const ops = Array.from({ length: 4 }, () => ({ query: '{ hello }' }));
-    await expect(halo.graphql.batch(ops)).rejects.toMatchObject({ name: 'GraphQLRequestError', status: 400, codes: ['BATCH_LIMIT_EXCEEDED'] });
+    await expect(halo.graphql.batch(ops)).rejects.toMatchObject({
+      name: 'GraphQLRequestError',
+      status: 400,
+      codes: ['BATCH_LIMIT_EXCEEDED'],
+    });
   });
 
   it('is retried only when it holds no mutation', async () => {
@@ -260,7 +302,8 @@ describe('renewal', () => {
         refreshes++;
         return json(res, 200, { token: 'fresh', accessToken: 'fresh' });
       }
-      if (req.headers.authorization !== 'Bearer fresh') return json(res, 401, { errors: [{ message: 'Invalid token', extensions: { code: 'UNAUTHENTICATED' } }] });
+      if (req.headers.authorization !== 'Bearer fresh')
+        return json(res, 401, { errors: [{ message: 'Invalid token', extensions: { code: 'UNAUTHENTICATED' } }] });
       const op = JSON.parse(body) as Wire;
       return json(res, 200, { data: { echo: op.query ?? 'hash' } });
     });

@@ -11,7 +11,9 @@ it('src/ imports nothing but its own modules and graphql-ws/client', () => {
   const dir = join(__dirname, '../src');
   const imports = readdirSync(dir)
     .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
-    .flatMap((f) => [...readFileSync(join(dir, f), 'utf8').matchAll(/^\s*(?:import|export)[^'"]*from\s+['"]([^'"]+)['"]/gm)].map((m) => m[1]!));
+    .flatMap((f) =>
+      [...readFileSync(join(dir, f), 'utf8').matchAll(/^\s*(?:import|export)[^'"]*from\s+['"]([^'"]+)['"]/gm)].map((m) => m[1]!),
+    );
   expect(imports.filter((m) => !m.startsWith('./')).sort()).toEqual(['graphql-ws/client']);
 });
 

@@ -21,10 +21,18 @@ async function setup(handler: Handler, opts: HaloClientOptions = {}) {
 
 describe('which answers are retried', () => {
   it('retries a GET that keeps failing with 500 three times, waiting 1, 2, 4 s, then surfaces the error', async () => {
-    const { client, waits, seen } = await setup((_req, res) => json(res, 500, { error: 'Internal server error' }, { 'x-request-id': 'rid-1' }));
+    const { client, waits, seen } = await setup((_req, res) =>
+      json(res, 500, { error: 'Internal server error' }, { 'x-request-id': 'rid-1' }),
+    );
     const err = await client.products.get(1).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(HaloApiError);
-    expect(err).toMatchObject({ status: 500, message: 'Internal server error', requestId: 'rid-1', body: { error: 'Internal server error' }, method: 'GET' });
+    expect(err).toMatchObject({
+      status: 500,
+      message: 'Internal server error',
+      requestId: 'rid-1',
+      body: { error: 'Internal server error' },
+      method: 'GET',
+    });
     expect(seen).toHaveLength(4);
     expect(waits).toEqual([1000, 2000, 4000]);
   });
@@ -43,7 +51,11 @@ describe('which answers are retried', () => {
 
   it('stops at the first success', async () => {
     const { client, waits, seen } = await setup((_req, res, _b, n) =>
-      n === 1 ? json(res, 503, { error: 'Service unavailable' }) : n === 2 ? json(res, 504, { error: 'Gateway timeout' }) : json(res, 200, { message: 'Halo Dunia!' }),
+      n === 1
+        ? json(res, 503, { error: 'Service unavailable' })
+        : n === 2
+          ? json(res, 504, { error: 'Gateway timeout' })
+          : json(res, 200, { message: 'Halo Dunia!' }),
     );
     await expect(client.content.hello()).resolves.toEqual({ message: 'Halo Dunia!' });
     expect(seen).toHaveLength(3);
@@ -103,11 +115,20 @@ describe('which answers are retried', () => {
 
   it('retries PUT and DELETE (idempotent methods)', async () => {
     const { client, seen } = await setup((req, res, _b, n) =>
-      n % 2 === 1 ? json(res, 503, { error: 'Service unavailable' }) : req.method === 'DELETE' ? json(res, 204, undefined) : json(res, 200, { data: { id: 1, name: 'x' } }),
+      n % 2 === 1
+        ? json(res, 503, { error: 'Service unavailable' })
+        : req.method === 'DELETE'
+          ? json(res, 204, undefined)
+          : json(res, 200, { data: { id: 1, name: 'x' } }),
     );
     await expect(client.products.update(1, { name: 'x' })).resolves.toMatchObject({ id: 1 });
     await expect(client.productsV2.delete(1)).resolves.toBeUndefined();
-    expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual(['PUT /products/1', 'PUT /products/1', 'DELETE /api/v2/products/1', 'DELETE /api/v2/products/1']);
+    expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual([
+      'PUT /products/1',
+      'PUT /products/1',
+      'DELETE /api/v2/products/1',
+      'DELETE /api/v2/products/1',
+    ]);
   });
 
   it('retries an order (idempotent by its client_order_id) with the same client_order_id', async () => {
@@ -122,7 +143,9 @@ describe('which answers are retried', () => {
   });
 
   it('retries GraphQL queries (idempotent calls) but not mutations', async () => {
-    const { client, seen } = await setup((_req, res, _b, n) => (n === 1 ? json(res, 502, { error: 'Bad gateway' }) : json(res, 200, { data: { hello: 'hi' } })));
+    const { client, seen } = await setup((_req, res, _b, n) =>
+      n === 1 ? json(res, 502, { error: 'Bad gateway' }) : json(res, 200, { data: { hello: 'hi' } }),
+    );
     await expect(client.graphql.query('{ hello }', undefined, { persisted: false })).resolves.toEqual({ hello: 'hi' });
     expect(seen).toHaveLength(2);
   });
@@ -131,7 +154,9 @@ describe('which answers are retried', () => {
 describe('payments: one Idempotency-Key per logical payment', () => {
   it('retries a POST with an Idempotency-Key, sending the SAME key every attempt', async () => {
     const { client, waits, seen } = await setup((_req, res, _b, n) =>
-      n < 4 ? json(res, n === 2 ? 500 : 503, { error: 'Payment processor unavailable' }) : json(res, 201, { data: { id: 1, amount: 25.5, currency: 'USD', status: 'succeeded', created_at: 'x' } }),
+      n < 4
+        ? json(res, n === 2 ? 500 : 503, { error: 'Payment processor unavailable' })
+        : json(res, 201, { data: { id: 1, amount: 25.5, currency: 'USD', status: 'succeeded', created_at: 'x' } }),
     );
     const result = await client.payments.create({ amount: 25.5 });
     expect(seen).toHaveLength(4);
@@ -145,7 +170,12 @@ describe('payments: one Idempotency-Key per logical payment', () => {
 
   it('gives each logical payment its own key, and reuses a key it is given', async () => {
     const { client, seen } = await setup((_req, res) =>
-      json(res, 201, { data: { id: 1, amount: 1, currency: 'USD', status: 'succeeded', created_at: 'x' } }, { 'idempotent-replayed': 'true' }),
+      json(
+        res,
+        201,
+        { data: { id: 1, amount: 1, currency: 'USD', status: 'succeeded', created_at: 'x' } },
+        { 'idempotent-replayed': 'true' },
+      ),
     );
     await client.payments.create({ amount: 1 });
     await client.payments.create({ amount: 1 });
@@ -190,7 +220,9 @@ describe('payments: one Idempotency-Key per logical payment', () => {
 
   it('does not retry other 409s (e.g. Email already registered) or a 422 key reuse', async () => {
     const { client, seen } = await setup((req, res) =>
-      req.url === '/auth/register' ? json(res, 409, { error: 'Email already registered' }) : json(res, 422, { error: 'Idempotency-Key reused with a different request' }),
+      req.url === '/auth/register'
+        ? json(res, 409, { error: 'Email already registered' })
+        : json(res, 422, { error: 'Idempotency-Key reused with a different request' }),
     );
     await expect(client.auth.register({ name: 'a', email: 'a@b.c', password: '12345678' })).rejects.toMatchObject({ status: 409 });
     await expect(client.payments.create({ amount: 1 })).rejects.toMatchObject({ status: 422 });
@@ -210,7 +242,8 @@ describe('Retry-After', () => {
   it('a 503 with Retry-After as an HTTP-date, read against the injected clock', async () => {
     const now = Date.parse('2026-01-01T00:00:00Z');
     const { client, waits } = await setup(
-      (_req, res, _b, n) => (n === 1 ? json(res, 503, { error: 'x' }, { 'retry-after': 'Thu, 01 Jan 2026 00:00:05 GMT' }) : json(res, 200, { message: 'ok' })),
+      (_req, res, _b, n) =>
+        n === 1 ? json(res, 503, { error: 'x' }, { 'retry-after': 'Thu, 01 Jan 2026 00:00:05 GMT' }) : json(res, 200, { message: 'ok' }),
       { now: () => now },
     );
     await client.content.hello();

@@ -3,7 +3,14 @@ import type { AddressInfo } from 'node:net';
 import { buildSchema, GraphQLError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import WebSocket, { WebSocketServer } from 'ws';
-import { createHaloClient, GraphQLRequestError, SignedOutError, SubscriptionClosedError, type GraphQLResult, type HaloClient } from '../src';
+import {
+  createHaloClient,
+  GraphQLRequestError,
+  SignedOutError,
+  SubscriptionClosedError,
+  type GraphQLResult,
+  type HaloClient,
+} from '../src';
 import { json, until } from './servers';
 
 /**

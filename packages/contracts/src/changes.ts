@@ -24,7 +24,12 @@ export function apiSchemaOf(supergraphSdl: string): GraphQLSchema {
 /** Every change from `before` to `after`. */
 export async function schemaChanges(before: string, after: string): Promise<SchemaChange[]> {
   const changes = await diff(apiSchemaOf(before), apiSchemaOf(after));
-  return changes.map((c) => ({ type: c.type, path: c.path ?? '', message: c.message, breaking: c.criticality.level === CriticalityLevel.Breaking }));
+  return changes.map((c) => ({
+    type: c.type as string,
+    path: c.path ?? '',
+    message: c.message,
+    breaking: c.criticality.level === CriticalityLevel.Breaking,
+  }));
 }
 
 /** Every change from `before` to `after` that breaks existing clients. */
@@ -36,7 +41,10 @@ export async function breakingChanges(before: string, after: string): Promise<Sc
 export const changeKey = (c: { type: string; path?: string | undefined }) => `${c.type} ${c.path ?? ''}`;
 
 /** The changes no entry of `acknowledged` covers. */
-export function unacknowledged<C extends { type: string; path: string }>(changes: readonly C[], acknowledged: readonly { type: string; path: string }[]): C[] {
+export function unacknowledged<C extends { type: string; path: string }>(
+  changes: readonly C[],
+  acknowledged: readonly { type: string; path: string }[],
+): C[] {
   const known = new Set(acknowledged.map(changeKey));
   return changes.filter((c) => !known.has(changeKey(c)));
 }

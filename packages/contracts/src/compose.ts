@@ -33,9 +33,7 @@ export interface Composition {
   openapi: JsonObject;
 }
 
-export type CompositionResult =
-  | { ok: true; composition: Composition }
-  | { ok: false; errors: { composition: string[]; rest: string[] } };
+export type CompositionResult = { ok: true; composition: Composition } | { ok: false; errors: { composition: string[]; rest: string[] } };
 
 /** Services in topology order (then by name), so the output never depends on the caller's order. */
 const byTopology = (a: Contract, b: Contract) => {
@@ -60,7 +58,10 @@ export function composeSupergraphOf(contracts: readonly Contract[]): { sdl: stri
 }
 
 /** The route table and OpenAPI document of the contracts' REST parts, or why they collide. */
-export function composeRestOf(contracts: readonly Contract[], version = DEFAULT_API_VERSION): { routes: ComposedRouteTable; openapi: JsonObject } | { errors: string[] } {
+export function composeRestOf(
+  contracts: readonly Contract[],
+  version = DEFAULT_API_VERSION,
+): { routes: ComposedRouteTable; openapi: JsonObject } | { errors: string[] } {
   const parts = [...contracts].sort(byTopology).flatMap((c) => (c.rest ? [c.rest] : []));
   try {
     const routes = mergeRouteTable(

@@ -21,7 +21,10 @@ export const contractSchema = z.strictObject({
       routes: z.array(composedRouteSchema).max(10_000),
       openapi: z.strictObject({
         tag: z.strictObject({ name: z.string(), description: z.string() }),
-        paths: z.record(z.string().startsWith('/'), z.partialRecord(z.enum(['get', 'post', 'put', 'patch', 'delete']), jsonObject.and(z.object({ operationId: z.string().min(1) })))),
+        paths: z.record(
+          z.string().startsWith('/'),
+          z.partialRecord(z.enum(['get', 'post', 'put', 'patch', 'delete']), jsonObject.and(z.object({ operationId: z.string().min(1) }))),
+        ),
       }),
     })
     .nullable(),
@@ -31,7 +34,7 @@ export const contractSchema = z.strictObject({
 export function parseContract(value: unknown): { contract: Contract } | { error: string } {
   const result = contractSchema.safeParse(value);
   if (result.success) {
-    const c = result.data as Contract;
+    const c = result.data;
     if (c.rest) {
       const stray = c.rest.routes.find((r) => r.service !== c.service);
       if (stray) return { error: `contract.rest.routes: ${stray.method} ${stray.path} names service ${stray.service}, not ${c.service}` };
@@ -58,5 +61,7 @@ export function canonicalJson(value: unknown): string {
 
 /** sha256 (hex) of the canonical JSON of `{sdl, url, rest}`: equal contracts, equal hashes. */
 export function contractHash(c: Pick<Contract, 'sdl' | 'url' | 'rest'>): string {
-  return createHash('sha256').update(canonicalJson({ sdl: c.sdl, url: c.url, rest: c.rest })).digest('hex');
+  return createHash('sha256')
+    .update(canonicalJson({ sdl: c.sdl, url: c.url, rest: c.rest }))
+    .digest('hex');
 }

@@ -41,7 +41,9 @@ describe('composeContracts', () => {
     const stolen = { ...catalog.rest!.routes[0]!, service: 'content' as const };
     const content = byName('content');
     const result = composeContracts(
-      contracts.map((c) => (c.service === 'content' ? { ...content, rest: { ...content.rest!, routes: [...content.rest!.routes, stolen] } } : c)),
+      contracts.map((c) =>
+        c.service === 'content' ? { ...content, rest: { ...content.rest!, routes: [...content.rest!.routes, stolen] } } : c,
+      ),
     );
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.errors.rest).toEqual([`${stolen.method} ${stolen.path} is declared by content and by catalog`]);
@@ -50,7 +52,10 @@ describe('composeContracts', () => {
   it('refuses an operationId used twice', () => {
     const content = byName('content');
     const [path, ops] = Object.entries(byName('catalog').rest!.openapi.paths)[0]!;
-    const copied = { ...content, rest: { ...content.rest!, openapi: { ...content.rest!.openapi, paths: { ...content.rest!.openapi.paths, [`/copy${path}`]: ops } } } };
+    const copied = {
+      ...content,
+      rest: { ...content.rest!, openapi: { ...content.rest!.openapi, paths: { ...content.rest!.openapi.paths, [`/copy${path}`]: ops } } },
+    };
     const result = composeContracts(contracts.map((c) => (c.service === 'content' ? copied : c)));
     expect(!result.ok && result.errors.rest[0]).toMatch(/operationId \w+ is used by catalog and by content/);
   });
@@ -85,13 +90,25 @@ describe('breaking changes and usage', () => {
     expect(added).toContain('sku: String');
     expect((await schemaChanges(sdlOf(before), added)).map((c) => [c.path, c.breaking])).toEqual([['Product.sku', false]]);
     const removed = sdlOf(composeContracts(withCatalog(byName('catalog').sdl!.replace(/\n\s*description: String[^\n]*/, ''))));
-    expect((await breakingChanges(sdlOf(before), removed)).map((c) => [c.type, c.path])).toEqual([['FIELD_REMOVED', 'Product.description']]);
+    expect((await breakingChanges(sdlOf(before), removed)).map((c) => [c.type, c.path])).toEqual([
+      ['FIELD_REMOVED', 'Product.description'],
+    ]);
   });
 
   it('an operation’s coordinates: types, fields through fragments, arguments', () => {
-    const schema = buildSchema('type Query { product(id: ID!): Product products(limit: Int): [Product] } type Product { id: ID! name: String price: Float }');
+    const schema = buildSchema(
+      'type Query { product(id: ID!): Product products(limit: Int): [Product] } type Product { id: ID! name: String price: Float }',
+    );
     const doc = parse('query Q($id: ID!) { product(id: $id) { ...F } } fragment F on Product { name }');
-    expect(operationCoordinates(schema, doc)).toEqual(['ID', 'Product', 'Product.name', 'Query', 'Query.product', 'Query.product.id', 'String']);
+    expect(operationCoordinates(schema, doc)).toEqual([
+      'ID',
+      'Product',
+      'Product.name',
+      'Query',
+      'Query.product',
+      'Query.product.id',
+      'String',
+    ]);
   });
 
   it('a change at P is used by an operation that recorded P or a coordinate under P.', () => {

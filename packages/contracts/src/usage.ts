@@ -1,12 +1,4 @@
-import {
-  getNamedType,
-  Kind,
-  TypeInfo,
-  visit,
-  visitWithTypeInfo,
-  type DocumentNode,
-  type GraphQLSchema,
-} from 'graphql';
+import { getNamedType, Kind, TypeInfo, visit, visitWithTypeInfo, type DocumentNode, type GraphQLSchema } from 'graphql';
 
 /**
  * Usage coordinates (docs/registry.md, "Matching a change to usage"): an operation uses

@@ -38,7 +38,7 @@ beforeAll(async () => {
     ping: (call: { request: { tag?: string } }, callback: grpc.sendUnaryData<unknown>) => {
       const code = script(++calls, call.request);
       if (code === grpc.status.OK) callback(null, { ok: true });
-      else callback({ code, details: `scripted ${grpc.status[code]}` } as grpc.ServiceError);
+      else callback({ code, details: `scripted ${grpc.status[code]}` });
     },
   });
   const port = await new Promise<number>((ok, fail) =>
@@ -62,7 +62,10 @@ const ping = (policy: CallPolicy, idempotent: boolean, deadlineMs = 2_000, reque
   callUnary(client, client.ping as never, request, { defaultDeadlineMs: deadlineMs, policy, idempotent });
 
 const failsWith = async (p: Promise<unknown>) => {
-  const err = await p.then(() => null, (e: unknown) => e);
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(isHaloError(err)).toBe(true);
   return err as { kind: string; message: string };
 };
@@ -126,7 +129,8 @@ describe('metrics (the calling process’s halo_grpc_client_* series)', () => {
   let registry: Registry;
   let policy: CallPolicy;
   const scrape = () => registry.metrics();
-  const timed = async (code: string) => metricValue(await scrape(), 'halo_grpc_client_handling_seconds_count', { peer: 'pinger', method: METHOD, code });
+  const timed = async (code: string) =>
+    metricValue(await scrape(), 'halo_grpc_client_handling_seconds_count', { peer: 'pinger', method: METHOD, code });
 
   beforeEach(() => {
     registry = new Registry();

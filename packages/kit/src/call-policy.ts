@@ -84,7 +84,13 @@ export class CallPolicy {
       return result;
     } catch (err) {
       const failedFast = err instanceof BrokenCircuitError;
-      metrics?.call(this.peer, method, failedFast ? 'CIRCUIT_OPEN' : (grpc.status[codeOf(err) as number] ?? 'UNKNOWN'), seconds(started), Math.max(0, attempts - 1));
+      metrics?.call(
+        this.peer,
+        method,
+        failedFast ? 'CIRCUIT_OPEN' : (grpc.status[codeOf(err) as number] ?? 'UNKNOWN'),
+        seconds(started),
+        Math.max(0, attempts - 1),
+      );
       if (failedFast) throw unavailable('Upstream service unavailable');
       throw err;
     }
@@ -92,7 +98,12 @@ export class CallPolicy {
 
   /** `closed`, `open`, `halfOpen` or `isolated` (tests, metrics). */
   get state(): string {
-    return { [CircuitState.Closed]: 'closed', [CircuitState.Open]: 'open', [CircuitState.HalfOpen]: 'halfOpen', [CircuitState.Isolated]: 'isolated' }[this.breaker.state];
+    return {
+      [CircuitState.Closed]: 'closed',
+      [CircuitState.Open]: 'open',
+      [CircuitState.HalfOpen]: 'halfOpen',
+      [CircuitState.Isolated]: 'isolated',
+    }[this.breaker.state];
   }
 }
 

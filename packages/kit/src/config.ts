@@ -49,8 +49,7 @@ export const env = {
       .optional(),
   url: () => z.url({ message: 'must be a URL' }).optional(),
   str: (fallback: string) => z.string().default(fallback),
-  logLevel: () =>
-    z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** `development` enables dev defaults (demo seed, dev secrets); `production` never does. */
   haloEnv: () => z.enum(['development', 'production', 'test']).default('production'),
   /** A byte size such as `1mb`, `512kb` or `1048576`. */
@@ -93,7 +92,10 @@ export function serviceConfigShape(defaults: { httpPort: number; grpcPort?: numb
       error: (issue) => (issue.input === undefined ? 'is required (npm start sets it for you)' : 'must be a postgres:// URL'),
     }),
     /** The Postgres schema the service owns; defaults to the service's name (tests use throwaway ones). */
-    DB_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier').optional(),
+    DB_SCHEMA: z
+      .string()
+      .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier')
+      .optional(),
     DB_POOL_SIZE: env.int(10, 1),
     LOG_LEVEL: env.logLevel(),
     BODY_LIMIT: env.bytes('1mb'),

@@ -18,7 +18,12 @@ export interface ServiceContract {
 }
 
 /** The one way a contract is put together, from a running service's parts or from a checkout's files. */
-export function serviceContract(opts: { service: ServiceName; url: string; sdl?: string | null | undefined; manifest?: RestManifest | undefined }): ServiceContract {
+export function serviceContract(opts: {
+  service: ServiceName;
+  url: string;
+  sdl?: string | null | undefined;
+  manifest?: RestManifest | undefined;
+}): ServiceContract {
   return {
     service: opts.service,
     url: opts.url.replace(/\/+$/, ''),
@@ -80,7 +85,10 @@ export async function publishContract(
       signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
     });
   } catch (err) {
-    throw new PublishError(`registry unreachable at ${opts.registryUrl}: ${(err as Error).cause ? String(((err as Error).cause as Error).message ?? (err as Error).cause) : (err as Error).message}`, 'unreachable');
+    throw new PublishError(
+      `registry unreachable at ${opts.registryUrl}: ${(err as Error).cause ? String(((err as Error).cause as Error).message ?? (err as Error).cause) : (err as Error).message}`,
+      'unreachable',
+    );
   }
   const body = (await res.json().catch(() => ({}))) as PublishResult['body'];
   if (res.status === 200 || res.status === 201) return { status: res.status, body };

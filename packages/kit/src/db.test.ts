@@ -171,7 +171,8 @@ describe('openDb', () => {
     const plain = await openDb({ url: TEST_DATABASE_URL, schema, poolSize: 1 });
     const named = await openDb({ url: TEST_DATABASE_URL, schema, poolSize: 1, applicationName: `halo:content:${schema}` });
     const nameOf = async (db: typeof plain) =>
-      (await db.query<{ name: string }>('SELECT application_name AS name FROM pg_stat_activity WHERE pid = pg_backend_pid()')).rows[0]!.name;
+      (await db.query<{ name: string }>('SELECT application_name AS name FROM pg_stat_activity WHERE pid = pg_backend_pid()')).rows[0]!
+        .name;
     try {
       expect(await nameOf(plain)).toBe(`halo:${schema}`);
       expect(await nameOf(named)).toBe(`halo:content:${schema}`);

@@ -44,7 +44,9 @@ const NUMERIC = 1700;
 /** int8 counts and ids come back as numbers (ids stay far below 2^53), numeric money as numbers. */
 const toNumber = (v: string) => Number(v);
 const getTypeParser = ((oid: number, format?: 'text' | 'binary') =>
-  oid === INT8 || oid === NUMERIC ? toNumber : load.pg().types.getTypeParser(oid, format)) as typeof import('pg').types.getTypeParser;
+  oid === INT8 || oid === NUMERIC
+    ? toNumber
+    : (load.pg().types.getTypeParser(oid, format) as (value: string) => unknown)) as typeof import('pg').types.getTypeParser;
 
 export async function openDb(opts: OpenDbOptions): Promise<Db> {
   const schema = opts.schema;

@@ -7,7 +7,17 @@ import { buildASTSchema, type GraphQLFieldResolver } from 'graphql';
 import { ConfigError, env } from './config';
 import { defineService, loadServiceConfig } from './define-service';
 import { signAccessToken } from './jwt';
-import { dropSchema, openTestDb, postGraphQL, SEED_RULE_CASES, TEST_DATABASE_URL, TEST_JWT_SECRET, TEST_SERVICE_ENV, testIdentityEnv, type TestDb } from './testing';
+import {
+  dropSchema,
+  openTestDb,
+  postGraphQL,
+  SEED_RULE_CASES,
+  TEST_DATABASE_URL,
+  TEST_JWT_SECRET,
+  TEST_SERVICE_ENV,
+  testIdentityEnv,
+  type TestDb,
+} from './testing';
 import { createLogger } from './logger';
 
 /**
@@ -18,7 +28,10 @@ import { createLogger } from './logger';
 const ENV = { ...TEST_SERVICE_ENV, ...testIdentityEnv('catalog') };
 const root = mkdtempSync(join(tmpdir(), 'halo-define-service-'));
 mkdirSync(join(root, 'migrations'));
-writeFileSync(join(root, 'migrations', '0001_init.sql'), 'CREATE TABLE notes (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text NOT NULL);');
+writeFileSync(
+  join(root, 'migrations', '0001_init.sql'),
+  'CREATE TABLE notes (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text NOT NULL);',
+);
 writeFileSync(join(root, 'schema.graphql'), 'type Query { notes: [String!]! whoami: String! }');
 
 let healthy = true;
@@ -41,8 +54,11 @@ const notes = defineService({
       const schema = buildASTSchema(typeDefs);
       const fields = schema.getQueryType()!.getFields();
       fields.notes!.resolve = () => domain.list();
-      const whoami: GraphQLFieldResolver<unknown, { greeting: string; requestId: string; caller: { name: string } | null }> = (_, __, ctx) =>
-        `${ctx.greeting} ${ctx.caller?.name ?? 'anonymous'} ${ctx.requestId}`;
+      const whoami: GraphQLFieldResolver<unknown, { greeting: string; requestId: string; caller: { name: string } | null }> = (
+        _,
+        __,
+        ctx,
+      ) => `${ctx.greeting} ${ctx.caller?.name ?? 'anonymous'} ${ctx.requestId}`;
       fields.whoami!.resolve = whoami as GraphQLFieldResolver<unknown, unknown>;
       return schema;
     },
@@ -151,14 +167,18 @@ describe('defineService', () => {
 
 describe('loadServiceConfig: the demo-seed rule, once for every service', () => {
   const DB = 'postgres://svc@db:5432/halo';
-  const load = (vars: Record<string, string | undefined>) => loadServiceConfig('content', { EXTRA: env.int(3) }, { DATABASE_URL: DB, ...vars });
+  const load = (vars: Record<string, string | undefined>) =>
+    loadServiceConfig('content', { EXTRA: env.int(3) }, { DATABASE_URL: DB, ...vars });
 
   it.each(SEED_RULE_CASES)('HALO_ENV=%s SEED_DEMO_DATA=%s → %s', (haloEnv, seed, expected) => {
     expect(load({ HALO_ENV: haloEnv, SEED_DEMO_DATA: seed }).SEED_DEMO_DATA).toBe(expected);
   });
 
   it('refuses SEED_DEMO_DATA=true in production, and a value that is not a boolean, naming the variable', () => {
-    for (const vars of [{ HALO_ENV: 'production', SEED_DEMO_DATA: '1' }, { HALO_ENV: 'development', SEED_DEMO_DATA: 'yes' }]) {
+    for (const vars of [
+      { HALO_ENV: 'production', SEED_DEMO_DATA: '1' },
+      { HALO_ENV: 'development', SEED_DEMO_DATA: 'yes' },
+    ]) {
       expect(() => load(vars)).toThrow(ConfigError);
       expect(() => load(vars)).toThrow(/^Invalid configuration: SEED_DEMO_DATA: /);
     }
@@ -172,18 +192,25 @@ describe('loadServiceConfig: the demo-seed rule, once for every service', () => 
 });
 
 describe('loadServiceConfig: publishing the contract (docs/registry.md)', () => {
-  const load = (vars: Record<string, string | undefined>) => loadServiceConfig('content', {}, { DATABASE_URL: 'postgres://svc@db:5432/halo', ...vars });
+  const load = (vars: Record<string, string | undefined>) =>
+    loadServiceConfig('content', {}, { DATABASE_URL: 'postgres://svc@db:5432/halo', ...vars });
 
   it('refuses REGISTRY_PUBLISH_ON_START when HALO_ENV=production: in a cluster the release hook publishes', () => {
     expect(() => load({ HALO_ENV: 'production', REGISTRY_PUBLISH_ON_START: 'true', REGISTRY_URL: 'http://registry:4006' })).toThrow(
       /^Invalid configuration: REGISTRY_PUBLISH_ON_START: refused when HALO_ENV=production/,
     );
-    expect(load({ HALO_ENV: 'test', REGISTRY_PUBLISH_ON_START: 'true', REGISTRY_URL: 'http://registry:4006' }).REGISTRY_PUBLISH_ON_START).toBe(true);
+    expect(
+      load({ HALO_ENV: 'test', REGISTRY_PUBLISH_ON_START: 'true', REGISTRY_URL: 'http://registry:4006' }).REGISTRY_PUBLISH_ON_START,
+    ).toBe(true);
   });
 
   it('needs REGISTRY_URL to publish, at start or as the one-shot', () => {
-    expect(() => load({ HALO_ENV: 'test', REGISTRY_PUBLISH_ON_START: 'true' })).toThrow(/^Invalid configuration: REGISTRY_URL: is required with REGISTRY_PUBLISH_ON_START/);
-    expect(() => load({ HALO_PUBLISH_CONTRACT_ONLY: 'true' })).toThrow(/^Invalid configuration: REGISTRY_URL: is required with HALO_PUBLISH_CONTRACT_ONLY/);
+    expect(() => load({ HALO_ENV: 'test', REGISTRY_PUBLISH_ON_START: 'true' })).toThrow(
+      /^Invalid configuration: REGISTRY_URL: is required with REGISTRY_PUBLISH_ON_START/,
+    );
+    expect(() => load({ HALO_PUBLISH_CONTRACT_ONLY: 'true' })).toThrow(
+      /^Invalid configuration: REGISTRY_URL: is required with HALO_PUBLISH_CONTRACT_ONLY/,
+    );
     expect(load({ HALO_PUBLISH_CONTRACT_ONLY: 'true', REGISTRY_URL: 'http://registry:4006' }).HALO_PUBLISH_CONTRACT_ONLY).toBe(true);
   });
 });

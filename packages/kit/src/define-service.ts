@@ -16,7 +16,16 @@ import { ServiceIdentity, serviceIdentityFor } from './service-identity';
 import { createMetrics, type ServiceMetrics } from './metrics';
 import { PublishError, publishContract, serviceContract, type ServiceContract } from './contract';
 import type { RestManifest } from './rest-manifest';
-import { createHttpApp, openServiceDb, serveService, startSubgraph, subgraphMiddleware, withLifecycle, type StartedService, type SubgraphSubscriptions } from './service';
+import {
+  createHttpApp,
+  openServiceDb,
+  serveService,
+  startSubgraph,
+  subgraphMiddleware,
+  withLifecycle,
+  type StartedService,
+  type SubgraphSubscriptions,
+} from './service';
 import { runService } from './run';
 import { preloadServiceLibraries } from './lazy';
 import { SERVICES, type ServiceName } from './topology';
@@ -48,10 +57,14 @@ type KitShape = ReturnType<typeof kitConfigShape>;
 export type KitConfig = Omit<z.infer<z.ZodObject<KitShape>>, 'SEED_DEMO_DATA'> & { SEED_DEMO_DATA: boolean };
 
 /** A service's settings: the kit's and the service's own shape `X`. */
-export type ServiceConfig<X extends z.ZodRawShape = {}> = KitConfig & z.infer<z.ZodObject<X>>;
+export type ServiceConfig<X extends z.ZodRawShape = Record<never, never>> = KitConfig & z.infer<z.ZodObject<X>>;
 
 /** Loads and validates a service's settings once; the demo-seed rule lives here and nowhere else. */
-export function loadServiceConfig<X extends z.ZodRawShape = {}>(name: ServiceName, extra?: X, source: Env = process.env): ServiceConfig<X> {
+export function loadServiceConfig<X extends z.ZodRawShape = Record<never, never>>(
+  name: ServiceName,
+  extra?: X,
+  source: Env = process.env,
+): ServiceConfig<X> {
   const loaded = loadConfig({ ...kitConfigShape(name), ...extra }, source);
   const seed = (loaded as { SEED_DEMO_DATA?: boolean }).SEED_DEMO_DATA;
   const haloEnv = (loaded as { HALO_ENV: string }).HALO_ENV;
@@ -62,10 +75,14 @@ export function loadServiceConfig<X extends z.ZodRawShape = {}>(name: ServiceNam
   const registry = loaded as { REGISTRY_URL?: string; REGISTRY_PUBLISH_ON_START?: boolean; HALO_PUBLISH_CONTRACT_ONLY?: boolean };
   // In a cluster a contract is published once the release is ready (the Helm hook), never by every replica at start.
   if (registry.REGISTRY_PUBLISH_ON_START && haloEnv === 'production') {
-    throw new ConfigError('Invalid configuration: REGISTRY_PUBLISH_ON_START: refused when HALO_ENV=production (the release hook publishes, HALO_PUBLISH_CONTRACT_ONLY)');
+    throw new ConfigError(
+      'Invalid configuration: REGISTRY_PUBLISH_ON_START: refused when HALO_ENV=production (the release hook publishes, HALO_PUBLISH_CONTRACT_ONLY)',
+    );
   }
   if ((registry.REGISTRY_PUBLISH_ON_START || registry.HALO_PUBLISH_CONTRACT_ONLY) && !registry.REGISTRY_URL) {
-    throw new ConfigError(`Invalid configuration: REGISTRY_URL: is required with ${registry.HALO_PUBLISH_CONTRACT_ONLY ? 'HALO_PUBLISH_CONTRACT_ONLY' : 'REGISTRY_PUBLISH_ON_START'}`);
+    throw new ConfigError(
+      `Invalid configuration: REGISTRY_URL: is required with ${registry.HALO_PUBLISH_CONTRACT_ONLY ? 'HALO_PUBLISH_CONTRACT_ONLY' : 'REGISTRY_PUBLISH_ON_START'}`,
+    );
   }
   return { ...loaded, SEED_DEMO_DATA: seed ?? haloEnv === 'development' } as unknown as ServiceConfig<X>;
 }
@@ -152,7 +169,8 @@ export interface DefinedService<C, D> {
 /** Publishing at start waits for the registry this long at most (it may start beside the service). */
 const PUBLISH_RETRY_MS = { first: 250, max: 5_000, giveUpAfter: 120_000 };
 
-export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig = ServiceConfig<X>, D = unknown>(
+// eslint-disable-next-line max-lines-per-function -- one closure over the definition, shared by migrate, start and main; to split (issue 26)
+export function defineService<X extends z.ZodRawShape = Record<never, never>, C extends KitConfig = ServiceConfig<X>, D = unknown>(
   def: ServiceDefinition<X, C, D>,
 ): DefinedService<C, D> {
   const migrationsDir = resolve(def.root, 'migrations');
@@ -191,7 +209,10 @@ export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig 
       if (stopped) return;
       try {
         const { body } = await publishContract(c, { registryUrl, identity });
-        logger.info({ version: body.version, composition: body.composition, unchanged: body.unchanged ?? false }, 'contract published to the registry');
+        logger.info(
+          { version: body.version, composition: body.composition, unchanged: body.unchanged ?? false },
+          'contract published to the registry',
+        );
       } catch (err) {
         if (err instanceof PublishError && err.kind === 'unreachable' && Date.now() - started < PUBLISH_RETRY_MS.giveUpAfter) {
           timer = setTimeout(() => void attempt(Math.min(delay * 2, PUBLISH_RETRY_MS.max)), delay);
@@ -249,13 +270,20 @@ export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig 
       return;
     }
     const identity = ServiceIdentity.fromConfig(def.name, config);
-    if (!identity.canCall) throw new ConfigError('Invalid configuration: SERVICE_SIGNING_KEY: is required to publish the contract (its token authenticates the service to the registry)');
+    if (!identity.canCall)
+      throw new ConfigError(
+        'Invalid configuration: SERVICE_SIGNING_KEY: is required to publish the contract (its token authenticates the service to the registry)',
+      );
     try {
       const { body } = await publishContract(c, { registryUrl: config.REGISTRY_URL!, identity });
-      process.stdout.write(`${def.name}: contract ${body.unchanged ? 'unchanged at' : 'published as'} version ${body.version} (composition ${body.composition})\n`);
+      process.stdout.write(
+        `${def.name}: contract ${body.unchanged ? 'unchanged at' : 'published as'} version ${body.version} (composition ${body.composition})\n`,
+      );
     } catch (err) {
       if (!(err instanceof PublishError)) throw err;
-      const notes = (err.body as { report?: { notes?: string[]; composition?: { errors?: string[] }; rest?: { errors?: string[] } } } | undefined)?.report;
+      const notes = (
+        err.body as { report?: { notes?: string[]; composition?: { errors?: string[] }; rest?: { errors?: string[] } } } | undefined
+      )?.report;
       const why = [...(notes?.composition?.errors ?? []), ...(notes?.rest?.errors ?? []), ...(notes?.notes ?? [])].join('; ');
       process.stderr.write(`${def.name}: contract not published: ${err.message}${why ? ` — ${why}` : ''}\n`);
       process.exitCode = err.kind === 'unreachable' ? 3 : 1;
@@ -283,8 +311,15 @@ export function defineService<X extends z.ZodRawShape = {}, C extends KitConfig 
       // Every service serves HTTP, GraphQL and SQL: load those now, while the launcher may still be
       // starting the database (late-env.ts), rather than on first use after it.
       preloadServiceLibraries();
-      return runService(def.name, () => loadConfigFor(), (config, logger) =>
-        config.HALO_PUBLISH_CONTRACT_ONLY ? publishOnly(config) : config.HALO_MIGRATE_ONLY ? migrateOnly(config, logger) : start(config, logger),
+      return runService(
+        def.name,
+        () => loadConfigFor(),
+        (config, logger) =>
+          config.HALO_PUBLISH_CONTRACT_ONLY
+            ? publishOnly(config)
+            : config.HALO_MIGRATE_ONLY
+              ? migrateOnly(config, logger)
+              : start(config, logger),
       );
     },
   };

@@ -104,7 +104,15 @@ describe('unknown errors', () => {
 
 describe('fromGrpcError', () => {
   // Kinds whose gRPC status maps back to the same kind and keeps the peer's message.
-  const roundTrips: ErrorKind[] = ['BAD_REQUEST', 'UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'UNPROCESSABLE', 'TOO_MANY_REQUESTS'];
+  const roundTrips: ErrorKind[] = [
+    'BAD_REQUEST',
+    'UNAUTHENTICATED',
+    'FORBIDDEN',
+    'NOT_FOUND',
+    'CONFLICT',
+    'UNPROCESSABLE',
+    'TOO_MANY_REQUESTS',
+  ];
 
   it.each(roundTrips)('%s survives a round trip through gRPC', (kind) => {
     const back = fromGrpcError(toGrpcError(new HaloError(kind, 'peer said so')));

@@ -38,13 +38,11 @@ export class HaloError extends Error {
   }
 }
 
-export const badRequest = (message: string, extra?: Record<string, unknown>) =>
-  new HaloError('BAD_REQUEST', message, extra);
+export const badRequest = (message: string, extra?: Record<string, unknown>) => new HaloError('BAD_REQUEST', message, extra);
 export const unauthenticated = (message: string) => new HaloError('UNAUTHENTICATED', message);
 export const forbidden = (message = 'Forbidden') => new HaloError('FORBIDDEN', message);
 export const notFound = (message = 'Not found') => new HaloError('NOT_FOUND', message);
-export const conflict = (message: string, extra?: Record<string, unknown>) =>
-  new HaloError('CONFLICT', message, extra);
+export const conflict = (message: string, extra?: Record<string, unknown>) => new HaloError('CONFLICT', message, extra);
 export const unavailable = (message = 'Service unavailable') => new HaloError('UNAVAILABLE', message);
 
 export const isHaloError = (err: unknown): err is HaloError => err instanceof HaloError;

@@ -1,8 +1,7 @@
-import { GraphQLError, buildSchema, graphql, type GraphQLFormattedError } from 'graphql';
+import { GraphQLError, buildSchema, graphql } from 'graphql';
 import { HaloError, badRequest, forbidden, notFound, type ErrorKind } from './errors';
 import { formatGraphQLError, toGraphQLError } from './graphql';
 import { capturingLogger } from './testing';
-
 
 const schema = buildSchema(`
   type Query {
@@ -37,7 +36,7 @@ async function run(source: string) {
   const { logger, lines } = capturingLogger();
   const format = formatGraphQLError(logger);
   const result = await graphql({ schema, source, rootValue });
-  const errors = (result.errors ?? []).map((e) => format(e.toJSON() as GraphQLFormattedError, e));
+  const errors = (result.errors ?? []).map((e) => format(e.toJSON(), e));
   return { data: result.data, errors, lines };
 }
 
@@ -69,7 +68,7 @@ describe('formatGraphQLError', () => {
     const { errors } = await run('{ graphqlError }');
     expect(errors[0]).toMatchObject({ message: 'Deliberate', extensions: { code: 'CUSTOM' } });
     const invalid = await graphql({ schema, source: '{ nope }' });
-    const formatted = invalid.errors![0]!.toJSON() as GraphQLFormattedError;
+    const formatted = invalid.errors![0]!.toJSON();
     expect(formatGraphQLError(capturingLogger().logger)(formatted, invalid.errors![0])).toBe(formatted);
   });
 

@@ -1,7 +1,16 @@
 import { content } from '@halo/proto';
 import { ConfigError } from './config';
 import { HaloError } from './errors';
-import { callUnary, checkHealth, grpc, HealthClient, startGrpcServer, unary, type GrpcServiceBinding, type RunningGrpcServer } from './grpc';
+import {
+  callUnary,
+  checkHealth,
+  grpc,
+  HealthClient,
+  startGrpcServer,
+  unary,
+  type GrpcServiceBinding,
+  type RunningGrpcServer,
+} from './grpc';
 import { generateServiceKey, SERVICE_TOKEN_METADATA, ServiceIdentity, serviceIdentityFor, type ServiceKeyPair } from './service-identity';
 import { createMetrics } from './metrics';
 import { capturingLogger, signServiceToken } from './testing';
@@ -12,7 +21,14 @@ import { capturingLogger, signServiceToken } from './testing';
  * failed call.
  */
 const USER_SERVICE = 'halo.content.v1.UserService';
-const user = (id: number): content.User => ({ id, name: `U${id}`, email: `u${id}@example.com`, avatar: '', role: 'user', createdAt: '2024-01-01T00:00:00.000Z' });
+const user = (id: number): content.User => ({
+  id,
+  name: `U${id}`,
+  email: `u${id}@example.com`,
+  avatar: '',
+  role: 'user',
+  createdAt: '2024-01-01T00:00:00.000Z',
+});
 
 const keys = {
   auth: generateServiceKey('auth', 'k1'),
@@ -91,10 +107,22 @@ describe('a gRPC server behind service identity', () => {
     ['no token', async () => undefined, { code: UNAUTH, details: 'Service token required' }],
     ['an empty token', async () => '', { code: UNAUTH, details: 'Service token required' }],
     ['not a JWT', async () => 'garbage', { code: UNAUTH, details: 'Invalid service token' }],
-    ['a key the server does not trust', () => token(keys.stranger, { iss: 'auth', aud: 'content' }), { code: UNAUTH, details: 'Invalid service token' }],
+    [
+      'a key the server does not trust',
+      () => token(keys.stranger, { iss: 'auth', aud: 'content' }),
+      { code: UNAUTH, details: 'Invalid service token' },
+    ],
     ['another audience', () => token(keys.auth, { iss: 'auth', aud: 'catalog' }), { code: UNAUTH, details: 'Invalid service token' }],
-    ['an expired token', () => token(keys.auth, { iss: 'auth', aud: 'content', expiresIn: -30 }), { code: UNAUTH, details: 'Invalid service token' }],
-    ["a trusted key speaking for another service (kid auth:…, iss gateway)", () => token(keys.auth, { iss: 'gateway', aud: 'content' }), { code: UNAUTH, details: 'Invalid service token' }],
+    [
+      'an expired token',
+      () => token(keys.auth, { iss: 'auth', aud: 'content', expiresIn: -30 }),
+      { code: UNAUTH, details: 'Invalid service token' },
+    ],
+    [
+      'a trusted key speaking for another service (kid auth:…, iss gateway)',
+      () => token(keys.auth, { iss: 'gateway', aud: 'content' }),
+      { code: UNAUTH, details: 'Invalid service token' },
+    ],
   ];
 
   it.each(cases)('refuses %s on every method, before the handler runs', async (_what, make, expected) => {
@@ -132,7 +160,12 @@ describe('a gRPC server behind service identity', () => {
   it('counts every call served in the metrics, refusals by their status', async () => {
     const text = await s.metrics.registry.metrics();
     const count = (method: string, code: string) =>
-      Number(new RegExp(`^halo_grpc_server_handling_seconds_count\\{service="content",method="${USER_SERVICE}/${method}",code="${code}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+      Number(
+        new RegExp(
+          `^halo_grpc_server_handling_seconds_count\\{service="content",method="${USER_SERVICE}/${method}",code="${code}"\\} (\\d+)$`,
+          'm',
+        ).exec(text)?.[1] ?? 0,
+      );
     expect(count('CreateUser', 'UNAUTHENTICATED')).toBeGreaterThanOrEqual(7);
     expect(count('CreateUser', 'PERMISSION_DENIED')).toBeGreaterThanOrEqual(1);
     expect(count('GetUser', 'OK')).toBeGreaterThanOrEqual(1);
@@ -148,12 +181,22 @@ describe('a gRPC server behind service identity', () => {
   });
 
   it('the kit client sends its token: callUnary with auth is answered', async () => {
-    const res = await callUnary(s.client, s.client.getUser, { id: 4 }, { defaultDeadlineMs: 5_000, auth: { identity: signer('auth', keys.auth), audience: 'content' } });
+    const res = await callUnary(
+      s.client,
+      s.client.getUser,
+      { id: 4 },
+      { defaultDeadlineMs: 5_000, auth: { identity: signer('auth', keys.auth), audience: 'content' } },
+    );
     expect(res.user?.id).toBe(4);
   });
 
   it('on the caller, a refusal is its own misconfiguration (INTERNAL), not the end user’s 401/403', async () => {
-    const err = await callUnary(s.client, s.client.getUsers, { ids: [1] }, { defaultDeadlineMs: 5_000, auth: { identity: signer('auth', keys.auth), audience: 'content' } }).catch((e: unknown) => e);
+    const err = await callUnary(
+      s.client,
+      s.client.getUsers,
+      { ids: [1] },
+      { defaultDeadlineMs: 5_000, auth: { identity: signer('auth', keys.auth), audience: 'content' } },
+    ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(HaloError);
     expect((err as HaloError).kind).toBe('INTERNAL');
     expect((err as HaloError).message).toMatch(/refused by content's service identity: auth may not call GetUsers/);
@@ -171,19 +214,31 @@ describe('starting a server', () => {
       new ConfigError(`${USER_SERVICE}: its access table must list exactly its methods; missing: DeleteUser`),
     );
     await expect(
-      startGrpcServer({ port: 0, host: '127.0.0.1', services: [{ ...b, access: { ...b.access, RemoveUser: ['auth'] } }], identity, logger }),
+      startGrpcServer({
+        port: 0,
+        host: '127.0.0.1',
+        services: [{ ...b, access: { ...b.access, RemoveUser: ['auth'] } }],
+        identity,
+        logger,
+      }),
     ).rejects.toThrow(/not methods: RemoveUser/);
   });
 
   it('a process without the keys its place in the topology needs does not start, naming the variable', () => {
-    expect(() => serviceIdentityFor('content', {})).toThrow(/^Invalid configuration: SERVICE_TRUSTED_KEYS: is required: auth calls content over gRPC/);
+    expect(() => serviceIdentityFor('content', {})).toThrow(
+      /^Invalid configuration: SERVICE_TRUSTED_KEYS: is required: auth calls content over gRPC/,
+    );
     expect(() => serviceIdentityFor('auth', { SERVICE_TRUSTED_KEYS: JSON.stringify(trust(keys.gateway)) })).toThrow(
       /^Invalid configuration: SERVICE_SIGNING_KEY: is required: auth calls content over gRPC/,
     );
     expect(() => serviceIdentityFor('gateway', {})).toThrow(/SERVICE_SIGNING_KEY: is required: gateway calls auth/);
     // payments calls catalog and nobody calls payments: a signing key is all it needs, and catalog needs payments' public key.
-    expect(() => serviceIdentityFor('catalog', {})).toThrow(/^Invalid configuration: SERVICE_TRUSTED_KEYS: is required: payments calls catalog over gRPC/);
-    expect(() => serviceIdentityFor('payments', {})).toThrow(/^Invalid configuration: SERVICE_SIGNING_KEY: is required: payments calls catalog over gRPC/);
+    expect(() => serviceIdentityFor('catalog', {})).toThrow(
+      /^Invalid configuration: SERVICE_TRUSTED_KEYS: is required: payments calls catalog over gRPC/,
+    );
+    expect(() => serviceIdentityFor('payments', {})).toThrow(
+      /^Invalid configuration: SERVICE_SIGNING_KEY: is required: payments calls catalog over gRPC/,
+    );
     const payments = generateServiceKey('payments', 'k1');
     expect(serviceIdentityFor('payments', { SERVICE_SIGNING_KEY: JSON.stringify(payments.privateJwk) }).canCall).toBe(true);
   });
@@ -198,7 +253,9 @@ describe('rotating a caller’s key', () => {
       // A fresh identity per phase: as after rolling the caller with a new SERVICE_SIGNING_KEY.
       const identity = signer('auth', pair);
       for (let i = 0; i < 5; i++) {
-        await callUnary(client!, client!.getUser, { id: i }, { defaultDeadlineMs: 5_000, auth: { identity, audience: 'content' } }).catch((e: unknown) => failures.push(e));
+        await callUnary(client!, client!.getUser, { id: i }, { defaultDeadlineMs: 5_000, auth: { identity, audience: 'content' } }).catch(
+          (e: unknown) => failures.push(e),
+        );
       }
     };
     /** "Rolling" the callee: a new server process with other trusted keys, the client reconnects. */

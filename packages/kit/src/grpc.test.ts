@@ -40,7 +40,14 @@ function startUserService(logger: pino.Logger, handlers: Partial<content.UserSer
   return startGrpcServer({
     host: '127.0.0.1',
     port: 0,
-    services: [{ name: USER_SERVICE, definition: content.UserServiceService, implementation, access: { GetUser: ['auth'], GetUsers: ['auth'], GetUserByEmail: ['auth'], CreateUser: ['auth'], DeleteUser: ['auth'] } }],
+    services: [
+      {
+        name: USER_SERVICE,
+        definition: content.UserServiceService,
+        implementation,
+        access: { GetUser: ['auth'], GetUsers: ['auth'], GetUserByEmail: ['auth'], CreateUser: ['auth'], DeleteUser: ['auth'] },
+      },
+    ],
     identity: testIdentity('content'),
     logger,
   });
@@ -119,15 +126,23 @@ describe('gRPC server and client helpers', () => {
 
   it('refuses a NUL character in any string of the request as INVALID_ARGUMENT naming the field, before the handler', async () => {
     // getUserByEmail's handler would answer NOT_FOUND: the rule answers first.
-    const err = await callUnary(client, client.getUserByEmail, { email: 'a\u0000@x.io' }, { defaultDeadlineMs: 5_000, auth: AS_AUTH }).catch((e: unknown) => e);
+    const err = await callUnary(
+      client,
+      client.getUserByEmail,
+      { email: 'a\u0000@x.io' },
+      { defaultDeadlineMs: 5_000, auth: AS_AUTH },
+    ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(HaloError);
     expect([(err as HaloError).kind, (err as HaloError).message]).toEqual(['BAD_REQUEST', 'email must not contain NUL characters']);
   });
 
   it('turns an unexpected error into INTERNAL without its message, and logs it on the server', async () => {
-    const err = await callUnary(client, client.getUser, { id: 500 }, { requestId: 'req-500', defaultDeadlineMs: 5_000, auth: AS_AUTH }).catch(
-      (e: unknown) => e,
-    );
+    const err = await callUnary(
+      client,
+      client.getUser,
+      { id: 500 },
+      { requestId: 'req-500', defaultDeadlineMs: 5_000, auth: AS_AUTH },
+    ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(HaloError);
     expect((err as HaloError).kind).toBe('INTERNAL');
     expect((err as HaloError).message).toBe('Internal server error');

@@ -37,7 +37,11 @@ export function guardHttpServer(server: Server, timeouts: HttpTimeouts): void {
   server.requestTimeout = timeouts.requestTimeoutMs;
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     // A reset or a half-sent answer: nothing can be written any more.
-    if (err.code === 'ECONNRESET' || !socket.writable || (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) {
+    if (
+      err.code === 'ECONNRESET' ||
+      !socket.writable ||
+      (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent
+    ) {
       socket.destroy();
       return;
     }

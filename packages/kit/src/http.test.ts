@@ -1,22 +1,12 @@
 import express from 'express';
 import request from 'supertest';
 import { conflict, notFound } from './errors';
-import {
-  REQUEST_ID_HEADER,
-  errorHandler,
-  healthCheck,
-  jsonBody,
-  notFoundHandler,
-  requestContext,
-  requestIdOf,
-  route,
-} from './http';
+import { REQUEST_ID_HEADER, errorHandler, healthCheck, jsonBody, notFoundHandler, requestContext, requestIdOf, route } from './http';
 import { Lifecycle } from './lifecycle';
 import { createLogger } from './logger';
 import { capturingLogger } from './testing';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 
 function buildApp(opts: { lifecycle?: Lifecycle; ready?: () => Promise<void> } = {}) {
   const { logger, lines } = capturingLogger();
@@ -200,7 +190,10 @@ describe('errorHandler', () => {
   });
 
   it.each(['/boom', '/async-boom'])('turns an unexpected error from %s into a bare 500, logged with the request id', async (path) => {
-    const res = await request(app).get(path).set('X-Request-Id', `err-${path.slice(1)}`).expect(500);
+    const res = await request(app)
+      .get(path)
+      .set('X-Request-Id', `err-${path.slice(1)}`)
+      .expect(500);
     expect(res.body).toEqual({ error: 'Internal server error' });
     expect(res.text).not.toMatch(/hunter2|stack|cannot read|at .*\.ts/);
     expect(res.headers['content-type']).toMatch(/^application\/json/);

@@ -126,7 +126,7 @@ export const notFoundHandler: RequestHandler = (_req, res) => {
 export function errorHandler(): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
     const e = err as { type?: string; status?: number };
-    let mapped: HaloError | unknown = err;
+    let mapped: unknown = err;
     if (e?.type === 'entity.parse.failed') mapped = new HaloError('BAD_REQUEST', 'Invalid JSON');
     else if (e?.type === 'entity.too.large') mapped = new HaloError('PAYLOAD_TOO_LARGE', 'Payload too large');
     else if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported')

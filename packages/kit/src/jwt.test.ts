@@ -165,6 +165,8 @@ describe('assertSigningSecret', () => {
   });
 
   it('does not put the secret in the message', () => {
-    expect(() => assertSigningSecret('my-short-secret')).toThrow(expect.objectContaining({ message: expect.not.stringContaining('my-short-secret') }));
+    expect(() => assertSigningSecret('my-short-secret')).toThrow(
+      expect.objectContaining({ message: expect.not.stringContaining('my-short-secret') }),
+    );
   });
 });

@@ -65,10 +65,16 @@ describe('connections', () => {
       return Array.from({ length: limit }, (_, i) => ({ id: start + i, name: `n${start + i}` }));
     };
     const page = await keysetConnection(byId, { first: 2, after: byId.encode({ id: 5 }) }, fetchAfter);
-    expect(page.edges.map((e) => e.node)).toEqual([{ id: 6, name: 'n6' }, { id: 7, name: 'n7' }]);
+    expect(page.edges.map((e) => e.node)).toEqual([
+      { id: 6, name: 'n6' },
+      { id: 7, name: 'n7' },
+    ]);
     expect(page.pageInfo.hasNextPage).toBe(true);
     expect(calls).toEqual([[3, { id: 5 }]]);
-    expect(await keysetConnection(byId, { first: 0 }, fetchAfter)).toEqual({ edges: [], pageInfo: { hasNextPage: false, endCursor: null } });
+    expect(await keysetConnection(byId, { first: 0 }, fetchAfter)).toEqual({
+      edges: [],
+      pageInfo: { hasNextPage: false, endCursor: null },
+    });
     expect(calls).toHaveLength(1);
   });
 });
@@ -79,7 +85,19 @@ describe('batch answers', () => {
   });
 
   it('groupByKey groups rows under each key, keeping their order, with [] for none', () => {
-    const rows = [{ k: 2, n: 'a' }, { k: 1, n: 'b' }, { k: 2, n: 'c' }, { k: 5, n: 'stray' }];
-    expect(groupByKey([1, 2, 3], rows, (r) => r.k)).toEqual([[{ k: 1, n: 'b' }], [{ k: 2, n: 'a' }, { k: 2, n: 'c' }], []]);
+    const rows = [
+      { k: 2, n: 'a' },
+      { k: 1, n: 'b' },
+      { k: 2, n: 'c' },
+      { k: 5, n: 'stray' },
+    ];
+    expect(groupByKey([1, 2, 3], rows, (r) => r.k)).toEqual([
+      [{ k: 1, n: 'b' }],
+      [
+        { k: 2, n: 'a' },
+        { k: 2, n: 'c' },
+      ],
+      [],
+    ]);
   });
 });

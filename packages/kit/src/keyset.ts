@@ -41,7 +41,11 @@ function cursorCodec<K>(prefix: string, format: (position: K) => string, parse: 
 
 /** Rows in id order: the position is the last id seen. */
 export function idCursor(prefix: string): CursorCodec<{ id: number }> {
-  return cursorCodec(prefix, (p) => String(p.id), (text) => (isIdText(text) ? { id: Number(text) } : null));
+  return cursorCodec(
+    prefix,
+    (p) => String(p.id),
+    (text) => (isIdText(text) ? { id: Number(text) } : null),
+  );
 }
 
 const TIME_AND_ID = /^(.+)\|(\d{1,15})$/;

@@ -19,7 +19,10 @@ const script = `
 
 function start(env: Record<string, string>): { child: ChildProcess; stderr: () => string } {
   let stderr = '';
-  const child = spawn(process.execPath, ['-e', script], { env: { PATH: process.env.PATH!, ...env }, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const child = spawn(process.execPath, ['-e', script], {
+    env: { PATH: process.env.PATH!, ...env },
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
   return { child, stderr: () => stderr };
 }

@@ -5,6 +5,7 @@
  * processes share two cores) and never call them. Types come from `import type`, so the only
  * thing deferred is the `require`. Node caches modules: every call after the first is a lookup.
  */
+/* eslint-disable @typescript-eslint/no-require-imports -- deferring `require` to first use is this module's purpose */
 export const load = {
   pg: () => require('pg') as typeof import('pg'),
   umzug: () => require('umzug') as typeof import('umzug'),
@@ -14,6 +15,7 @@ export const load = {
   apolloDisabledPlugins: () => require('@apollo/server/plugin/disabled') as typeof import('@apollo/server/plugin/disabled'),
   expressIntegration: () => require('@as-integrations/express5') as typeof import('@as-integrations/express5'),
 };
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 /** What every service process uses (all but ioredis, which only a REDIS_URL needs). */
 export function preloadServiceLibraries(): void {

@@ -255,7 +255,7 @@ describe('installSignalHandlers (in a real child process, built kit)', () => {
     const child = spawn(process.execPath, ['-e', script(closeMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     const ready = new Promise<void>((ok) =>
-      child.stdout!.on('data', (d: Buffer) => {
+      child.stdout.on('data', (d: Buffer) => {
         out += d.toString();
         if (out.includes('ready')) ok();
       }),

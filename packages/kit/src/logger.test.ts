@@ -15,7 +15,7 @@ function run(script: string): Promise<{ code: number | null; ms: number }> {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   // The reader goes away at once: every write of the child's ends in EPIPE.
-  child.stdout!.destroy();
+  child.stdout.destroy();
   return new Promise((done) => child.once('exit', (code) => done({ code, ms: Date.now() - started })));
 }
 
@@ -52,7 +52,12 @@ describe('errors in log lines', () => {
     logger.error({ err: Object.assign(new Error('query failed', { cause: err })) }, 'request failed');
     const logged = lines[0]!.err as Record<string, unknown>;
     expect(Object.keys(logged).sort()).toEqual(['cause', 'message', 'stack', 'type']);
-    expect(logged.cause).toEqual({ type: 'Error', message: 'terminating connection due to administrator command', code: '57P01', stack: expect.any(String) });
+    expect(logged.cause).toEqual({
+      type: 'Error',
+      message: 'terminating connection due to administrator command',
+      code: '57P01',
+      stack: expect.any(String),
+    });
     expect(JSON.stringify(lines[0])).not.toMatch(/hunter2|secretKey|987654321|processID/);
     expect((logged.stack as string).split('\n').length).toBeLessThanOrEqual(13);
   });

@@ -18,8 +18,8 @@ afterAll(() => {
 });
 
 const tableExists = async (db: Db, table: string) =>
-  (await db.query('SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2', [db.schema, table]))
-    .rowCount === 1;
+  (await db.query('SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2', [db.schema, table])).rowCount ===
+  1;
 
 const recorded = async (db: Db) =>
   (await db.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name')).rows.map((r) => r.name);
@@ -108,9 +108,7 @@ describe('migrate on postgres, concurrently', () => {
       const [a, b] = await Promise.all([migrate(first, dir), migrate(second, dir)]);
 
       expect([...a, ...b].sort()).toEqual(['0001_counter.sql', '0002_slow.sql', '0003_more.sql']);
-      const { rows } = await first.query<{ name: string; n: number }>(
-        'SELECT name, count(*) AS n FROM runs GROUP BY name ORDER BY name',
-      );
+      const { rows } = await first.query<{ name: string; n: number }>('SELECT name, count(*) AS n FROM runs GROUP BY name ORDER BY name');
       expect(rows).toEqual([
         { name: '0001', n: 1 },
         { name: '0002', n: 1 },

@@ -40,7 +40,9 @@ describe('the NUL rule', () => {
     expect((await request(app).get('/things/ab')).body).toEqual({ thingId: 'ab' });
     const query = await request(app).get('/echo?category=%00&page=1');
     expect([query.status, query.body]).toEqual([400, { error: 'category must not contain NUL characters' }]);
-    const body = await request(app).post('/echo').send({ user: { name: 'x\u0000' } });
+    const body = await request(app)
+      .post('/echo')
+      .send({ user: { name: 'x\u0000' } });
     expect([body.status, body.body]).toEqual([400, { error: 'user.name must not contain NUL characters' }]);
     // The escaped backslash is text, not a NUL; and a clean request passes untouched.
     const text = await request(app).post('/echo').set('content-type', 'application/json').send('{"name":"\\\\u0000"}');
@@ -49,7 +51,9 @@ describe('the NUL rule', () => {
   });
 
   it('GraphQL: the field whose argument holds a NUL is BAD_USER_INPUT naming it; the others resolve', async () => {
-    const schema = refuseNulArguments(buildSchema('input P { name: String! } type Query { echo(text: String, p: P): String, plain: String }'));
+    const schema = refuseNulArguments(
+      buildSchema('input P { name: String! } type Query { echo(text: String, p: P): String, plain: String }'),
+    );
     // The default resolver calls these (root value methods get the arguments first).
     const rootValue = { echo: (args: { text?: string; p?: { name: string } }) => args.text ?? args.p?.name, plain: () => 'plain' };
     const { logger } = capturingLogger();

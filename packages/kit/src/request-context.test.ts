@@ -17,13 +17,27 @@ const seenByPeer: string[] = [];
 let peer: RunningGrpcServer;
 let client: content.UserServiceClient;
 
-const user = (id: number): content.User => ({ id, name: `U${id}`, email: `u${id}@example.com`, avatar: '', role: 'user', createdAt: '2024-01-01T00:00:00.000Z' });
+const user = (id: number): content.User => ({
+  id,
+  name: `U${id}`,
+  email: `u${id}@example.com`,
+  avatar: '',
+  role: 'user',
+  createdAt: '2024-01-01T00:00:00.000Z',
+});
 
 /** Deep inside a use case: no request object, no id parameter, just the kit's logger and client. */
 async function useCase(id: number): Promise<content.User | undefined> {
   await sleep(5);
   logger.info({ id }, 'use case step');
-  return (await callUnary(client, client.getUser, { id }, { defaultDeadlineMs: 5_000, auth: { identity: testIdentity('auth'), audience: 'content' } })).user;
+  return (
+    await callUnary(
+      client,
+      client.getUser,
+      { id },
+      { defaultDeadlineMs: 5_000, auth: { identity: testIdentity('auth'), audience: 'content' } },
+    )
+  ).user;
 }
 
 const app = express();
@@ -51,7 +65,14 @@ beforeAll(async () => {
   peer = await startGrpcServer({
     host: '127.0.0.1',
     port: 0,
-    services: [{ name: 'halo.content.v1.UserService', definition: content.UserServiceService, implementation, access: { GetUser: ['auth'], GetUsers: ['auth'], GetUserByEmail: ['auth'], CreateUser: ['auth'], DeleteUser: ['auth'] } }],
+    services: [
+      {
+        name: 'halo.content.v1.UserService',
+        definition: content.UserServiceService,
+        implementation,
+        access: { GetUser: ['auth'], GetUsers: ['auth'], GetUserByEmail: ['auth'], CreateUser: ['auth'], DeleteUser: ['auth'] },
+      },
+    ],
     identity: testIdentity('content'),
     logger,
   });
@@ -76,7 +97,13 @@ describe('request context', () => {
 
   it('keeps concurrent requests apart', async () => {
     const ids = Array.from({ length: 20 }, (_, i) => `parallel-${i}`);
-    const answers = await Promise.all(ids.map((id, i) => request(app).get(`/users/${100 + i}`).set('X-Request-Id', id)));
+    const answers = await Promise.all(
+      ids.map((id, i) =>
+        request(app)
+          .get(`/users/${100 + i}`)
+          .set('X-Request-Id', id),
+      ),
+    );
     expect(answers.map((r) => (r.body as { inContext: string }).inContext)).toEqual(ids);
     for (const [i, id] of ids.entries()) {
       expect(lines.filter((l) => l.msg === 'use case step' && l.id === 100 + i).map((l) => l.requestId)).toEqual([id]);
@@ -103,7 +130,12 @@ describe('request context', () => {
 
   it('gives an explicit requestId on callUnary precedence over the context', async () => {
     await request(app).get('/users/2').set('X-Request-Id', 'ctx-id');
-    await callUnary(client, client.getUser, { id: 3 }, { requestId: 'given-id', defaultDeadlineMs: 5_000, auth: { identity: testIdentity('auth'), audience: 'content' } });
+    await callUnary(
+      client,
+      client.getUser,
+      { id: 3 },
+      { requestId: 'given-id', defaultDeadlineMs: 5_000, auth: { identity: testIdentity('auth'), audience: 'content' } },
+    );
     expect(seenByPeer.at(-1)).toBe('given-id');
   });
 });

@@ -77,8 +77,10 @@ const route = (id: string) => things.routes.find((r) => r.id === id)! as RestRou
 
 describe('defineRestManifest', () => {
   const base = { id: 'x', method: 'GET', path: '/x', summary: 'x', responses: { 200: { description: 'ok' } } } as const;
-  const define = (r: Partial<RestRoute>, more: RestRoute[] = []) =>
-    () => defineRestManifest({ service: 'content', description: 'd', routes: [{ ...base, ...r } as RestRoute, ...more] });
+  const define =
+    (r: Partial<RestRoute>, more: RestRoute[] = []) =>
+    () =>
+      defineRestManifest({ service: 'content', description: 'd', routes: [{ ...base, ...r }, ...more] });
 
   it('accepts a sound manifest and keeps it as it is', () => {
     expect(define({})()).toMatchObject({ service: 'content', routes: [{ id: 'x' }] });
@@ -92,7 +94,11 @@ describe('defineRestManifest', () => {
     ['a path under /docs/', { path: '/docs/things' }, /gateway owns/],
     ['a version selector path', { path: '/api/v2/x' }, /gateway owns/],
     ['a repeated path parameter', { path: '/x/:id/:id' }, /appears twice/],
-    ['params that are not the path parameters', { path: '/x/:id', params: z.object({ other: z.string() }) }, /exactly the path parameters \(id\)/],
+    [
+      'params that are not the path parameters',
+      { path: '/x/:id', params: z.object({ other: z.string() }) },
+      /exactly the path parameters \(id\)/,
+    ],
     ['version 0', { versions: { 0: {} } }, /not a positive integer/],
     ['no version at all', { versions: {} }, /no version/],
     ['a sunset that is no date', { versions: { 1: { deprecated: { sunset: 'next year', link: GUIDE } } } }, /sunset must be/],
@@ -103,10 +109,10 @@ describe('defineRestManifest', () => {
   });
 
   it('refuses a duplicate id and a method + path declared twice for one version', () => {
-    expect(define({}, [{ ...base, path: '/y' } as RestRoute])).toThrow(/duplicate id/);
-    expect(define({}, [{ ...base, id: 'y' } as RestRoute])).toThrow(/declared twice for version 1/);
+    expect(define({}, [{ ...base, path: '/y' }])).toThrow(/duplicate id/);
+    expect(define({}, [{ ...base, id: 'y' }])).toThrow(/declared twice for version 1/);
     // The same path and method in different versions is fine.
-    expect(define({}, [{ ...base, id: 'y', versions: { 2: {} } } as RestRoute])).not.toThrow();
+    expect(define({}, [{ ...base, id: 'y', versions: { 2: {} } }])).not.toThrow();
   });
 
   it('knows the gateway’s own paths, and only those', () => {
@@ -122,7 +128,8 @@ describe('defineRestManifest', () => {
     expect(toHttpDate(SUNSET)).toBe(SUNSET);
     expect(toHttpDate('2027-09-01')).toBe(SUNSET);
     expect(toHttpDate('2027-09-01T00:00:00Z')).toBe(SUNSET);
-    for (const bad of ['', '1', 'Mon, 01 Sep 2027 00:00:00 GMT', '2027-13-01', '2027-09-01T00:00:00+07:00']) expect(toHttpDate(bad)).toBeNull();
+    for (const bad of ['', '1', 'Mon, 01 Sep 2027 00:00:00 GMT', '2027-13-01', '2027-09-01T00:00:00+07:00'])
+      expect(toHttpDate(bad)).toBeNull();
   });
 });
 
@@ -190,7 +197,11 @@ describe('validateRestInput', () => {
   });
 
   it('passes a rule’s unexpected error through instead of turning it into a 400', () => {
-    const boom = z.object({ x: ruleField(() => { throw new Error('bug'); }, {}) });
+    const boom = z.object({
+      x: ruleField(() => {
+        throw new Error('bug');
+      }, {}),
+    });
     expect(() => boom.safeParse({ x: 1 })).toThrow('bug');
   });
 });
@@ -265,11 +276,18 @@ describe('mountRestRoutes', () => {
     const { getThing: _missing, ...partial } = handlers;
     expect(() => app(partial)).toThrow('catalog: no handler for REST route getThing (GET /things/:id)');
     expect(() => app({ ...handlers, stray: () => undefined } as never)).toThrow('handler stray has no route');
-    expect(() => app({ ...handlers, thingCallback: () => undefined })).toThrow('thingCallback is mounted by src/things/router.ts, not here');
+    expect(() => app({ ...handlers, thingCallback: () => undefined })).toThrow(
+      'thingCallback is mounted by src/things/router.ts, not here',
+    );
   });
 
   it('lets a handler’s own HaloError through to the error mapper', async () => {
-    const a = app({ ...handlers, getThing: () => { throw badRequest('Other'); } });
+    const a = app({
+      ...handlers,
+      getThing: () => {
+        throw badRequest('Other');
+      },
+    });
     expect((await request(a).get('/things/1')).body).toEqual({ error: 'Other' });
   });
 });
@@ -283,7 +301,14 @@ describe('composeRouteTable', () => {
       versions: { 1: { upstreamPrefix: '' }, 2: { upstreamPrefix: '/v2' } },
       routes: [
         { service: 'catalog', method: 'GET', path: '/things', versions: [1, 2], deprecated: { 1: { sunset: SUNSET, link: GUIDE } } },
-        { service: 'catalog', method: 'POST', path: '/things', auth: true, versions: [1, 2], deprecated: { 1: { sunset: SUNSET, link: GUIDE } } },
+        {
+          service: 'catalog',
+          method: 'POST',
+          path: '/things',
+          auth: true,
+          versions: [1, 2],
+          deprecated: { 1: { sunset: SUNSET, link: GUIDE } },
+        },
         { service: 'catalog', method: 'GET', path: '/things/:id' },
         { service: 'catalog', method: 'GET', path: '/things/:id/callback' },
       ],
@@ -367,8 +392,23 @@ describe('API keys and the declared scope (kit/src/scopes.ts)', () => {
     description: 'Scoped things',
     routes: [
       { id: 'openThing', method: 'GET', path: '/open', summary: 'Public', responses: { 200: { description: 'ok' } } },
-      { id: 'writeThing', method: 'POST', path: '/write', summary: 'Scoped', auth: 'required', scope: 'catalog:write', responses: { 200: { description: 'ok' } } },
-      { id: 'adminThing', method: 'POST', path: '/admin', summary: 'No scope', auth: 'required', responses: { 200: { description: 'ok' } } },
+      {
+        id: 'writeThing',
+        method: 'POST',
+        path: '/write',
+        summary: 'Scoped',
+        auth: 'required',
+        scope: 'catalog:write',
+        responses: { 200: { description: 'ok' } },
+      },
+      {
+        id: 'adminThing',
+        method: 'POST',
+        path: '/admin',
+        summary: 'No scope',
+        auth: 'required',
+        responses: { 200: { description: 'ok' } },
+      },
     ],
   });
   const ok = (_req: express.Request, res: express.Response) => void res.json({ ok: true });
@@ -376,7 +416,8 @@ describe('API keys and the declared scope (kit/src/scopes.ts)', () => {
   a.use(jsonBody(1024));
   a.use(mountRestRoutes(Router(), scoped, { openThing: ok, writeThing: ok, adminThing: ok }, { jwtSecret: TEST_JWT_SECRET }));
   a.use(errorHandler());
-  const token = (scope?: string) => `Bearer ${signAccessToken({ sub: '1', name: 'A', role: 'admin', ...(scope !== undefined ? { scope, akid: '9' } : {}) }, TEST_JWT_SECRET, 60)}`;
+  const token = (scope?: string) =>
+    `Bearer ${signAccessToken({ sub: '1', name: 'A', role: 'admin', ...(scope !== undefined ? { scope, akid: '9' } : {}) }, TEST_JWT_SECRET, 60)}`;
 
   it('refuses a key without the route’s scope with 403 before the handler; a key with it and a user token pass', async () => {
     const refused = await request(a).post('/write').set('authorization', token('users:write catalog:read'));
@@ -386,16 +427,28 @@ describe('API keys and the declared scope (kit/src/scopes.ts)', () => {
   });
 
   it('refuses every key on an authenticated route that declares no scope; public routes stay public', async () => {
-    expect((await request(a).post('/admin').set('authorization', token(SCOPES.join(' ')))).status).toBe(403);
+    expect(
+      (
+        await request(a)
+          .post('/admin')
+          .set('authorization', token(SCOPES.join(' ')))
+      ).status,
+    ).toBe(403);
     expect((await request(a).post('/admin').set('authorization', token())).status).toBe(200);
     expect((await request(a).get('/open').set('authorization', token(''))).status).toBe(200);
   });
 
   it('refuses a scope on a public route, or an unknown one, where the manifest is declared', () => {
     const route = { id: 'x', method: 'GET', path: '/x', summary: 'x', responses: {} } as const;
-    expect(() => defineRestManifest({ service: 'catalog', description: '', routes: [{ ...route, scope: 'catalog:write' }] })).toThrow(/a scope needs auth/);
+    expect(() => defineRestManifest({ service: 'catalog', description: '', routes: [{ ...route, scope: 'catalog:write' }] })).toThrow(
+      /a scope needs auth/,
+    );
     expect(() =>
-      defineRestManifest({ service: 'catalog', description: '', routes: [{ ...route, auth: 'required', scope: 'catalog:wrte' as 'catalog:write' }] }),
+      defineRestManifest({
+        service: 'catalog',
+        description: '',
+        routes: [{ ...route, auth: 'required', scope: 'catalog:wrte' as 'catalog:write' }],
+      }),
     ).toThrow(/one of SCOPES/);
   });
 });
@@ -405,25 +458,38 @@ describe('the caller, verified once per request', () => {
     service: 'catalog',
     description: 'Callers',
     routes: [
-      { id: 'mine', method: 'GET', path: '/mine/:id', summary: 'Mine', auth: 'required', params: z.object({ id: pathId() }), responses: { 200: { description: 'ok' } } },
+      {
+        id: 'mine',
+        method: 'GET',
+        path: '/mine/:id',
+        summary: 'Mine',
+        auth: 'required',
+        params: z.object({ id: pathId() }),
+        responses: { 200: { description: 'ok' } },
+      },
       { id: 'open', method: 'GET', path: '/open', summary: 'Public', responses: { 200: { description: 'ok' } } },
     ],
   });
   const seen: unknown[] = [];
   const a = express();
   a.use(
-    mountRestRoutes(Router(), m, {
-      mine: {
-        authorize: (_req, { caller }) => void seen.push(caller()),
-        handle: (_req, res, { params, caller }) => {
-          seen.push(caller());
-          // Typed by the route: the path id arrives as a number.
-          const id: number = params.id;
-          res.json({ id, sub: caller()?.id ?? null });
+    mountRestRoutes(
+      Router(),
+      m,
+      {
+        mine: {
+          authorize: (_req, { caller }) => void seen.push(caller()),
+          handle: (_req, res, { params, caller }) => {
+            seen.push(caller());
+            // Typed by the route: the path id arrives as a number.
+            const id: number = params.id;
+            res.json({ id, sub: caller()?.id ?? null });
+          },
         },
+        open: (_req, res) => void res.json({ ok: true }),
       },
-      open: (_req, res) => void res.json({ ok: true }),
-    }, { jwtSecret: TEST_JWT_SECRET }),
+      { jwtSecret: TEST_JWT_SECRET },
+    ),
   );
   a.use(errorHandler());
   const token = `Bearer ${signAccessToken({ sub: '4', name: 'A', role: 'user' }, TEST_JWT_SECRET, 60)}`;

@@ -135,7 +135,7 @@ export function toHttpDate(value: string): string | null {
  */
 export function defineRestManifest<const M extends RestManifest>(manifest: M): M {
   const where = (r: RestRoute) => `${manifest.service}: REST route ${r.id} (${r.method} ${r.path})`;
-  if (!isEdgeService(manifest.service)) throw new Error(`REST manifest of an unknown service: ${manifest.service}`);
+  if (!isEdgeService(manifest.service)) throw new Error(`REST manifest of an unknown service: ${String(manifest.service)}`);
   const ids = new Set<string>();
   const seen = new Set<string>();
   for (const r of manifest.routes) {
@@ -145,7 +145,8 @@ export function defineRestManifest<const M extends RestManifest>(manifest: M): M
     if (!REST_METHODS.includes(r.method)) throw new Error(`${where(r)}: unknown method`);
     if (!PATH.test(r.path)) throw new Error(`${where(r)}: the path must be /segments or /:params, without a trailing slash`);
     if (isGatewayPath(r.path)) throw new Error(`${where(r)}: the gateway owns this path`);
-    if (r.scope !== undefined && (!r.auth || !isScope(r.scope))) throw new Error(`${where(r)}: a scope needs auth and must be one of SCOPES`);
+    if (r.scope !== undefined && (!r.auth || !isScope(r.scope)))
+      throw new Error(`${where(r)}: a scope needs auth and must be one of SCOPES`);
     const declared = pathParams(r.path);
     if (new Set(declared).size !== declared.length) throw new Error(`${where(r)}: a path parameter appears twice`);
     if (r.params) {
@@ -285,7 +286,7 @@ export type RestBody<R> = R extends { body: infer B } ? Output<B, unknown> | Ver
  * credentials): null without a token, 401 `Invalid token` for a bad one, every time it is asked.
  */
 export interface RestCaller {
-  caller(): Caller | null;
+  caller: () => Caller | null;
 }
 
 /** A request as its handler sees it: validated input typed by its route, and the caller. */
@@ -304,8 +305,7 @@ export type RestHandler<R = RestRoute> = (req: Request, res: Response, input: Re
  * validation, as the service's own order of checks says (who, then what, then which).
  */
 export type RestHandlerSpec<R = RestRoute> =
-  | RestHandler<R>
-  | { authorize: (req: Request, who: RestCaller) => unknown; handle: RestHandler<R> };
+  RestHandler<R> | { authorize: (req: Request, who: RestCaller) => unknown; handle: RestHandler<R> };
 
 /** One handler per route of the manifest that is mounted here, typed by its route (keys checked against its ids). */
 export type RestHandlers<M extends RestManifest> = {
@@ -375,7 +375,7 @@ export function mountRestRoutes<Id extends string, M extends RestManifest<Id> = 
         keyCheck?.(caller);
         if (authorize) await authorize(req, { caller });
         const input = validateRestInput(r, version, { params: req.params, query: req.query, body: req.body });
-        await handle(req, res, { ...input, caller } as RestRequest);
+        await handle(req, res, { ...input, caller });
       };
     }
   }
@@ -449,9 +449,10 @@ export function serviceRouteEntries(manifest: RestManifest): ComposedRoute[] {
       }
     }
   }
-  return [...entries.values()]
-    .sort(compareRoutes)
-    .map(({ versions, ...r }): ComposedRoute => ({ ...r, ...(versions && (versions.length > 1 || versions[0] !== 1) ? { versions } : {}) }));
+  return [...entries.values()].sort(compareRoutes).map(({ versions, ...r }): ComposedRoute => ({
+    ...r,
+    ...(versions && (versions.length > 1 || versions[0] !== 1) ? { versions } : {}),
+  }));
 }
 
 const compareRoutes = (a: ComposedRoute, b: ComposedRoute) =>
@@ -477,7 +478,9 @@ export function mergeRouteTable(parts: readonly (readonly ComposedRoute[])[], co
     }
   }
   routes.sort(compareRoutes);
-  const versions = Object.fromEntries([...allVersions].sort((a, b) => a - b).map((n) => [String(n), { upstreamPrefix: upstreamPrefix(n) }]));
+  const versions = Object.fromEntries(
+    [...allVersions].sort((a, b) => a - b).map((n) => [String(n), { upstreamPrefix: upstreamPrefix(n) }]),
+  );
   return composedRouteTableSchema.parse({ ...(comment ? { $comment: comment } : {}), defaultVersion: 1, versions, routes });
 }
 
@@ -569,7 +572,9 @@ function operation(m: RestManifest, route: RestRoute, version: number, v: RestVe
   if ((s.params || s.query || s.body) && !responses['400']) responses['400'] = errorResponse('Invalid input: the message names the field');
   if (route.auth && !responses['401']) responses['401'] = errorResponse('`Token required`, `Invalid token` or `Invalid API key`');
   if (route.auth && !responses['403']) {
-    responses['403'] = errorResponse(route.scope ? `\`Forbidden\`: an API key without scope \`${route.scope}\`` : '`Forbidden`: any API key (no scope allows this route)');
+    responses['403'] = errorResponse(
+      route.scope ? `\`Forbidden\`: an API key without scope \`${route.scope}\`` : '`Forbidden`: any API key (no scope allows this route)',
+    );
   }
   const description = [
     route.description,
@@ -625,7 +630,10 @@ function sortedPaths(paths: Record<string, Record<string, JsonObject>>): Record<
   return Object.fromEntries(
     Object.keys(paths)
       .sort()
-      .map((p) => [p, Object.fromEntries(Object.entries(paths[p]!).sort((a, b) => METHOD_ORDER.indexOf(a[0]) - METHOD_ORDER.indexOf(b[0])))]),
+      .map((p) => [
+        p,
+        Object.fromEntries(Object.entries(paths[p]!).sort((a, b) => METHOD_ORDER.indexOf(a[0]) - METHOD_ORDER.indexOf(b[0]))),
+      ]),
   );
 }
 

@@ -61,7 +61,7 @@ const PG_CANNOT_START: Record<string, string> = {
 /** One readable line when `err` means the process can never start as configured, else undefined. */
 export function cannotStartReason(err: unknown): string | undefined {
   if (err instanceof ConfigError) return err.message;
-  const e = err as { code?: unknown; message?: unknown; address?: unknown; port?: unknown; syscall?: unknown };
+  const e = err as { code?: unknown; message?: unknown; address?: unknown; port?: number | string; syscall?: unknown };
   const message = typeof e.message === 'string' ? e.message : String(err);
   // grpc-js reports a taken port in its message only.
   if (e.code !== 'EADDRINUSE' && message.includes('EADDRINUSE')) return `a port is already in use (${message})`;
@@ -71,4 +71,3 @@ export function cannotStartReason(err: unknown): string | undefined {
   if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') return `unknown host: ${message}`;
   return undefined;
 }
-

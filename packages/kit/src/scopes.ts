@@ -78,7 +78,8 @@ export function declaredFieldAccess(typeDefs: DocumentNode): Map<string, FieldAc
         }
       }
       const where = `${def.name.value}.${f.name.value}`;
-      for (const s of scopes.flat()) if (!isScope(s)) throw new Error(`${where}: @requiresScopes names an unknown scope ${JSON.stringify(s)}`);
+      for (const s of scopes.flat())
+        if (!isScope(s)) throw new Error(`${where}: @requiresScopes names an unknown scope ${JSON.stringify(s)}`);
       if (authenticated || scopes.length > 0) out.set(where, { authenticated, scopes });
     }
   }

@@ -53,11 +53,31 @@ it('reuses a minted token per audience, and mints another audience its own', asy
 
 it.each([
   ['no token at all', async () => undefined, 'Service token required'],
-  ['a token signed by a key nobody trusts', async () => new ServiceIdentity('auth', { signingKey: generateServiceKey('auth', 'rogue').privateJwk }).tokenFor('content'), 'Invalid service token'],
-  ['a forged token: a trusted kid, another key', async () => handMade(generateServiceKey('auth', 'k1').privateJwk, { iss: 'auth', aud: 'content', exp: inSeconds(60) }), 'Invalid service token'],
-  ['another service audience', async () => handMade(authKey.privateJwk, { iss: 'auth', aud: 'catalog', exp: inSeconds(60) }), 'Invalid service token'],
-  ['an expired token', async () => handMade(authKey.privateJwk, { iss: 'auth', aud: 'content', iat: inSeconds(-300), exp: inSeconds(-60) }), 'Invalid service token'],
-  ['an issuer that does not own the key', async () => handMade(authKey.privateJwk, { iss: 'gateway', aud: 'content', exp: inSeconds(60) }), 'Invalid service token'],
+  [
+    'a token signed by a key nobody trusts',
+    async () => new ServiceIdentity('auth', { signingKey: generateServiceKey('auth', 'rogue').privateJwk }).tokenFor('content'),
+    'Invalid service token',
+  ],
+  [
+    'a forged token: a trusted kid, another key',
+    async () => handMade(generateServiceKey('auth', 'k1').privateJwk, { iss: 'auth', aud: 'content', exp: inSeconds(60) }),
+    'Invalid service token',
+  ],
+  [
+    'another service audience',
+    async () => handMade(authKey.privateJwk, { iss: 'auth', aud: 'catalog', exp: inSeconds(60) }),
+    'Invalid service token',
+  ],
+  [
+    'an expired token',
+    async () => handMade(authKey.privateJwk, { iss: 'auth', aud: 'content', iat: inSeconds(-300), exp: inSeconds(-60) }),
+    'Invalid service token',
+  ],
+  [
+    'an issuer that does not own the key',
+    async () => handMade(authKey.privateJwk, { iss: 'gateway', aud: 'content', exp: inSeconds(60) }),
+    'Invalid service token',
+  ],
   ['garbage', async () => 'not.a.token', 'Invalid service token'],
 ])('refuses %s with UNAUTHENTICATED', async (_, token, message) => {
   const err = await refusal(content.verify(await token()));
@@ -123,7 +143,7 @@ describe('configuration', () => {
     expect(() => parseServiceKeys(cfg)).toThrow(ConfigError);
     expect(() => parseServiceKeys(cfg)).toThrow(message);
   });
-  it("refuses a signing key made for another service", () => {
+  it('refuses a signing key made for another service', () => {
     expect(() => new ServiceIdentity('content', { signingKey: authKey.privateJwk })).toThrow(/its kid names "auth", not content/);
   });
   it('never puts a private key into an error message', () => {

@@ -22,7 +22,12 @@ export const SERVICE_TOKEN_TTL_S = 120;
 const REFRESH_BEFORE_S = 60;
 const CLOCK_TOLERANCE_S = 5;
 
-const okpJwk = z.object({ kty: z.literal('OKP'), crv: z.literal('Ed25519'), x: z.string().min(1), kid: z.string().regex(/^[a-z][a-z0-9_-]*:[A-Za-z0-9._-]+$/, 'kid must be <service>:<id>') });
+const okpJwk = z.object({
+  kty: z.literal('OKP'),
+  crv: z.literal('Ed25519'),
+  x: z.string().min(1),
+  kid: z.string().regex(/^[a-z][a-z0-9_-]*:[A-Za-z0-9._-]+$/, 'kid must be <service>:<id>'),
+});
 const privateJwk = okpJwk.extend({ d: z.string().min(1) });
 const jwks = z.object({ keys: z.array(okpJwk.passthrough()) });
 
@@ -64,9 +69,11 @@ export class ServiceIdentity {
     private readonly keys: { signingKey?: (JWK & { kid: string }) | undefined; trusted?: { keys: JWK[] } | undefined },
   ) {
     if (keys.signingKey && serviceOfKid(keys.signingKey.kid) !== name) {
-      throw new ConfigError(`Invalid configuration: SERVICE_SIGNING_KEY: its kid names "${serviceOfKid(keys.signingKey.kid)}", not ${name}`);
+      throw new ConfigError(
+        `Invalid configuration: SERVICE_SIGNING_KEY: its kid names "${serviceOfKid(keys.signingKey.kid)}", not ${name}`,
+      );
     }
-    this.keyset = keys.trusted ? createLocalJWKSet(keys.trusted as Parameters<typeof createLocalJWKSet>[0]) : undefined;
+    this.keyset = keys.trusted ? createLocalJWKSet(keys.trusted) : undefined;
   }
 
   static fromConfig(name: string, cfg: ServiceIdentityConfig): ServiceIdentity {
@@ -164,8 +171,13 @@ export function serviceIdentityFor(name: ServiceName | 'gateway', cfg: ServiceId
   const grpcCallers = name === 'gateway' ? [] : grpcCallersOf(name);
   const callers = name === 'gateway' ? [] : trustedCallersOf(name);
   if (callers.length > 0 && !identity.trustsAnyone) {
-    const how = grpcCallers.length > 0 ? `${grpcCallers.join(', ')} call${grpcCallers.length > 1 ? '' : 's'} ${name} over gRPC` : `${callers.join(', ')} call ${name} with service tokens`;
-    throw new ConfigError(`Invalid configuration: SERVICE_TRUSTED_KEYS: is required: ${how} (a JWKS of their public keys; npm start sets it for you)`);
+    const how =
+      grpcCallers.length > 0
+        ? `${grpcCallers.join(', ')} call${grpcCallers.length > 1 ? '' : 's'} ${name} over gRPC`
+        : `${callers.join(', ')} call ${name} with service tokens`;
+    throw new ConfigError(
+      `Invalid configuration: SERVICE_TRUSTED_KEYS: is required: ${how} (a JWKS of their public keys; npm start sets it for you)`,
+    );
   }
   return identity;
 }

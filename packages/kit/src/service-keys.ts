@@ -13,7 +13,10 @@ export interface ServiceKeyPair {
 }
 
 /** A fresh Ed25519 key pair for `service` (the launcher's dev keys; `npm run service-key` in production). */
-export function generateServiceKey(service: string, id: string = new Date().toISOString().slice(0, 10) + '-' + randomUUID().slice(0, 8)): ServiceKeyPair {
+export function generateServiceKey(
+  service: string,
+  id: string = new Date().toISOString().slice(0, 10) + '-' + randomUUID().slice(0, 8),
+): ServiceKeyPair {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
   const kid = `${service}:${id}`;
   const priv = privateKey.export({ format: 'jwk' });
@@ -23,4 +26,3 @@ export function generateServiceKey(service: string, id: string = new Date().toIS
 
 /** The service named by a key id (`content:2026-11-22-ab12cd34` → `content`). */
 export const serviceOfKid = (kid: string | undefined) => (kid?.includes(':') ? kid.slice(0, kid.indexOf(':')) : '');
-

@@ -133,7 +133,8 @@ export async function startSubgraph<C extends BaseContext>(opts: {
   lifecycle: Lifecycle;
 }): Promise<ApolloServer<C>> {
   const { ApolloServer: Server } = load.apolloServer();
-  const { ApolloServerPluginUsageReportingDisabled, ApolloServerPluginSchemaReportingDisabled, ApolloServerPluginInlineTraceDisabled } = load.apolloDisabledPlugins();
+  const { ApolloServerPluginUsageReportingDisabled, ApolloServerPluginSchemaReportingDisabled, ApolloServerPluginInlineTraceDisabled } =
+    load.apolloDisabledPlugins();
   const apollo = new Server<C>({
     schema: opts.schema,
     formatError: formatGraphQLError(opts.logger),
@@ -155,6 +156,7 @@ export function subgraphMiddleware<C extends BaseContext>(
   extra: (req: IncomingMessage) => Omit<C, 'requestId' | 'caller'>,
 ): RequestHandler {
   return load.expressIntegration().expressMiddleware(apollo, {
+    // eslint-disable-next-line @typescript-eslint/require-await -- async on purpose: graphqlCaller throws for a bad token, which Apollo must get as a rejection
     context: async ({ req }) =>
       ({ requestId: req.id, caller: graphqlCaller(req.headers.authorization, jwtSecret), ...extra(req) }) as unknown as C,
   });

@@ -8,7 +8,9 @@ describe('single-valued headers', () => {
     expect(repeatedHeader(['authorization', 'Bearer a', 'AUTHORIZATION', 'Bearer b'])).toBe('Authorization');
     expect(repeatedHeader(['X-Api-Key', 'k', 'x-api-key', 'k'])).toBe('X-API-Key');
     // Once each, a value with a comma, other repeated headers: nothing to refuse.
-    expect(repeatedHeader(['Idempotency-Key', 'a, b', 'Authorization', 'Bearer x', 'X-API-Key', 'k', 'Accept', 'a', 'Accept', 'b'])).toBeNull();
+    expect(
+      repeatedHeader(['Idempotency-Key', 'a, b', 'Authorization', 'Bearer x', 'X-API-Key', 'k', 'Accept', 'a', 'Accept', 'b']),
+    ).toBeNull();
     expect(repeatedHeader(['x-api-kez', 'a', 'x-api-key', 'b'])).toBeNull();
   });
 

@@ -94,14 +94,17 @@ function connect(params: Record<string, unknown>, url = base) {
 /** Runs one operation to its end: what it yielded, and the error it ended with. */
 function run(client: Client, query: string, variables: Record<string, unknown> = {}) {
   const out = { data: [] as unknown[], error: undefined as unknown, done: false };
-  const cancel = client.subscribe({ query, variables }, {
-    next: (r) => void out.data.push(r.data),
-    error: (e) => {
-      out.error = e;
-      out.done = true;
+  const cancel = client.subscribe(
+    { query, variables },
+    {
+      next: (r) => void out.data.push(r.data),
+      error: (e) => {
+        out.error = e;
+        out.done = true;
+      },
+      complete: () => void (out.done = true),
     },
-    complete: () => void (out.done = true),
-  });
+  );
   return Object.assign(out, { cancel });
 }
 
@@ -125,7 +128,7 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.dispose()));
+  await Promise.all(clients.splice(0).map((c) => Promise.resolve(c.dispose())));
 });
 
 afterAll(async () => {

@@ -4,6 +4,7 @@ import {
   execute,
   getOperationAST,
   GraphQLError,
+  OperationTypeNode,
   parse,
   subscribe,
   validate,
@@ -77,6 +78,7 @@ export interface SubscriptionServerOptions {
  * - `halo_graphql_subscriptions` counts open subscriptions; shutdown (registered on the lifecycle
  *   after the HTTP server, so it runs first) closes every socket with 1001 `Going away`.
  */
+// eslint-disable-next-line max-lines-per-function -- graphql-ws's options are one literal of hooks sharing this server's state
 export function serveSubscriptions(opts: SubscriptionServerOptions): { close(): Promise<void> } {
   const { schema, logger, lifecycle } = opts;
   const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload });
@@ -137,7 +139,7 @@ export function serveSubscriptions(opts: SubscriptionServerOptions): { close(): 
           variableValues: payload.variables,
           contextValue: { requestId, caller, ...opts.context?.(ctx.extra.request) },
         };
-        if (operation.operation !== 'subscription') return args;
+        if (operation.operation !== OperationTypeNode.SUBSCRIPTION) return args;
         let result: AsyncGenerator<ExecutionResult> | ExecutionResult;
         try {
           result = await runInRequest({ requestId }, () => subscribe(args));

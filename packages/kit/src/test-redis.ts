@@ -27,18 +27,20 @@ export function hasRedisServer(path = process.env.PATH): boolean {
  */
 export async function startRedisServer(port?: number): Promise<RedisServer> {
   const p = port ?? (await freePort());
-  const child = spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   await new Promise<void>((resolve, reject) => {
     let out = '';
     child.once('error', (err: NodeJS.ErrnoException) => reject(new Error(err.code === 'ENOENT' ? REDIS_MISSING : err.message)));
-    child.stdout!.on('data', (c: Buffer) => {
+    child.stdout.on('data', (c: Buffer) => {
       out += c.toString();
       if (out.includes('Ready to accept connections')) resolve();
     });
     child.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${out}`)));
   });
-  child.stdout!.resume();
-  child.stderr!.resume();
+  child.stdout.resume();
+  child.stderr.resume();
   return {
     port: p,
     url: `redis://127.0.0.1:${p}`,

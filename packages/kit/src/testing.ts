@@ -206,7 +206,8 @@ export interface GraphQLBody<D = Record<string, unknown>> {
  * POSTs one GraphQL operation as JSON, the way the gateway calls a subgraph. `data` defaults to
  * `any` because every query has its own shape and the tests assert that shape themselves.
  */
-export async function postGraphQL<D = Record<string, any>>( // any: see above
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- see above: each test asserts its own shape
+export async function postGraphQL<D = Record<string, any>>(
   base: string,
   query: string,
   variables?: Record<string, unknown>,
@@ -253,7 +254,12 @@ export function messageOf(fn: () => unknown): string | null {
 export const labelled = (xs: unknown[]): [string, unknown][] => xs.map((x) => [JSON.stringify(x) ?? 'undefined', x]);
 
 /** One REST call as a client makes it: JSON body if any; the raw text is kept (replays are compared byte for byte) and parsed. */
-export async function callRest(base: string, method: string, path: string, init: { body?: unknown; headers?: Record<string, string> } = {}) {
+export async function callRest(
+  base: string,
+  method: string,
+  path: string,
+  init: { body?: unknown; headers?: Record<string, string> } = {},
+) {
   const headers: Record<string, string> = { ...init.headers };
   let body: string | undefined;
   if (init.body !== undefined) {
@@ -262,7 +268,8 @@ export async function callRest(base: string, method: string, path: string, init:
   }
   const res = await fetch(`${base}${path}`, { method, headers, body });
   const text = await res.text();
-  return { status: res.status, headers: res.headers, text, body: text ? (JSON.parse(text) as Record<string, any>) : undefined }; // any: asserted per test
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each test asserts the body's shape itself
+  return { status: res.status, headers: res.headers, text, body: text ? (JSON.parse(text) as Record<string, any>) : undefined };
 }
 
 /** One sample of a Prometheus text exposition: `name{labels} value`. */

@@ -22,6 +22,7 @@ describe('field rules shared by every service', () => {
     expect(emailAddress('  Alice@Example.COM ')).toBe('alice@example.com');
     refused(() => emailAddress(undefined), 'email is required');
     refused(() => emailAddress('   '), 'email is required');
-    for (const raw of ['alice', 'alice@localhost', 'a b@example.com', `${'a'.repeat(250)}@x.io`]) refused(() => emailAddress(raw), 'email is invalid');
+    for (const raw of ['alice', 'alice@localhost', 'a b@example.com', `${'a'.repeat(250)}@x.io`])
+      refused(() => emailAddress(raw), 'email is invalid');
   });
 });

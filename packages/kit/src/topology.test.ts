@@ -19,7 +19,12 @@ describe('topology', () => {
   });
 
   it('never gives two listeners the same default port', () => {
-    const ports = [GATEWAY_PORT, GATEWAY_METRICS_PORT, DEV_OIDC_PORT, ...SERVICE_NAMES.flatMap((n) => [SERVICES[n].httpPort, SERVICES[n].grpcPort])];
+    const ports = [
+      GATEWAY_PORT,
+      GATEWAY_METRICS_PORT,
+      DEV_OIDC_PORT,
+      ...SERVICE_NAMES.flatMap((n) => [SERVICES[n].httpPort, SERVICES[n].grpcPort]),
+    ];
     expect(new Set(ports).size).toBe(ports.length);
   });
 

@@ -23,7 +23,10 @@ const originList = () =>
     .default('')
     .transform((v, ctx) => {
       const out: string[] = [];
-      for (const entry of v.split(',').map((s) => s.trim()).filter(Boolean)) {
+      for (const entry of v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)) {
         const origin = canonicalOrigin(entry);
         if (!origin) {
           ctx.addIssue({ code: 'custom', message: `${JSON.stringify(entry)} is not an origin like https://app.example.com` });

@@ -1,6 +1,16 @@
 import { resolve } from 'node:path';
 import type { Response } from 'express';
-import { callPolicyFor, defineService, openRedis, redisReady, signAccessToken, waitForServing, type Lifecycle, type Logger, type Redis } from '@halo/kit';
+import {
+  callPolicyFor,
+  defineService,
+  openRedis,
+  redisReady,
+  signAccessToken,
+  waitForServing,
+  type Lifecycle,
+  type Logger,
+  type Redis,
+} from '@halo/kit';
 import { createPasswordHasher } from './adapters/argon2/passwords';
 import { OAuthProviders } from './adapters/oidc/providers';
 import { createLoginLimiter, createRegistrationLimiter } from './adapters/redis/login-limiter';
@@ -36,7 +46,12 @@ export const authService = defineService({
   config: authConfigShape,
   refineConfig: refineAuthConfig,
   domain: async ({ db, identity, metrics, config, logger, lifecycle }) => {
-    const users = contentUsers(config.CONTENT_GRPC_ADDR, config.GRPC_DEADLINE_MS, identity, callPolicyFor('content', config, logger, metrics.grpcClient));
+    const users = contentUsers(
+      config.CONTENT_GRPC_ADDR,
+      config.GRPC_DEADLINE_MS,
+      identity,
+      callPolicyFor('content', config, logger, metrics.grpcClient),
+    );
     lifecycle.register('content client', () => users.close());
     const redis = config.REDIS_URL ? await limiterRedis(config.REDIS_URL, logger, lifecycle) : null;
     const store = new AuthStore(db);
@@ -96,7 +111,8 @@ export const authService = defineService({
   rest: ({ accounts, apiKeys, sessions, oauth }, config) => {
     const web = new HttpSessions(sessions, { cookieSecure: config.COOKIE_SECURE, allowedOrigins: config.ALLOWED_ORIGINS });
     // The linked (or verified-email) user, then exactly the answer of /auth/login.
-    const onLogin = async (identity: OAuthIdentity, _req: unknown, res: Response) => web.issueLogin(res, await accounts.signInWith(identity));
+    const onLogin = async (identity: OAuthIdentity, _req: unknown, res: Response) =>
+      web.issueLogin(res, await accounts.signInWith(identity));
     const oauthOptions = { flows: oauth, cookieSecure: config.COOKIE_SECURE, onLogin };
     return restRoutes({ accounts, apiKeys, sessions: web, oauth: oauthOptions, jwtSecret: config.JWT_SECRET });
   },

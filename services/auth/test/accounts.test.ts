@@ -153,7 +153,12 @@ describe('POST /auth/login', () => {
     const client = new pb.UserServiceClient(`127.0.0.1:${sys.content.grpcPort}`, grpc.credentials.createInsecure());
     const email2 = uniqueEmail('nopass');
     try {
-      await callUnary(client, client.createUser, { name: 'No Pass', email: email2, avatar: '' }, { defaultDeadlineMs: 2000, auth: { identity: testIdentity('auth'), audience: 'content' } });
+      await callUnary(
+        client,
+        client.createUser,
+        { name: 'No Pass', email: email2, avatar: '' },
+        { defaultDeadlineMs: 2000, auth: { identity: testIdentity('auth'), audience: 'content' } },
+      );
     } finally {
       client.close();
     }
@@ -166,7 +171,9 @@ describe('POST /auth/login', () => {
     const weak = await argon2.hash(me.password, { type: argon2.argon2id, memoryCost: 4096, timeCost: 1, parallelism: 1 });
     await sys.authDb.query('UPDATE credentials SET password_hash = $2 WHERE user_id = $1', [me.user.id, weak]);
     expect((await login(sys.base, me.email, me.password)).status).toBe(200);
-    const { rows } = await sys.authDb.query<{ password_hash: string }>('SELECT password_hash FROM credentials WHERE user_id = $1', [me.user.id]);
+    const { rows } = await sys.authDb.query<{ password_hash: string }>('SELECT password_hash FROM credentials WHERE user_id = $1', [
+      me.user.id,
+    ]);
     expect(rows[0]!.password_hash).toMatch(/^\$argon2id\$v=19\$m=19456,p=1,t=2\$/);
     expect((await login(sys.base, me.email, me.password)).status).toBe(200);
   });
@@ -222,9 +229,18 @@ describe('GET /profile', () => {
   it.each([
     ['alg none', () => `${b64({ alg: 'none', typ: 'JWT' })}.${b64(claims())}.`],
     ['an unsigned token (h.p.)', () => `${me.token.split('.').slice(0, 2).join('.')}.`],
-    ['a token signed with another secret', () => hs256({ alg: 'HS256', typ: 'JWT' }, claims(), 'another-secret-0123456789abcdef0123456789')],
+    [
+      'a token signed with another secret',
+      () => hs256({ alg: 'HS256', typ: 'JWT' }, claims(), 'another-secret-0123456789abcdef0123456789'),
+    ],
     ['a token expired beyond the 30 s skew', () => hs256({ alg: 'HS256', typ: 'JWT' }, { ...claims(), iat: now() - 700, exp: now() - 31 })],
-    ['a tampered payload', () => { const [h, , s] = me.token.split('.'); return `${h}.${b64({ ...claims(), role: 'admin' })}.${s}`; }],
+    [
+      'a tampered payload',
+      () => {
+        const [h, , s] = me.token.split('.');
+        return `${h}.${b64({ ...claims(), role: 'admin' })}.${s}`;
+      },
+    ],
     ['garbage', () => 'not-a-jwt'],
   ])('401 Invalid token for %s', async (_, make) => {
     const res = await http(sys.base, 'GET', '/profile', { headers: bearer(make()) });

@@ -12,7 +12,12 @@ let user: Awaited<ReturnType<typeof signUp>>;
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 const exchange = (apiKey: string) =>
-  callUnary(client, client.exchangeApiKey, { apiKey }, { defaultDeadlineMs: 2000, requestId: 'api-key-test', auth: { identity: testIdentity('gateway'), audience: 'auth' } });
+  callUnary(
+    client,
+    client.exchangeApiKey,
+    { apiKey },
+    { defaultDeadlineMs: 2000, requestId: 'api-key-test', auth: { identity: testIdentity('gateway'), audience: 'auth' } },
+  );
 const createKey = (token: string, body: unknown) => post(sys.base, '/auth/api-keys', body, bearer(token));
 
 beforeAll(async () => {

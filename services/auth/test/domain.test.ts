@@ -120,7 +120,10 @@ describe('API keys', () => {
 });
 
 describe('ids', () => {
-  it.each([['12', 12], [7, 7]])('%j → %i', (raw, id) => expect(parseId(raw)).toBe(id));
+  it.each([
+    ['12', 12],
+    [7, 7],
+  ])('%j → %i', (raw, id) => expect(parseId(raw)).toBe(id));
   it.each(['0', '-1', '1.5', 'abc', '', '1234567890123456'])('%j → 400 Invalid id', (raw) => {
     expect(failure(() => parseId(raw))).toBe('BAD_REQUEST: Invalid id');
   });

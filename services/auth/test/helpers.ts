@@ -51,7 +51,11 @@ export async function startTestSystem(
     await contentDb.drop();
   };
   try {
-    const content = await contentService.start(contentService.loadConfig({ ...COMMON, ...testIdentityEnv('content'), ...contentEnv }), contentLogger, { db: contentDb });
+    const content = await contentService.start(
+      contentService.loadConfig({ ...COMMON, ...testIdentityEnv('content'), ...contentEnv }),
+      contentLogger,
+      { db: contentDb },
+    );
     stops.push(() => content.stop());
     const startAuth = async (extra: Record<string, string> = {}) => {
       const service = await authService.start(authTestConfig(content.grpcPort, { ...authEnv, ...extra }), logger, { db: authDb });

@@ -83,7 +83,9 @@ export function loginLimitCases(system: () => TestSystem): void {
     const { base } = system();
     const me = await signUp(base);
     const ip = freshIp();
-    const statuses = await Promise.all(Array.from({ length: 6 }, () => login(base, me.email, 'wrong-password', from(ip)).then((r) => r.status)));
+    const statuses = await Promise.all(
+      Array.from({ length: 6 }, () => login(base, me.email, 'wrong-password', from(ip)).then((r) => r.status)),
+    );
     expect(statuses.filter((s) => s === 401)).toHaveLength(3);
     expect(statuses.filter((s) => s === 429)).toHaveLength(3);
   });

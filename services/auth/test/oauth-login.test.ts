@@ -20,8 +20,12 @@ const signIn = (subject: string, email: string, name = 'Oka') =>
   sys.auth.domain.accounts.signInWith({ provider: 'dev', subject, email, name } satisfies OAuthIdentity);
 
 const link = async (subject: string) =>
-  (await sys.authDb.query<{ user_id: number; email: string }>(`SELECT user_id, email FROM oauth_identities WHERE provider = 'dev' AND subject = $1`, [subject]))
-    .rows[0];
+  (
+    await sys.authDb.query<{ user_id: number; email: string }>(
+      `SELECT user_id, email FROM oauth_identities WHERE provider = 'dev' AND subject = $1`,
+      [subject],
+    )
+  ).rows[0];
 
 const contentUsersWith = async (email: string) =>
   (await sys.contentDb.query<{ id: number }>('SELECT id FROM users WHERE email = $1', [email])).rows.map((r) => r.id);

@@ -58,21 +58,19 @@ describe('OAuth identity from verified claims', () => {
     expect(identityFromClaims('dev', { ...claims, name: undefined, email_verified: 'true' }).name).toBe('alice');
   });
 
-  it.each([
-    [{ email_verified: false }],
-    [{ email_verified: undefined }],
-    [{ email: undefined }],
-    [{ email: 'not-an-email' }],
-  ])('answers 403 Email not verified (%o)', (override) => {
-    const read = () => identityFromClaims('dev', { ...claims, ...override });
-    expect(read).toThrow(HaloError);
-    expect(read).toThrow('Email not verified');
-    try {
-      read();
-    } catch (err) {
-      expect((err as HaloError).httpStatus).toBe(403);
-    }
-  });
+  it.each([[{ email_verified: false }], [{ email_verified: undefined }], [{ email: undefined }], [{ email: 'not-an-email' }]])(
+    'answers 403 Email not verified (%o)',
+    (override) => {
+      const read = () => identityFromClaims('dev', { ...claims, ...override });
+      expect(read).toThrow(HaloError);
+      expect(read).toThrow('Email not verified');
+      try {
+        read();
+      } catch (err) {
+        expect((err as HaloError).httpStatus).toBe(403);
+      }
+    },
+  );
 
   it('answers 401 without a subject', () => {
     expect(() => identityFromClaims('dev', { ...claims, sub: undefined })).toThrow('Invalid id_token');

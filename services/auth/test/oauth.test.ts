@@ -38,7 +38,13 @@ let nextUserId = 1000;
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 const callbackOf = (provider: string) => `${appBase}/auth/oauth/${provider}/callback`;
-const providerOptions = (redirect: string) => ({ host: '127.0.0.1', port: 0, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, redirectUris: [redirect] });
+const providerOptions = (redirect: string) => ({
+  host: '127.0.0.1',
+  port: 0,
+  clientId: CLIENT_ID,
+  clientSecret: CLIENT_SECRET,
+  redirectUris: [redirect],
+});
 
 beforeAll(async () => {
   db = await openTestDb('auth_oauth');
@@ -94,40 +100,37 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([appServer, proxy].map((s) => s && closeHttpServer(s, 1_000)));
-  await Promise.all([dev, tampered, late].map((p) => p?.close()));
+  await Promise.all([dev, tampered, late].map((p) => Promise.resolve(p?.close())));
   await db?.drop();
 });
 
 /** A reverse proxy that passes everything through, except that it breaks id_token signatures. */
 function tamperingProxy(target: () => number): Server {
   return createServer((req, res) => {
-    const upstream = forward(
-      { host: '127.0.0.1', port: target(), method: req.method, path: req.url, headers: req.headers },
-      (up) => {
-        if (new URL(req.url ?? '/', 'http://x').pathname !== '/token') {
-          res.writeHead(up.statusCode ?? 502, up.headers);
-          up.pipe(res);
-          return;
+    const upstream = forward({ host: '127.0.0.1', port: target(), method: req.method, path: req.url, headers: req.headers }, (up) => {
+      if (new URL(req.url ?? '/', 'http://x').pathname !== '/token') {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+        return;
+      }
+      const chunks: Buffer[] = [];
+      up.on('data', (c: Buffer) => chunks.push(c));
+      up.on('end', () => {
+        let body = Buffer.concat(chunks).toString('utf8');
+        if (up.statusCode === 200) {
+          const json = JSON.parse(body) as { id_token: string };
+          const [header, payload, signature = ''] = json.id_token.split('.');
+          // A character in the middle: every bit of it is part of the signature.
+          const i = Math.floor(signature.length / 2);
+          const flipped = signature.slice(0, i) + (signature[i] === 'A' ? 'B' : 'A') + signature.slice(i + 1);
+          json.id_token = [header, payload, flipped].join('.');
+          body = JSON.stringify(json);
+          tamperedResponses++;
         }
-        const chunks: Buffer[] = [];
-        up.on('data', (c: Buffer) => chunks.push(c));
-        up.on('end', () => {
-          let body = Buffer.concat(chunks).toString('utf8');
-          if (up.statusCode === 200) {
-            const json = JSON.parse(body) as { id_token: string };
-            const [header, payload, signature = ''] = json.id_token.split('.');
-            // A character in the middle: every bit of it is part of the signature.
-            const i = Math.floor(signature.length / 2);
-            const flipped = signature.slice(0, i) + (signature[i] === 'A' ? 'B' : 'A') + signature.slice(i + 1);
-            json.id_token = [header, payload, flipped].join('.');
-            body = JSON.stringify(json);
-            tamperedResponses++;
-          }
-          res.writeHead(up.statusCode ?? 502, { ...up.headers, 'content-length': String(Buffer.byteLength(body)) });
-          res.end(body);
-        });
-      },
-    );
+        res.writeHead(up.statusCode ?? 502, { ...up.headers, 'content-length': String(Buffer.byteLength(body)) });
+        res.end(body);
+      });
+    });
     upstream.on('error', () => {
       res.statusCode = 502;
       res.end();
@@ -151,7 +154,11 @@ async function start(provider = 'dev', browser = new TestBrowser()): Promise<Sta
 }
 
 /** At the provider: the login form, then "Sign in" (or "Cancel"); returns the callback URL it sends back to. */
-async function atProvider(s: Pick<Started, 'browser' | 'authUrl'>, email = 'alice@halo.local', button: 'login' | 'abort' = 'login'): Promise<string> {
+async function atProvider(
+  s: Pick<Started, 'browser' | 'authUrl'>,
+  email = 'alice@halo.local',
+  button: 'login' | 'abort' = 'login',
+): Promise<string> {
   const form = await s.browser.follow(s.authUrl.href, s.authUrl.origin);
   expect(form.res.status).toBe(200);
   const action = new RegExp(`action="([^"]+/${button})"`).exec(await form.res.text())![1]!;
@@ -199,7 +206,11 @@ describe('OAuth login against the dev OpenID provider', () => {
       [sha256(state)],
     );
     expect(rows).toEqual([{ provider: 'dev', nonce: p.nonce, code_verifier: expect.stringMatching(/^[\w-]{43,128}$/), ttl: 600 }]);
-    expect(createHash('sha256').update(rows[0]!.code_verifier as string).digest('base64url')).toBe(p.code_challenge);
+    expect(
+      createHash('sha256')
+        .update(rows[0]!.code_verifier as string)
+        .digest('base64url'),
+    ).toBe(p.code_challenge);
   });
 
   it('completes the code flow: onLogin receives the verified identity, and the state cookie is cleared', async () => {
@@ -296,7 +307,10 @@ describe('OAuth login against the dev OpenID provider', () => {
 
   it('answers 401 OAuth login failed when the token endpoint rejects the PKCE verifier', async () => {
     const { browser, callbackUrl, state } = await throughProvider();
-    await db.query('UPDATE oauth_flows SET code_verifier = $2 WHERE state_hash = $1', [sha256(state), randomBytes(32).toString('base64url')]);
+    await db.query('UPDATE oauth_flows SET code_verifier = $2 WHERE state_hash = $1', [
+      sha256(state),
+      randomBytes(32).toString('base64url'),
+    ]);
     const res = await browser.request(callbackUrl);
     expect(res.status).toBe(401);
     expect(await errorOf(res)).toBe('OAuth login failed');

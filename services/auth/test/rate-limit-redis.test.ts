@@ -54,7 +54,9 @@ describe('registration limit, Redis store', () => {
 
   it('fails closed when Redis is unreachable: 503, nobody registered', async () => {
     const down = await sys.startAuth({ REDIS_URL: 'redis://127.0.0.1:1' });
-    const res = await http(down.base, 'POST', '/auth/register', { body: { name: 'X', email: 'down@example.com', password: 'password123' } });
+    const res = await http(down.base, 'POST', '/auth/register', {
+      body: { name: 'X', email: 'down@example.com', password: 'password123' },
+    });
     expect([res.status, res.body]).toEqual([503, { error: 'Service unavailable' }]);
   });
 });

@@ -40,7 +40,17 @@ it.each(
 });
 
 it.each(
-  labelled([undefined, {}, { email: 'a@b.example' }, { email: 'a@b.example', password: '' }, { email: ' ', password: 'x' }, { email: 5, password: 'x' }, { email: 'x', password: 'x' }, { password: 'x' }, { email: 'a@b.example', password: 1 }]),
+  labelled([
+    undefined,
+    {},
+    { email: 'a@b.example' },
+    { email: 'a@b.example', password: '' },
+    { email: ' ', password: 'x' },
+    { email: 5, password: 'x' },
+    { email: 'x', password: 'x' },
+    { password: 'x' },
+    { email: 'a@b.example', password: 1 },
+  ]),
 )('POST /auth/login %s', (_label, body) => {
   expect(messageOf(() => validateRestInput(route('login'), 1, { body }))).toBe(messageOf(() => loginInput(body)));
 });

@@ -27,7 +27,9 @@ describe('migrations', () => {
       `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name`,
       [sys.authDb.schema],
     );
-    expect(rows.map((r) => r.table_name)).toEqual(expect.arrayContaining(['api_keys', 'credentials', 'refresh_tokens', 'schema_migrations']));
+    expect(rows.map((r) => r.table_name)).toEqual(
+      expect.arrayContaining(['api_keys', 'credentials', 'refresh_tokens', 'schema_migrations']),
+    );
     const applied = (await sys.authDb.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name);
     expect(applied).toContain('0001_init.sql');
   });

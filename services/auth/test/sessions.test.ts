@@ -104,11 +104,14 @@ describe('POST /auth/refresh', () => {
   it.each([
     ['same-origin fetch metadata', () => ({ 'sec-fetch-site': 'same-origin' })],
     ['its own Origin', () => ({ origin: sys.base })],
-    ['the Origin the client addressed (X-Forwarded-Host/-Proto as the gateway sets them)', () => ({
-      origin: 'https://halo.example',
-      'x-forwarded-host': 'halo.example',
-      'x-forwarded-proto': 'https',
-    })],
+    [
+      'the Origin the client addressed (X-Forwarded-Host/-Proto as the gateway sets them)',
+      () => ({
+        origin: 'https://halo.example',
+        'x-forwarded-host': 'halo.example',
+        'x-forwarded-proto': 'https',
+      }),
+    ],
   ])('%s is fine', async (_, headers) => {
     const me = await signUp(sys.base);
     expect((await refresh(me.refreshToken, headers())).status).toBe(200);

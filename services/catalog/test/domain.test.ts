@@ -25,10 +25,28 @@ describe('page and limit parsing (spec: unparsable or 0 → default)', () => {
     ['9007199254740991', 9007199254740991],
   ])('%p → %p', (raw, n) => expect(positiveIntOr(raw, 10)).toBe(n));
 
-  it.each(['0', 0, 'abc', '-1', -1, '1.5', 1.5, '', ' 2', '2 ', '+2', '1e3', '0x10', 'Infinity', NaN, '9007199254740992', null, undefined, ['2'], { n: 2 }])(
-    '%p → the default',
-    (raw) => expect(positiveIntOr(raw, 10)).toBe(10),
-  );
+  it.each([
+    '0',
+    0,
+    'abc',
+    '-1',
+    -1,
+    '1.5',
+    1.5,
+    '',
+    ' 2',
+    '2 ',
+    '+2',
+    '1e3',
+    '0x10',
+    'Infinity',
+    NaN,
+    '9007199254740992',
+    null,
+    undefined,
+    ['2'],
+    { n: 2 },
+  ])('%p → the default', (raw) => expect(positiveIntOr(raw, 10)).toBe(10));
 
   it('caps limit at 100 and keeps the other defaults', () => {
     expect(listQuery({ limit: '500' })).toEqual({ page: 1, limit: 100, category: null, sort: 'id', order: 'asc' });
@@ -101,7 +119,9 @@ describe('money', () => {
 
   it('v2 takes integer cents under price_cents', () => {
     expect(newProductFields({ name: 'n', category: 'c', price_cents: 1999 }, 'price_cents').priceCents).toBe(1999);
-    expect(() => newProductFields({ name: 'n', category: 'c', price: 19.99 }, 'price_cents')).toThrow(badRequest('price_cents is required'));
+    expect(() => newProductFields({ name: 'n', category: 'c', price: 19.99 }, 'price_cents')).toThrow(
+      badRequest('price_cents is required'),
+    );
     expect(() => newProductFields({ name: 'n', category: 'c', price_cents: 1.5 }, 'price_cents')).toThrow(
       badRequest('price_cents must be an integer >= 0'),
     );

@@ -10,8 +10,10 @@ interface Connection {
 }
 let products: InsertedProduct[];
 
-const PAGE = 'query($page: Int, $limit: Int, $category: String, $sort: ProductSort, $order: SortOrder) { products(page: $page, limit: $limit, category: $category, sort: $sort, order: $order) { data { id name category price createdAt updatedAt description } meta { page limit total totalPages hasNext hasPrev } } }';
-const CONNECTION = 'query($first: Int, $after: String, $category: String) { productConnection(first: $first, after: $after, category: $category) { edges { cursor node { id category } } pageInfo { hasNextPage endCursor } } }';
+const PAGE =
+  'query($page: Int, $limit: Int, $category: String, $sort: ProductSort, $order: SortOrder) { products(page: $page, limit: $limit, category: $category, sort: $sort, order: $order) { data { id name category price createdAt updatedAt description } meta { page limit total totalPages hasNext hasPrev } } }';
+const CONNECTION =
+  'query($first: Int, $after: String, $category: String) { productConnection(first: $first, after: $after, category: $category) { edges { cursor node { id category } } pageInfo { hasNextPage endCursor } } }';
 
 beforeAll(async () => {
   t = await startTestCatalog();
@@ -101,18 +103,19 @@ describe('product(id)', () => {
   it('several products in one request are one SQL statement (DataLoader)', async () => {
     const [a, b, c] = products;
     const before = t.db.stats.queries;
-    const { body } = await gql(t.base, `{ a: product(id: "${a!.id}") { name } b: product(id: "${b!.id}") { name } c: product(id: "${c!.id}") { name } }`);
+    const { body } = await gql(
+      t.base,
+      `{ a: product(id: "${a!.id}") { name } b: product(id: "${b!.id}") { name } c: product(id: "${c!.id}") { name } }`,
+    );
     expect(body.data).toEqual({ a: { name: 'Kettle' }, b: { name: 'Atlas' }, c: { name: 'Chess' } });
     expect(t.db.stats.queries - before).toBe(1);
   });
 
   it('entity references from other subgraphs are batched too', async () => {
     const before = t.db.stats.queries;
-    const { body } = await gql(
-      t.base,
-      'query($r: [_Any!]!) { _entities(representations: $r) { ... on Product { id name price } } }',
-      { r: [...products.slice(0, 4).map((p) => ({ __typename: 'Product', id: String(p.id) })), { __typename: 'Product', id: '999999' }] },
-    );
+    const { body } = await gql(t.base, 'query($r: [_Any!]!) { _entities(representations: $r) { ... on Product { id name price } } }', {
+      r: [...products.slice(0, 4).map((p) => ({ __typename: 'Product', id: String(p.id) })), { __typename: 'Product', id: '999999' }],
+    });
     expect(body.data!._entities.map((e: { name: string } | null) => e?.name ?? null)).toEqual(['Kettle', 'Atlas', 'Chess', 'Zen', null]);
     expect(t.db.stats.queries - before).toBe(1);
   });
@@ -167,7 +170,12 @@ describe('cache hints: the subgraph sends Cache-Control for the gateway to combi
   it('an error, a mutation or __typename alone → no-store', async () => {
     expect((await gql(t.base, '{ product(id: "999999") { id } }')).headers.get('cache-control')).toBe('no-store');
     expect((await gql(t.base, '{ __typename }')).headers.get('cache-control')).toBe('no-store');
-    const created = await gql(t.base, 'mutation { createProduct(input: { name: "Tmp", category: "tmp", price: 1 }) { id } }', undefined, AS.admin());
+    const created = await gql(
+      t.base,
+      'mutation { createProduct(input: { name: "Tmp", category: "tmp", price: 1 }) { id } }',
+      undefined,
+      AS.admin(),
+    );
     expect(created.body.errors).toBeUndefined();
     expect(created.headers.get('cache-control')).toBe('no-store');
     await gql(t.base, `mutation { deleteProduct(id: "${created.body.data!.createProduct.id}") }`, undefined, AS.admin());
@@ -183,7 +191,12 @@ describe('mutations', () => {
       expect(created.body.errors).toBeUndefined();
       const p = created.body.data!.createProduct;
       expect(p).toMatchObject({ name: 'Rice Cooker', description: '', category: 'home', price: 49.9 });
-      const updated = await gql(t.base, 'mutation($id: ID!) { updateProduct(id: $id, input: { price: 39.9, description: "On sale" }) { name price description } }', { id: p.id }, as());
+      const updated = await gql(
+        t.base,
+        'mutation($id: ID!) { updateProduct(id: $id, input: { price: 39.9, description: "On sale" }) { name price description } }',
+        { id: p.id },
+        as(),
+      );
       expect(updated.body.data).toEqual({ updateProduct: { name: 'Rice Cooker', price: 39.9, description: 'On sale' } });
       const deleted = await gql(t.base, 'mutation($id: ID!) { deleteProduct(id: $id) }', { id: p.id }, as());
       expect(deleted.body.data).toEqual({ deleteProduct: p.id });
@@ -201,7 +214,10 @@ describe('mutations', () => {
     expect(status).toBe(200);
     expect(body.data).toBeNull();
     expect(body.errors?.[0]).toMatchObject({ message, extensions: { code } });
-    for (const m of [`mutation { updateProduct(id: "${products[0]!.id}", input: { price: 0 }) { id } }`, `mutation { deleteProduct(id: "${products[0]!.id}") }`]) {
+    for (const m of [
+      `mutation { updateProduct(id: "${products[0]!.id}", input: { price: 0 }) { id } }`,
+      `mutation { deleteProduct(id: "${products[0]!.id}") }`,
+    ]) {
       expect((await gql(t.base, m, undefined, as())).body.errors?.[0]?.extensions?.code).toBe(code);
     }
     expect((await call(t.base, 'GET', '/products')).body!.meta.total).toBe(before);

@@ -56,9 +56,15 @@ describe('ProductService.GetProduct', () => {
   });
 
   it('unknown → NOT_FOUND; a negative id → INVALID_ARGUMENT', async () => {
-    await expect(callUnary(client, client.getProduct, { id: 999999 }, OPTS)).rejects.toMatchObject({ kind: 'NOT_FOUND', message: 'Not found' });
+    await expect(callUnary(client, client.getProduct, { id: 999999 }, OPTS)).rejects.toMatchObject({
+      kind: 'NOT_FOUND',
+      message: 'Not found',
+    });
     await expect(callUnary(client, client.getProduct, { id: 0 }, OPTS)).rejects.toMatchObject({ kind: 'NOT_FOUND' });
-    await expect(callUnary(client, client.getProduct, { id: -1 }, OPTS)).rejects.toMatchObject({ kind: 'BAD_REQUEST', message: 'Invalid id' });
+    await expect(callUnary(client, client.getProduct, { id: -1 }, OPTS)).rejects.toMatchObject({
+      kind: 'BAD_REQUEST',
+      message: 'Invalid id',
+    });
   });
 });
 

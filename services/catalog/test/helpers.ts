@@ -1,12 +1,22 @@
 import { signAccessToken, type Db } from '@halo/kit';
-import { callRest, minutesAfter, postGraphQL, startTestService, TEST_JWT_SECRET, TEST_SERVICE_ENV, testIdentityEnv, type TestService } from '@halo/kit/testing';
+import {
+  callRest,
+  minutesAfter,
+  postGraphQL,
+  startTestService,
+  TEST_JWT_SECRET,
+  TEST_SERVICE_ENV,
+  testIdentityEnv,
+  type TestService,
+} from '@halo/kit/testing';
 import { catalogService, type CatalogService } from '../src/service';
 
 export type { TestDb } from '@halo/kit/testing';
 
 export type TestCatalog = TestService<CatalogService>;
 
-export const testConfig = (extra: Record<string, string> = {}) => catalogService.loadConfig({ ...TEST_SERVICE_ENV, ...testIdentityEnv('catalog'), ...extra });
+export const testConfig = (extra: Record<string, string> = {}) =>
+  catalogService.loadConfig({ ...TEST_SERVICE_ENV, ...testIdentityEnv('catalog'), ...extra });
 
 /** The real service, in-process, on a throwaway Postgres schema of its own (one per test file). */
 export const startTestCatalog = (extra: Record<string, string> = {}): Promise<TestCatalog> => startTestService(catalogService, extra);

@@ -42,7 +42,12 @@ const TOTAL = ROWS.length;
 
 /** The order the API promises: by the key, ties by id, both in the requested direction. */
 function expected(opts: { category?: string; sort?: 'id' | 'name' | 'price' | 'created_at'; order?: 'asc' | 'desc' } = {}) {
-  const key = { id: (p: InsertedProduct) => p.id, name: (p: InsertedProduct) => p.name, price: (p: InsertedProduct) => p.price, created_at: (p: InsertedProduct) => p.createdAt }[opts.sort ?? 'id'];
+  const key = {
+    id: (p: InsertedProduct) => p.id,
+    name: (p: InsertedProduct) => p.name,
+    price: (p: InsertedProduct) => p.price,
+    created_at: (p: InsertedProduct) => p.createdAt,
+  }[opts.sort ?? 'id'];
   const dir = opts.order === 'desc' ? -1 : 1;
   return products
     .filter((p) => !opts.category || p.category === opts.category)
@@ -107,7 +112,11 @@ describe('GET /products: pagination', () => {
   });
 
   it('a page past the end is empty, with the real total and a previous page', async () => {
-    for (const [query, page, limit] of [['page=6&limit=5', 6, 5], ['page=99', 99, 10], ['page=26&limit=1', 26, 1]] as const) {
+    for (const [query, page, limit] of [
+      ['page=6&limit=5', 6, 5],
+      ['page=99', 99, 10],
+      ['page=26&limit=1', 26, 1],
+    ] as const) {
       const res = await get(`/products?${query}`);
       expect(res.status).toBe(200);
       expect(res.body).toEqual({
@@ -170,7 +179,8 @@ describe('GET /products: filter and sort', () => {
     expect(res.body!.meta).toEqual({ page: 1, limit: 10, total: 8, totalPages: 1, hasNext: false, hasPrev: false });
     for (const p of res.body!.data) expect(p.category).toBe('games');
     // Exact: no prefix, case or trimming games.
-    for (const near of ['game', 'Games', 'GAMES', 'games%20', 'gam%25']) expect((await get(`/products?category=${near}`)).body!.meta.total).toBe(0);
+    for (const near of ['game', 'Games', 'GAMES', 'games%20', 'gam%25'])
+      expect((await get(`/products?category=${near}`)).body!.meta.total).toBe(0);
   });
 
   it('category + sort=price + order=desc, ties broken by id in the same direction', async () => {
@@ -269,7 +279,8 @@ describe('GET /products/:id', () => {
   it('unknown → 404 Not found; not an integer → 400 Invalid id', async () => {
     expectError(await get('/products/999999'), 404, 'Not found');
     expectError(await get('/products/0'), 404, 'Not found');
-    for (const id of ['abc', '1.5', '-1', '1e3', '%20', '9999999999999999', '%zz']) expectError(await get(`/products/${id}`), 400, 'Invalid id');
+    for (const id of ['abc', '1.5', '-1', '1e3', '%20', '9999999999999999', '%zz'])
+      expectError(await get(`/products/${id}`), 400, 'Invalid id');
   });
 });
 
@@ -330,7 +341,10 @@ describe('writes: create, update, delete', () => {
     expect(updated.body!.data).toEqual({ ...p, price: 21.5, updated_at: expect.stringMatching(ISO_UTC) });
     expect(Date.parse(updated.body!.data.updated_at)).toBeGreaterThanOrEqual(Date.parse(p.created_at));
 
-    const renamed = await call(t.base, 'PUT', `/products/${p.id}`, { body: { name: 'Kopi', description: '', category: 'drinks' }, headers: as() });
+    const renamed = await call(t.base, 'PUT', `/products/${p.id}`, {
+      body: { name: 'Kopi', description: '', category: 'drinks' },
+      headers: as(),
+    });
     expect(renamed.body!.data).toMatchObject({ name: 'Kopi', description: '', category: 'drinks', price: 21.5 });
 
     const deleted = await call(t.base, 'DELETE', `/products/${p.id}`, { headers: as() });
@@ -433,7 +447,10 @@ describe('v2 (/v2/products): money as integer cents', () => {
   });
 
   it('writes take price_cents; v1 shows the same product with price', async () => {
-    const created = await call(t.base, 'POST', '/v2/products', { body: { name: 'Exact', category: 'games', price_cents: 1999 }, headers: AS.writeKey() });
+    const created = await call(t.base, 'POST', '/v2/products', {
+      body: { name: 'Exact', category: 'games', price_cents: 1999 },
+      headers: AS.writeKey(),
+    });
     expect(created.status).toBe(201);
     expect(created.body!.data).toMatchObject({ name: 'Exact', price_cents: 1999 });
     const id = created.body!.data.id;

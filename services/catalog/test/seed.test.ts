@@ -20,8 +20,7 @@ interface Snapshot {
   price: number;
   created_at: Date;
 }
-const snapshot = async () =>
-  (await db.query<Snapshot>('SELECT id, name, category, price, created_at FROM products ORDER BY id')).rows;
+const snapshot = async () => (await db.query<Snapshot>('SELECT id, name, category, price, created_at FROM products ORDER BY id')).rows;
 
 beforeAll(async () => {
   db = await openTestDb('catalog');

@@ -24,7 +24,9 @@ export const chatService = defineService({
   domain: async ({ db, config, logger, lifecycle }) => {
     // One namespace per database schema, so deployments (and test files) sharing a Redis never mix.
     const prefix = `halo:${db.schema}:`;
-    const bus = config.REDIS_URL ? await redisMessageBus(config.REDIS_URL, prefix, logger, lifecycle) : new PubSubMessageBus(inProcessPubSub(), prefix);
+    const bus = config.REDIS_URL
+      ? await redisMessageBus(config.REDIS_URL, prefix, logger, lifecycle)
+      : new PubSubMessageBus(inProcessPubSub(), prefix);
     logger.info({ pubsub: config.REDIS_URL ? 'redis' : 'in-process' }, 'chat ready to deliver');
     return { chat: new Chat(new ChatStore(db), bus, logger), bus };
   },

@@ -8,7 +8,10 @@ it('defaults: no Redis (the in-process pub/sub), the kit’s variables as every 
   const config = testConfig();
   expect(config.REDIS_URL).toBeUndefined();
   expect(chatService.name).toBe('chat');
-  expect(chatService.loadConfig({ DATABASE_URL: 'postgres://x@h/db', HALO_ENV: 'test' })).toMatchObject({ HTTP_PORT: 4005, GRPC_PORT: 5005 });
+  expect(chatService.loadConfig({ DATABASE_URL: 'postgres://x@h/db', HALO_ENV: 'test' })).toMatchObject({
+    HTTP_PORT: 4005,
+    GRPC_PORT: 5005,
+  });
 });
 
 it('REDIS_URL must be a redis:// or rediss:// URL', () => {

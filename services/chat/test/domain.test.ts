@@ -48,7 +48,10 @@ class FakeRepo implements ChatRepo {
     return message;
   }
   async messagesPage(chatId: string, limit: number, beforeId: number | null): Promise<Message[]> {
-    return this.rows.filter((r) => r.chatId === chatId && (beforeId === null || r.id < beforeId)).reverse().slice(0, limit);
+    return this.rows
+      .filter((r) => r.chatId === chatId && (beforeId === null || r.id < beforeId))
+      .reverse()
+      .slice(0, limit);
   }
   async messagesByIds(ids: readonly number[]): Promise<Message[]> {
     return this.rows.filter((r) => ids.includes(r.id));
@@ -60,7 +63,12 @@ const bus = (over: Partial<MessageBus> = {}): MessageBus & { published: Message[
   return {
     published,
     publish: async (m) => void published.push(m),
-    subscribe: async () => new Inbox<Message>(() => undefined, 10, () => new Error('overflow')),
+    subscribe: async () =>
+      new Inbox<Message>(
+        () => undefined,
+        10,
+        () => new Error('overflow'),
+      ),
     ready: async () => undefined,
     ...over,
   };
@@ -69,10 +77,16 @@ const bus = (over: Partial<MessageBus> = {}): MessageBus & { published: Message[
 describe('Chat', () => {
   it('checks who before what: anonymous is 401 whatever the input, then 400', async () => {
     const chat = new Chat(new FakeRepo(), bus());
-    await expect(chat.sendMessage(null, { chatId: '', text: '' })).rejects.toMatchObject({ kind: 'UNAUTHENTICATED', message: 'Token required' });
+    await expect(chat.sendMessage(null, { chatId: '', text: '' })).rejects.toMatchObject({
+      kind: 'UNAUTHENTICATED',
+      message: 'Token required',
+    });
     await expect(chat.subscribe(null, '')).rejects.toMatchObject({ kind: 'UNAUTHENTICATED' });
     expect(() => chat.messages(null, { chatId: '' })).toThrow('Token required');
-    await expect(chat.sendMessage(caller, { chatId: '', text: 'x' })).rejects.toMatchObject({ kind: 'BAD_REQUEST', message: 'chatId is required' });
+    await expect(chat.sendMessage(caller, { chatId: '', text: 'x' })).rejects.toMatchObject({
+      kind: 'BAD_REQUEST',
+      message: 'chatId is required',
+    });
   });
 
   it('sends once: stored and published together, the author from the caller', async () => {
@@ -111,7 +125,11 @@ describe('Chat', () => {
 
 describe('Inbox (one subscriber’s undelivered messages)', () => {
   it('hands messages out in push order, waiting when there are none', async () => {
-    const inbox = new Inbox<number>(() => undefined, 10, () => new Error('overflow'));
+    const inbox = new Inbox<number>(
+      () => undefined,
+      10,
+      () => new Error('overflow'),
+    );
     const first = inbox.next();
     inbox.push(1);
     inbox.push(2);
@@ -121,7 +139,11 @@ describe('Inbox (one subscriber’s undelivered messages)', () => {
 
   it('return() ends it once: pending takers get done, onEnd runs once, later pushes are dropped', async () => {
     let ended = 0;
-    const inbox = new Inbox<number>(() => void ended++, 10, () => new Error('overflow'));
+    const inbox = new Inbox<number>(
+      () => void ended++,
+      10,
+      () => new Error('overflow'),
+    );
     const waiting = inbox.next();
     await inbox.return();
     await inbox.return();
@@ -133,7 +155,11 @@ describe('Inbox (one subscriber’s undelivered messages)', () => {
 
   it('a subscriber too far behind fails instead of growing without bound', async () => {
     let ended = 0;
-    const inbox = new Inbox<number>(() => void ended++, 3, () => new Error('too far behind'));
+    const inbox = new Inbox<number>(
+      () => void ended++,
+      3,
+      () => new Error('too far behind'),
+    );
     for (let i = 0; i < 4; i++) inbox.push(i);
     await expect(inbox.next()).rejects.toThrow('too far behind');
     expect(await inbox.next()).toEqual({ value: undefined, done: true });

@@ -1,4 +1,18 @@
-import { AS, bearer, gql, MESSAGES, send, SEND, startTestChat, subscribe, subscriptionsOpen, until, wsClient, type MessageView, type TestChat } from './helpers';
+import {
+  AS,
+  bearer,
+  gql,
+  MESSAGES,
+  send,
+  SEND,
+  startTestChat,
+  subscribe,
+  subscriptionsOpen,
+  until,
+  wsClient,
+  type MessageView,
+  type TestChat,
+} from './helpers';
 
 /**
  * chat's subgraph over HTTP, called as the gateway calls it, on a service without REDIS_URL (the
@@ -30,7 +44,15 @@ describe('sendMessage', () => {
     const res = await gql(t.base, SEND, { chatId: '  first-chat ', text: '  Halo, dunia!  ' }, AS(42));
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
-      data: { sendMessage: { id: expect.stringMatching(/^\d+$/), chatId: 'first-chat', text: 'Halo, dunia!', createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/), author: { id: '42' } } },
+      data: {
+        sendMessage: {
+          id: expect.stringMatching(/^\d+$/),
+          chatId: 'first-chat',
+          text: 'Halo, dunia!',
+          createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+          author: { id: '42' },
+        },
+      },
     });
     const { rows } = await t.db.query<{ id: string }>('SELECT id FROM chats');
     expect(rows).toEqual([{ id: 'first-chat' }]);
@@ -48,7 +70,10 @@ describe('sendMessage', () => {
   ])('%s → BAD_USER_INPUT, nothing stored', async (_label, vars, message) => {
     const before = (await t.db.query('SELECT count(*)::int AS n FROM messages')).rows[0];
     const res = await gql(t.base, SEND, vars, AS(1));
-    expect(res.body).toEqual({ data: { sendMessage: null }, errors: [expect.objectContaining({ message, path: ['sendMessage'], extensions: { code: 'BAD_USER_INPUT' } })] });
+    expect(res.body).toEqual({
+      data: { sendMessage: null },
+      errors: [expect.objectContaining({ message, path: ['sendMessage'], extensions: { code: 'BAD_USER_INPUT' } })],
+    });
     expect((await t.db.query('SELECT count(*)::int AS n FROM messages')).rows[0]).toEqual(before);
   });
 
@@ -60,7 +85,9 @@ describe('sendMessage', () => {
 
   it('needs a caller: anonymous → UNAUTHENTICATED `Token required` (before any validation); a bad token → HTTP 401', async () => {
     const anonymous = await gql(t.base, SEND, { chatId: '', text: '' });
-    expect(anonymous.body.errors).toEqual([expect.objectContaining({ message: 'Token required', extensions: { code: 'UNAUTHENTICATED' } })]);
+    expect(anonymous.body.errors).toEqual([
+      expect.objectContaining({ message: 'Token required', extensions: { code: 'UNAUTHENTICATED' } }),
+    ]);
     const bad = await gql(t.base, SEND, { chatId: 'x', text: 'y' }, { authorization: 'Bearer nope' });
     expect(bad.status).toBe(401);
     expect(bad.body.errors![0]).toMatchObject({ message: 'Invalid token', extensions: { code: 'UNAUTHENTICATED' } });
@@ -101,7 +128,10 @@ describe('messages', () => {
   it('a chat nobody wrote to is an empty connection; anonymous callers get UNAUTHENTICATED', async () => {
     expect(await page('never-written')).toEqual({ edges: [], pageInfo: { hasNextPage: false, endCursor: null } });
     const anonymous = await gql(t.base, MESSAGES, { chatId: 'paging' });
-    expect(anonymous.body).toEqual({ data: null, errors: [expect.objectContaining({ message: 'Token required', extensions: { code: 'UNAUTHENTICATED' } })] });
+    expect(anonymous.body).toEqual({
+      data: null,
+      errors: [expect.objectContaining({ message: 'Token required', extensions: { code: 'UNAUTHENTICATED' } })],
+    });
   });
 
   it('Message entity references: one statement for any number of them; null for unknown ids and for anonymous callers', async () => {

@@ -11,7 +11,8 @@ export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6
 /** A Redis address where nothing listens: "Redis is down", without stopping the shared server. */
 export const CLOSED_REDIS_URL = 'redis://127.0.0.1:1';
 
-export const testConfig = (extra: Record<string, string> = {}) => chatService.loadConfig({ ...TEST_SERVICE_ENV, ...testIdentityEnv('chat'), ...extra });
+export const testConfig = (extra: Record<string, string> = {}) =>
+  chatService.loadConfig({ ...TEST_SERVICE_ENV, ...testIdentityEnv('chat'), ...extra });
 
 /** The real service, in-process, on a throwaway Postgres schema of its own (one per test file). */
 export const startTestChat = (extra: Record<string, string> = {}): Promise<TestChat> => startTestService(chatService, extra);
@@ -108,7 +109,8 @@ export async function openSubscriptions(base: string): Promise<number> {
 }
 
 /** Until `n` subscriptions are established on the service (subscribed in Redis): "from now on" has begun. */
-export const subscriptionsOpen = (base: string, n: number) => until(`${n} open subscriptions`, async () => (await openSubscriptions(base)) === n);
+export const subscriptionsOpen = (base: string, n: number) =>
+  until(`${n} open subscriptions`, async () => (await openSubscriptions(base)) === n);
 
 /** A Redis client for the test itself; close it with `disconnect()`. */
 export async function testRedis(url = TEST_REDIS_URL): Promise<Redis> {

@@ -1,4 +1,17 @@
-import { AS, CLOSED_REDIS_URL, bearer, gql, MESSAGES, messageRows, SEND, startTestChat, subscribe, until, wsClient, type TestChat } from './helpers';
+import {
+  AS,
+  CLOSED_REDIS_URL,
+  bearer,
+  gql,
+  MESSAGES,
+  messageRows,
+  SEND,
+  startTestChat,
+  subscribe,
+  until,
+  wsClient,
+  type TestChat,
+} from './helpers';
 
 /**
  * Redis unreachable (an address where nothing listens, so the shared server keeps running for the
@@ -22,7 +35,11 @@ it('sendMessage → SERVICE_UNAVAILABLE, nothing written (no message, no chat)',
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({ sendMessage: null });
     expect(res.body.errors).toEqual([
-      expect.objectContaining({ message: 'Message delivery unavailable', path: ['sendMessage'], extensions: { code: 'SERVICE_UNAVAILABLE' } }),
+      expect.objectContaining({
+        message: 'Message delivery unavailable',
+        path: ['sendMessage'],
+        extensions: { code: 'SERVICE_UNAVAILABLE' },
+      }),
     ]);
   }
   expect(await messageRows(t.db)).toEqual([]);
@@ -30,7 +47,9 @@ it('sendMessage → SERVICE_UNAVAILABLE, nothing written (no message, no chat)',
 });
 
 it('checks that need no Redis still answer first: 401, then 400', async () => {
-  expect((await gql(t.base, SEND, { chatId: 'down', text: 'x' })).body.errors![0]).toMatchObject({ extensions: { code: 'UNAUTHENTICATED' } });
+  expect((await gql(t.base, SEND, { chatId: 'down', text: 'x' })).body.errors![0]).toMatchObject({
+    extensions: { code: 'UNAUTHENTICATED' },
+  });
   expect((await gql(t.base, SEND, { chatId: 'down', text: ' ' }, AS(1))).body.errors![0]).toMatchObject({
     message: 'text is required',
     extensions: { code: 'BAD_USER_INPUT' },
@@ -42,7 +61,9 @@ it('newMessage is refused with an error message (SERVICE_UNAVAILABLE), the socke
   try {
     const sub = subscribe(c.client, 'down');
     await until('the error', () => sub.error !== undefined);
-    expect(sub.error).toEqual([expect.objectContaining({ message: 'Message delivery unavailable', extensions: { code: 'SERVICE_UNAVAILABLE' } })]);
+    expect(sub.error).toEqual([
+      expect.objectContaining({ message: 'Message delivery unavailable', extensions: { code: 'SERVICE_UNAVAILABLE' } }),
+    ]);
     expect(c.closes.filter((x) => x.code !== 1000)).toEqual([]);
   } finally {
     await c.dispose();

@@ -52,7 +52,12 @@ it('a message sent through replica B reaches a subscriber on replica A, in order
 });
 
 it('concurrent sends from several clients through both replicas: every subscriber sees all of them once, in one order, the id order', async () => {
-  const subscribers = [subscribe(client(a.base, 11), 'busy'), subscribe(client(a.base, 12), 'busy'), subscribe(client(b.base, 13), 'busy'), subscribe(client(b.base, 14), 'busy')];
+  const subscribers = [
+    subscribe(client(a.base, 11), 'busy'),
+    subscribe(client(a.base, 12), 'busy'),
+    subscribe(client(b.base, 13), 'busy'),
+    subscribe(client(b.base, 14), 'busy'),
+  ];
   const quiet = subscribe(client(b.base, 15), 'quiet');
   await subscriptionsOpen(a.base, 2);
   await subscriptionsOpen(b.base, 3);

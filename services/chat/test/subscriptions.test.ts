@@ -67,7 +67,9 @@ describe('who may connect and subscribe', () => {
     const c = client({});
     const sub = subscribe(c.client, 'general');
     await until('the error', () => sub.error !== undefined);
-    expect(sub.error).toEqual([{ message: 'Token required', locations: [{ line: 1, column: 31 }], path: ['newMessage'], extensions: { code: 'UNAUTHENTICATED' } }]);
+    expect(sub.error).toEqual([
+      { message: 'Token required', locations: [{ line: 1, column: 31 }], path: ['newMessage'], extensions: { code: 'UNAUTHENTICATED' } },
+    ]);
     const http = await gql(t.base, 'mutation { sendMessage(chatId: "general", text: "hi") { id } }');
     expect(http.body.errors![0]).toMatchObject({ message: 'Token required', extensions: { code: 'UNAUTHENTICATED' } });
     // Not refused: the only close is the client's own, of its lazy connection with nothing left on it.
@@ -80,8 +82,14 @@ describe('who may connect and subscribe', () => {
     const long = subscribe(c.client, 'x'.repeat(65));
     const broken = subscribe(c.client, 'general', 'subscription { newMessage(chatId: "x") { nope } }');
     await until('three errors', () => [blank, long, broken].every((s) => s.error !== undefined));
-    expect((blank.error as { message: string; extensions: unknown }[])[0]).toMatchObject({ message: 'chatId is required', extensions: { code: 'BAD_USER_INPUT' } });
-    expect((long.error as { message: string }[])[0]).toMatchObject({ message: 'chatId must be at most 64 characters', extensions: { code: 'BAD_USER_INPUT' } });
+    expect((blank.error as { message: string; extensions: unknown }[])[0]).toMatchObject({
+      message: 'chatId is required',
+      extensions: { code: 'BAD_USER_INPUT' },
+    });
+    expect((long.error as { message: string }[])[0]).toMatchObject({
+      message: 'chatId must be at most 64 characters',
+      extensions: { code: 'BAD_USER_INPUT' },
+    });
     expect((broken.error as { message: string }[])[0]!.message).toMatch(/Cannot query field "nope"/);
   });
 
@@ -92,7 +100,12 @@ describe('who may connect and subscribe', () => {
       raw.once('error', (err) => resolve(err.message));
     });
     expect(outcome).toMatch(/socket hang up|ECONNRESET/);
-    const http = await gql(t.base, 'query { messages(chatId: "nobody-wrote-here") { edges { cursor } pageInfo { hasNextPage endCursor } } }', {}, AS(1));
+    const http = await gql(
+      t.base,
+      'query { messages(chatId: "nobody-wrote-here") { edges { cursor } pageInfo { hasNextPage endCursor } } }',
+      {},
+      AS(1),
+    );
     expect(http.body).toEqual({ data: { messages: { edges: [], pageInfo: { hasNextPage: false, endCursor: null } } } });
   });
 });
@@ -107,7 +120,13 @@ describe('what a subscriber receives', () => {
     for (let i = 0; i < 10; i++) sent.push(await send(t.base, 'room-a', `message ${i}`, 7));
     await until('ten events', () => mine.events.length >= 10);
     expect(mine.events).toEqual(sent);
-    expect(mine.events[0]).toEqual({ id: expect.any(String), chatId: 'room-a', text: 'message 0', createdAt: expect.stringMatching(/Z$/), author: { id: '7' } });
+    expect(mine.events[0]).toEqual({
+      id: expect.any(String),
+      chatId: 'room-a',
+      text: 'message 0',
+      createdAt: expect.stringMatching(/Z$/),
+      author: { id: '7' },
+    });
     // A message to room-b afterwards: room-b's subscriber gets it, and nothing before it.
     const b = await send(t.base, 'room-b', 'only for b');
     await until('the room-b event', () => other.events.length > 0);
@@ -155,7 +174,10 @@ describe('what a subscriber receives', () => {
     await subscriptionsOpen(t.base, 2);
     await c.dispose();
     await subscriptionsOpen(t.base, 0);
-    await until('NUMSUB 0', async () => (await numsub(redis, channelOf(t.db, 'dropped'))) + (await numsub(redis, channelOf(t.db, 'dropped-2'))) === 0);
+    await until(
+      'NUMSUB 0',
+      async () => (await numsub(redis, channelOf(t.db, 'dropped'))) + (await numsub(redis, channelOf(t.db, 'dropped-2'))) === 0,
+    );
   });
 });
 

@@ -24,7 +24,13 @@ function memoryRepo(users: User[]) {
 }
 
 const someone: User = { id: 1, name: 'Ana', email: 'ana@example.com', avatar: null, role: 'user', createdAt: '2026-01-01T00:00:00.000Z' };
-const caller = (role: Caller['role'], scopes: string[] | null = null): Caller => ({ id: 9, name: 'c', role, scopes, apiKeyId: scopes ? '1' : null });
+const caller = (role: Caller['role'], scopes: string[] | null = null): Caller => ({
+  id: 9,
+  name: 'c',
+  role,
+  scopes,
+  apiKeyId: scopes ? '1' : null,
+});
 const kind = (kindName: string, message?: string) => expect.objectContaining({ kind: kindName, ...(message ? { message } : {}) });
 
 describe('createUser: admins only, decided by the domain before anything else', () => {
@@ -41,7 +47,9 @@ describe('createUser: admins only, decided by the domain before anything else', 
   it('an admin (or an admin key with users:write) creates, after validation; a taken email is 409', async () => {
     const { repo, inserted } = memoryRepo([someone]);
     const content = new Content(repo);
-    await expect(content.createUser(caller('admin'), { name: ' ', email: 'x@example.com' })).rejects.toEqual(kind('BAD_REQUEST', 'name is required'));
+    await expect(content.createUser(caller('admin'), { name: ' ', email: 'x@example.com' })).rejects.toEqual(
+      kind('BAD_REQUEST', 'name is required'),
+    );
     await expect(content.createUser(caller('admin', ['users:write']), { name: 'Budi', email: 'BUDI@example.com' })).resolves.toMatchObject({
       name: 'Budi',
       email: 'budi@example.com',

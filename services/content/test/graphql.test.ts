@@ -1,4 +1,16 @@
-import { at, gql, insertComments, insertPosts, insertUsers, startTestContent, type InsertedPost, type InsertedUser, type TestContent, bearer, bearerFor } from './helpers';
+import {
+  at,
+  gql,
+  insertComments,
+  insertPosts,
+  insertUsers,
+  startTestContent,
+  type InsertedPost,
+  type InsertedUser,
+  type TestContent,
+  bearer,
+  bearerFor,
+} from './helpers';
 
 let t: TestContent;
 let users: InsertedUser[];
@@ -24,14 +36,19 @@ beforeAll(async () => {
     body: `body ${i}`,
     createdAt: at(Math.floor(i / 3) * 10),
   }));
-  const shuffled = specs.map((s, i) => ({ s, k: (i * 7) % POST_COUNT })).sort((a, b) => a.k - b.k).map((x) => x.s);
+  const shuffled = specs
+    .map((s, i) => ({ s, k: (i * 7) % POST_COUNT }))
+    .sort((a, b) => a.k - b.k)
+    .map((x) => x.s);
   posts = await insertPosts(t.db, shuffled);
   expectedOrder = [...posts]
     .sort((a, b) => (a.createdAt === b.createdAt ? b.id - a.id : a.createdAt < b.createdAt ? 1 : -1))
     .map((p) => p.id);
 
   // Comments on Ana's newest post, out of time order, by different people.
-  const anasPosts = posts.filter((p) => p.userId === users[0]!.id).sort((a, b) => expectedOrder.indexOf(a.id) - expectedOrder.indexOf(b.id));
+  const anasPosts = posts
+    .filter((p) => p.userId === users[0]!.id)
+    .sort((a, b) => expectedOrder.indexOf(a.id) - expectedOrder.indexOf(b.id));
   await insertComments(t.db, [
     { postId: anasPosts[0]!.id, userId: users[2]!.id, body: 'later', createdAt: at(500) },
     { postId: anasPosts[0]!.id, userId: users[1]!.id, body: 'earlier', createdAt: at(400) },
@@ -97,7 +114,13 @@ describe('Query.user / Query.users', () => {
     const got = body.data!.users as {
       id: string;
       name: string;
-      posts: { id: string; title: string; createdAt: string; author: { id: string; name: string }; comments: { body: string; author: { name: string } }[] }[];
+      posts: {
+        id: string;
+        title: string;
+        createdAt: string;
+        author: { id: string; name: string };
+        comments: { body: string; author: { name: string } }[];
+      }[];
     }[];
     for (const u of got) {
       const mine = expectedOrder.filter((id) => posts.find((p) => p.id === id)!.userId === Number(u.id));
@@ -235,9 +258,19 @@ describe('Mutation.createUser', () => {
   });
 
   it('an admin API key needs the users:write scope', async () => {
-    const denied = await gql(t.base, CREATE, { name: 'Key', email: 'key1@example.com' }, bearer('admin', { scope: 'profile:read', akid: '7' }));
+    const denied = await gql(
+      t.base,
+      CREATE,
+      { name: 'Key', email: 'key1@example.com' },
+      bearer('admin', { scope: 'profile:read', akid: '7' }),
+    );
     expect(denied.body.errors![0]).toMatchObject({ extensions: { code: 'FORBIDDEN' } });
-    const allowed = await gql(t.base, CREATE, { name: 'Key', email: 'key2@example.com' }, bearer('admin', { scope: 'users:write', akid: '7' }));
+    const allowed = await gql(
+      t.base,
+      CREATE,
+      { name: 'Key', email: 'key2@example.com' },
+      bearer('admin', { scope: 'users:write', akid: '7' }),
+    );
     expect(allowed.body.errors).toBeUndefined();
   });
 
@@ -246,7 +279,13 @@ describe('Mutation.createUser', () => {
     expect(status).toBe(200);
     expect(body.errors).toBeUndefined();
     const created = body.data!.createUser as { id: string };
-    expect(created).toEqual({ id: expect.stringMatching(/^\d+$/), name: 'Dewi', email: 'dewi.lestari@example.com', role: 'user', avatar: null });
+    expect(created).toEqual({
+      id: expect.stringMatching(/^\d+$/),
+      name: 'Dewi',
+      email: 'dewi.lestari@example.com',
+      role: 'user',
+      avatar: null,
+    });
     const again = await gql(t.base, `query ($id: ID!) { user(id: $id) { email } }`, { id: created.id }, ADMIN);
     expect(again.body.data!.user).toEqual({ email: 'dewi.lestari@example.com' });
   });

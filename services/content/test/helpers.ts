@@ -1,12 +1,21 @@
 import { signAccessToken, type Db } from '@halo/kit';
-import { minutesAfter, postGraphQL, startTestService, TEST_JWT_SECRET, TEST_SERVICE_ENV, testIdentityEnv, type TestService } from '@halo/kit/testing';
+import {
+  minutesAfter,
+  postGraphQL,
+  startTestService,
+  TEST_JWT_SECRET,
+  TEST_SERVICE_ENV,
+  testIdentityEnv,
+  type TestService,
+} from '@halo/kit/testing';
 import { contentService, type ContentService } from '../src/service';
 
 export type { TestDb } from '@halo/kit/testing';
 
 export type TestContent = TestService<ContentService>;
 
-export const testConfig = (extra: Record<string, string> = {}) => contentService.loadConfig({ ...TEST_SERVICE_ENV, ...testIdentityEnv('content'), ...extra });
+export const testConfig = (extra: Record<string, string> = {}) =>
+  contentService.loadConfig({ ...TEST_SERVICE_ENV, ...testIdentityEnv('content'), ...extra });
 
 /** The real service, in-process, on a throwaway Postgres schema of its own (one per test file). */
 export const startTestContent = (extra: Record<string, string> = {}): Promise<TestContent> => startTestService(contentService, extra);
@@ -29,12 +38,7 @@ export async function insertUsers(
     `INSERT INTO users (name, email, role, avatar)
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
      RETURNING id, name, email`,
-    [
-      users.map((u) => u.name),
-      users.map((u) => u.email),
-      users.map((u) => u.role ?? 'user'),
-      users.map((u) => u.avatar ?? null),
-    ],
+    [users.map((u) => u.name), users.map((u) => u.email), users.map((u) => u.role ?? 'user'), users.map((u) => u.avatar ?? null)],
   );
   const byEmail = new Map(rows.map((r) => [r.email, r]));
   return users.map((u) => byEmail.get(u.email)!);

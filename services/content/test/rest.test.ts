@@ -1,4 +1,13 @@
-import { at, insertComments, insertPosts, insertUsers, startTestContent, type InsertedPost, type InsertedUser, type TestContent } from './helpers';
+import {
+  at,
+  insertComments,
+  insertPosts,
+  insertUsers,
+  startTestContent,
+  type InsertedPost,
+  type InsertedUser,
+  type TestContent,
+} from './helpers';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -30,16 +39,16 @@ function expectError(res: { status: number; body?: Record<string, unknown>; text
 
 beforeAll(async () => {
   t = await startTestContent();
-  [alice, bob, carol] = await insertUsers(t.db, [
+  [alice, bob, carol] = (await insertUsers(t.db, [
     { name: 'Alice', email: 'alice@example.com', avatar: 'https://img.example.com/alice.png' },
     { name: 'Bob', email: 'bob@example.com' },
     { name: 'Carol', email: 'carol@example.com' },
-  ]) as [InsertedUser, InsertedUser, InsertedUser];
-  [middle, oldest, newest] = await insertPosts(t.db, [
+  ])) as [InsertedUser, InsertedUser, InsertedUser];
+  [middle, oldest, newest] = (await insertPosts(t.db, [
     { userId: alice.id, title: 'Middle', body: 'second by time, first by id', createdAt: at(10) },
     { userId: alice.id, title: 'Oldest', body: 'first by time', createdAt: at(0) },
     { userId: alice.id, title: 'Newest', body: 'last by time', createdAt: at(20) },
-  ]) as [InsertedPost, InsertedPost, InsertedPost];
+  ])) as [InsertedPost, InsertedPost, InsertedPost];
   await insertPosts(t.db, [{ userId: bob.id, title: "Bob's only post", createdAt: at(5) }]);
   // Comments on "Middle" inserted out of time order: oldest-first must follow created_at, not id.
   await insertComments(t.db, [
@@ -142,7 +151,13 @@ describe('GET /posts/:id', () => {
     const res = await get(`/posts/${middle.id}`);
     expect(res.status).toBe(200);
     const data = res.body!.data as Record<string, any>; // any: asserted field by field below
-    expect(data).toMatchObject({ id: middle.id, user_id: alice.id, title: 'Middle', body: 'second by time, first by id', created_at: at(10) });
+    expect(data).toMatchObject({
+      id: middle.id,
+      user_id: alice.id,
+      title: 'Middle',
+      body: 'second by time, first by id',
+      created_at: at(10),
+    });
     expect(data.author).toEqual({ id: alice.id, name: 'Alice', avatar: 'https://img.example.com/alice.png' });
     expect(JSON.stringify(res.body)).not.toContain('@example.com');
     const comments = data.comments as Record<string, unknown>[];
@@ -193,7 +208,17 @@ describe('GET /posts/:id/comments', () => {
 });
 
 describe('non-numeric ids', () => {
-  const bad = ['abc', '1.5', '-1', '1e3', '0x10', ' 1', '1234567890123456', encodeURIComponent("' OR 1=1--"), encodeURIComponent('1; DROP TABLE posts')];
+  const bad = [
+    'abc',
+    '1.5',
+    '-1',
+    '1e3',
+    '0x10',
+    ' 1',
+    '1234567890123456',
+    encodeURIComponent("' OR 1=1--"),
+    encodeURIComponent('1; DROP TABLE posts'),
+  ];
   const paths = (id: string) => [`/users/${id}/posts`, `/posts/${id}`, `/posts/${id}/comments`];
 
   it.each(bad.map((id) => [id]))('%s → 400 Invalid id on every content route, never 500', async (id) => {

@@ -27,7 +27,12 @@ export const paymentsService = defineService({
   config: paymentsConfigShape,
   refineConfig: refinePaymentsConfig,
   domain: async ({ db, identity, metrics, config, logger, lifecycle }) => {
-    const products = catalogProducts(config.CATALOG_GRPC_ADDR, config.GRPC_DEADLINE_MS, identity, callPolicyFor('catalog', config, logger, metrics.grpcClient));
+    const products = catalogProducts(
+      config.CATALOG_GRPC_ADDR,
+      config.GRPC_DEADLINE_MS,
+      identity,
+      callPolicyFor('catalog', config, logger, metrics.grpcClient),
+    );
     lifecycle.register('catalog client', () => products.close());
     // One namespace per database schema, so deployments (and test files) sharing a Redis never mix.
     const store = await idempotencyStore(config, `halo:${db.schema}`, logger, lifecycle);

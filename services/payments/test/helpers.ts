@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { createLogger, openRedis, redisReady, signAccessToken, type Db, type Redis } from '@halo/kit';
-import { callRest, postGraphQL, startTestService, TEST_JWT_SECRET, TEST_SERVICE_ENV, testIdentityEnv, type TestService } from '@halo/kit/testing';
+import {
+  callRest,
+  postGraphQL,
+  startTestService,
+  TEST_JWT_SECRET,
+  TEST_SERVICE_ENV,
+  testIdentityEnv,
+  type TestService,
+} from '@halo/kit/testing';
 import { paymentsService, type PaymentsService } from '../src/service';
 // The real catalog through its package (built by `npm run build`), never its sources.
 import { catalogService } from '@halo/catalog';

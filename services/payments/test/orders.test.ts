@@ -96,7 +96,12 @@ describe('POST /api/orders', () => {
     expect((await order({ product_id: 999_998, client_order_id: 'metrics-unknown' })).status).toBe(404);
     const text = await (await fetch(`${t.base}/metrics`)).text();
     const calls = (code: string) =>
-      metricValue(text, 'halo_grpc_client_handling_seconds_count', { service: 'payments', peer: 'catalog', method: 'halo.catalog.v1.ProductService/GetProduct', code });
+      metricValue(text, 'halo_grpc_client_handling_seconds_count', {
+        service: 'payments',
+        peer: 'catalog',
+        method: 'halo.catalog.v1.ProductService/GetProduct',
+        code,
+      });
     expect(calls('OK')).toBeGreaterThanOrEqual(1);
     expect(calls('NOT_FOUND')).toBeGreaterThanOrEqual(1);
     const breaker = parseMetrics(text).filter((m) => m.name === 'halo_grpc_client_breaker_open');

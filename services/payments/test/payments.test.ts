@@ -48,7 +48,9 @@ describe('metrics', () => {
         Number(
           text
             .split('\n')
-            .find((l) => l.startsWith('halo_idempotency_outcomes_total{') && l.includes(`outcome="${o}"`) && l.includes('service="payments"'))
+            .find(
+              (l) => l.startsWith('halo_idempotency_outcomes_total{') && l.includes(`outcome="${o}"`) && l.includes('service="payments"'),
+            )
             ?.split(' ')[1] ?? 0,
         );
       return { first: of('first'), replay: of('replay'), in_progress: of('in_progress'), reused: of('reused') };

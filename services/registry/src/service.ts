@@ -19,7 +19,14 @@ export const registryService = defineService({
   config: registryConfigShape,
   refineConfig: (config) => refineRegistryConfig(config),
   domain: async ({ db, identity, config, logger, lifecycle, metrics }) => {
-    const keys = apiKeyExchange({ address: config.AUTH_GRPC_ADDR, deadlineMs: config.GRPC_DEADLINE_MS, identity, config, logger, metrics: metrics.grpcClient });
+    const keys = apiKeyExchange({
+      address: config.AUTH_GRPC_ADDR,
+      deadlineMs: config.GRPC_DEADLINE_MS,
+      identity,
+      config,
+      logger,
+      metrics: metrics.grpcClient,
+    });
     lifecycle.register('auth client', () => keys.close());
     const registry = new Registry(new PgRegistryStore(db), {
       usageWindowDays: config.REGISTRY_USAGE_WINDOW_DAYS,
@@ -27,7 +34,10 @@ export const registryService = defineService({
     });
     const urls = config as unknown as Record<string, string | undefined>;
     const urlOf = (s: string) => (urls[serviceUrlVar(s as EdgeServiceName)] ?? defaultServiceUrl(s as EdgeServiceName)).replace(/\/+$/, '');
-    const composed = await registry.bootstrap(bootstrapContracts(config.REGISTRY_BOOTSTRAP_DIR, urlOf), bootstrapAcknowledgements(config.REGISTRY_BOOTSTRAP_DIR));
+    const composed = await registry.bootstrap(
+      bootstrapContracts(config.REGISTRY_BOOTSTRAP_DIR, urlOf),
+      bootstrapAcknowledgements(config.REGISTRY_BOOTSTRAP_DIR),
+    );
     if (composed !== null) logger.info({ composition: composed }, 'bootstrapped from the committed composed files');
     const principalOf = principalResolver({
       identity,

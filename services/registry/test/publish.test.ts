@@ -19,11 +19,21 @@ beforeAll(async () => {
 });
 afterAll(async () => reg?.close());
 
-const catalogVersions = async () => (await call(reg.base, 'GET', '/v1/services/catalog/versions', undefined, await serviceToken('gateway'))).body.versions as { version: number; url: string; author: string }[];
+const catalogVersions = async () =>
+  (await call(reg.base, 'GET', '/v1/services/catalog/versions', undefined, await serviceToken('gateway'))).body.versions as {
+    version: number;
+    url: string;
+    author: string;
+  }[];
 
 it('REGISTRY_PUBLISH_ON_START: the started service publishes its contract (its own URL), without delaying its start', async () => {
   const db: TestDb = await openTestDb('catalog');
-  const config = catalogService.loadConfig({ ...TEST_SERVICE_ENV, ...testIdentityEnv('catalog'), REGISTRY_URL: reg.base, REGISTRY_PUBLISH_ON_START: 'true' });
+  const config = catalogService.loadConfig({
+    ...TEST_SERVICE_ENV,
+    ...testIdentityEnv('catalog'),
+    REGISTRY_URL: reg.base,
+    REGISTRY_PUBLISH_ON_START: 'true',
+  });
   const catalog = await catalogService.start(config, createLogger('catalog', 'silent'), { db });
   try {
     const url = `http://127.0.0.1:${catalog.httpPort}`;
@@ -44,7 +54,13 @@ describe('HALO_PUBLISH_CONTRACT_ONLY (the built catalog, as the Helm hook runs i
   const run = (env: Record<string, string>) =>
     new Promise<{ status: number | null; stdout: string; stderr: string }>((done) => {
       const child = spawn(process.execPath, [resolve(ROOT, 'services/catalog/dist/main.js')], {
-        env: { PATH: process.env.PATH, ...TEST_SERVICE_ENV, SERVICE_SIGNING_KEY: testIdentityEnv('catalog').SERVICE_SIGNING_KEY, HALO_PUBLISH_CONTRACT_ONLY: 'true', ...env },
+        env: {
+          PATH: process.env.PATH,
+          ...TEST_SERVICE_ENV,
+          SERVICE_SIGNING_KEY: testIdentityEnv('catalog').SERVICE_SIGNING_KEY,
+          HALO_PUBLISH_CONTRACT_ONLY: 'true',
+          ...env,
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let stdout = '';
@@ -64,7 +80,10 @@ describe('HALO_PUBLISH_CONTRACT_ONLY (the built catalog, as the Helm hook runs i
   });
 
   it('refused (a key the registry does not trust): exit 1 with one line', async () => {
-    const res = await run({ REGISTRY_URL: reg.base, SERVICE_SIGNING_KEY: JSON.stringify(generateServiceKey('catalog', 'rogue').privateJwk) });
+    const res = await run({
+      REGISTRY_URL: reg.base,
+      SERVICE_SIGNING_KEY: JSON.stringify(generateServiceKey('catalog', 'rogue').privateJwk),
+    });
     expect(res.status).toBe(1);
     expect(res.stderr).toBe('catalog: contract not published: publish refused (401): Invalid token\n');
   });

@@ -20,7 +20,8 @@ beforeAll(async () => {
   auth = await startTestSystem();
   reg = await startTestService(registryService, { AUTH_GRPC_ADDR: auth.grpcAddr });
   const admin = await signUpAdmin(auth);
-  const key = async (scopes: string[]) => (await post(auth.base, '/auth/api-keys', { name: 'ci', scopes }, bearer(admin.token))).body.data.key as string;
+  const key = async (scopes: string[]) =>
+    (await post(auth.base, '/auth/api-keys', { name: 'ci', scopes }, bearer(admin.token))).body.data.key as string;
   schemaKey = await key(['schema:write']);
   otherKey = await key(['catalog:write']);
   userToken = (await signUp(auth.base)).token;
@@ -55,7 +56,10 @@ describe('bootstrap', () => {
     expect(`${JSON.stringify(sg.body.routes, null, 2)}\n`).toBe(readFileSync(resolve(ROOT, 'gateway/routes.json'), 'utf8'));
     expect(`${JSON.stringify(sg.body.openapi, null, 2)}\n`).toBe(readFileSync(resolve(ROOT, 'gateway/openapi.json'), 'utf8'));
     expect(sg.headers.get('etag')).toBe(`"${sg.body.hash}"`);
-    const again = await call(reg.base, 'GET', '/v1/supergraph', undefined, { ...(await as.gateway()), 'if-none-match': `"${sg.body.hash}"` });
+    const again = await call(reg.base, 'GET', '/v1/supergraph', undefined, {
+      ...(await as.gateway()),
+      'if-none-match': `"${sg.body.hash}"`,
+    });
     expect(again.status).toBe(304);
   });
 
@@ -68,14 +72,25 @@ describe('bootstrap', () => {
 describe('who may call', () => {
   const contract = () => catalogWith('refusedField: String');
   it('401 Token required without credentials (HALO_ENV is not development), 401 Invalid token with bad ones', async () => {
-    for (const [method, path] of [['GET', '/v1/supergraph'], ['GET', '/v1/services'], ['POST', '/v1/check'], ['POST', '/v1/publish'], ['POST', '/v1/rollback'], ['POST', '/v1/usage'], ['GET', '/v1/gateways'], ['GET', '/v1/services/catalog/versions']] as const) {
+    for (const [method, path] of [
+      ['GET', '/v1/supergraph'],
+      ['GET', '/v1/services'],
+      ['POST', '/v1/check'],
+      ['POST', '/v1/publish'],
+      ['POST', '/v1/rollback'],
+      ['POST', '/v1/usage'],
+      ['GET', '/v1/gateways'],
+      ['GET', '/v1/services/catalog/versions'],
+    ] as const) {
       const body = method === 'POST' ? { contract: contract() } : undefined;
       expect([path, (await call(reg.base, method, path, body)).body]).toEqual([path, { error: 'Token required' }]);
       const bad = await call(reg.base, method, path, body, { 'x-halo-service-token': 'nope' });
       expect([path, bad.status, bad.body]).toEqual([path, 401, { error: 'Invalid token' }]);
     }
     expect((await call(reg.base, 'GET', '/v1/services', undefined, await serviceToken('catalog', 'auth'))).status).toBe(401);
-    const wrongKey = await call(reg.base, 'GET', '/v1/services', undefined, { 'x-api-key': 'halo_00000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' });
+    const wrongKey = await call(reg.base, 'GET', '/v1/services', undefined, {
+      'x-api-key': 'halo_00000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+    });
     expect([wrongKey.status, wrongKey.body]).toEqual([401, { error: 'Invalid token' }]);
   });
 
@@ -120,7 +135,10 @@ describe('publish', () => {
     expect(sg.body.supergraph).toContain('sku: String');
     expect(sg.body.services.catalog).toBe(2);
     const versions = (await call(reg.base, 'GET', '/v1/services/catalog/versions', undefined, await as.gateway())).body.versions;
-    expect(versions.map((v: any) => [v.version, v.author])).toEqual([[2, 'service:catalog'], [1, 'bootstrap']]);
+    expect(versions.map((v: any) => [v.version, v.author])).toEqual([
+      [2, 'service:catalog'],
+      [1, 'bootstrap'],
+    ]);
     const again = await call(reg.base, 'POST', '/v1/publish', { contract }, await as.catalog());
     expect([again.status, again.body]).toEqual([200, { unchanged: true, version: 2, composition: 2 }]);
   });
@@ -162,7 +180,9 @@ describe('breaking changes against usage', () => {
   it('a removal nobody used passes the check with a note', async () => {
     const res = await call(reg.base, 'POST', '/v1/check', { contract: withoutDescription() }, await as.catalog());
     expect(res.body.ok).toBe(true);
-    expect(res.body.report.changes).toEqual([expect.objectContaining({ type: 'FIELD_REMOVED', path: 'Product.description', breaking: true, usage: { count: 0, operations: [] } })]);
+    expect(res.body.report.changes).toEqual([
+      expect.objectContaining({ type: 'FIELD_REMOVED', path: 'Product.description', breaking: true, usage: { count: 0, operations: [] } }),
+    ]);
     expect(res.body.report.notes).toEqual(['Product.description: breaking, but unused in the last 7 days']);
   });
 
@@ -175,7 +195,13 @@ describe('breaking changes against usage', () => {
       coordinates: ['Query', 'Query.product', 'Query.product.id', 'Product', 'Product.name', 'Product.description'],
       count,
     });
-    const sent = await call(reg.base, 'POST', '/v1/usage', { gateway: { id: 'gw-1', composition: 2 }, reports: [report('web', 3), report('web', 4), report('ios', 5)] }, await as.gateway());
+    const sent = await call(
+      reg.base,
+      'POST',
+      '/v1/usage',
+      { gateway: { id: 'gw-1', composition: 2 }, reports: [report('web', 3), report('web', 4), report('ios', 5)] },
+      await as.gateway(),
+    );
     expect(sent.status).toBe(202);
     const res = await call(reg.base, 'POST', '/v1/publish', { contract: withoutDescription() }, await as.catalog());
     expect(res.status).toBe(422);
@@ -187,23 +213,41 @@ describe('breaking changes against usage', () => {
         { name: 'ProductPage', hash: 'op1', client: 'ios', count: 5, lastSeen: expect.any(String) },
       ],
     });
-    expect(res.body.report.notes[0]).toMatch(/^Product\.description: breaking and used 12 times in the last 7 days by ProductPage \(web, 7\)/);
+    expect(res.body.report.notes[0]).toMatch(
+      /^Product\.description: breaking and used 12 times in the last 7 days by ProductPage \(web, 7\)/,
+    );
     const gateways = (await call(reg.base, 'GET', '/v1/gateways', undefined, await as.admin())).body.gateways;
     expect(gateways).toContainEqual({ id: 'gw-1', composition: 2, lastSeen: expect.any(String) });
   });
 
   it('acknowledged, it goes through and the acknowledgement is recorded with its reason and author', async () => {
-    const res = await call(reg.base, 'POST', '/v1/publish', { contract: withoutDescription(), acknowledge: 'web and ios told in #api' }, await as.admin());
+    const res = await call(
+      reg.base,
+      'POST',
+      '/v1/publish',
+      { contract: withoutDescription(), acknowledge: 'web and ios told in #api' },
+      await as.admin(),
+    );
     expect(res.status).toBe(201);
     expect(res.body.report.changes[0]).toMatchObject({ path: 'Product.description', acknowledged: true });
-    const { rows } = await reg.db.query<{ path: string; reason: string; author: string; version: number }>('SELECT path, reason, author, version FROM acknowledgements');
-    expect(rows).toEqual([{ path: 'Product.description', reason: 'web and ios told in #api', author: expect.stringMatching(/^admin:Root/), version: res.body.version }]);
+    const { rows } = await reg.db.query<{ path: string; reason: string; author: string; version: number }>(
+      'SELECT path, reason, author, version FROM acknowledgements',
+    );
+    expect(rows).toEqual([
+      {
+        path: 'Product.description',
+        reason: 'web and ios told in #api',
+        author: expect.stringMatching(/^admin:Root/),
+        version: res.body.version,
+      },
+    ]);
   });
 });
 
 describe('rollback', () => {
   it('republishes the previous version as a new version, after the same checks', async () => {
-    const versions = async () => (await call(reg.base, 'GET', '/v1/services/catalog/versions', undefined, await as.catalog())).body.versions;
+    const versions = async () =>
+      (await call(reg.base, 'GET', '/v1/services/catalog/versions', undefined, await as.catalog())).body.versions;
     const [current, previous] = await versions();
     // The previous version brings description back: additive, so it passes.
     const res = await call(reg.base, 'POST', '/v1/rollback', { service: 'catalog' }, await as.catalog());

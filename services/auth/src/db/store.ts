@@ -53,10 +53,7 @@ export class AuthStore implements CredentialRepo, RefreshTokenRepo, ApiKeyRepo, 
   // ── credentials ──
 
   async passwordHash(userId: number): Promise<string | null> {
-    const { rows } = await this.db.query<{ password_hash: string }>(
-      'SELECT password_hash FROM credentials WHERE user_id = $1',
-      [userId],
-    );
+    const { rows } = await this.db.query<{ password_hash: string }>('SELECT password_hash FROM credentials WHERE user_id = $1', [userId]);
     return rows[0]?.password_hash ?? null;
   }
 
@@ -74,34 +71,30 @@ export class AuthStore implements CredentialRepo, RefreshTokenRepo, ApiKeyRepo, 
   }
 
   async hasCredentials(userIds: readonly number[]): Promise<Set<number>> {
-    const { rows } = await this.db.query<{ user_id: number }>(
-      'SELECT user_id FROM credentials WHERE user_id = ANY($1::bigint[])',
-      [userIds],
-    );
+    const { rows } = await this.db.query<{ user_id: number }>('SELECT user_id FROM credentials WHERE user_id = ANY($1::bigint[])', [
+      userIds,
+    ]);
     return new Set(rows.map((r) => r.user_id));
   }
 
   async updatePasswordHash(userId: number, passwordHash: string): Promise<void> {
-    await this.db.query('UPDATE credentials SET password_hash = $2, updated_at = now() WHERE user_id = $1', [
-      userId,
-      passwordHash,
-    ]);
+    await this.db.query('UPDATE credentials SET password_hash = $2, updated_at = now() WHERE user_id = $1', [userId, passwordHash]);
   }
 
   // ── refresh tokens ──
 
   async insertRefreshToken(t: { tokenHash: string; familyId: string; userId: number; expiresAt: Date }): Promise<void> {
-    await this.db.query(
-      'INSERT INTO refresh_tokens (token_hash, family_id, user_id, expires_at) VALUES ($1, $2, $3, $4)',
-      [t.tokenHash, t.familyId, t.userId, t.expiresAt],
-    );
+    await this.db.query('INSERT INTO refresh_tokens (token_hash, family_id, user_id, expires_at) VALUES ($1, $2, $3, $4)', [
+      t.tokenHash,
+      t.familyId,
+      t.userId,
+      t.expiresAt,
+    ]);
   }
 
   /** A read without a lock, to learn whose token it is before the rotation transaction. */
   async refreshToken(tokenHash: string): Promise<StoredRefreshToken | null> {
-    const { rows } = await this.db.query<RefreshRow>(`SELECT ${REFRESH_COLS} FROM refresh_tokens WHERE token_hash = $1`, [
-      tokenHash,
-    ]);
+    const { rows } = await this.db.query<RefreshRow>(`SELECT ${REFRESH_COLS} FROM refresh_tokens WHERE token_hash = $1`, [tokenHash]);
     return rows[0] ? toRefresh(rows[0]) : null;
   }
 
@@ -112,10 +105,9 @@ export class AuthStore implements CredentialRepo, RefreshTokenRepo, ApiKeyRepo, 
    */
   async rotateRefreshToken(tokenHash: string, nextHash: string, now: Date): Promise<RotateResult> {
     return this.db.transaction(async (tx) => {
-      const { rows } = await tx.query<RefreshRow>(
-        `SELECT ${REFRESH_COLS} FROM refresh_tokens WHERE token_hash = $1 FOR UPDATE`,
-        [tokenHash],
-      );
+      const { rows } = await tx.query<RefreshRow>(`SELECT ${REFRESH_COLS} FROM refresh_tokens WHERE token_hash = $1 FOR UPDATE`, [
+        tokenHash,
+      ]);
       const row = rows[0] ? toRefresh(rows[0]) : null;
       const decision = refreshDecision(row, now);
       if (decision === 'invalid' || !row) return { kind: 'invalid' } as const;
@@ -124,10 +116,12 @@ export class AuthStore implements CredentialRepo, RefreshTokenRepo, ApiKeyRepo, 
         return { kind: 'reuse', familyId: row.familyId } as const;
       }
       await tx.query('UPDATE refresh_tokens SET rotated_at = now() WHERE token_hash = $1', [tokenHash]);
-      await tx.query(
-        'INSERT INTO refresh_tokens (token_hash, family_id, user_id, expires_at) VALUES ($1, $2, $3, $4)',
-        [nextHash, row.familyId, row.userId, row.expiresAt],
-      );
+      await tx.query('INSERT INTO refresh_tokens (token_hash, family_id, user_id, expires_at) VALUES ($1, $2, $3, $4)', [
+        nextHash,
+        row.familyId,
+        row.userId,
+        row.expiresAt,
+      ]);
       return { kind: 'rotated', userId: row.userId, expiresAt: row.expiresAt } as const;
     });
   }
@@ -167,10 +161,7 @@ export class AuthStore implements CredentialRepo, RefreshTokenRepo, ApiKeyRepo, 
   }
 
   async apiKeysOf(ownerId: number): Promise<ApiKeyRecord[]> {
-    const { rows } = await this.db.query<ApiKeyRow>(
-      `SELECT ${API_KEY_COLS} FROM api_keys WHERE owner_id = $1 ORDER BY id`,
-      [ownerId],
-    );
+    const { rows } = await this.db.query<ApiKeyRow>(`SELECT ${API_KEY_COLS} FROM api_keys WHERE owner_id = $1 ORDER BY id`, [ownerId]);
     return rows.map(toApiKey);
   }
 
@@ -184,10 +175,9 @@ export class AuthStore implements CredentialRepo, RefreshTokenRepo, ApiKeyRepo, 
   }
 
   async activeApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | null> {
-    const { rows } = await this.db.query<ApiKeyRow>(
-      `SELECT ${API_KEY_COLS} FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
-      [keyHash],
-    );
+    const { rows } = await this.db.query<ApiKeyRow>(`SELECT ${API_KEY_COLS} FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`, [
+      keyHash,
+    ]);
     return rows[0] ? toApiKey(rows[0]) : null;
   }
 
@@ -197,7 +187,13 @@ export class AuthStore implements CredentialRepo, RefreshTokenRepo, ApiKeyRepo, 
 
   // ── OAuth login ──
 
-  async insertOAuthFlow(f: { stateHash: string; provider: string; codeVerifier: string; nonce: string; ttlSeconds: number }): Promise<void> {
+  async insertOAuthFlow(f: {
+    stateHash: string;
+    provider: string;
+    codeVerifier: string;
+    nonce: string;
+    ttlSeconds: number;
+  }): Promise<void> {
     // Abandoned flows go as new ones come (the index on expires_at keeps this cheap).
     await this.db.query('DELETE FROM oauth_flows WHERE expires_at < now()');
     await this.db.query(
@@ -219,10 +215,10 @@ export class AuthStore implements CredentialRepo, RefreshTokenRepo, ApiKeyRepo, 
 
   /** The local user linked to a provider account, or null. */
   async userIdForIdentity(provider: string, subject: string): Promise<number | null> {
-    const { rows } = await this.db.query<{ user_id: number }>(
-      'SELECT user_id FROM oauth_identities WHERE provider = $1 AND subject = $2',
-      [provider, subject],
-    );
+    const { rows } = await this.db.query<{ user_id: number }>('SELECT user_id FROM oauth_identities WHERE provider = $1 AND subject = $2', [
+      provider,
+      subject,
+    ]);
     return rows[0]?.user_id ?? null;
   }
 

@@ -1,13 +1,4 @@
-import {
-  conflict,
-  isHaloError,
-  normaliseEmail,
-  requireCaller,
-  unauthenticated,
-  type Caller,
-  type Logger,
-  type User,
-} from '@halo/kit';
+import { conflict, isHaloError, normaliseEmail, requireCaller, unauthenticated, type Caller, type Logger, type User } from '@halo/kit';
 import type { OAuthIdentity } from './identities';
 import { loginInput, registration } from './rules';
 import { INVALID_CREDENTIALS } from './tokens';
@@ -90,9 +81,11 @@ export class Accounts {
     try {
       await this.deps.credentials.insertCredentials(user.id, hash);
     } catch (err) {
-      await this.deps.users.delete(user.id).catch((undoErr: unknown) =>
-        this.deps.logger.error({ err: undoErr, userId: user.id }, 'registration compensation failed: user left without credentials'),
-      );
+      await this.deps.users
+        .delete(user.id)
+        .catch((undoErr: unknown) =>
+          this.deps.logger.error({ err: undoErr, userId: user.id }, 'registration compensation failed: user left without credentials'),
+        );
       throw err;
     }
     return user;

@@ -30,9 +30,7 @@ export const LAST_USED_RESOLUTION_MS = 60_000;
 
 /** The API-key use cases: managed by admins with their own tokens, exchanged by the gateway. */
 export class ApiKeys {
-  constructor(
-    private readonly deps: { repo: ApiKeyRepo; users: UserDirectory; sign: TokenSigner; tokenTtlSeconds: number },
-  ) {}
+  constructor(private readonly deps: { repo: ApiKeyRepo; users: UserDirectory; sign: TokenSigner; tokenTtlSeconds: number }) {}
 
   /** 401 anonymous; 403 for a non-admin, and for any API-key token (a key never mints keys). */
   manager(caller: Caller | null): Caller {

@@ -1,5 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { badRequest, emailAddress, isScope, normaliseEmail, parseId as parseKitId, requiredText, SCOPES, userName, type Scope } from '@halo/kit';
+import {
+  badRequest,
+  emailAddress,
+  isScope,
+  normaliseEmail,
+  parseId as parseKitId,
+  requiredText,
+  SCOPES,
+  userName,
+  type Scope,
+} from '@halo/kit';
 
 export const MIN_PASSWORD_LENGTH = 8;
 /** argon2 pre-hashes any length, but nobody types a kilobyte: a cap keeps request cost bounded. */

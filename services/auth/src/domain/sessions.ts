@@ -81,7 +81,8 @@ export class Sessions {
     const next = randomUUID();
     const rotated = await repo.rotateRefreshToken(hash, sha256Hex(next), now);
     if (rotated.kind !== 'rotated') {
-      if (rotated.kind === 'reuse') logger.warn({ userId: seen.userId, familyId: rotated.familyId }, 'refresh token reused; family revoked');
+      if (rotated.kind === 'reuse')
+        logger.warn({ userId: seen.userId, familyId: rotated.familyId }, 'refresh token reused; family revoked');
       throw unauthenticated(INVALID_REFRESH_TOKEN);
     }
     return {

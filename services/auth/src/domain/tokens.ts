@@ -20,10 +20,7 @@ export interface StoredRefreshToken {
 }
 
 /** What the rotation of one token did, atomically (see AuthStore.rotateRefreshToken). */
-export type RotateResult =
-  | { kind: 'rotated'; userId: number; expiresAt: Date }
-  | { kind: 'reuse'; familyId: string }
-  | { kind: 'invalid' };
+export type RotateResult = { kind: 'rotated'; userId: number; expiresAt: Date } | { kind: 'reuse'; familyId: string } | { kind: 'invalid' };
 
 /**
  * What presenting a stored refresh token means. `reuse`: the token was already exchanged once, so

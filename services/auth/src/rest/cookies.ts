@@ -44,7 +44,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The refresh token from a `Cookie` header, or null when absent or not shaped like one of ours. */
 export function refreshTokenFrom(header: string | undefined): string | null {
-  return cookieValues(header, REFRESH_COOKIE).find((v) => UUID.test(v))?.toLowerCase() ?? null;
+  return (
+    cookieValues(header, REFRESH_COOKIE)
+      .find((v) => UUID.test(v))
+      ?.toLowerCase() ?? null
+  );
 }
 
 // ── The OAuth state: SameSite=Lax, so it rides along on the top-level redirect back from the provider ──

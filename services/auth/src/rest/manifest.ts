@@ -68,7 +68,10 @@ export const restManifest = defineRestManifest({
         password: ruleField(passwordPolicy, password({ minLength: MIN_PASSWORD_LENGTH, maxLength: MAX_PASSWORD_LENGTH })),
       }),
       responses: {
-        201: { description: 'The new user', schema: z.object({ user: z.object({ id: z.number().int(), name: z.string(), email: z.string() }) }) },
+        201: {
+          description: 'The new user',
+          schema: z.object({ user: z.object({ id: z.number().int(), name: z.string(), email: z.string() }) }),
+        },
         409: { description: '`Email already registered`' },
       },
     },
@@ -92,7 +95,11 @@ export const restManifest = defineRestManifest({
       path: '/auth/refresh',
       summary: 'A new access token for the refresh cookie (which is rotated)',
       description: `${REFRESH_COOKIE}. Presenting an already-rotated token revokes its whole family.`,
-      responses: { 200: { description: 'Tokens', schema: token }, 401: { description: '`Invalid refresh token`' }, 403: FORBIDDEN_CROSS_SITE },
+      responses: {
+        200: { description: 'Tokens', schema: token },
+        401: { description: '`Invalid refresh token`' },
+        403: FORBIDDEN_CROSS_SITE,
+      },
     },
     {
       id: 'logout',
@@ -125,13 +132,20 @@ export const restManifest = defineRestManifest({
       summary: 'Create an API key (shown once)',
       auth: 'required',
       body: z.object({
-        name: ruleField((v) => requiredText(v, 'name', MAX_API_KEY_NAME), { type: 'string', minLength: 1, maxLength: MAX_API_KEY_NAME, pattern: '\\S' }),
+        name: ruleField((v) => requiredText(v, 'name', MAX_API_KEY_NAME), {
+          type: 'string',
+          minLength: 1,
+          maxLength: MAX_API_KEY_NAME,
+          pattern: '\\S',
+        }),
         scopes: ruleField(parseScopes, { type: 'array', items: { type: 'string', enum: [...SCOPES] }, minItems: 1 }),
       }),
       responses: {
         201: {
           description: 'The key; `key` is never shown again',
-          schema: z.object({ data: apiKey.pick({ id: true, name: true, prefix: true, scopes: true, created_at: true }).extend({ key: z.string() }) }),
+          schema: z.object({
+            data: apiKey.pick({ id: true, name: true, prefix: true, scopes: true, created_at: true }).extend({ key: z.string() }),
+          }),
         },
         403: KEY_MANAGER,
       },
@@ -162,7 +176,10 @@ export const restManifest = defineRestManifest({
       params: z.object({ provider: z.string() }),
       query: z.object({ code: flowParam, state: flowParam, error: flowParam }),
       responses: {
-        200: { description: 'Tokens and the user, as login', schema: token.extend({ user: z.object({ id: z.number().int(), name: z.string() }) }) },
+        200: {
+          description: 'Tokens and the user, as login',
+          schema: token.extend({ user: z.object({ id: z.number().int(), name: z.string() }) }),
+        },
         400: { description: '`Invalid state`, `code is required`, or the provider’s error' },
       },
     },

@@ -14,7 +14,7 @@ export interface OAuthRoutesOptions {
    * local user and responds exactly like /auth/login). Its `Set-Cookie` must be appended
    * (express `res.cookie` does), not set, to keep the state cookie's removal.
    */
-  onLogin(identity: OAuthIdentity, req: Request, res: Response): Promise<void>;
+  onLogin: (identity: OAuthIdentity, req: Request, res: Response) => Promise<void>;
 }
 
 /**

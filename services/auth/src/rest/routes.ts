@@ -41,47 +41,52 @@ export function restRoutes(deps: {
   // Who comes before what: only a key manager learns whether a body or an id is valid. The domain checks again.
   const keyManager = (_req: Request, { caller }: RestCaller) => apiKeys.manager(caller());
 
-  return mountRestRoutes(Router(), restManifest, {
-    register: withRetryAfter(async (req, res, { body }) => {
-      const user = await accounts.register(body, req.ip ?? 'unknown');
-      res.status(201).json({ user: { id: user.id, name: user.name, email: user.email } });
-    }),
-    login: {
-      // A cross-site login is 403 before its body is looked at.
-      authorize: (req) => sessions.assertSameSite(req),
-      handle: withRetryAfter(async (req, res, { body }) => {
-        // req.ip honours X-Forwarded-For from trusted proxies only (TRUST_PROXY), i.e. the gateway.
-        const user = await accounts.login(body, req.ip ?? 'unknown');
-        await sessions.issueLogin(res, user);
+  return mountRestRoutes(
+    Router(),
+    restManifest,
+    {
+      register: withRetryAfter(async (req, res, { body }) => {
+        const user = await accounts.register(body, req.ip ?? 'unknown');
+        res.status(201).json({ user: { id: user.id, name: user.name, email: user.email } });
       }),
-    },
-    refresh: (req, res) => sessions.refresh(req, res),
-    logout: (req, res) => sessions.logout(req, res),
-    profile: async (_req, res, { caller }) => {
-      res.json(profileJson(await accounts.profile(caller())));
-    },
-    listApiKeys: async (_req, res, { caller }) => {
-      res.json({ data: (await apiKeys.list(caller())).map(apiKeyJson) });
-    },
-    createApiKey: {
-      authorize: keyManager,
-      handle: async (_req, res, { body, caller }) => {
-        const { record, key } = await apiKeys.create(caller(), body);
-        const { id, name, prefix, scopes, created_at } = apiKeyJson(record);
-        res.setHeader('Cache-Control', 'no-store');
-        res.status(201).json({ data: { id, name, prefix, scopes, created_at, key } });
+      login: {
+        // A cross-site login is 403 before its body is looked at.
+        authorize: (req) => sessions.assertSameSite(req),
+        handle: withRetryAfter(async (req, res, { body }) => {
+          // req.ip honours X-Forwarded-For from trusted proxies only (TRUST_PROXY), i.e. the gateway.
+          const user = await accounts.login(body, req.ip ?? 'unknown');
+          await sessions.issueLogin(res, user);
+        }),
       },
-    },
-    revokeApiKey: {
-      // An anonymous caller gets 401 even for a malformed id.
-      authorize: keyManager,
-      handle: async (_req, res, { params, caller }) => {
-        await apiKeys.revoke(caller(), params.id);
-        res.status(204).end();
+      refresh: (req, res) => sessions.refresh(req, res),
+      logout: (req, res) => sessions.logout(req, res),
+      profile: async (_req, res, { caller }) => {
+        res.json(profileJson(await accounts.profile(caller())));
       },
+      listApiKeys: async (_req, res, { caller }) => {
+        res.json({ data: (await apiKeys.list(caller())).map(apiKeyJson) });
+      },
+      createApiKey: {
+        authorize: keyManager,
+        handle: async (_req, res, { body, caller }) => {
+          const { record, key } = await apiKeys.create(caller(), body);
+          const { id, name, prefix, scopes, created_at } = apiKeyJson(record);
+          res.setHeader('Cache-Control', 'no-store');
+          res.status(201).json({ data: { id, name, prefix, scopes, created_at, key } });
+        },
+      },
+      revokeApiKey: {
+        // An anonymous caller gets 401 even for a malformed id.
+        authorize: keyManager,
+        handle: async (_req, res, { params, caller }) => {
+          await apiKeys.revoke(caller(), params.id);
+          res.status(204).end();
+        },
+      },
+      ...oauthHandlers(oauth),
     },
-    ...oauthHandlers(oauth),
-  }, { jwtSecret });
+    { jwtSecret },
+  );
 }
 
 /** 429 answers carry `Retry-After`; the kit's error mapper writes the status and body. */

@@ -43,14 +43,12 @@ export class CatalogStore {
     const orderBy = SORT_SQL[q.sort][q.order];
     const { rows } =
       q.category === null
-        ? await this.db.query<ProductRow>(`SELECT ${COLS} FROM products ORDER BY ${orderBy} LIMIT $1 OFFSET $2`, [
+        ? await this.db.query<ProductRow>(`SELECT ${COLS} FROM products ORDER BY ${orderBy} LIMIT $1 OFFSET $2`, [q.limit, offset])
+        : await this.db.query<ProductRow>(`SELECT ${COLS} FROM products WHERE category = $3 ORDER BY ${orderBy} LIMIT $1 OFFSET $2`, [
             q.limit,
             offset,
-          ])
-        : await this.db.query<ProductRow>(
-            `SELECT ${COLS} FROM products WHERE category = $3 ORDER BY ${orderBy} LIMIT $1 OFFSET $2`,
-            [q.limit, offset, q.category],
-          );
+            q.category,
+          ]);
     return rows.map(toProduct);
   }
 
@@ -65,14 +63,12 @@ export class CatalogStore {
   async afterId(limit: number, afterId: number | null, category: string | null): Promise<Product[]> {
     const { rows } =
       category === null
-        ? await this.db.query<ProductRow>(`SELECT ${COLS} FROM products WHERE id > $2 ORDER BY id LIMIT $1`, [
+        ? await this.db.query<ProductRow>(`SELECT ${COLS} FROM products WHERE id > $2 ORDER BY id LIMIT $1`, [limit, afterId ?? 0])
+        : await this.db.query<ProductRow>(`SELECT ${COLS} FROM products WHERE category = $3 AND id > $2 ORDER BY id LIMIT $1`, [
             limit,
             afterId ?? 0,
-          ])
-        : await this.db.query<ProductRow>(
-            `SELECT ${COLS} FROM products WHERE category = $3 AND id > $2 ORDER BY id LIMIT $1`,
-            [limit, afterId ?? 0, category],
-          );
+            category,
+          ]);
     return rows.map(toProduct);
   }
 

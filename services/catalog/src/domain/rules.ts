@@ -1,14 +1,5 @@
 import { badRequest, idCursor, parseId, requiredText } from '@halo/kit';
-import {
-  ORDERS,
-  SORT_KEYS,
-  type ListQuery,
-  type MoneyField,
-  type Order,
-  type PageMeta,
-  type ProductFields,
-  type SortKey,
-} from './model';
+import { ORDERS, SORT_KEYS, type ListQuery, type MoneyField, type Order, type PageMeta, type ProductFields, type SortKey } from './model';
 
 export const DEFAULT_PAGE = 1;
 export const DEFAULT_LIMIT = 10;

@@ -70,25 +70,48 @@ const productUpdate = (field: MoneyField) =>
 
 const listQuery = z.object({
   // The domain's order: sort, order, category (page and limit never fail: they fall back).
-  sort: z.enum([...SORT_KEYS, ''], { error: 'Invalid sort' }).optional().meta({ default: 'id' }),
-  order: z.enum([...ORDERS, ''], { error: 'Invalid order' }).optional().meta({ default: 'asc' }),
+  sort: z
+    .enum([...SORT_KEYS, ''], { error: 'Invalid sort' })
+    .optional()
+    .meta({ default: 'id' }),
+  order: z
+    .enum([...ORDERS, ''], { error: 'Invalid order' })
+    .optional()
+    .meta({ default: 'asc' }),
   category: z.string({ error: 'Invalid category' }).optional().meta({ description: 'Exact match' }),
   page: z
     .unknown()
     .optional()
     .meta({ type: 'integer', minimum: 1, default: DEFAULT_PAGE, description: 'A value that is not a positive integer falls back to 1' }),
-  limit: z.unknown().optional().meta({
-    type: 'integer',
-    minimum: 1,
-    maximum: MAX_LIMIT,
-    default: DEFAULT_LIMIT,
-    description: `Capped at ${MAX_LIMIT}; a value that is not a positive integer falls back to ${DEFAULT_LIMIT}`,
-  }),
+  limit: z
+    .unknown()
+    .optional()
+    .meta({
+      type: 'integer',
+      minimum: 1,
+      maximum: MAX_LIMIT,
+      default: DEFAULT_LIMIT,
+      description: `Capped at ${MAX_LIMIT}; a value that is not a positive integer falls back to ${DEFAULT_LIMIT}`,
+    }),
 });
 
 const timestamps = { created_at: z.iso.datetime(), updated_at: z.iso.datetime() };
-const productV1 = z.object({ id: z.number().int(), name: z.string(), description: z.string(), category: z.string(), price: z.number(), ...timestamps });
-const productV2 = z.object({ id: z.number().int(), name: z.string(), description: z.string(), category: z.string(), price_cents: z.number().int(), ...timestamps });
+const productV1 = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  description: z.string(),
+  category: z.string(),
+  price: z.number(),
+  ...timestamps,
+});
+const productV2 = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  description: z.string(),
+  category: z.string(),
+  price_cents: z.number().int(),
+  ...timestamps,
+});
 const pageMeta = z.object({
   page: z.number().int(),
   limit: z.number().int(),
@@ -129,7 +152,10 @@ export const restManifest = defineRestManifest({
       scope: 'catalog:write',
       body: newProduct('price'),
       responses: { 201: { description: 'The new product', schema: one(productV1) }, 403: FORBIDDEN },
-      versions: versions({ body: newProduct('price_cents'), responses: { 201: { description: 'The new product', schema: one(productV2) } } }),
+      versions: versions({
+        body: newProduct('price_cents'),
+        responses: { 201: { description: 'The new product', schema: one(productV2) } },
+      }),
     },
     {
       id: 'getProduct',
@@ -150,7 +176,10 @@ export const restManifest = defineRestManifest({
       params: z.object({ id: pathId() }),
       body: productUpdate('price'),
       responses: { 200: { description: 'The updated product', schema: one(productV1) }, 403: FORBIDDEN, 404: NOT_FOUND },
-      versions: versions({ body: productUpdate('price_cents'), responses: { 200: { description: 'The updated product', schema: one(productV2) } } }),
+      versions: versions({
+        body: productUpdate('price_cents'),
+        responses: { 200: { description: 'The updated product', schema: one(productV2) } },
+      }),
     },
     {
       id: 'deleteProduct',

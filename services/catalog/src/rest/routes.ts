@@ -57,37 +57,42 @@ export function restRoutes(catalog: Catalog, jwtSecret: string | undefined): Rou
   const writer = { authorize: (_req: unknown, { caller }: RestCaller) => catalog.writer(caller()) };
   const rep = (version: number) => VERSIONS[version]!;
 
-  return mountRestRoutes(Router(), restManifest, {
-    listProducts: async (_req, res, { version, query }) => {
-      const result = await catalog.listProducts(query);
-      res.setHeader('Cache-Control', PUBLIC_READ);
-      res.json({ data: result.data.map(rep(version).json), meta: result.meta });
-    },
-    createProduct: {
-      ...writer,
-      handle: async (_req, res, { version, body, caller }) => {
-        const product = await catalog.createProduct(caller(), body, rep(version).money);
-        res.status(201).json({ data: rep(version).json(product) });
+  return mountRestRoutes(
+    Router(),
+    restManifest,
+    {
+      listProducts: async (_req, res, { version, query }) => {
+        const result = await catalog.listProducts(query);
+        res.setHeader('Cache-Control', PUBLIC_READ);
+        res.json({ data: result.data.map(rep(version).json), meta: result.meta });
       },
-    },
-    getProduct: async (_req, res, { version, params }) => {
-      const product = await catalog.getProduct(params.id);
-      res.setHeader('Cache-Control', PUBLIC_READ);
-      res.json({ data: rep(version).json(product) });
-    },
-    updateProduct: {
-      ...writer,
-      handle: async (_req, res, { version, params, body, caller }) => {
-        const product = await catalog.updateProduct(caller(), params.id, body, rep(version).money);
+      createProduct: {
+        ...writer,
+        handle: async (_req, res, { version, body, caller }) => {
+          const product = await catalog.createProduct(caller(), body, rep(version).money);
+          res.status(201).json({ data: rep(version).json(product) });
+        },
+      },
+      getProduct: async (_req, res, { version, params }) => {
+        const product = await catalog.getProduct(params.id);
+        res.setHeader('Cache-Control', PUBLIC_READ);
         res.json({ data: rep(version).json(product) });
       },
-    },
-    deleteProduct: {
-      ...writer,
-      handle: async (_req, res, { params, caller }) => {
-        await catalog.deleteProduct(caller(), params.id);
-        res.status(204).end();
+      updateProduct: {
+        ...writer,
+        handle: async (_req, res, { version, params, body, caller }) => {
+          const product = await catalog.updateProduct(caller(), params.id, body, rep(version).money);
+          res.json({ data: rep(version).json(product) });
+        },
+      },
+      deleteProduct: {
+        ...writer,
+        handle: async (_req, res, { params, caller }) => {
+          await catalog.deleteProduct(caller(), params.id);
+          res.status(204).end();
+        },
       },
     },
-  }, { jwtSecret });
+    { jwtSecret },
+  );
 }

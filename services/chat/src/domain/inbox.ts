@@ -27,7 +27,7 @@ export class Inbox<T> implements AsyncIterableIterator<T> {
   next(): Promise<IteratorResult<T>> {
     if (this.queued.length > 0) return Promise.resolve({ value: this.queued.shift()!, done: false });
     if (this.failure !== null) {
-      const err = this.failure;
+      const err: unknown = this.failure;
       this.failure = null;
       return Promise.reject(err);
     }

@@ -138,10 +138,7 @@ export class ContentStore {
     return toPost(rows[0]!);
   }
 
-  async insertComment(
-    tx: Queryable,
-    c: { postId: number; userId: number; body: string; createdAt?: string },
-  ): Promise<Comment> {
+  async insertComment(tx: Queryable, c: { postId: number; userId: number; body: string; createdAt?: string }): Promise<Comment> {
     const { rows } = await tx.query<CommentRow>(
       `INSERT INTO comments (post_id, user_id, body, created_at) VALUES ($1, $2, $3, COALESCE($4::timestamptz, now()))
        RETURNING ${COMMENT_COLS}`,

@@ -1,4 +1,15 @@
-import { alignById, conflict, found, groupByKey, keysetConnection, normaliseEmail, notFound, requireAdmin, type Caller, type ConnectionArgs } from '@halo/kit';
+import {
+  alignById,
+  conflict,
+  found,
+  groupByKey,
+  keysetConnection,
+  normaliseEmail,
+  notFound,
+  requireAdmin,
+  type Caller,
+  type ConnectionArgs,
+} from '@halo/kit';
 import { embeddedAuthor, type Comment, type Post, type User } from './model';
 import { newUser, POST_CURSOR, visibleEmail, type NewUser, type PostPosition } from './rules';
 

@@ -139,8 +139,8 @@ export class Idempotency {
  * repeats. For the benchmark that measures what the layer costs; refused in production.
  */
 export const noIdempotencyStore: IdempotencyStore = {
-  claim: async () => ({ kind: 'acquired' }),
-  complete: async () => undefined,
-  release: async () => undefined,
-  ping: async () => undefined,
+  claim: () => Promise.resolve({ kind: 'acquired' }),
+  complete: () => Promise.resolve(),
+  release: () => Promise.resolve(),
+  ping: () => Promise.resolve(),
 };

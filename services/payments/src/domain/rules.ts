@@ -24,7 +24,7 @@ const asBody = (raw: unknown): Body => (typeof raw === 'object' && raw !== null 
 
 /** The `Idempotency-Key` header: required (missing or blank → 400), at most 255 characters, kept exactly as sent. */
 export function idempotencyKey(raw: unknown): string {
-  const key = Array.isArray(raw) ? raw[0] : raw;
+  const key: unknown = Array.isArray(raw) ? raw[0] : raw;
   if (typeof key !== 'string' || key.trim() === '') throw badRequest(IDEMPOTENCY_KEY_REQUIRED);
   if (key.length > MAX_IDEMPOTENCY_KEY) throw badRequest(`Idempotency-Key must be at most ${MAX_IDEMPOTENCY_KEY} characters`);
   return key;

@@ -51,42 +51,47 @@ export function restRoutes(payments: Payments, jwtSecret: string | undefined): R
     next();
   });
   // An anonymous caller gets 401 even for a malformed id (who before which).
-  return mountRestRoutes(router, restManifest, {
-    createPayment: {
-      authorize: payer,
-      handle: withRetryAfter(async (req, res, { caller }) => {
-        // The fingerprint covers the body as sent (every member), and the route's own path, so
-        // /api/payments and /api/v1/payments are the same request.
-        const outcome = await payments.createPayment(caller(), {
-          idempotencyKey: req.headers['idempotency-key'],
-          body: req.body,
-          method: 'POST',
-          path: PAYMENTS_PATH,
-        });
-        sendOutcome(res, outcome);
-      }),
-    },
-    getPayment: {
-      authorize: anyCaller,
-      handle: async (_req, res, { params, caller }) => {
-        res.json({ data: paymentJson(await payments.getPayment(caller(), params.id)) });
+  return mountRestRoutes(
+    router,
+    restManifest,
+    {
+      createPayment: {
+        authorize: payer,
+        handle: withRetryAfter(async (req, res, { caller }) => {
+          // The fingerprint covers the body as sent (every member), and the route's own path, so
+          // /api/payments and /api/v1/payments are the same request.
+          const outcome = await payments.createPayment(caller(), {
+            idempotencyKey: req.headers['idempotency-key'],
+            body: req.body,
+            method: 'POST',
+            path: PAYMENTS_PATH,
+          });
+          sendOutcome(res, outcome);
+        }),
+      },
+      getPayment: {
+        authorize: anyCaller,
+        handle: async (_req, res, { params, caller }) => {
+          res.json({ data: paymentJson(await payments.getPayment(caller(), params.id)) });
+        },
+      },
+      listOrders: async (_req, res, { caller }) => {
+        res.json({ data: (await payments.listOrders(caller())).map(orderJson) });
+      },
+      createOrder: {
+        authorize: (_req, { caller }) => payments.payer(caller()),
+        handle: async (_req, res, { body, caller }) => {
+          const { order, created } = await payments.createOrder(caller(), body);
+          res.status(created ? 201 : 200).json({ data: orderJson(order) });
+        },
+      },
+      getOrder: {
+        authorize: anyCaller,
+        handle: async (_req, res, { params, caller }) => {
+          res.json({ data: orderJson(await payments.getOrder(caller(), params.id)) });
+        },
       },
     },
-    listOrders: async (_req, res, { caller }) => {
-      res.json({ data: (await payments.listOrders(caller())).map(orderJson) });
-    },
-    createOrder: {
-      authorize: (_req, { caller }) => payments.payer(caller()),
-      handle: async (_req, res, { body, caller }) => {
-        const { order, created } = await payments.createOrder(caller(), body);
-        res.status(created ? 201 : 200).json({ data: orderJson(order) });
-      },
-    },
-    getOrder: {
-      authorize: anyCaller,
-      handle: async (_req, res, { params, caller }) => {
-        res.json({ data: orderJson(await payments.getOrder(caller(), params.id)) });
-      },
-    },
-  }, { jwtSecret });
+    { jwtSecret },
+  );
 }

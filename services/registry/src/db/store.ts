@@ -35,7 +35,9 @@ export class PgRegistryStore implements RegistryStore {
   }
 
   async latestHead(): Promise<{ composition: number; hash: string } | null> {
-    const { rows } = await this.q.query<{ composition: number; hash: string }>('SELECT composition, hash FROM compositions ORDER BY composition DESC LIMIT 1');
+    const { rows } = await this.q.query<{ composition: number; hash: string }>(
+      'SELECT composition, hash FROM compositions ORDER BY composition DESC LIMIT 1',
+    );
     return rows[0] ?? null;
   }
 
@@ -105,7 +107,14 @@ export class PgRegistryStore implements RegistryStore {
 
   async usageOf(paths: readonly string[], since: Date): Promise<OperationUsage[]> {
     // A pre-filter; the domain's usageOf decides which change each operation uses.
-    const { rows } = await this.q.query<{ name: string; hash: string; client: string; count: string; last_seen: Date; coordinates: string[] }>(
+    const { rows } = await this.q.query<{
+      name: string;
+      hash: string;
+      client: string;
+      count: string;
+      last_seen: Date;
+      coordinates: string[];
+    }>(
       `SELECT operation_name AS name, operation_hash AS hash, client, sum(count) AS count, max(last_seen) AS last_seen, min(coordinates) AS coordinates
          FROM usage_hourly u
         WHERE hour >= $1
@@ -113,12 +122,27 @@ export class PgRegistryStore implements RegistryStore {
         GROUP BY operation_name, operation_hash, client`,
       [since, paths],
     );
-    return rows.map((r) => ({ name: r.name, hash: r.hash, client: r.client, count: Number(r.count), lastSeen: r.last_seen.toISOString(), coordinates: r.coordinates }));
+    return rows.map((r) => ({
+      name: r.name,
+      hash: r.hash,
+      client: r.client,
+      count: Number(r.count),
+      lastSeen: r.last_seen.toISOString(),
+      coordinates: r.coordinates,
+    }));
   }
 
   async addUsage(reports: readonly UsageReport[]): Promise<void> {
     if (reports.length === 0) return;
-    const rows = reports.map((r) => ({ hour: r.hour, hash: r.operation.hash, client: r.client, name: r.operation.name, body: r.operation.body, coordinates: r.coordinates, count: r.count }));
+    const rows = reports.map((r) => ({
+      hour: r.hour,
+      hash: r.operation.hash,
+      client: r.client,
+      name: r.operation.name,
+      body: r.operation.body,
+      coordinates: r.coordinates,
+      count: r.count,
+    }));
     await this.q.query(
       `INSERT INTO usage_hourly (hour, operation_hash, client, operation_name, operation_body, coordinates, count)
        SELECT hour, hash, client, name, body, coordinates, count
@@ -142,7 +166,9 @@ export class PgRegistryStore implements RegistryStore {
   }
 
   async gateways(): Promise<{ id: string; composition: number | null; lastSeen: string }[]> {
-    const { rows } = await this.q.query<{ id: string; composition: number | null; last_seen: Date }>('SELECT id, composition, last_seen FROM gateways ORDER BY id');
+    const { rows } = await this.q.query<{ id: string; composition: number | null; last_seen: Date }>(
+      'SELECT id, composition, last_seen FROM gateways ORDER BY id',
+    );
     return rows.map((r) => ({ id: r.id, composition: r.composition, lastSeen: r.last_seen.toISOString() }));
   }
 }

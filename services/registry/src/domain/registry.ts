@@ -72,7 +72,8 @@ function contractFrom(body: unknown): Contract {
 function acknowledgeFrom(body: unknown): string | undefined {
   const a = (body as { acknowledge?: unknown } | null)?.acknowledge;
   if (a === undefined || a === null) return undefined;
-  if (typeof a !== 'string' || a.trim() === '' || a.length > 1000) throw badRequest('acknowledge must be a non-empty reason (at most 1000 characters)');
+  if (typeof a !== 'string' || a.trim() === '' || a.length > 1000)
+    throw badRequest('acknowledge must be a non-empty reason (at most 1000 characters)');
   return a.trim();
 }
 
@@ -133,7 +134,13 @@ export class Registry {
   }
 
   async versions(service: string): Promise<{ version: number; hash: string; url: string; author: string; createdAt: string }[]> {
-    return (await this.store.versions(service)).map((v) => ({ version: v.version, hash: v.hash, url: v.url, author: v.author, createdAt: v.createdAt }));
+    return (await this.store.versions(service)).map((v) => ({
+      version: v.version,
+      hash: v.hash,
+      url: v.url,
+      author: v.author,
+      createdAt: v.createdAt,
+    }));
   }
 
   gateways() {
@@ -146,7 +153,11 @@ export class Registry {
   }
 
   /** Adds a gateway's counts (summed per hour, operation and client); old rows are pruned at most hourly. */
-  async recordUsage(principal: Principal, gateway: { id: string; composition: number | null }, reports: readonly UsageReport[]): Promise<void> {
+  async recordUsage(
+    principal: Principal,
+    gateway: { id: string; composition: number | null },
+    reports: readonly UsageReport[],
+  ): Promise<void> {
     authorizeUsageReporter(principal);
     const summed = new Map<string, UsageReport>();
     for (const r of reports) {
@@ -170,7 +181,10 @@ export class Registry {
    * First start: the committed files as version 1 of each service (author `bootstrap`), so the
    * first team publish composes against everyone else. Nothing happens when a composition exists.
    */
-  async bootstrap(contracts: readonly Contract[], acknowledged: readonly Omit<Acknowledgement, 'author' | 'version'>[]): Promise<number | null> {
+  async bootstrap(
+    contracts: readonly Contract[],
+    acknowledged: readonly Omit<Acknowledgement, 'author' | 'version'>[],
+  ): Promise<number | null> {
     if (await this.store.latestHead()) return null;
     return this.store.locked(async (tx) => {
       if (await tx.latestHead()) return null;
@@ -178,7 +192,13 @@ export class Registry {
       if (!result.ok) throw new Error(`Bootstrap: the committed files do not compose: ${JSON.stringify(result.errors)}`);
       const services: Record<string, number> = {};
       for (const c of contracts) {
-        services[c.service] = await tx.insertVersion({ service: c.service, hash: contractHash(c), url: c.url, contract: c, author: 'bootstrap' });
+        services[c.service] = await tx.insertVersion({
+          service: c.service,
+          hash: contractHash(c),
+          url: c.url,
+          contract: c,
+          author: 'bootstrap',
+        });
       }
       await tx.insertAcknowledgements(acknowledged.map((a) => ({ ...a, version: null, author: 'bootstrap' })));
       return tx.insertComposition({ ...result.composition, hash: compositionHash(result.composition), services, author: 'bootstrap' });
@@ -189,7 +209,12 @@ export class Registry {
     return this.opts.apiVersion ? { version: this.opts.apiVersion } : {};
   }
 
-  private async publishLocked(tx: RegistryStore, contract: Contract, acknowledge: string | undefined, author: string): Promise<PublishOutcome> {
+  private async publishLocked(
+    tx: RegistryStore,
+    contract: Contract,
+    acknowledge: string | undefined,
+    author: string,
+  ): Promise<PublishOutcome> {
     const current = await tx.currentVersions();
     const head = await tx.latestHead();
     const hash = contractHash(contract);
@@ -204,7 +229,15 @@ export class Registry {
     const acked = report.changes.filter((c) => c.breaking && c.acknowledged);
     if (acknowledge && acked.length > 0) {
       await tx.insertAcknowledgements(
-        acked.map((c) => ({ service: contract.service, version, type: c.type, path: c.path, message: c.message, reason: acknowledge, author })),
+        acked.map((c) => ({
+          service: contract.service,
+          version,
+          type: c.type,
+          path: c.path,
+          message: c.message,
+          reason: acknowledge,
+          author,
+        })),
       );
     }
     return { kind: 'published', version, composition: n, report };
@@ -249,7 +282,10 @@ export class Registry {
       else if (used.count === 0) report.notes.push(`${c.path}: breaking, but unused in the last ${days} days`);
       else {
         blocked = true;
-        const who = used.operations.slice(0, 5).map((o) => `${o.name || o.hash} (${o.client}, ${o.count})`).join(', ');
+        const who = used.operations
+          .slice(0, 5)
+          .map((o) => `${o.name || o.hash} (${o.client}, ${o.count})`)
+          .join(', ');
         report.notes.push(`${c.path}: breaking and used ${used.count} times in the last ${days} days by ${who}`);
       }
     }

@@ -26,7 +26,10 @@ const usageBody = z.strictObject({
 type Resolve = (req: IncomingMessage) => Promise<Principal>;
 
 const send = (res: Response, status: number, body: unknown, headers: Record<string, string> = {}) => {
-  res.status(status).set({ 'cache-control': 'no-store', ...headers }).json(body);
+  res
+    .status(status)
+    .set({ 'cache-control': 'no-store', ...headers })
+    .json(body);
 };
 
 function sendOutcome(res: Response, outcome: PublishOutcome): void {
@@ -48,7 +51,11 @@ export function registryRoutes(registry: Registry, principalOf: Resolve): Router
       const latest = await registry.supergraph(etag);
       if (!latest) return send(res, 404, { error: 'Nothing composed yet' });
       await registry.sawGateway(gatewayId, latest.composition);
-      if ('notModified' in latest) return void res.status(304).set({ etag: `"${latest.hash}"`, 'cache-control': 'no-store' }).end();
+      if ('notModified' in latest)
+        return void res
+          .status(304)
+          .set({ etag: `"${latest.hash}"`, 'cache-control': 'no-store' })
+          .end();
       send(
         res,
         200,
@@ -106,4 +113,3 @@ export function registryRoutes(registry: Registry, principalOf: Resolve): Router
   });
   return router;
 }
-

@@ -20,17 +20,26 @@ const fromPb = (u: pb.User | undefined): User => {
  * Lookups are reads (retried when content is unreachable); creating and deleting a user are not.
  * content's circuit breaker (`policy`) makes auth fail fast while content is down.
  */
-export function contentUsers(address: string, deadlineMs: number, identity: ServiceIdentity, policy?: CallPolicy): UserDirectory & { close(): void } {
+export function contentUsers(
+  address: string,
+  deadlineMs: number,
+  identity: ServiceIdentity,
+  policy?: CallPolicy,
+): UserDirectory & { close(): void } {
   const client = new pb.UserServiceClient(address, grpc.credentials.createInsecure(), clientChannelOptions);
   const opts = { defaultDeadlineMs: deadlineMs, auth: { identity, audience: 'content' }, policy };
   const read = { ...opts, idempotent: true };
+  /* eslint-disable @typescript-eslint/unbound-method -- callUnary calls `client.method` on `client`
+     (method.call) and reads its gRPC path for metrics: it is meant to go unbound. */
   return {
     async byId(id) {
       return fromPb((await callUnary(client, client.getUser, { id }, read)).user);
     },
     async byEmail(email, deadline) {
       try {
-        return fromPb((await callUnary(client, client.getUserByEmail, { email }, deadline ? { ...read, deadlineMs: deadline } : read)).user);
+        return fromPb(
+          (await callUnary(client, client.getUserByEmail, { email }, deadline ? { ...read, deadlineMs: deadline } : read)).user,
+        );
       } catch (err) {
         if (isHaloError(err) && err.kind === 'NOT_FOUND') return null;
         throw err;
@@ -44,4 +53,5 @@ export function contentUsers(address: string, deadlineMs: number, identity: Serv
     },
     close: () => client.close(),
   };
+  /* eslint-enable @typescript-eslint/unbound-method */
 }

@@ -21,7 +21,7 @@ export class PubSubMessageBus implements MessageBus {
   constructor(
     private readonly engine: PubSubEngine,
     private readonly prefix: string,
-    private readonly check: () => Promise<void> = async () => undefined,
+    private readonly check: () => Promise<void> = () => Promise.resolve(),
   ) {}
 
   channel(chatId: string): string {

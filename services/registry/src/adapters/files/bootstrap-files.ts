@@ -32,9 +32,13 @@ export function bootstrapContracts(root: string, urlOf: (service: string) => str
 }
 
 /** `gateway/breaking-changes.json`'s acknowledgements, if the file is there (imported once, then retired). */
-export function bootstrapAcknowledgements(root: string): { service: string; type: string; path: string; message: string; reason: string }[] {
+export function bootstrapAcknowledgements(
+  root: string,
+): { service: string; type: string; path: string; message: string; reason: string }[] {
   const file = resolve(root, 'gateway/breaking-changes.json');
   if (!existsSync(file)) return [];
-  const parsed = JSON.parse(readFileSync(file, 'utf8')) as { acknowledged?: { type: string; path: string; message: string; reason: string }[] };
+  const parsed = JSON.parse(readFileSync(file, 'utf8')) as {
+    acknowledged?: { type: string; path: string; message: string; reason: string }[];
+  };
   return (parsed.acknowledged ?? []).map((a) => ({ service: 'unknown', type: a.type, path: a.path, message: a.message, reason: a.reason }));
 }
