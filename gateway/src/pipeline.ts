@@ -46,7 +46,9 @@ const notFound = (_req: IncomingMessage, res: ServerResponse) => sendJson(res, 4
  */
 export function createHttpServer(stages: EdgeStages, opts: HttpServerOptions): Server {
   const dispatch = dispatcher(stages);
-  const server = createServer({ ServerResponse: GatewayResponse, ...CONNECTIONS_CHECKING }, (req, res) => serveWithRequestId(req, res, dispatch));
+  const server = createServer({ ServerResponse: GatewayResponse, ...CONNECTIONS_CHECKING }, (req, res) =>
+    serveWithRequestId(req, res, dispatch),
+  );
   // Longer than common load-balancer idle timeouts, so they close idle connections first.
   server.keepAliveTimeout = 65_000;
   // A slow client holds one connection for a bounded time, then gets a contract 408.
@@ -56,7 +58,7 @@ export function createHttpServer(stages: EdgeStages, opts: HttpServerOptions): S
 
 /** One request, inside its context: made once per server, so a request costs no closure. */
 function dispatcher({ graphql, rest, guides, docs, metrics, lifecycle, served, logger }: EdgeStages) {
-  const health = healthCheck(lifecycle, async () => undefined);
+  const health = healthCheck(lifecycle, () => Promise.resolve());
   return (req: IncomingMessage, res: ServerResponse): void => {
     const response = res as GatewayResponse;
     // Nothing is cacheable unless what answers says so (GraphQL's hints, a service's header, the

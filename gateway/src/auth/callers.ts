@@ -50,13 +50,19 @@ export function createCallerResolver(opts: {
       const apiKey = req.headers['x-api-key'];
       if (typeof apiKey === 'string' && apiKey.trim() !== '') {
         const c = apiKeys();
-        const { accessToken } = await callUnary(c, c.exchangeApiKey, { apiKey: apiKey.trim() }, {
-          defaultDeadlineMs: opts.deadlineMs,
-          auth: { identity: opts.identity, audience: 'auth' },
-          policy,
-          idempotent: true,
-          requestId: requestContextOf(req)?.requestId,
-        });
+        const { accessToken } = await callUnary(
+          c,
+          // eslint-disable-next-line @typescript-eslint/unbound-method -- callUnary calls it on `c` (method.call) and reads its gRPC path for metrics
+          c.exchangeApiKey,
+          { apiKey: apiKey.trim() },
+          {
+            defaultDeadlineMs: opts.deadlineMs,
+            auth: { identity: opts.identity, audience: 'auth' },
+            policy,
+            idempotent: true,
+            requestId: requestContextOf(req)?.requestId,
+          },
+        );
         delete req.headers['x-api-key'];
         req.headers.authorization = `Bearer ${accessToken}`;
       }
@@ -67,4 +73,3 @@ export function createCallerResolver(opts: {
     },
   };
 }
-

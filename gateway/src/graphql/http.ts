@@ -45,7 +45,8 @@ async function execute(http: HttpGraphQL, req: IncomingMessage, res: ServerRespo
     } catch (err) {
       return sendBodyError(res, err, http.logger);
     }
-    if (Array.isArray(body) && body.length > http.maxBatch) return sendJson(res, 400, { errors: [batchTooLarge(body.length, http.maxBatch)] });
+    if (Array.isArray(body) && body.length > http.maxBatch)
+      return sendJson(res, 400, { errors: [batchTooLarge(body.length, http.maxBatch)] });
   }
   const url = req.url ?? '';
   const q = url.indexOf('?');
@@ -87,7 +88,6 @@ const batchTooLarge = (size: number, maxBatch: number) => ({
   message: `A batch of ${size} operations exceeds the limit of ${maxBatch}`,
   extensions: { code: 'BATCH_LIMIT_EXCEEDED', batchSize: size, maxBatch },
 });
-
 
 /**
  * The first request error of a POST body (one operation or a batch) or a GET's parameters, checked

@@ -1,3 +1,4 @@
+import { OperationTypeNode } from 'graphql';
 import { RemoteGraphQLDataSource, type GraphQLDataSourceProcessOptions } from '@apollo/gateway';
 import { REQUEST_ID_HEADER, toGraphQLError, unavailable, type Logger } from '@halo/kit';
 import type { GraphQLContext } from './context';
@@ -20,7 +21,7 @@ function isShareable(options: GraphQLDataSourceProcessOptions<GraphQLContext>): 
   return (
     // Only an incoming operation's fetch has one (not a health check or schema load).
     'incomingRequestContext' in options &&
-    options.incomingRequestContext.operation?.operation === 'query' &&
+    options.incomingRequestContext.operation?.operation === OperationTypeNode.QUERY &&
     options.request.query !== undefined &&
     /^\s*(?:query\b|\{)/.test(options.request.query)
   );
@@ -65,7 +66,10 @@ export class SubgraphDataSource extends RemoteGraphQLDataSource<GraphQLContext> 
   override didEncounterError(error: Error, _req: unknown, response?: unknown, context?: Partial<GraphQLContext>): void {
     if (response !== undefined) throw error;
     const cause = (error as { cause?: { code?: string } }).cause;
-    this.logger.error({ requestId: context?.requestId, subgraph: this.subgraph, code: cause?.code, message: error.message }, 'subgraph unreachable');
+    this.logger.error(
+      { requestId: context?.requestId, subgraph: this.subgraph, code: cause?.code, message: error.message },
+      'subgraph unreachable',
+    );
     throw toGraphQLError(unavailable());
   }
 }

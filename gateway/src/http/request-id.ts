@@ -10,7 +10,11 @@ import { bindRequestContext, requestIdOf } from '@halo/kit';
  * as a parameter. Not `runInRequest`: on Node 20 `AsyncLocalStorage` hooks every promise of the
  * process, 16–25 % more gateway CPU per request (docs/adr/0008-request-context.md).
  */
-export function serveWithRequestId(req: IncomingMessage, res: ServerResponse, serve: (req: IncomingMessage, res: ServerResponse) => void): void {
+export function serveWithRequestId(
+  req: IncomingMessage,
+  res: ServerResponse,
+  serve: (req: IncomingMessage, res: ServerResponse) => void,
+): void {
   const requestId = requestIdOf(req);
   res.setHeader('X-Request-Id', requestId);
   bindRequestContext(req, { requestId });

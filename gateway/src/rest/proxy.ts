@@ -1,7 +1,19 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { requestContextOf, REQUEST_ID_HEADER, sendJson, type Logger, type EdgeServiceName } from '@halo/kit';
-import { forwardedFor, hasBody, isEncoded, isJsonType, parseJson, payloadTooLarge, readBody, sendBodyError, upstreamOrigin, type TrustedProxies, type UpstreamOrigin } from '../http';
+import {
+  forwardedFor,
+  hasBody,
+  isEncoded,
+  isJsonType,
+  parseJson,
+  payloadTooLarge,
+  readBody,
+  sendBodyError,
+  upstreamOrigin,
+  type TrustedProxies,
+  type UpstreamOrigin,
+} from '../http';
 import type { GatewayMetrics } from '../observability';
 
 /**
@@ -139,7 +151,15 @@ interface Proxying {
   trustedProxies: TrustedProxies | null;
 }
 
-export function createServiceProxies({ targets, timeoutMs, bodyLimit, logger, maxSockets = 256, metrics, trustedProxies = null }: ProxyOptions) {
+export function createServiceProxies({
+  targets,
+  timeoutMs,
+  bodyLimit,
+  logger,
+  maxSockets = 256,
+  metrics,
+  trustedProxies = null,
+}: ProxyOptions) {
   const p: Proxying = { timeoutMs, bodyLimit, logger, metrics, trustedProxies };
   const byService = new Map<EdgeServiceName, Target>();
   for (const [service, target] of Object.entries(targets) as [EdgeServiceName, string][]) {

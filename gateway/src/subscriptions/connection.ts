@@ -45,7 +45,14 @@ export async function openConnection(init: ConnectionInit, callers: CallerResolv
     return typeof v === 'string' ? v : undefined;
   };
   const client = { apollo: named('apollographql-client-name'), halo: named('x-client-name') };
-  const connection: Connection = { client, caller, authorization: req.headers.authorization, context, upstreams: new Map(), expiry: undefined };
+  const connection: Connection = {
+    client,
+    caller,
+    authorization: req.headers.authorization,
+    context,
+    upstreams: new Map(),
+    expiry: undefined,
+  };
   // A token the client sent lives as long as it does; an API key's exchanged token is not
   // the client's to refresh, so an API-key connection stays until it closes.
   const expires = caller && typeof authorization === 'string' ? expiryOf(connection.authorization) : null;
@@ -64,10 +71,13 @@ export function closeConnection(connection: Connection): void {
 function closeWhenExpired(connection: Connection, expires: number, socket: ConnectionInit['socket']): void {
   const arm = () => {
     const wait = expires - Date.now();
-    connection.expiry = setTimeout(() => {
-      if (Date.now() < expires) return arm();
-      socket.close(CLOSE_UNAUTHORIZED, 'Token expired');
-    }, Math.max(0, Math.min(wait, MAX_TIMER_MS)));
+    connection.expiry = setTimeout(
+      () => {
+        if (Date.now() < expires) return arm();
+        socket.close(CLOSE_UNAUTHORIZED, 'Token expired');
+      },
+      Math.max(0, Math.min(wait, MAX_TIMER_MS)),
+    );
     connection.expiry.unref();
   };
   arm();

@@ -5,6 +5,7 @@ import {
   getOperationAST,
   getVariableValues,
   GraphQLError,
+  OperationTypeNode,
   type DocumentNode,
   type ExecutionResult,
   type FormattedExecutionResult,
@@ -60,12 +61,21 @@ export interface SubscriptionOptions {
   /** Largest message accepted from a client (bytes). */
   maxPayload: number;
   /** Field usage (src/usage): told of every subscription started, with the client's name. */
-  recordUsage?: ((schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, headers: ClientHeaders) => void) | undefined;
+  recordUsage?:
+    ((schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, headers: ClientHeaders) => void) | undefined;
   logger: Logger;
 }
 
 /** What one `subscribe` message becomes: graphql-ws's execution arguments, or the errors to answer. */
-type Admitted = readonly GraphQLError[] | { schema: GraphQLSchema; document: DocumentNode; operationName: string | undefined; variableValues: Record<string, unknown>; contextValue: OperationContext | SubscriptionContext };
+type Admitted =
+  | readonly GraphQLError[]
+  | {
+      schema: GraphQLSchema;
+      document: DocumentNode;
+      operationName: string | undefined;
+      variableValues: Record<string, unknown>;
+      contextValue: OperationContext | SubscriptionContext;
+    };
 
 export function createSubscriptions(opts: SubscriptionOptions) {
   const { callers, policy, logger } = opts;
@@ -86,7 +96,11 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     {
       connectionInitWaitTimeout: 5_000,
       onConnect: async (ctx) => {
-        const connection = await openConnection({ params: ctx.connectionParams ?? {}, request: ctx.extra.request, socket: ctx.extra.socket }, callers, log);
+        const connection = await openConnection(
+          { params: ctx.connectionParams ?? {}, request: ctx.extra.request, socket: ctx.extra.socket },
+          callers,
+          log,
+        );
         if (!connection) return false;
         connections.set(ctx, connection);
         return true;
@@ -97,11 +111,14 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       execute: async (args) => {
         const { connection, request } = args.contextValue as OperationContext;
         const { caller, authorization, context } = connection;
-        return (await opts.executeOperation(request, { authorization, caller, requestId: context.requestId })) as unknown as ExecutionResult;
+        return (await opts.executeOperation(request, {
+          authorization,
+          caller,
+          requestId: context.requestId,
+        })) as unknown as ExecutionResult;
       },
       onError: (_ctx, _id, _payload, errors) => errors.map(formatError),
-      onNext: (_ctx, _id, _payload, _args, result) =>
-        result.errors ? { ...result, errors: result.errors.map(formatError) } : undefined,
+      onNext: (_ctx, _id, _payload, _args, result) => (result.errors ? { ...result, errors: result.errors.map(formatError) } : undefined),
       onClose: (ctx) => {
         const connection = connections.get(ctx);
         if (connection) closeConnection(connection);
@@ -159,7 +176,7 @@ function admitOperation(loaded: LoadedSupergraph, connection: Connection, payloa
   const operationName = payload.operationName ?? undefined;
   const operation = getOperationAST(document, operationName);
   if (!operation) return [error('Unable to identify the operation', 'BAD_REQUEST')];
-  const inputs = (payload.variables ?? {}) as Record<string, unknown>;
+  const inputs = payload.variables ?? {};
   const coerced = getVariableValues(loaded.apiSchema, operation.variableDefinitions ?? [], inputs);
   if (coerced.errors) return coerced.errors.map((e) => error(e.message, 'BAD_USER_INPUT'));
   try {
@@ -169,8 +186,11 @@ function admitOperation(loaded: LoadedSupergraph, connection: Connection, payloa
     throw err;
   }
   const base = { schema: loaded.apiSchema, document, operationName, variableValues: inputs };
-  if (operation.operation !== 'subscription') {
-    return { ...base, contextValue: { kind: 'operation', connection, request: { query: payload.query, variables: inputs, operationName } } };
+  if (operation.operation !== OperationTypeNode.SUBSCRIPTION) {
+    return {
+      ...base,
+      contextValue: { kind: 'operation', connection, request: { query: payload.query, variables: inputs, operationName } },
+    };
   }
   try {
     const plan = a.planner.planFor(loaded, document, operation);

@@ -20,9 +20,10 @@ export function logRequest(logger: Logger, req: IncomingMessage, res: ServerResp
   const start = process.hrtime.bigint();
   res.once('close', () => {
     const ms = Number(process.hrtime.bigint() - start) / 1e6;
-    const line = key === 'path'
-      ? { requestId, method: req.method, path: target, status: res.statusCode, ms }
-      : { requestId, method: req.method, url: target, status: res.statusCode, ms };
+    const line =
+      key === 'path'
+        ? { requestId, method: req.method, path: target, status: res.statusCode, ms }
+        : { requestId, method: req.method, url: target, status: res.statusCode, ms };
     logger.info(res.writableFinished ? line : { ...line, aborted: true }, 'request');
   });
 }

@@ -73,7 +73,11 @@ export function errorForLog(err: unknown, nesting = 0): LoggedError | string {
   const out: LoggedError = { type: err.constructor?.name || err.name, message: String(err.message).slice(0, MAX_MESSAGE) };
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' || typeof code === 'number') out.code = typeof code === 'string' ? code.slice(0, 100) : code;
-  if (typeof err.stack === 'string') out.stack = err.stack.split('\n', STACK_FRAMES + 1).join('\n').slice(0, 4_000);
+  if (typeof err.stack === 'string')
+    out.stack = err.stack
+      .split('\n', STACK_FRAMES + 1)
+      .join('\n')
+      .slice(0, 4_000);
   if (nesting < MAX_NESTING) {
     if (err.cause !== undefined) out.cause = errorForLog(err.cause, nesting + 1);
     if (err instanceof AggregateError) out.errors = err.errors.slice(0, 5).map((e: unknown) => errorForLog(e, nesting + 1));
