@@ -5,7 +5,20 @@ import Ajv from 'ajv';
 import { parse } from 'yaml';
 import { EDGE_SERVICE_NAMES, GRPC_CALLS, grpcCallersOf, SERVICES, type ServiceName } from '@halo/kit/launch';
 import { validateK8sObjects, type K8sObject } from './k8s-schemas';
-import { buildRenderer, CHART, render, renderError, renderText, SERVICE_CHART, type Rendered, type Renderer } from './render';
+import {
+  buildRenderer,
+  CHART,
+  render,
+  renderError,
+  renderText,
+  rendererTests,
+  SERVICE_CHART,
+  type Rendered,
+  type Renderer,
+} from './render';
+
+// Every test here needs the renderer (Go + Debian's libraries): skipped with one line without them.
+const { describe, it, beforeAll } = rendererTests('helm/halo-service chart tests');
 
 /**
  * helm/halo-service, one release per service, rendered alone for each `ci/<service>.yaml` as
