@@ -11,7 +11,7 @@ import {
   type ServiceIdentity,
 } from '@halo/kit';
 import { createCallerResolver, type CallerResolver } from './auth';
-import type { GatewayConfig } from './config';
+import { graphqlLimits, type GatewayConfig } from './config';
 import { createDocs, migrationGuides } from './docs';
 import { createGraphQL, loadTrustedDocuments, RedisQueryCache, RedisResponseTier, type GraphQLHandler } from './graphql';
 import { createGatewayMetrics, type GatewayMetrics, type WatchedSources } from './observability';
@@ -205,14 +205,7 @@ function graphqlStage(config: GatewayConfig, { callers, source, redis, metrics, 
     bodyLimit: config.BODY_LIMIT,
     logger,
     introspection: config.GRAPHQL_INTROSPECTION,
-    limits: {
-      maxDepth: config.GRAPHQL_MAX_DEPTH,
-      maxCost: config.GRAPHQL_MAX_COST,
-      defaultListSize: config.GRAPHQL_DEFAULT_LIST_SIZE,
-      maxAliases: config.GRAPHQL_MAX_ALIASES,
-      maxTokens: config.GRAPHQL_MAX_TOKENS,
-      maxBatch: config.GRAPHQL_MAX_BATCH,
-    },
+    limits: graphqlLimits(config),
     persistedQueries: {
       ...(redis ? { cache: new RedisQueryCache(redis, config.REDIS_KEY_PREFIX, logger) } : {}),
       ttlSeconds: config.GRAPHQL_APQ_TTL_S,

@@ -167,3 +167,15 @@ export function loadGatewayConfig(source: Record<string, string | undefined> = p
     explicitServiceUrls,
   };
 }
+
+/** The GraphQL limits of the configuration, as the engine takes them (createGraphQL's `limits`). */
+export function graphqlLimits(config: GatewayConfig) {
+  return {
+    maxDepth: config.GRAPHQL_MAX_DEPTH,
+    maxCost: config.GRAPHQL_MAX_COST,
+    defaultListSize: config.GRAPHQL_DEFAULT_LIST_SIZE,
+    maxAliases: config.GRAPHQL_MAX_ALIASES,
+    maxTokens: config.GRAPHQL_MAX_TOKENS,
+    maxBatch: config.GRAPHQL_MAX_BATCH,
+  };
+}

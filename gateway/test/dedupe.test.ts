@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { createLogger, listen, runInRequest, serviceIdentityFor, signAccessToken } from '@halo/kit';
 import { TEST_JWT_SECRET, testIdentityEnv } from '@halo/kit/testing';
 import { createCallerResolver } from '../src/auth';
-import { loadGatewayConfig } from '../src/config';
+import { graphqlLimits, loadGatewayConfig } from '../src/config';
 import { dedupingFetcher } from '../src/graphql/dedupe';
 import { createGraphQL, type GraphQLHandler } from '../src/graphql/engine';
 import { closeServer, composeSupergraph, fileSource, startSubgraph, tempSupergraph, until, type TestSubgraph } from './helpers';
@@ -86,14 +86,7 @@ async function startGraphQL(dedupeInflight: boolean): Promise<RunningGraphQL> {
     ...fileSource(config, logger),
     bodyLimit: config.BODY_LIMIT,
     logger,
-    limits: {
-      maxDepth: config.GRAPHQL_MAX_DEPTH,
-      maxCost: config.GRAPHQL_MAX_COST,
-      defaultListSize: config.GRAPHQL_DEFAULT_LIST_SIZE,
-      maxAliases: config.GRAPHQL_MAX_ALIASES,
-      maxTokens: config.GRAPHQL_MAX_TOKENS,
-      maxBatch: config.GRAPHQL_MAX_BATCH,
-    },
+    limits: graphqlLimits(config),
     persistedQueries: { ttlSeconds: config.GRAPHQL_APQ_TTL_S },
     queryPlanCacheMiB: config.GRAPHQL_QUERY_PLAN_CACHE_MIB,
     dedupeInflight,

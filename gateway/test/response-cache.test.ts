@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import { createLogger, listen, openRedis, redisReady, runInRequest, serviceIdentityFor, signAccessToken, type Redis } from '@halo/kit';
 import { TEST_JWT_SECRET, testIdentityEnv } from '@halo/kit/testing';
 import { createCallerResolver } from '../src/auth';
-import { loadGatewayConfig } from '../src/config';
+import { graphqlLimits, loadGatewayConfig } from '../src/config';
 import { createGraphQL, type GraphQLHandler } from '../src/graphql/engine';
 import { RedisResponseTier, ResponseCacheStore } from '../src/graphql/response-cache';
 import { closedPort, closeServer, composeSupergraph, fileSource, startSubgraph, tempSupergraph, type TestSubgraph } from './helpers';
@@ -88,14 +88,7 @@ async function startGateway(sharedResponseCache?: RedisResponseTier): Promise<ty
     ...fileSource(config, createLogger('gateway', 'silent')),
     bodyLimit: config.BODY_LIMIT,
     logger: createLogger('gateway', 'silent'),
-    limits: {
-      maxDepth: config.GRAPHQL_MAX_DEPTH,
-      maxCost: config.GRAPHQL_MAX_COST,
-      defaultListSize: config.GRAPHQL_DEFAULT_LIST_SIZE,
-      maxAliases: config.GRAPHQL_MAX_ALIASES,
-      maxTokens: config.GRAPHQL_MAX_TOKENS,
-      maxBatch: config.GRAPHQL_MAX_BATCH,
-    },
+    limits: graphqlLimits(config),
     persistedQueries: { ttlSeconds: config.GRAPHQL_APQ_TTL_S },
     queryPlanCacheMiB: config.GRAPHQL_QUERY_PLAN_CACHE_MIB,
     responseCacheMiB: config.GRAPHQL_RESPONSE_CACHE_MIB,
