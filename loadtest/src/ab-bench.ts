@@ -1,25 +1,11 @@
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import {
-  chmodSync,
-  closeSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { startSystem, type RunningSystem } from '@halo/tools';
 import {
-  answerOf,
   benchSystemEnv,
-  ensureOrders,
   environOf,
   gqlInit,
   loadOptions,
@@ -32,8 +18,9 @@ import {
   type ExtraProcess,
   type LoadTarget,
 } from './gateways-bench';
+import { baselineOrExit, checkSameAnswers, nodeFlagsOf, registerCallers, revisionOf, type Row } from './ab-shared';
 import { pin, pinServers, planPinning } from './pin';
-import { pairedRatios, perRound, runRounds, spread, type Group, type RoundSamples, type Sample, type Spread } from './rounds';
+import { pairedRatios, perRound, runRounds, spread, type RoundSamples, type Sample, type Spread } from './rounds';
 
 /**
  * `npm run bench:ab` (loadtest/README.md): the gateway's request path, this checkout ("after")
@@ -59,14 +46,6 @@ const JWT_SECRET = randomBytes(32).toString('base64url');
 const GOAL = 0.95;
 const KNOBS = ['BENCH_BASELINE', 'BENCH_ROUNDS', 'BENCH_DURATION', 'BENCH_WARMUP', 'BENCH_CONNECTIONS', 'BENCH_PORT_OFFSET'];
 const COMMAND = [...KNOBS.filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]}`), 'npm run bench:ab'].join(' ');
-
-type Side = 'after' | 'before';
-interface AbTarget extends LoadTarget {
-  side: Side;
-}
-interface Row extends Group<AbTarget> {
-  title: string;
-}
 
 interface AbRow {
   id: string;
@@ -126,99 +105,6 @@ function renderTable(rows: AbRow[]): string {
 function machine(): string {
   const cpu = cpus();
   return `${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Node ${process.version}`;
-}
-
-/** `abc1234` (plus ` + uncommitted changes` when the work tree differs), or why not. */
-function revisionOf(dir: string): string {
-  try {
-    const head = execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    }).trim();
-    const dirty = execFileSync('git', ['-C', dir, 'status', '--porcelain', '--untracked-files=no'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    }).trim();
-    return dirty ? `${head} + uncommitted changes` : head;
-  } catch {
-    return 'not a git checkout';
-  }
-}
-
-function baselineOrExit(): string {
-  const raw = process.env.BENCH_BASELINE;
-  const usage = 'usage: BENCH_BASELINE=/path/to/another/halo/checkout npm run bench:ab (loadtest/README.md)';
-  if (!raw) throw new Error(`BENCH_BASELINE is not set; ${usage}`);
-  const dir = resolve(raw);
-  for (const need of ['gateway/dist/main.js', 'node_modules']) {
-    if (!existsSync(join(dir, need)))
-      throw new Error(`BENCH_BASELINE=${raw}: ${join(dir, need)} does not exist (run npm ci && npm run build there); ${usage}`);
-  }
-  return dir;
-}
-
-/** N users registered and logged in through the gateway's REST routes, each with 5 orders: N distinct callers. */
-async function registerCallers(gatewayUrl: string, n: number, log: (line: string) => void): Promise<{ name: string; token: string }[]> {
-  const run = randomBytes(4).toString('hex');
-  const post = async (path: string, body: unknown, want: number) => {
-    const res = await fetch(`${gatewayUrl}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const text = await res.text();
-    if (res.status !== want) throw new Error(`POST ${path} answered ${res.status} (wanted ${want}): ${text.slice(0, 300)}`);
-    return JSON.parse(text) as unknown;
-  };
-  const one = async (i: number) => {
-    const name = `AB Caller ${i}`;
-    const email = `ab-${run}-${i}@bench.halo.test`;
-    const password = randomBytes(12).toString('base64url');
-    await post('/auth/register', { name, email, password }, 201);
-    const { accessToken } = (await post('/auth/login', { email, password }, 200)) as { accessToken: string };
-    await ensureOrders(gatewayUrl, `Bearer ${accessToken}`);
-    return { name, token: accessToken };
-  };
-  const callers: { name: string; token: string }[] = [];
-  // A few at a time: argon2id hashing is the slow part, and every server shares one CPU.
-  for (let i = 0; i < n; i += 4) callers.push(...(await Promise.all(Array.from({ length: Math.min(4, n - i) }, (_, k) => one(i + k)))));
-  log(`bench:ab: ${n} callers registered and logged in through the gateway, 5 orders each`);
-  return callers;
-}
-
-/** Both gateways must give the same bytes for every row (and every caller) before measuring. */
-async function checkSameAnswers(rows: Row[], callers: { name: string; token: string }[], log: (line: string) => void): Promise<void> {
-  for (const row of rows) {
-    const [after, before] = row.targets as [AbTarget, AbTarget];
-    const variants: { label: string; headers?: Record<string, string> }[] =
-      row.id === 'me' ? callers.map((c) => ({ label: c.name, headers: { authorization: `Bearer ${c.token}` } })) : [{ label: 'anonymous' }];
-    for (const v of variants) {
-      const withHeaders = (t: AbTarget): AbTarget => ({ ...t, init: { ...t.init, headers: { ...t.init.headers, ...v.headers } } });
-      const answers: string[] = [];
-      for (const t of [after, before].map(withHeaders)) {
-        const { body } = await answerOf(t); // refuses anything but a 200
-        answers.push(body);
-        if (t.init.method === 'GET') continue;
-        const { data, errors } = JSON.parse(body) as { data?: unknown; errors?: unknown[] };
-        if (errors?.length || data == null) throw new Error(`${t.label} answered ${t.id} (${v.label}) with errors: ${body.slice(0, 800)}`);
-        if (row.id === 'me') {
-          const orders = (data as { me: { orders: { product: { name: string } | null; user: { name: string } | null }[] } }).me.orders;
-          if (!orders.length || orders.some((o) => !o.product?.name || o.user?.name !== v.label)) {
-            throw new Error(
-              `${t.label}: me { orders } as ${v.label} lacks orders, products or the caller's own name: ${JSON.stringify(data).slice(0, 500)}`,
-            );
-          }
-        }
-      }
-      if (answers[0] !== answers[1]) {
-        throw new Error(
-          `bench:ab: row ${row.id} (${v.label}): the gateways answer differently, so there is nothing to compare.\n` +
-            `  after  (this checkout): ${answers[0]!.slice(0, 600)}\n  before (baseline):      ${answers[1]!.slice(0, 600)}`,
-        );
-      }
-    }
-  }
-  log(`bench:ab: every row answers the same bytes from both gateways (me: for each of ${callers.length} callers)`);
 }
 
 // eslint-disable-next-line max-lines-per-function -- a benchmark script: its steps in the order they run
@@ -427,10 +313,3 @@ main().catch((err: unknown) => {
   process.stderr.write(`bench:ab failed: ${(err as Error).stack ?? String(err)}\n`);
   process.exit(1);
 });
-
-/** The node flags a process was started with: its command line between the executable and the script. */
-function nodeFlagsOf(pid: number): string[] {
-  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
-  const script = argv.findIndex((a, i) => i > 0 && !a.startsWith('-'));
-  return script === -1 ? [] : argv.slice(1, script);
-}

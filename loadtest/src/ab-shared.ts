@@ -1,0 +1,128 @@
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { answerOf, ensureOrders, type LoadTarget } from './gateways-bench';
+import type { Group } from './rounds';
+
+/**
+ * What the two A/B harnesses share (`npm run bench:ab`, src/ab-bench.ts, by throughput and CPU
+ * time; `npm run bench:ab:instructions`, src/ab-instructions.ts, by instructions counted under
+ * callgrind): the baseline checkout, the distinct callers, and the check that both gateways
+ * answer every row with the same bytes before anything is measured.
+ */
+export type Side = 'after' | 'before';
+export interface AbTarget extends LoadTarget {
+  side: Side;
+}
+export interface Row extends Group<AbTarget> {
+  title: string;
+}
+
+/** `abc1234` (plus ` + uncommitted changes` when the work tree differs), or why not. */
+export function revisionOf(dir: string): string {
+  try {
+    const head = execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+    const dirty = execFileSync('git', ['-C', dir, 'status', '--porcelain', '--untracked-files=no'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+    return dirty ? `${head} + uncommitted changes` : head;
+  } catch {
+    return 'not a git checkout';
+  }
+}
+
+export function baselineOrExit(): string {
+  const raw = process.env.BENCH_BASELINE;
+  const usage = 'usage: BENCH_BASELINE=/path/to/another/halo/checkout npm run bench:ab (loadtest/README.md)';
+  if (!raw) throw new Error(`BENCH_BASELINE is not set; ${usage}`);
+  const dir = resolve(raw);
+  for (const need of ['gateway/dist/main.js', 'node_modules']) {
+    if (!existsSync(join(dir, need)))
+      throw new Error(`BENCH_BASELINE=${raw}: ${join(dir, need)} does not exist (run npm ci && npm run build there); ${usage}`);
+  }
+  return dir;
+}
+
+/** N users registered and logged in through the gateway's REST routes, each with 5 orders: N distinct callers. */
+export async function registerCallers(
+  gatewayUrl: string,
+  n: number,
+  log: (line: string) => void,
+): Promise<{ name: string; token: string }[]> {
+  const run = randomBytes(4).toString('hex');
+  const post = async (path: string, body: unknown, want: number) => {
+    const res = await fetch(`${gatewayUrl}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (res.status !== want) throw new Error(`POST ${path} answered ${res.status} (wanted ${want}): ${text.slice(0, 300)}`);
+    return JSON.parse(text) as unknown;
+  };
+  const one = async (i: number) => {
+    const name = `AB Caller ${i}`;
+    const email = `ab-${run}-${i}@bench.halo.test`;
+    const password = randomBytes(12).toString('base64url');
+    await post('/auth/register', { name, email, password }, 201);
+    const { accessToken } = (await post('/auth/login', { email, password }, 200)) as { accessToken: string };
+    await ensureOrders(gatewayUrl, `Bearer ${accessToken}`);
+    return { name, token: accessToken };
+  };
+  const callers: { name: string; token: string }[] = [];
+  // A few at a time: argon2id hashing is the slow part, and every server shares one CPU.
+  for (let i = 0; i < n; i += 4) callers.push(...(await Promise.all(Array.from({ length: Math.min(4, n - i) }, (_, k) => one(i + k)))));
+  log(`bench:ab: ${n} callers registered and logged in through the gateway, 5 orders each`);
+  return callers;
+}
+
+/** Both gateways must give the same bytes for every row (and every caller) before measuring. */
+export async function checkSameAnswers(
+  rows: Row[],
+  callers: { name: string; token: string }[],
+  log: (line: string) => void,
+): Promise<void> {
+  for (const row of rows) {
+    const [after, before] = row.targets as [AbTarget, AbTarget];
+    const variants: { label: string; headers?: Record<string, string> }[] =
+      row.id === 'me' ? callers.map((c) => ({ label: c.name, headers: { authorization: `Bearer ${c.token}` } })) : [{ label: 'anonymous' }];
+    for (const v of variants) {
+      const withHeaders = (t: AbTarget): AbTarget => ({ ...t, init: { ...t.init, headers: { ...t.init.headers, ...v.headers } } });
+      const answers: string[] = [];
+      for (const t of [after, before].map(withHeaders)) {
+        const { body } = await answerOf(t); // refuses anything but a 200
+        answers.push(body);
+        if (t.init.method === 'GET') continue;
+        const { data, errors } = JSON.parse(body) as { data?: unknown; errors?: unknown[] };
+        if (errors?.length || data == null) throw new Error(`${t.label} answered ${t.id} (${v.label}) with errors: ${body.slice(0, 800)}`);
+        if (row.id === 'me') {
+          const orders = (data as { me: { orders: { product: { name: string } | null; user: { name: string } | null }[] } }).me.orders;
+          if (!orders.length || orders.some((o) => !o.product?.name || o.user?.name !== v.label)) {
+            throw new Error(
+              `${t.label}: me { orders } as ${v.label} lacks orders, products or the caller's own name: ${JSON.stringify(data).slice(0, 500)}`,
+            );
+          }
+        }
+      }
+      if (answers[0] !== answers[1]) {
+        throw new Error(
+          `bench:ab: row ${row.id} (${v.label}): the gateways answer differently, so there is nothing to compare.\n` +
+            `  after  (this checkout): ${answers[0]!.slice(0, 600)}\n  before (baseline):      ${answers[1]!.slice(0, 600)}`,
+        );
+      }
+    }
+  }
+  log(`bench:ab: every row answers the same bytes from both gateways (me: for each of ${callers.length} callers)`);
+}
+
+/** The node flags a process was started with: its command line between the executable and the script. */
+export function nodeFlagsOf(pid: number): string[] {
+  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  const script = argv.findIndex((a, i) => i > 0 && !a.startsWith('-'));
+  return script === -1 ? [] : argv.slice(1, script);
+}
