@@ -1,4 +1,5 @@
 import { createClient, type Client } from 'graphql-sse';
+import { createHaloClient, GraphQLRequestError, type HaloClient } from '@halo/client';
 import { signAccessToken } from '@halo/kit';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import { gql, startE2ESystem } from './helpers';
@@ -18,7 +19,10 @@ beforeAll(async () => {
   stream = `${gateway}/graphql/stream`;
 }, 120_000);
 
+const sdks: HaloClient[] = [];
+
 afterAll(async () => {
+  await Promise.all(sdks.map((c) => c.close()));
   await sys?.stop();
 });
 
@@ -219,5 +223,53 @@ describe('refusals', () => {
       headers: { accept: 'text/event-stream', authorization: `Bearer ${tokenFor('2')}` },
     });
     await bad(405, 'METHOD_NOT_ALLOWED', 'Mutations are not allowed over GET', { status: get.status, text: await get.text() });
+  });
+});
+
+describe('the SDK over SSE (subscriptions.transport: sse)', () => {
+  /** An SDK client on SSE whose requests' paths are recorded. */
+  function sdk() {
+    const paths: string[] = [];
+    const client = createHaloClient({
+      baseUrl: gateway,
+      subscriptions: { transport: 'sse' },
+      fetch: (input, init) => {
+        paths.push(new URL(input instanceof Request ? input.url : input).pathname);
+        return fetch(input, init);
+      },
+    });
+    sdks.push(client);
+    return { client, paths };
+  }
+
+  function sdkListen(client: HaloClient, chatId: string): Stream {
+    const s: Stream = { events: [], errors: [], completed: false, stop: () => undefined };
+    s.stop = client.graphql.subscribe(NEW, { c: chatId }, { next: (r) => void s.events.push(r), error: (e) => void s.errors.push(e) });
+    return s;
+  }
+
+  it('newMessage with the author; a refused token (401) is renewed once with the refresh cookie', async () => {
+    const { client, paths } = sdk();
+    await client.auth.login({ email: 'alice@halo.local', password: 'password123' });
+    client.setAccessToken('not-a-valid-token');
+    const room = `e2e-sdk-sse-${Date.now()}`;
+    const s = sdkListen(client, room);
+    await until('the renewal', () => client.accessToken !== 'not-a-valid-token');
+    const after = await live(s, client.accessToken!, room);
+    expect(paths.filter((p) => p === '/auth/refresh')).toHaveLength(1);
+    expect(paths).toContain('/graphql/stream');
+    await gql(gateway, SEND, { c: room, t: 'halo lewat SSE' }, { authorization: `Bearer ${client.accessToken!}` });
+    await until('the message', () => after().length > 0);
+    expect(after()[0].data.newMessage).toMatchObject({ text: 'halo lewat SSE', author: { name: 'Alice' } });
+    expect(s.errors).toEqual([]);
+    s.stop();
+  });
+
+  it('an anonymous subscription ends with GraphQLRequestError UNAUTHENTICATED, as over WebSocket', async () => {
+    const s = sdkListen(sdk().client, `e2e-sdk-anon-${Date.now()}`);
+    await until('the refusal', () => s.errors.length > 0);
+    expect(s.errors[0]).toBeInstanceOf(GraphQLRequestError);
+    expect((s.errors[0] as GraphQLRequestError).codes).toEqual(['UNAUTHENTICATED']);
+    expect(s.events).toEqual([]);
   });
 });
