@@ -42,6 +42,9 @@ import { UpstreamSubscriptions } from './upstream';
  *   open; the others end with SUBSCRIPTION_SCHEMA_RELOAD (subscribe again).
  *   Shutdown → every socket closes with 1001 Going away.
  *
+ * The same admission, upstreams and entity fetches serve GraphQL over SSE at `/graphql/stream`
+ * (./sse.ts).
+ *
  * No cookie ever authenticates a socket, so a page on another origin gains nothing by opening one
  * (cross-site WebSocket hijacking needs ambient credentials).
  */
