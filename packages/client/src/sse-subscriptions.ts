@@ -112,7 +112,7 @@ export class SseSubscriptions implements SubscriptionTransport {
       }
       if (response && response.status >= 400 && response.status < 500 && response.status !== 408 && response.status !== 429) {
         const errors = await response.json().then(
-          (body: { errors?: unknown }) => graphQLErrors(body.errors),
+          (body: unknown) => graphQLErrors((body as { errors?: unknown } | null)?.errors),
           () => null,
         );
         return end(() => sink.error(new GraphQLRequestError(errors ?? [{ message: `HTTP ${response.status}` }], null, response.status)));
