@@ -69,9 +69,12 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   const redis = config.REDIS_URL ? openRedis(config.REDIS_URL, logger) : null;
   const graphql = graphqlStage(config, { callers, source, redis, metrics, usage, logger });
   const rest = createRestStage({ routes: source.routes(), proxies, callers, logger });
+  // GraphQL over WebSocket on /graphql (graphql-transport-ws), and over SSE at /graphql/stream.
+  const subscriptions = subscriptionsStage(config, { callers, graphql, source, usage, logger });
   const server = createHttpServer(
     {
       graphql,
+      stream: subscriptions.serveStream,
       rest,
       guides: migrationGuides(),
       docs: createDocs({ openapi: source.openapi, graphiql: config.HALO_ENV === 'development' }),
@@ -82,19 +85,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     },
     { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
   );
-  // GraphQL over WebSocket on the same port and path (graphql-transport-ws).
-  const subscriptions = createSubscriptions({
-    server,
-    callers,
-    policy: graphql.policy,
-    subgraphUrls: source.subgraphUrls,
-    parseOptions: graphql.parseOptions,
-    validationRules: graphql.validationRules,
-    executeOperation: graphql.executeOperation,
-    maxPayload: config.BODY_LIMIT,
-    recordUsage: usage ? (schema, document, operation, client) => usage.record(schema, document, operation, client) : undefined,
-    logger,
-  });
+  subscriptions.attach(server);
   metrics?.watch(watchedBy(subscriptions, graphql, source, usage));
   let metricsServer: Server | null = null;
   registerShutdown(lifecycle, config, {
@@ -186,6 +177,24 @@ function watchedBy(
     },
     usage: () => usage && usage.stats(),
   };
+}
+
+/** GraphQL over WebSocket and over SSE: the same admission as HTTP, forwarded to the owning subgraph. */
+function subscriptionsStage(
+  config: GatewayConfig,
+  { callers, graphql, source, usage, logger }: Pick<GraphQLParts, 'callers' | 'source' | 'usage' | 'logger'> & { graphql: GraphQLHandler },
+) {
+  return createSubscriptions({
+    callers,
+    policy: graphql.policy,
+    subgraphUrls: source.subgraphUrls,
+    parseOptions: graphql.parseOptions,
+    validationRules: graphql.validationRules,
+    executeOperation: graphql.executeOperation,
+    maxPayload: config.BODY_LIMIT,
+    recordUsage: usage ? (schema, document, operation, client) => usage.record(schema, document, operation, client) : undefined,
+    logger,
+  });
 }
 
 interface GraphQLParts {

@@ -12,7 +12,14 @@ import {
 } from '@halo/kit';
 import type { Docs, MigrationGuides } from './docs';
 import type { GraphQLHandler } from './graphql';
-import { GatewayResponse, ROUTE_DOCUMENTS, ROUTE_GRAPHQL, ROUTE_UNMATCHED, type GatewayMetrics } from './observability';
+import {
+  GatewayResponse,
+  ROUTE_DOCUMENTS,
+  ROUTE_GRAPHQL,
+  ROUTE_GRAPHQL_STREAM,
+  ROUTE_UNMATCHED,
+  type GatewayMetrics,
+} from './observability';
 import type { RestStage } from './rest';
 import type { ServedComposition } from './supergraph';
 import { serveWithRequestId } from './http';
@@ -20,6 +27,8 @@ import { serveWithRequestId } from './http';
 /** The stages a request can reach, in the order the dispatcher asks them. */
 export interface EdgeStages {
   graphql: GraphQLHandler;
+  /** `/graphql/stream`: GraphQL over Server-Sent Events (src/subscriptions/sse.ts). */
+  stream: (req: IncomingMessage, res: ServerResponse) => void;
   rest: RestStage;
   guides: MigrationGuides;
   docs: Docs;
@@ -40,7 +49,7 @@ const notFound = (_req: IncomingMessage, res: ServerResponse) => sendJson(res, 4
 /**
  * The single ingress: one raw node:http server. Per request it settles the request id and runs
  * the rest inside the request context (./request-id.ts), then dispatches: health → (access log)
- * → GraphQL → the REST route table → migration guides and the API's documents (`/`,
+ * → GraphQL → GraphQL over SSE (`/graphql/stream`) → the REST route table → migration guides and the API's documents (`/`,
  * `/openapi.json`, `/docs`) → 404. Nothing on the REST path parses more than the route table
  * needs, and bodiless requests stream through untouched.
  */
@@ -57,7 +66,7 @@ export function createHttpServer(stages: EdgeStages, opts: HttpServerOptions): S
 }
 
 /** One request, inside its context: made once per server, so a request costs no closure. */
-function dispatcher({ graphql, rest, guides, docs, metrics, lifecycle, served, logger }: EdgeStages) {
+function dispatcher({ graphql, stream, rest, guides, docs, metrics, lifecycle, served, logger }: EdgeStages) {
   const health = healthCheck(lifecycle, () => Promise.resolve());
   return (req: IncomingMessage, res: ServerResponse): void => {
     const response = res as GatewayResponse;
@@ -76,7 +85,7 @@ function dispatcher({ graphql, rest, guides, docs, metrics, lifecycle, served, l
     const repeated = repeatedHeader(req.rawHeaders);
     if (repeated !== null) {
       const message = repeatedHeaderMessage(repeated);
-      return path === '/graphql'
+      return path === '/graphql' || path === '/graphql/stream'
         ? sendJson(res, 400, { errors: [{ message, extensions: { code: 'BAD_REQUEST' } }] })
         : sendJson(res, 400, { error: message });
     }
@@ -85,6 +94,10 @@ function dispatcher({ graphql, rest, guides, docs, metrics, lifecycle, served, l
       // A browser opening /graphql in development gets GraphiQL; everything else is an operation.
       if (docs.graphiql(req, res)) return;
       return graphql.handle(req, res);
+    }
+    if (path === '/graphql/stream') {
+      response.route = ROUTE_GRAPHQL_STREAM;
+      return stream(req, res);
     }
     if (rest.serve(req, response, url, q, path)) return;
     // The migration guides that deprecation `Link` headers point to; the API's own documents.

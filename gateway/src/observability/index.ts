@@ -6,6 +6,7 @@ export {
   MAX_OPERATION_NAMES,
   ROUTE_DOCUMENTS,
   ROUTE_GRAPHQL,
+  ROUTE_GRAPHQL_STREAM,
   ROUTE_UNMATCHED,
   type GatewayMetrics,
   type UpstreamOutcome,

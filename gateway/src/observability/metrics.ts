@@ -21,7 +21,7 @@ export type { WatchedSources };
  * (`METRICS_PORT`), never on the public one:
  *
  * - `halo_http_request_duration_seconds{method,route,status}`, as every service has it: `route`
- *   is the route table's template (`/posts/:id`), `/graphql`, `documents` (the API's documents
+ *   is the route table's template (`/posts/:id`), `/graphql`, `/graphql/stream`, `documents` (the API's documents
  *   and migration guides) or `unmatched`, never a raw path; `status` is `aborted` when the client
  *   left before the answer was complete. Probes are not counted.
  * - `halo_proxy_upstream_duration_seconds{service,status}`: a proxied request until the service's
@@ -44,6 +44,8 @@ export const ROUTE_UNMATCHED = 'unmatched';
 /** `route` of the API's documents (`/`, `/openapi.json`, `/docs…`) and the migration guides. */
 export const ROUTE_DOCUMENTS = 'documents';
 export const ROUTE_GRAPHQL = '/graphql';
+/** `route` of GraphQL over Server-Sent Events: a stream is timed until it ends. */
+export const ROUTE_GRAPHQL_STREAM = '/graphql/stream';
 
 /** The gateway's responses: where a request's metrics live until it is answered. */
 export class GatewayResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {

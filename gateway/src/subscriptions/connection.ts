@@ -16,48 +16,61 @@ export interface ConnectionInit {
   socket: { close(code: number, reason: string): void };
 }
 
+/** Why a connection was refused: bad credentials, or credentials that cannot be checked now. */
+export type Refusal = { refused: 'unauthorized' | 'unavailable'; message: string };
+
 /**
  * The socket's caller, checked exactly as HTTP checks one, in the socket's own request context
  * (`X-Request-Id` from `connection_init` or the upgrade): null when it is refused, and the socket
  * is then closed (4401 for bad credentials, 1013 when they cannot be checked now).
  */
 export async function openConnection(init: ConnectionInit, callers: CallerResolver, log: Logger): Promise<Connection | null> {
-  const { params, request, socket } = init;
+  const { socket } = init;
+  const context: RequestContext = { requestId: saneRequestId(init.params['x-request-id'] ?? init.request.headers['x-request-id']) };
+  const connection = await resolveConnection(init.params, init.request, context, callers);
+  if ('refused' in connection) {
+    const refused = connection.refused === 'unauthorized';
+    log.info({ requestId: context.requestId, reason: connection.message }, 'websocket connection refused');
+    socket.close(refused ? CLOSE_UNAUTHORIZED : CLOSE_TRY_AGAIN_LATER, refused ? 'Unauthorized' : 'Service unavailable');
+    return null;
+  }
+  if (connection.caller && typeof (init.params.authorization ?? init.params.Authorization) === 'string') {
+    closeWhenExpired(connection, () => socket.close(CLOSE_UNAUTHORIZED, 'Token expired'));
+  }
+  return connection;
+}
+
+/**
+ * A client's connection: its credentials (`authorization` or `x-api-key` in `params`) checked
+ * exactly as HTTP checks them, in `context`. WebSocket takes them from `connection_init`, SSE from
+ * the request's headers.
+ */
+export async function resolveConnection(
+  params: Record<string, unknown>,
+  request: IncomingMessage,
+  context: RequestContext,
+  callers: CallerResolver,
+): Promise<Connection | Refusal> {
   const authorization = params.authorization ?? params.Authorization;
   const apiKey = params['x-api-key'];
   const headers: Record<string, string> = {};
   if (typeof authorization === 'string') headers.authorization = authorization;
   if (typeof apiKey === 'string') headers['x-api-key'] = apiKey;
-  const context: RequestContext = { requestId: saneRequestId(params['x-request-id'] ?? request.headers['x-request-id']) };
   const req = { headers } as IncomingMessage;
   bindRequestContext(req, context);
   let caller: Caller | null;
   try {
     caller = await callers.resolve(req);
   } catch (err) {
-    const refused = isHaloError(err) && err.httpStatus === 401;
-    log.info({ requestId: context.requestId, reason: isHaloError(err) ? err.message : 'error' }, 'websocket connection refused');
-    socket.close(refused ? CLOSE_UNAUTHORIZED : CLOSE_TRY_AGAIN_LATER, refused ? 'Unauthorized' : 'Service unavailable');
-    return null;
+    const unauthorized = isHaloError(err) && err.httpStatus === 401;
+    return { refused: unauthorized ? 'unauthorized' : 'unavailable', message: isHaloError(err) ? err.message : 'error' };
   }
   const named = (key: string) => {
     const v = params[key] ?? request.headers[key];
     return typeof v === 'string' ? v : undefined;
   };
   const client = { apollo: named('apollographql-client-name'), halo: named('x-client-name') };
-  const connection: Connection = {
-    client,
-    caller,
-    authorization: req.headers.authorization,
-    context,
-    upstreams: new Map(),
-    expiry: undefined,
-  };
-  // A token the client sent lives as long as it does; an API key's exchanged token is not
-  // the client's to refresh, so an API-key connection stays until it closes.
-  const expires = caller && typeof authorization === 'string' ? expiryOf(connection.authorization) : null;
-  if (expires !== null) closeWhenExpired(connection, expires, socket);
-  return connection;
+  return { client, caller, authorization: req.headers.authorization, context, upstreams: new Map(), expiry: undefined };
 }
 
 /** A closing socket: its expiry timer and its upstream sockets go. */
@@ -67,14 +80,20 @@ export function closeConnection(connection: Connection): void {
   connection.upstreams.clear();
 }
 
-/** Closes the socket with 4401 when the token expires, so a subscription never outlives its token. */
-function closeWhenExpired(connection: Connection, expires: number, socket: ConnectionInit['socket']): void {
+/**
+ * Runs `expire` when the client's token expires, so a subscription never outlives its token. A
+ * token the client sent lives as long as it does; an API key's exchanged token is not the
+ * client's to refresh, so the caller passes only connections whose client sent a token.
+ */
+export function closeWhenExpired(connection: Connection, expire: () => void): void {
+  const expires = expiryOf(connection.authorization);
+  if (expires === null) return;
   const arm = () => {
     const wait = expires - Date.now();
     connection.expiry = setTimeout(
       () => {
         if (Date.now() < expires) return arm();
-        socket.close(CLOSE_UNAUTHORIZED, 'Token expired');
+        expire();
       },
       Math.max(0, Math.min(wait, MAX_TIMER_MS)),
     );

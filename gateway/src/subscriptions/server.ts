@@ -1,27 +1,25 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { useServer } from 'graphql-ws/use/ws';
-import {
-  getOperationAST,
-  getVariableValues,
-  GraphQLError,
-  OperationTypeNode,
-  type DocumentNode,
-  type ExecutionResult,
-  type FormattedExecutionResult,
-  type GraphQLSchema,
-  type OperationDefinitionNode,
-  type ValidationRule,
+import type {
+  DocumentNode,
+  ExecutionResult,
+  FormattedExecutionResult,
+  GraphQLSchema,
+  OperationDefinitionNode,
+  ValidationRule,
 } from 'graphql';
 import { WebSocketServer } from 'ws';
 import type { Logger } from '@halo/kit';
 import type { CallerResolver } from '../auth';
-import type { GraphQLContext, LoadedSupergraph, OperationPolicy, OperationRequestText } from '../graphql';
+import type { GraphQLContext, OperationPolicy, OperationRequestText } from '../graphql';
+import { admitOperation, type Admitted, type SubscribePayload } from './admission';
 import { closeConnection, openConnection } from './connection';
 import { error, formatError, type ClientHeaders, type Connection, type OperationContext, type SubscriptionContext } from './context';
 import { DocumentCache } from './documents';
 import { EntityResolver } from './entities';
 import { SubscriptionPlanner } from './planner';
+import { createStreamHandler } from './sse';
 import { UpstreamSubscriptions } from './upstream';
 
 /**
@@ -44,12 +42,14 @@ import { UpstreamSubscriptions } from './upstream';
  *   open; the others end with SUBSCRIPTION_SCHEMA_RELOAD (subscribe again).
  *   Shutdown → every socket closes with 1001 Going away.
  *
+ * The same admission, upstreams and entity fetches serve GraphQL over SSE at `/graphql/stream`
+ * (./sse.ts).
+ *
  * No cookie ever authenticates a socket, so a page on another origin gains nothing by opening one
  * (cross-site WebSocket hijacking needs ambient credentials).
  */
 
 export interface SubscriptionOptions {
-  server: Server;
   callers: CallerResolver;
   policy: OperationPolicy;
   /** Each subgraph's GraphQL URL as served now (src/supergraph: it follows the compositions). */
@@ -66,17 +66,6 @@ export interface SubscriptionOptions {
   logger: Logger;
 }
 
-/** What one `subscribe` message becomes: graphql-ws's execution arguments, or the errors to answer. */
-type Admitted =
-  | readonly GraphQLError[]
-  | {
-      schema: GraphQLSchema;
-      document: DocumentNode;
-      operationName: string | undefined;
-      variableValues: Record<string, unknown>;
-      contextValue: OperationContext | SubscriptionContext;
-    };
-
 export function createSubscriptions(opts: SubscriptionOptions) {
   const { callers, policy, logger } = opts;
   const log = logger.child({ component: 'subscriptions' });
@@ -91,6 +80,15 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     if (!loaded) return [error('The gateway is starting', 'UNAVAILABLE')];
     return admitOperation(loaded, connection, payload, { documents, planner, policy, recordUsage: opts.recordUsage });
   };
+  // GraphQL over SSE at /graphql/stream: the same admission, upstreams and entity fetches.
+  const stream = createStreamHandler({
+    callers,
+    admit,
+    upstreams,
+    executeOperation: opts.executeOperation,
+    bodyLimit: opts.maxPayload,
+    logger,
+  });
 
   const disposable = useServer<Record<string, unknown>>(
     {
@@ -137,67 +135,23 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     }
     wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
   };
-  opts.server.on('upgrade', onUpgrade);
+  let server: Server | null = null;
 
   return {
-    /** Open subscriptions (for tests and metrics). */
+    /** Takes the WebSocket upgrades of `server` on `/graphql`. */
+    attach(to: Server): void {
+      server = to;
+      to.on('upgrade', onUpgrade);
+    },
+    /** `/graphql/stream`: GraphQL over Server-Sent Events (./sse.ts), called by the dispatcher. */
+    serveStream: stream.serve,
+    /** Open subscriptions, over either transport (for tests and metrics). */
     activeCount: () => upstreams.active.size,
-    /** Closes every socket with 1001 Going away and stops accepting new ones. */
+    /** Closes every socket with 1001 Going away, ends every event stream, and stops accepting new ones. */
     async close(): Promise<void> {
-      opts.server.off('upgrade', onUpgrade);
+      server?.off('upgrade', onUpgrade);
+      stream.close();
       await disposable.dispose();
     },
   };
-}
-
-interface SubscribePayload {
-  query?: unknown;
-  operationName?: string | null | undefined;
-  variables?: Record<string, unknown> | null | undefined;
-}
-
-interface Admission {
-  documents: DocumentCache;
-  planner: SubscriptionPlanner;
-  policy: OperationPolicy;
-  recordUsage: SubscriptionOptions['recordUsage'];
-}
-
-/**
- * One operation sent over a socket, judged by the same code as HTTP before anything is forwarded:
- * parsed and validated (token and alias caps), its variables coerced, its depth, cost and
- * `@authenticated` fields checked; a subscription is planned too.
- */
-function admitOperation(loaded: LoadedSupergraph, connection: Connection, payload: SubscribePayload, a: Admission): Admitted {
-  if (typeof payload.query !== 'string' || payload.query === '') return [error('A query is required', 'BAD_REQUEST')];
-  const parsed = a.documents.get(loaded, payload.query);
-  if (!('kind' in parsed)) return parsed;
-  const document = parsed;
-  const operationName = payload.operationName ?? undefined;
-  const operation = getOperationAST(document, operationName);
-  if (!operation) return [error('Unable to identify the operation', 'BAD_REQUEST')];
-  const inputs = payload.variables ?? {};
-  const coerced = getVariableValues(loaded.apiSchema, operation.variableDefinitions ?? [], inputs);
-  if (coerced.errors) return coerced.errors.map((e) => error(e.message, 'BAD_USER_INPUT'));
-  try {
-    a.policy.check(loaded.apiSchema, document, operation, inputs, connection.caller);
-  } catch (err) {
-    if (err instanceof GraphQLError) return [err];
-    throw err;
-  }
-  const base = { schema: loaded.apiSchema, document, operationName, variableValues: inputs };
-  if (operation.operation !== OperationTypeNode.SUBSCRIPTION) {
-    return {
-      ...base,
-      contextValue: { kind: 'operation', connection, request: { query: payload.query, variables: inputs, operationName } },
-    };
-  }
-  try {
-    const plan = a.planner.planFor(loaded, document, operation);
-    a.recordUsage?.(loaded.apiSchema, document, operation, connection.client);
-    return { ...base, contextValue: { kind: 'subscription', connection, plan, variables: inputs, document, operation } };
-  } catch (err) {
-    if (err instanceof GraphQLError) return [err];
-    throw err;
-  }
 }

@@ -12,7 +12,8 @@ import {
 } from './rest';
 import { DEFAULT_RETRY, realSleep, type RetryOptions, type Sleep } from './retry';
 import { Session } from './session';
-import { Subscriptions, type ReconnectOptions } from './subscriptions';
+import { SseSubscriptions } from './sse-subscriptions';
+import { Subscriptions, type ReconnectOptions, type SubscriptionTransport } from './subscriptions';
 import { Transport, type DeprecationNotice, type FetchCredentials, type HaloResponse, type RequestSpec } from './transport';
 
 export interface HaloClientOptions {
@@ -47,9 +48,15 @@ export interface HaloClientOptions {
   onDeprecation?: (notice: DeprecationNotice) => void;
   graphql?: Partial<GraphQLSettings>;
   subscriptions?: {
-    /** Default: the base URL with ws(s):// and the GraphQL path. */
+    /**
+     * `websocket` (default): graphql-ws at `ws(s)://…/graphql`. `sse`: Server-Sent Events (the
+     * graphql-sse protocol) at `…/graphql/stream`, one HTTP request per subscription, for where a
+     * WebSocket cannot go; it needs the `graphql` package.
+     */
+    transport?: 'websocket' | 'sse';
+    /** Default: the base URL with ws(s):// and the GraphQL path (`sse`: the base URL and `/graphql/stream`). */
     url?: string;
-    /** Browsers and Node ≥ 22 have a WebSocket; on Node 20 pass `require('ws')`. */
+    /** Browsers and Node ≥ 22 have a WebSocket; on Node 20 pass `require('ws')` (`websocket` only). */
     webSocketImpl?: unknown;
     reconnect?: Partial<ReconnectOptions>;
     keepAliveMs?: number;
@@ -78,7 +85,7 @@ export class HaloClient {
   readonly cookieJar: CookieJar | null;
   private readonly transport: Transport;
   private readonly session: Session;
-  private readonly subscriptions: Subscriptions;
+  private readonly subscriptions: SubscriptionTransport;
 
   constructor(opts: HaloClientOptions = {}) {
     const baseUrl = (opts.baseUrl ?? 'http://127.0.0.1:4000').replace(/\/+$/, '');
@@ -107,19 +114,7 @@ export class HaloClient {
     );
     this.transport = transport;
     const graphqlPath = opts.graphql?.path ?? '/graphql';
-    this.subscriptions = new Subscriptions(
-      {
-        url: opts.subscriptions?.url ?? transport.url({ path: graphqlPath }).replace(/^http/, 'ws'),
-        webSocketImpl: opts.subscriptions?.webSocketImpl,
-        reconnect: { attempts: 10, baseDelayMs: 1000, maxDelayMs: 30_000, ...opts.subscriptions?.reconnect },
-        keepAliveMs: opts.subscriptions?.keepAliveMs ?? 0,
-        ...(opts.subscriptions?.onConnected ? { onConnected: opts.subscriptions.onConnected } : {}),
-        ...(opts.subscriptions?.onClosed ? { onClosed: opts.subscriptions.onClosed } : {}),
-      },
-      this.session,
-      opts.apiKey,
-      sleep,
-    );
+    this.subscriptions = subscriptionTransport(opts, transport, this.session, { graphqlPath, fetchImpl, sleep });
     this.auth = new AuthApi(transport, this.session);
     this.content = new ContentApi(transport);
     this.products = new ProductsApi(transport, '');
@@ -151,7 +146,7 @@ export class HaloClient {
     return this.transport.request<T>(spec);
   }
 
-  /** Closes the subscription socket (ends every subscription). */
+  /** Closes the subscription socket, or every event stream (ends every subscription). */
   close(): Promise<void> {
     return this.subscriptions.close();
   }
@@ -159,4 +154,32 @@ export class HaloClient {
 
 export function createHaloClient(opts: HaloClientOptions = {}): HaloClient {
   return new HaloClient(opts);
+}
+
+/** The subscription transport the options choose: graphql-ws (default) or graphql-sse. */
+function subscriptionTransport(
+  opts: HaloClientOptions,
+  transport: Transport,
+  session: Session,
+  { graphqlPath, fetchImpl, sleep }: { graphqlPath: string; fetchImpl: typeof fetch; sleep: Sleep },
+): SubscriptionTransport {
+  const o = opts.subscriptions;
+  const reconnect = { attempts: 10, baseDelayMs: 1000, maxDelayMs: 30_000, ...o?.reconnect };
+  if (o?.transport === 'sse') {
+    const url = o.url ?? transport.url({ path: `${graphqlPath}/stream` });
+    return new SseSubscriptions({ url, fetch: fetchImpl, reconnect, headers: opts.headers ?? {} }, session, opts.apiKey, sleep);
+  }
+  return new Subscriptions(
+    {
+      url: o?.url ?? transport.url({ path: graphqlPath }).replace(/^http/, 'ws'),
+      webSocketImpl: o?.webSocketImpl,
+      reconnect,
+      keepAliveMs: o?.keepAliveMs ?? 0,
+      ...(o?.onConnected ? { onConnected: o.onConnected } : {}),
+      ...(o?.onClosed ? { onClosed: o.onClosed } : {}),
+    },
+    session,
+    opts.apiKey,
+    sleep,
+  );
 }

@@ -1,5 +1,5 @@
 import { GraphQLRequestError, HaloApiError, type GraphQLErrorEntry } from './errors';
-import type { Subscriptions, SubscriptionSink } from './subscriptions';
+import type { SubscriptionSink, SubscriptionTransport } from './subscriptions';
 import type { HaloResponse, RequestSpec, Transport } from './transport';
 import type { TypedDocument } from './types';
 import { canHash, sha256Hex } from './web-crypto';
@@ -73,7 +73,7 @@ export class GraphQLClient {
   constructor(
     private readonly t: Transport,
     private readonly settings: GraphQLSettings,
-    private readonly subscriptions: Subscriptions,
+    private readonly subscriptions: SubscriptionTransport,
   ) {}
 
   /** Runs a query; its `data`, or GraphQLRequestError when the answer has `errors`. */
@@ -165,7 +165,7 @@ export class GraphQLClient {
     return results;
   }
 
-  /** `newMessage` and friends over graphql-ws; see Subscriptions.subscribe. Returns the unsubscribe function. */
+  /** `newMessage` and friends over graphql-ws or graphql-sse (`subscriptions.transport`). Returns the unsubscribe function. */
   subscribe<TData = unknown, TVariables extends Record<string, unknown> = Record<string, unknown>>(
     document: TypedDocument<TData, TVariables> | string,
     variables: TVariables | undefined,

@@ -42,6 +42,13 @@ export interface SubscriptionSink<TData> {
   complete?(): void;
 }
 
+/** What GraphQLClient subscribes through: graphql-ws (this file) or graphql-sse (./sse-subscriptions.ts). */
+export interface SubscriptionTransport {
+  subscribe<TData>(op: GraphQLOperation<unknown>, sink: SubscriptionSink<TData>): () => void;
+  iterate<TData>(op: GraphQLOperation<unknown>): AsyncIterableIterator<GraphQLResult<TData>>;
+  close(): Promise<void>;
+}
+
 /** The gateway's close code for a refused or expired token (docs/api/graphql.md, README "Subscriptions"). */
 export const CLOSE_UNAUTHORIZED = 4401;
 
@@ -49,7 +56,7 @@ export const CLOSE_UNAUTHORIZED = 4401;
  * `error` frame codes that end a subscription for a passing reason; the README says to subscribe
  * again (chat restarting, a new supergraph, a subscriber that fell too far behind).
  */
-const TRANSIENT_CODES = new Set(['UNAVAILABLE', 'SERVICE_UNAVAILABLE', 'SUBSCRIPTION_SCHEMA_RELOAD']);
+export const TRANSIENT_CODES = new Set(['UNAVAILABLE', 'SERVICE_UNAVAILABLE', 'SUBSCRIPTION_SCHEMA_RELOAD']);
 
 /**
  * Subscriptions over the `graphql-transport-ws` protocol with graphql-ws's own client, which
@@ -66,7 +73,7 @@ const TRANSIENT_CODES = new Set(['UNAVAILABLE', 'SERVICE_UNAVAILABLE', 'SUBSCRIP
  * Delivery is at most once (docs/api/graphql.md "Chat"): events sent while disconnected are not
  * replayed; read them with the `messages` query.
  */
-export class Subscriptions {
+export class Subscriptions implements SubscriptionTransport {
   private client: Client | null = null;
   /** Generation of the token the current socket was opened with (src/session.ts). */
   private socketGeneration = -1;
@@ -153,47 +160,7 @@ export class Subscriptions {
   }
 
   iterate<TData>(op: GraphQLOperation<unknown>): AsyncIterableIterator<GraphQLResult<TData>> {
-    const queue: GraphQLResult<TData>[] = [];
-    let failure: { err: unknown } | null = null;
-    let done = false;
-    let wake: (() => void) | null = null;
-    const notify = () => {
-      wake?.();
-      wake = null;
-    };
-    const unsubscribe = this.subscribe<TData>(op, {
-      next: (v) => {
-        queue.push(v);
-        notify();
-      },
-      error: (err) => {
-        failure = { err };
-        notify();
-      },
-      complete: () => {
-        done = true;
-        notify();
-      },
-    });
-    const iterator: AsyncIterableIterator<GraphQLResult<TData>> = {
-      [Symbol.asyncIterator]: () => iterator,
-      next: async () => {
-        for (;;) {
-          if (queue.length) return { done: false, value: queue.shift()! };
-          if (failure) throw failure.err;
-          if (done) return { done: true, value: undefined };
-          await new Promise<void>((resolve) => (wake = resolve));
-        }
-      },
-      // eslint-disable-next-line @typescript-eslint/require-await -- an iterator's return answers a promise; a throw in unsubscribe must reject it
-      return: async () => {
-        done = true;
-        unsubscribe();
-        notify();
-        return { done: true, value: undefined };
-      },
-    };
-    return iterator;
+    return iterateSubscription<TData>((sink) => this.subscribe<TData>(op, sink));
   }
 
   /** Closes the socket and ends every subscription. */
@@ -208,10 +175,7 @@ export class Subscriptions {
   }
 
   private backoff(retries: number): number {
-    const { baseDelayMs, maxDelayMs } = this.settings.reconnect;
-    const wait = Math.min(maxDelayMs, baseDelayMs * 2 ** retries);
-    // Up to 25 % jitter, so many clients dropped at once do not come back in lockstep.
-    return Math.round(wait * (1 + Math.random() * 0.25));
+    return backoff(this.settings.reconnect, retries);
   }
 
   private ensureClient(): Client {
@@ -255,8 +219,62 @@ function isCloseEvent(v: unknown): v is { code: number; reason: string } {
 }
 
 /** An `error` frame's payload: a list of GraphQL errors. */
-function graphQLErrors(v: unknown): GraphQLErrorEntry[] | null {
+export function graphQLErrors(v: unknown): GraphQLErrorEntry[] | null {
   return Array.isArray(v) && v.every((e) => typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string')
     ? (v as GraphQLErrorEntry[])
     : null;
+}
+
+/** A subscription's events as an async iterator (`for await`); `return()` (or `break`) unsubscribes. */
+export function iterateSubscription<TData>(
+  subscribe: (sink: SubscriptionSink<TData>) => () => void,
+): AsyncIterableIterator<GraphQLResult<TData>> {
+  const queue: GraphQLResult<TData>[] = [];
+  let failure: { err: unknown } | null = null;
+  let done = false;
+  let wake: (() => void) | null = null;
+  const notify = () => {
+    wake?.();
+    wake = null;
+  };
+  const unsubscribe = subscribe({
+    next: (v) => {
+      queue.push(v);
+      notify();
+    },
+    error: (err) => {
+      failure = { err };
+      notify();
+    },
+    complete: () => {
+      done = true;
+      notify();
+    },
+  });
+  const iterator: AsyncIterableIterator<GraphQLResult<TData>> = {
+    [Symbol.asyncIterator]: () => iterator,
+    next: async () => {
+      for (;;) {
+        if (queue.length) return { done: false, value: queue.shift()! };
+        if (failure) throw failure.err;
+        if (done) return { done: true, value: undefined };
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+    },
+    // eslint-disable-next-line @typescript-eslint/require-await -- an iterator's return answers a promise; a throw in unsubscribe must reject it
+    return: async () => {
+      done = true;
+      unsubscribe();
+      notify();
+      return { done: true, value: undefined };
+    },
+  };
+  return iterator;
+}
+
+/** The wait before reconnect number `retries` (from 0): doubling, capped, jittered. */
+export function backoff({ baseDelayMs, maxDelayMs }: ReconnectOptions, retries: number): number {
+  const wait = Math.min(maxDelayMs, baseDelayMs * 2 ** retries);
+  // Up to 25 % jitter, so many clients dropped at once do not come back in lockstep.
+  return Math.round(wait * (1 + Math.random() * 0.25));
 }
