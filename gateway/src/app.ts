@@ -67,8 +67,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     deadlineMs: config.GRPC_DEADLINE_MS,
     metrics: metrics?.grpcClient,
   });
-  const redis = config.REDIS_URL ? openRedis(config.REDIS_URL, logger) : null;
-  const rateLimits = rateLimitsFor(config, redis, metrics, logger);
+  const { redis, rateLimits } = sharedCounters(config, metrics, logger);
   const graphql = graphqlStage(config, { callers, source, redis, rateLimits, metrics, usage, logger });
   const rest = createRestStage({ routes: source.routes(), proxies, callers, rateLimits, logger });
   const server = createHttpServer(
@@ -171,15 +170,20 @@ function usageReporting(config: GatewayConfig, identity: ServiceIdentity, source
   });
 }
 
-/** Requests and GraphQL cost per caller, counted in the shared Redis (failing open), else in this process. */
-function rateLimitsFor(config: GatewayConfig, redis: Redis | null, metrics: GatewayMetrics | null, logger: Logger): RateLimits | null {
-  return createRateLimits({
+/**
+ * The Redis every replica shares (null: embedded), and the rate limits counting requests and
+ * GraphQL cost per caller in it (failing open), else in this process.
+ */
+function sharedCounters(config: GatewayConfig, metrics: GatewayMetrics | null, logger: Logger) {
+  const redis = config.REDIS_URL ? openRedis(config.REDIS_URL, logger) : null;
+  const rateLimits = createRateLimits({
     config: rateLimitConfig(config),
     redis,
     trustedProxies: config.GATEWAY_TRUSTED_PROXIES,
     logger,
     counters: metrics?.rateLimit,
   });
+  return { redis, rateLimits };
 }
 
 /** What the metrics read at every scrape. */
