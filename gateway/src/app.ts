@@ -11,11 +11,12 @@ import {
   type ServiceIdentity,
 } from '@halo/kit';
 import { createCallerResolver, type CallerResolver } from './auth';
-import { graphqlLimits, type GatewayConfig } from './config';
+import { graphqlLimits, rateLimitConfig, type GatewayConfig } from './config';
 import { createDocs, migrationGuides } from './docs';
 import { createGraphQL, loadTrustedDocuments, RedisQueryCache, RedisResponseTier, type GraphQLHandler } from './graphql';
 import { createGatewayMetrics, type GatewayMetrics, type WatchedSources } from './observability';
 import { createHttpServer } from './pipeline';
+import { createRateLimits, type RateLimits } from './ratelimit';
 import { createRestStage, createServiceProxies, type ServiceProxies } from './rest';
 import { createSubscriptions } from './subscriptions';
 import { createSupergraphSource, type SupergraphSource } from './supergraph';
@@ -39,8 +40,10 @@ const GATEWAY_ID = `${hostname()}:${process.pid}`;
 
 /**
  * The gateway wired from its stages (src/pipeline.ts dispatches to them): the supergraph source,
- * auth, GraphQL, REST, documents, subscriptions, metrics and usage reporting, each made from the
- * config here and released in order by one Lifecycle.
+ * auth, rate limits, GraphQL, REST, documents, subscriptions, metrics and usage reporting, each
+ * made from the config here and released in order by one Lifecycle. APQ registrations, cached
+ * answers and rate-limit counters live in the Redis every replica shares (REDIS_URL); without
+ * one, in this process (embedded).
  */
 export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   const lifecycle = new Lifecycle(logger);
@@ -64,11 +67,11 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     deadlineMs: config.GRPC_DEADLINE_MS,
     metrics: metrics?.grpcClient,
   });
-  // APQ registrations and cached answers in the Redis every replica shares; without one, in this
-  // process (embedded).
-  const redis = config.REDIS_URL ? openRedis(config.REDIS_URL, logger) : null;
-  const graphql = graphqlStage(config, { callers, source, redis, metrics, usage, logger });
-  const rest = createRestStage({ routes: source.routes(), proxies, callers, logger });
+  // APQ registrations, cached answers and the rate-limit counters in the Redis every replica
+  // shares; without one, in this process (embedded).
+  const { redis, rateLimits } = sharedCounters(config, metrics, logger);
+  const graphql = graphqlStage(config, { callers, source, redis, rateLimits, metrics, usage, logger });
+  const rest = createRestStage({ routes: source.routes(), proxies, callers, rateLimits, logger });
   // GraphQL over WebSocket on /graphql (graphql-transport-ws), and over SSE at /graphql/stream.
   const subscriptions = subscriptionsStage(config, { callers, graphql, source, usage, logger });
   const server = createHttpServer(
@@ -160,6 +163,22 @@ function usageReporting(config: GatewayConfig, identity: ServiceIdentity, source
   });
 }
 
+/**
+ * The Redis every replica shares (null: embedded), and the rate limits counting requests and
+ * GraphQL cost per caller in it (failing open), else in this process.
+ */
+function sharedCounters(config: GatewayConfig, metrics: GatewayMetrics | null, logger: Logger) {
+  const redis = config.REDIS_URL ? openRedis(config.REDIS_URL, logger) : null;
+  const rateLimits = createRateLimits({
+    config: rateLimitConfig(config),
+    redis,
+    trustedProxies: config.GATEWAY_TRUSTED_PROXIES,
+    logger,
+    counters: metrics?.rateLimit,
+  });
+  return { redis, rateLimits };
+}
+
 /** What the metrics read at every scrape. */
 function watchedBy(
   subscriptions: { activeCount: () => number },
@@ -201,14 +220,16 @@ interface GraphQLParts {
   callers: CallerResolver;
   source: SupergraphSource;
   redis: Redis | null;
+  rateLimits: RateLimits | null;
   metrics: GatewayMetrics | null;
   usage: UsageReporting | null;
   logger: Logger;
 }
 
-function graphqlStage(config: GatewayConfig, { callers, source, redis, metrics, usage, logger }: GraphQLParts): GraphQLHandler {
+function graphqlStage(config: GatewayConfig, { callers, source, redis, rateLimits, metrics, usage, logger }: GraphQLParts): GraphQLHandler {
   return createGraphQL({
     callers,
+    rateLimits,
     supergraph: source.hook,
     subgraphUrl: source.subgraphUrl,
     bodyLimit: config.BODY_LIMIT,

@@ -21,6 +21,15 @@ export const DEFAULT_SUPERGRAPH_PATH = resolve(__dirname, '../supergraph.graphql
 /** The composed OpenAPI document committed beside the package (`npm run compose` writes it). */
 export const DEFAULT_OPENAPI_PATH = resolve(__dirname, '../openapi.json');
 
+/** A non-negative count whose default depends on HALO_ENV (filled in by loadGatewayConfig). */
+const optionalCount = () => z.coerce.number().int().min(0).optional();
+
+/** The rate limits' defaults: production's, and the embedded mode's (never reached by the demo, e2e or benchmarks). */
+export const RATE_LIMIT_DEFAULTS = {
+  production: { anonymous: 300, authenticated: 1_200, graphqlCost: 100_000 },
+  embedded: { anonymous: 10_000_000, authenticated: 10_000_000, graphqlCost: 1_000_000_000 },
+} as const;
+
 export const gatewayConfigShape = {
   HALO_ENV: env.haloEnv(),
   HTTP_HOST: env.str('0.0.0.0'),
@@ -108,13 +117,24 @@ export const gatewayConfigShape = {
   GRAPHQL_DEDUPE_INFLIGHT: env.bool(true),
   /** Memory for the edge response cache of anonymous public queries, in MiB; 0 turns it off. */
   GRAPHQL_RESPONSE_CACHE_MIB: env.int(32, 0),
-  /** The APQ store shared by every replica; unset (the embedded mode): each process keeps its own. */
+  /** The APQ store, response cache tier and rate-limit counters shared by every replica; unset (the embedded mode): each process keeps its own. */
   REDIS_URL: z
     .string()
     .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
     .optional(),
   /** Namespace of the gateway's keys in that Redis. */
   REDIS_KEY_PREFIX: env.str('halo:gateway:'),
+
+  // ── Rate limits per caller (src/ratelimit; README "Limits"). Unset: the production defaults, or
+  //    the embedded ones (HALO_ENV development/test) that no demo, test suite or benchmark reaches. 0: off. ──
+  /** The window every quota is counted over, in seconds. */
+  RATE_LIMIT_WINDOW_S: env.int(60, 1),
+  /** Requests per window per client address without credentials (production default 300). */
+  RATE_LIMIT_ANONYMOUS: optionalCount(),
+  /** Requests per window per user or API key (production default 1,200). */
+  RATE_LIMIT_AUTHENTICATED: optionalCount(),
+  /** Estimated GraphQL cost per window per caller (production default 100,000). */
+  RATE_LIMIT_GRAPHQL_COST: optionalCount(),
 
   // ── The schema registry (docs/registry.md "Gateway"; src/supergraph, src/usage) ──
   /** The registry's HTTP base: compositions come from it; unset, from the files only. */
@@ -158,8 +178,12 @@ export function loadGatewayConfig(source: Record<string, string | undefined> = p
   if (USAGE_REPORTING && !registryUrl) {
     throw new ConfigError('Invalid configuration: USAGE_REPORTING: needs REGISTRY_URL (usage is sent to the registry)');
   }
+  const limitDefaults = RATE_LIMIT_DEFAULTS[config.HALO_ENV === 'production' ? 'production' : 'embedded'];
   return {
     ...config,
+    RATE_LIMIT_ANONYMOUS: config.RATE_LIMIT_ANONYMOUS ?? limitDefaults.anonymous,
+    RATE_LIMIT_AUTHENTICATED: config.RATE_LIMIT_AUTHENTICATED ?? limitDefaults.authenticated,
+    RATE_LIMIT_GRAPHQL_COST: config.RATE_LIMIT_GRAPHQL_COST ?? limitDefaults.graphqlCost,
     GRAPHQL_INTROSPECTION: config.GRAPHQL_INTROSPECTION ?? config.HALO_ENV !== 'production',
     REGISTRY_URL: registryUrl,
     USAGE_REPORTING: USAGE_REPORTING ?? registryUrl !== undefined,
@@ -177,5 +201,16 @@ export function graphqlLimits(config: GatewayConfig) {
     maxAliases: config.GRAPHQL_MAX_ALIASES,
     maxTokens: config.GRAPHQL_MAX_TOKENS,
     maxBatch: config.GRAPHQL_MAX_BATCH,
+  };
+}
+
+/** The rate limits of the configuration, as src/ratelimit takes them; counters under REDIS_KEY_PREFIX. */
+export function rateLimitConfig(config: GatewayConfig) {
+  return {
+    windowSeconds: config.RATE_LIMIT_WINDOW_S,
+    anonymous: config.RATE_LIMIT_ANONYMOUS,
+    authenticated: config.RATE_LIMIT_AUTHENTICATED,
+    graphqlCost: config.RATE_LIMIT_GRAPHQL_COST,
+    keyPrefix: `${config.REDIS_KEY_PREFIX}ratelimit:`,
   };
 }

@@ -82,3 +82,38 @@ it('METRICS_PORT: 9464 by default (the topology table), 0 for any free port, off
     'Invalid configuration: METRICS_PORT: must be a port (0: any free one) or off (got "none")',
   );
 });
+
+describe('rate limits', () => {
+  const limits = (env: Record<string, string>) => {
+    const c = loadGatewayConfig(env);
+    return {
+      window: c.RATE_LIMIT_WINDOW_S,
+      anonymous: c.RATE_LIMIT_ANONYMOUS,
+      authenticated: c.RATE_LIMIT_AUTHENTICATED,
+      cost: c.RATE_LIMIT_GRAPHQL_COST,
+    };
+  };
+
+  it('production: 300 requests a minute per address, 1,200 per caller, 100,000 GraphQL cost units per caller', () => {
+    expect(limits({})).toEqual({ window: 60, anonymous: 300, authenticated: 1200, cost: 100_000 });
+  });
+
+  it('embedded (development, test): high enough that the demo, the e2e suite and the benchmarks never reach them', () => {
+    for (const HALO_ENV of ['development', 'test']) {
+      expect(limits({ HALO_ENV })).toEqual({ window: 60, anonymous: 10_000_000, authenticated: 10_000_000, cost: 1_000_000_000 });
+    }
+  });
+
+  it('each is configurable (0: off), and a bad value names its variable', () => {
+    expect(
+      limits({ RATE_LIMIT_ANONYMOUS: '0', RATE_LIMIT_AUTHENTICATED: '50', RATE_LIMIT_GRAPHQL_COST: '9', RATE_LIMIT_WINDOW_S: '1' }),
+    ).toEqual({
+      window: 1,
+      anonymous: 0,
+      authenticated: 50,
+      cost: 9,
+    });
+    expect(() => loadGatewayConfig({ RATE_LIMIT_ANONYMOUS: '-1' })).toThrow(/RATE_LIMIT_ANONYMOUS/);
+    expect(() => loadGatewayConfig({ RATE_LIMIT_WINDOW_S: '0' })).toThrow(/RATE_LIMIT_WINDOW_S/);
+  });
+});

@@ -91,6 +91,10 @@ export async function startGateway(env: Record<string, string>, logger?: Logger)
     HTTP_PORT: '0',
     METRICS_PORT: '0',
     LOG_LEVEL: 'silent',
+    // Test files send hundreds of requests from one address; the rate-limit tests set their own.
+    RATE_LIMIT_ANONYMOUS: '1000000',
+    RATE_LIMIT_AUTHENTICATED: '1000000',
+    RATE_LIMIT_GRAPHQL_COST: '1000000000',
     ...testIdentityEnv('gateway'),
     ...env,
   });

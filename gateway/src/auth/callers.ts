@@ -25,7 +25,8 @@ export interface CallerResolver {
    * The caller of a request: null when it carries no credentials, a Caller when they verify,
    * and a 401 HaloError (`Invalid token`, `Invalid API key`) when they do not. An API key is
    * replaced, on the request itself, by the token auth issued for it. The exchange carries the
-   * request id of the request context it runs in.
+   * request id of the request context it runs in. Asked again for the same request (the rate
+   * limits, then the stage), it answers the same promise: credentials are checked once per request.
    */
   resolve(req: IncomingMessage): Promise<Caller | null>;
   close(): void;
@@ -45,28 +46,34 @@ export function createCallerResolver(opts: {
   const policy = new CallPolicy('auth', DEFAULT_CALL_POLICY, undefined, opts.metrics);
   const apiKeys = () =>
     (client ??= new auth.ApiKeyServiceClient(opts.authGrpcAddr, grpc.credentials.createInsecure(), clientChannelOptions));
+  const resolved = new WeakMap<IncomingMessage, Promise<Caller | null>>();
+  const resolveOnce = async (req: IncomingMessage): Promise<Caller | null> => {
+    const apiKey = req.headers['x-api-key'];
+    if (typeof apiKey === 'string' && apiKey.trim() !== '') {
+      const c = apiKeys();
+      const { accessToken } = await callUnary(
+        c,
+        // eslint-disable-next-line @typescript-eslint/unbound-method -- callUnary calls it on `c` (method.call) and reads its gRPC path for metrics
+        c.exchangeApiKey,
+        { apiKey: apiKey.trim() },
+        {
+          defaultDeadlineMs: opts.deadlineMs,
+          auth: { identity: opts.identity, audience: 'auth' },
+          policy,
+          idempotent: true,
+          requestId: requestContextOf(req)?.requestId,
+        },
+      );
+      delete req.headers['x-api-key'];
+      req.headers.authorization = `Bearer ${accessToken}`;
+    }
+    return callerFromHeader(req.headers.authorization, opts.jwtSecret);
+  };
   return {
-    async resolve(req) {
-      const apiKey = req.headers['x-api-key'];
-      if (typeof apiKey === 'string' && apiKey.trim() !== '') {
-        const c = apiKeys();
-        const { accessToken } = await callUnary(
-          c,
-          // eslint-disable-next-line @typescript-eslint/unbound-method -- callUnary calls it on `c` (method.call) and reads its gRPC path for metrics
-          c.exchangeApiKey,
-          { apiKey: apiKey.trim() },
-          {
-            defaultDeadlineMs: opts.deadlineMs,
-            auth: { identity: opts.identity, audience: 'auth' },
-            policy,
-            idempotent: true,
-            requestId: requestContextOf(req)?.requestId,
-          },
-        );
-        delete req.headers['x-api-key'];
-        req.headers.authorization = `Bearer ${accessToken}`;
-      }
-      return callerFromHeader(req.headers.authorization, opts.jwtSecret);
+    resolve(req) {
+      let caller = resolved.get(req);
+      if (caller === undefined) resolved.set(req, (caller = resolveOnce(req)));
+      return caller;
     },
     close() {
       client?.close();

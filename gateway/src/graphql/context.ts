@@ -1,4 +1,5 @@
 import type { Caller } from '@halo/kit';
+import type { RateLimitTicket } from '../ratelimit';
 
 /**
  * What every resolver and subgraph request sees: who asked, and which request this is (the
@@ -9,6 +10,8 @@ export interface GraphQLContext {
   /** Forwarded to subgraphs as is (for an API key: the token auth exchanged it for). */
   authorization?: string | undefined;
   caller: Caller | null;
+  /** The rate limits' ticket of an HTTP request: its operations spend their cost from it. */
+  limit?: RateLimitTicket | undefined;
 }
 
 /** A query or mutation as text, with its variables and name. */

@@ -13,6 +13,7 @@ import type { GraphQLContext, OperationRequestText } from './context';
 import { dedupingFetcher, type DedupingFetcher } from './dedupe';
 import { handleGraphQLRequest, type HttpGraphQL } from './http';
 import { OperationPolicy } from './operation-policy';
+import type { RateLimits } from '../ratelimit';
 import { RedisResponseTier, responseCachePlugin, ResponseCacheStore } from './response-cache';
 import { trustedDocumentsCache, trustedDocumentsPlugin, type TrustedDocuments } from './persisted';
 import { operationChoicePlugin } from './request-checks';
@@ -60,6 +61,8 @@ export interface GraphQLOptions {
   responseCacheMiB?: number;
   /** The response cache's tier shared by every replica (Redis); default: this process only. */
   sharedResponseCache?: RedisResponseTier;
+  /** Requests and estimated cost per caller (src/ratelimit); null or unset: unlimited. */
+  rateLimits?: RateLimits | null;
   /** More Apollo Server plugins, first in line (the gateway's metrics: src/observability). */
   plugins?: ApolloServerPlugin<GraphQLContext>[];
 }
@@ -100,7 +103,14 @@ export function createGraphQL(opts: GraphQLOptions) {
   const validationRules = [aliasLimitRule(limits.maxAliases), ...(opts.introspection === false ? [noIntrospectionRule] : [])];
   const responseCache = opts.responseCacheMiB ? new ResponseCacheStore(opts.responseCacheMiB * 1024 * 1024) : null;
   const server = apolloServer(opts, gateway, validationRules, edgePlugins(opts, policy, responseCache));
-  const http: HttpGraphQL = { server, callers: opts.callers, bodyLimit: opts.bodyLimit, maxBatch: limits.maxBatch, logger };
+  const http: HttpGraphQL = {
+    server,
+    callers: opts.callers,
+    rateLimits: opts.rateLimits ?? null,
+    bodyLimit: opts.bodyLimit,
+    maxBatch: limits.maxBatch,
+    logger,
+  };
   const state = { started: false, startedOnce: false };
 
   return {
@@ -181,6 +191,14 @@ function apolloGateway(opts: GraphQLOptions, dedupe: DedupingFetcher | null): Ap
   });
 }
 
+/** An operation's estimated cost, spent from its caller's budget (HTTP requests carry a ticket; WebSockets none yet). */
+function spendCost(rateLimits: RateLimits | null) {
+  if (!rateLimits) return undefined;
+  return async (cost: number, context: GraphQLContext) => {
+    if (context.limit) await rateLimits.spend(context.limit, cost);
+  };
+}
+
 /** The edge's own plugins, in order, after the ones the options bring (metrics, usage). */
 function edgePlugins(
   opts: GraphQLOptions,
@@ -196,7 +214,7 @@ function edgePlugins(
     ApolloServerPluginLandingPageDisabled(),
     ...(trusted ? [trustedDocumentsPlugin<GraphQLContext>(trusted)] : []),
     operationChoicePlugin<GraphQLContext>(),
-    policy.plugin<GraphQLContext>(),
+    policy.plugin<GraphQLContext>(spendCost(opts.rateLimits ?? null)),
     privateForCallersPlugin,
     // After the edge's checks: a cached answer is only served to an operation they let through.
     ...(responseCache ? [responseCachePlugin<GraphQLContext>(responseCache, opts.sharedResponseCache)] : []),

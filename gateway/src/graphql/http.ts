@@ -4,6 +4,7 @@ import { HeaderMap, type ApolloServer } from '@apollo/server';
 import { badRequest, INTERNAL_MESSAGE, isHaloError, requestContextOf, sendJson, type Logger } from '@halo/kit';
 import { toTransportError, type CallerResolver } from '../auth';
 import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from '../http';
+import type { RateLimits, RateLimitTicket } from '../ratelimit';
 import type { GraphQLContext } from './context';
 import { getOperationRequest, operationRequestError, type OperationRequest } from './request-checks';
 
@@ -15,6 +16,7 @@ const APOLLO_PQ_ERROR_CACHE_CONTROL = 'private, no-cache, must-revalidate';
 export interface HttpGraphQL {
   server: ApolloServer<GraphQLContext>;
   callers: CallerResolver;
+  rateLimits: RateLimits | null;
   bodyLimit: number;
   maxBatch: number;
   logger: Logger;
@@ -34,6 +36,15 @@ export function handleGraphQLRequest(http: HttpGraphQL, req: IncomingMessage, re
 }
 
 async function execute(http: HttpGraphQL, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  // Counted first, so a refused flood costs no body parsing. Bad credentials count by address
+  // here; the context below answers them 401 (the same promise: verified once).
+  let limit: RateLimitTicket | undefined;
+  if (http.rateLimits) {
+    const caller = await http.callers.resolve(req).catch(() => null);
+    const ticket = await http.rateLimits.admit(req, res, caller, 'graphql');
+    if (ticket === null) return;
+    limit = ticket;
+  }
   let body: unknown;
   if (hasBody(req)) {
     try {
@@ -64,7 +75,7 @@ async function execute(http: HttpGraphQL, req: IncomingMessage, res: ServerRespo
       const caller = await callers.resolve(req).catch((err: unknown) => {
         throw isHaloError(err) ? toTransportError(err) : err;
       });
-      return { authorization: req.headers.authorization, caller, requestId: requestContextOf(req)?.requestId };
+      return { authorization: req.headers.authorization, caller, requestId: requestContextOf(req)?.requestId, limit };
     },
   });
   for (const [key, value] of response.headers) res.setHeader(key, value);

@@ -70,19 +70,20 @@ export class OperationPolicy {
     this.listeners.add(listener);
   }
 
-  /** Throws the GraphQLError that refuses the operation; returns when it may run. */
+  /** Throws the GraphQLError that refuses the operation; returns its estimated cost when it may run. */
   check(
     schema: GraphQLSchema,
     document: DocumentNode,
     operation: OperationDefinitionNode,
     variables: Record<string, unknown> | undefined,
     caller: Caller | null,
-  ): void {
+  ): number {
     const checked = this.analyse(schema, document, operation);
     if (checked.depth > this.limits.maxDepth) throw depthLimitError(checked.depth, this.limits.maxDepth);
     const cost = checked.cost(variables);
     if (cost > this.limits.maxCost) throw costLimitError(cost, this.limits.maxCost);
     if (checked.needsCaller && !caller) throw toTransportError(unauthenticated(TOKEN_REQUIRED));
+    return cost;
   }
 
   private analyse(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): Checked {
@@ -106,8 +107,11 @@ export class OperationPolicy {
     return checked;
   }
 
-  /** The policy as an Apollo Server plugin (the HTTP transports). */
-  plugin<C extends { caller: Caller | null }>(): ApolloServerPlugin<C> {
+  /**
+   * The policy as an Apollo Server plugin (the HTTP transports). `spend`, when given, is handed
+   * the cost of every operation that passed (the rate limits' cost budget): it throws to refuse.
+   */
+  plugin<C extends { caller: Caller | null }>(spend?: (cost: number, context: C) => Promise<void>): ApolloServerPlugin<C> {
     /* eslint-disable @typescript-eslint/require-await -- Apollo Server types every plugin hook as returning a
        promise; written async, a hook that throws rejects as Apollo expects. */
     return {
@@ -118,7 +122,9 @@ export class OperationPolicy {
       }),
       requestDidStart: async () => ({
         didResolveOperation: async ({ schema, document, operation, request, contextValue }) => {
-          if (operation) this.check(schema, document, operation, request.variables, contextValue.caller);
+          if (!operation) return;
+          const cost = this.check(schema, document, operation, request.variables, contextValue.caller);
+          if (spend) await spend(cost, contextValue);
         },
       }),
     };

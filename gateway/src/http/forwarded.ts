@@ -72,3 +72,13 @@ export function forwardedFor(header: string | string[] | undefined, peer: string
   }
   return hops.slice(0, client + 1).join(',');
 }
+
+/**
+ * The client address as the gateway judged it: the last entry of the chain `forwardedFor` sends
+ * on (the socket address unless a trusted proxy told otherwise). What per-address limits count.
+ */
+export function clientAddress(header: string | string[] | undefined, peer: string, trusted: TrustedProxies | null): string {
+  const chain = forwardedFor(header, peer, trusted);
+  const comma = chain.lastIndexOf(',');
+  return comma === -1 ? chain : chain.slice(comma + 1).trim();
+}

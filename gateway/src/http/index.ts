@@ -14,5 +14,5 @@ export {
   readBody,
   sendBodyError,
 } from './body';
-export { forwardedFor, parseTrustedProxies, type TrustedProxies } from './forwarded';
+export { clientAddress, forwardedFor, parseTrustedProxies, type TrustedProxies } from './forwarded';
 export { upstreamOrigin, type UpstreamOrigin } from './upstream-origin';

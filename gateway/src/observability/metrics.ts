@@ -31,6 +31,9 @@ export type { WatchedSources };
  *   `error` (the answer has errors) or `rejected` (refused before execution: parse, validation,
  *   limits, `@authenticated`, trusted documents); `halo_graphql_rejections_total{code}` by error
  *   code, requests refused before any operation (bad credentials: UNAUTHENTICATED) included.
+ * - `halo_gateway_rate_limit_store_errors_total` (rate-limit checks Redis failed; they fail open)
+ *   and `halo_gateway_rate_limited_total{policy}` (429s by policy: anonymous, authenticated,
+ *   graphql-cost).
  * - `halo_graphql_subscriptions` (open client subscriptions), the in-flight dedupe and the
  *   response cache (read at scrape time), gRPC calls to auth, and the Node runtime's.
  *
@@ -90,6 +93,8 @@ export interface GatewayMetrics {
   upstream(service: string, outcome: UpstreamOutcome, startedAt: bigint): void;
   /** The Apollo Server plugin that times every operation. */
   graphqlPlugin<C extends object>(): ApolloServerPlugin<C>;
+  /** The rate limits' counters (src/ratelimit): store failures (failed open) and refusals by policy. */
+  rateLimit: { storeError(): void; limited(policy: string): void };
   /** gRPC calls the gateway makes (auth's API-key exchange). */
   grpcClient: GrpcClientMetrics;
   /** Values read at every scrape: open subscriptions, dedupe and response-cache counters. */
@@ -126,6 +131,17 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
     labelNames: ['code'] as const,
     registers: [registry],
   });
+  const storeErrors = new Counter({
+    name: 'halo_gateway_rate_limit_store_errors_total',
+    help: 'Rate-limit checks the shared store (Redis) failed: the request went through uncounted (fail open)',
+    registers: [registry],
+  });
+  const limited = new Counter({
+    name: 'halo_gateway_rate_limited_total',
+    help: 'Requests and GraphQL operations refused with 429, by rate-limit policy',
+    labelNames: ['policy'] as const,
+    registers: [registry],
+  });
   const names = new BoundedLabel(MAX_OPERATION_NAMES, OPERATION_NAME);
   const codes = new BoundedLabel(50, ERROR_CODE);
   const grpcClient = grpcClientMetrics(registry);
@@ -143,6 +159,7 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
 
   return {
     grpcClient,
+    rateLimit: { storeError: () => storeErrors.inc(), limited: (policy) => limited.inc({ policy }) },
     track(res) {
       res.startedAt = process.hrtime.bigint();
       res.on('close', observeRequest);

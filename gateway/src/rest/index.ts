@@ -2,7 +2,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { requestContextOf, sendJson, TOKEN_REQUIRED, toRestError, type EdgeServiceName, type Logger } from '@halo/kit';
 import type { CallerResolver } from '../auth';
 import type { GatewayResponse } from '../observability';
+import type { RateLimits } from '../ratelimit';
 import type { ServiceProxies } from './proxy';
+import type { RouteDef } from './routes';
 import type { Versioning } from './versioning';
 
 export { connectionTokens, createServiceProxies, upstreamHeaders, type ProxyOptions, type ServiceProxies } from './proxy';
@@ -14,15 +16,17 @@ export interface RestStageOptions {
   routes: Versioning;
   proxies: ServiceProxies;
   callers: CallerResolver;
+  /** Requests per caller (src/ratelimit); null: unlimited. */
+  rateLimits?: RateLimits | null;
   logger: Logger;
 }
 
 /**
- * The REST stage: the composed route table, versioning, the caller check of protected routes and
- * the proxy. `serve` answers the request when the table knows its path and returns false when it
+ * The REST stage: the composed route table, versioning, the rate limits, the caller check of
+ * protected routes and the proxy. `serve` answers the request when the table knows its path and returns false when it
  * does not, so the documents and the 404 can have it.
  */
-export function createRestStage({ routes: initial, proxies, callers, logger }: RestStageOptions) {
+export function createRestStage({ routes: initial, proxies, callers, rateLimits = null, logger }: RestStageOptions) {
   // Read per request: swapped whole when a new composition arrives.
   let routes = initial;
   const forwardIfCaller = (service: EdgeServiceName, req: IncomingMessage, res: ServerResponse) =>
@@ -33,6 +37,18 @@ export function createRestStage({ routes: initial, proxies, callers, logger }: R
       },
       (err: unknown) => sendError(res, err, logger),
     );
+  const forward = (route: RouteDef, req: IncomingMessage, res: ServerResponse) => {
+    // The proxy reads and checks a JSON body (413, 400 Invalid JSON) and streams any other.
+    if (!route.auth) proxies.forward(route.service, req, res);
+    // Protected: no caller, no proxying (docs/api/auth.md: 401 Token required / Invalid token).
+    else void forwardIfCaller(route.service, req, res);
+  };
+  // Counted per caller before anything is proxied; bad credentials count by address (the caller
+  // check below answers them: the same promise, verified once).
+  const admitThenForward = async (limits: RateLimits, route: RouteDef, req: IncomingMessage, res: ServerResponse) => {
+    const caller = await callers.resolve(req).catch(() => null);
+    if ((await limits.admit(req, res, caller, 'rest')) !== null) forward(route, req, res);
+  };
   return {
     setRoutes(next: Versioning): void {
       routes = next;
@@ -44,10 +60,8 @@ export function createRestStage({ routes: initial, proxies, callers, logger }: R
         res.route = match.route.path;
         // A versioned request goes to the path that serves its version (e.g. /api/v2/products → /v2/products).
         if (match.url !== undefined) req.url = match.url;
-        // The proxy reads and checks a JSON body (413, 400 Invalid JSON) and streams any other.
-        if (!match.route.auth) proxies.forward(match.route.service, req, res);
-        // Protected: no caller, no proxying (docs/api/auth.md: 401 Token required / Invalid token).
-        else void forwardIfCaller(match.route.service, req, res);
+        if (rateLimits === null) forward(match.route, req, res);
+        else admitThenForward(rateLimits, match.route, req, res).catch((err: unknown) => sendError(res, err, logger));
         return true;
       }
       if (match.kind === 'method-not-allowed') {
