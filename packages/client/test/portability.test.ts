@@ -5,16 +5,21 @@ import { json, startServer } from './servers';
 
 /**
  * The SDK runs in browsers: its sources import only each other and graphql-ws's browser-safe
- * client (the build also compiles them without Node's types: tsconfig.json).
+ * client (the build also compiles them without Node's types: tsconfig.json). graphql-sse (whose
+ * entry point also holds its server, which needs `graphql`) is imported for its types only and
+ * loaded with `import()` when an SSE subscription starts.
  */
 it('src/ imports nothing but its own modules and graphql-ws/client', () => {
   const dir = join(__dirname, '../src');
   const imports = readdirSync(dir)
     .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
     .flatMap((f) =>
-      [...readFileSync(join(dir, f), 'utf8').matchAll(/^\s*(?:import|export)[^'"]*from\s+['"]([^'"]+)['"]/gm)].map((m) => m[1]!),
+      [
+        ...readFileSync(join(dir, f), 'utf8').matchAll(/^\s*(?:import(?!\s+type\b)|export(?!\s+type\b))[^'"]*from\s+['"]([^'"]+)['"]/gm),
+      ].map((m) => m[1]!),
     );
   expect(imports.filter((m) => !m.startsWith('./')).sort()).toEqual(['graphql-ws/client']);
+  expect(readFileSync(join(dir, 'sse-subscriptions.ts'), 'utf8')).toContain("import('graphql-sse')");
 });
 
 it('keeps the base URL path prefix and leaves empty query parameters out', async () => {
