@@ -13,6 +13,7 @@ import {
 import { createCallerResolver, type CallerResolver } from './auth';
 import { graphqlLimits, type GatewayConfig } from './config';
 import { createDocs, migrationGuides } from './docs';
+import { createCors } from './http';
 import { createGraphQL, loadTrustedDocuments, RedisQueryCache, RedisResponseTier, type GraphQLHandler } from './graphql';
 import { createGatewayMetrics, type GatewayMetrics, type WatchedSources } from './observability';
 import { createHttpServer } from './pipeline';
@@ -71,6 +72,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   const rest = createRestStage({ routes: source.routes(), proxies, callers, logger });
   const server = createHttpServer(
     {
+      cors: createCors(config.CORS_ORIGINS),
       graphql,
       rest,
       guides: migrationGuides(),
@@ -83,18 +85,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
   );
   // GraphQL over WebSocket on the same port and path (graphql-transport-ws).
-  const subscriptions = createSubscriptions({
-    server,
-    callers,
-    policy: graphql.policy,
-    subgraphUrls: source.subgraphUrls,
-    parseOptions: graphql.parseOptions,
-    validationRules: graphql.validationRules,
-    executeOperation: graphql.executeOperation,
-    maxPayload: config.BODY_LIMIT,
-    recordUsage: usage ? (schema, document, operation, client) => usage.record(schema, document, operation, client) : undefined,
-    logger,
-  });
+  const subscriptions = subscriptionsOn(server, config, { callers, graphql, source, usage, logger });
   metrics?.watch(watchedBy(subscriptions, graphql, source, usage));
   let metricsServer: Server | null = null;
   registerShutdown(lifecycle, config, {
@@ -253,4 +244,31 @@ function registerShutdown(lifecycle: Lifecycle, config: GatewayConfig, r: Releas
   lifecycle.register('http server', () => closeHttpServer(r.server, config.SHUTDOWN_TIMEOUT_MS));
   // Released first: sockets are told 1001 Going away before the HTTP server drains.
   lifecycle.register('subscriptions', () => r.subscriptions.close());
+}
+
+/** GraphQL over WebSocket on the HTTP server's upgrades, with the HTTP pipeline's policy and origins. */
+function subscriptionsOn(
+  server: Server,
+  config: GatewayConfig,
+  {
+    callers,
+    graphql,
+    source,
+    usage,
+    logger,
+  }: { callers: CallerResolver; graphql: GraphQLHandler; source: SupergraphSource; usage: UsageReporting | null; logger: Logger },
+) {
+  return createSubscriptions({
+    server,
+    callers,
+    policy: graphql.policy,
+    subgraphUrls: source.subgraphUrls,
+    parseOptions: graphql.parseOptions,
+    validationRules: graphql.validationRules,
+    executeOperation: graphql.executeOperation,
+    maxPayload: config.BODY_LIMIT,
+    origins: config.CORS_ORIGINS,
+    recordUsage: usage ? (schema, document, operation, client) => usage.record(schema, document, operation, client) : undefined,
+    logger,
+  });
 }

@@ -82,3 +82,17 @@ it('METRICS_PORT: 9464 by default (the topology table), 0 for any free port, off
     'Invalid configuration: METRICS_PORT: must be a port (0: any free one) or off (got "none")',
   );
 });
+
+describe('CORS_ORIGINS', () => {
+  it('defaults to none in production, loopback on any port in development; a given list wins', () => {
+    expect(loadGatewayConfig({}).CORS_ORIGINS.entries).toEqual([]);
+    expect(loadGatewayConfig({ HALO_ENV: 'development' }).CORS_ORIGINS.entries).toEqual(['http://localhost:*', 'http://127.0.0.1:*']);
+    expect(loadGatewayConfig({ HALO_ENV: 'development', CORS_ORIGINS: 'https://*.Example.com' }).CORS_ORIGINS.entries).toEqual([
+      'https://*.example.com',
+    ]);
+  });
+
+  it.each(['*', 'example.com', 'https://app.example.com/app'])('refuses %s, naming the variable', (value) => {
+    expect(() => loadGatewayConfig({ CORS_ORIGINS: value })).toThrow(/^Invalid configuration: CORS_ORIGINS: /);
+  });
+});

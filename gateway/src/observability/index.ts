@@ -6,8 +6,10 @@ export {
   MAX_OPERATION_NAMES,
   ROUTE_DOCUMENTS,
   ROUTE_GRAPHQL,
+  ROUTE_PREFLIGHT,
   ROUTE_UNMATCHED,
   type GatewayMetrics,
+  type HeadHook,
   type UpstreamOutcome,
   type WatchedSources,
 } from './metrics';

@@ -1,4 +1,11 @@
-import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
+import {
+  createServer,
+  ServerResponse,
+  type IncomingMessage,
+  type OutgoingHttpHeader,
+  type OutgoingHttpHeaders,
+  type Server,
+} from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { FormattedExecutionResult } from 'graphql';
 import { Counter, Histogram, type Registry } from 'prom-client';
@@ -44,6 +51,8 @@ export const ROUTE_UNMATCHED = 'unmatched';
 /** `route` of the API's documents (`/`, `/openapi.json`, `/docs…`) and the migration guides. */
 export const ROUTE_DOCUMENTS = 'documents';
 export const ROUTE_GRAPHQL = '/graphql';
+/** `route` of a CORS preflight (`OPTIONS` with `Access-Control-Request-Method`), answered or refused. */
+export const ROUTE_PREFLIGHT = 'preflight';
 
 /** The gateway's responses: where a request's metrics live until it is answered. */
 export class GatewayResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
@@ -51,7 +60,33 @@ export class GatewayResponse<Request extends IncomingMessage = IncomingMessage> 
   route = ROUTE_UNMATCHED;
   /** When the request started (process.hrtime.bigint), when it is timed. */
   startedAt = 0n;
+  /** The request's `Origin` when it is on the CORS list (null: not listed, or none). */
+  allowedOrigin: string | null = null;
+  /**
+   * Edge headers that must hold whatever stage answers (CORS, src/http/cors.ts): called as the
+   * head goes out, with the headers given to writeHead (if any) to return amended. One field
+   * check per response when unset.
+   */
+  beforeHead: HeadHook | null = null;
+
+  override writeHead(
+    statusCode: number,
+    reasonOrHeaders?: string | OutgoingHttpHeaders | OutgoingHttpHeader[],
+    headers?: OutgoingHttpHeaders | OutgoingHttpHeader[],
+  ): this {
+    if (this.beforeHead !== null) {
+      if (typeof reasonOrHeaders === 'string') headers = this.beforeHead(this, headers);
+      else reasonOrHeaders = this.beforeHead(this, reasonOrHeaders);
+    }
+    return super.writeHead(statusCode, reasonOrHeaders as string, headers);
+  }
 }
+
+/** See GatewayResponse.beforeHead. */
+export type HeadHook = (
+  res: GatewayResponse,
+  headers: OutgoingHttpHeaders | OutgoingHttpHeader[] | undefined,
+) => OutgoingHttpHeaders | OutgoingHttpHeader[] | undefined;
 
 /** Operation and error-code names a client chose: bounded (the first `max` valid ones, then `other`). */
 export class BoundedLabel {

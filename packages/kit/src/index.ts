@@ -34,3 +34,4 @@ export * from './service-identity';
 export * from './metrics';
 export * from './subscriptions';
 export * from './exit-codes';
+export * from './origins';
