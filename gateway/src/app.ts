@@ -13,6 +13,7 @@ import {
 import { createCallerResolver, type CallerResolver } from './auth';
 import { graphqlLimits, rateLimitConfig, type GatewayConfig } from './config';
 import { createDocs, migrationGuides } from './docs';
+import { createCors } from './http';
 import { createGraphQL, loadTrustedDocuments, RedisQueryCache, RedisResponseTier, type GraphQLHandler } from './graphql';
 import { createGatewayMetrics, type GatewayMetrics, type WatchedSources } from './observability';
 import { createHttpServer } from './pipeline';
@@ -76,6 +77,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   const subscriptions = subscriptionsStage(config, { callers, graphql, source, usage, logger });
   const server = createHttpServer(
     {
+      cors: createCors(config.CORS_ORIGINS),
       graphql,
       stream: subscriptions.serveStream,
       rest,
@@ -211,6 +213,7 @@ function subscriptionsStage(
     validationRules: graphql.validationRules,
     executeOperation: graphql.executeOperation,
     maxPayload: config.BODY_LIMIT,
+    origins: config.CORS_ORIGINS,
     recordUsage: usage ? (schema, document, operation, client) => usage.record(schema, document, operation, client) : undefined,
     logger,
   });

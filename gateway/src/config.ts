@@ -3,10 +3,12 @@ import {
   ConfigError,
   defaultGrpcAddr,
   defaultServiceUrl,
+  effectiveOrigins,
   env,
   GATEWAY_METRICS_PORT,
   GATEWAY_PORT,
   loadConfig,
+  originListField,
   refuseDevSecrets,
   EDGE_SERVICE_NAMES,
   serviceUrlVar,
@@ -34,6 +36,13 @@ export const gatewayConfigShape = {
   HALO_ENV: env.haloEnv(),
   HTTP_HOST: env.str('0.0.0.0'),
   HTTP_PORT: env.port(GATEWAY_PORT),
+  /**
+   * The web apps' origins that may call the gateway from a browser (CORS, WebSocket upgrades) and
+   * sign in through auth, which reads the same list: exact origins and patterns, comma-separated
+   * (`https://app.example.com,http://localhost:*,https://*.example.com`). Unset:
+   * `http://localhost:*,http://127.0.0.1:*` when HALO_ENV=development, else none (same-origin only).
+   */
+  CORS_ORIGINS: originListField(),
   /**
    * Prometheus' `GET /metrics`, on its own port (bound on HTTP_HOST) so the public one never
    * serves it: a port (0: any free one, as HTTP_PORT), or `off`.
@@ -185,6 +194,7 @@ export function loadGatewayConfig(source: Record<string, string | undefined> = p
     RATE_LIMIT_AUTHENTICATED: config.RATE_LIMIT_AUTHENTICATED ?? limitDefaults.authenticated,
     RATE_LIMIT_GRAPHQL_COST: config.RATE_LIMIT_GRAPHQL_COST ?? limitDefaults.graphqlCost,
     GRAPHQL_INTROSPECTION: config.GRAPHQL_INTROSPECTION ?? config.HALO_ENV !== 'production',
+    CORS_ORIGINS: effectiveOrigins(config.CORS_ORIGINS, config.HALO_ENV),
     REGISTRY_URL: registryUrl,
     USAGE_REPORTING: USAGE_REPORTING ?? registryUrl !== undefined,
     serviceUrls,

@@ -22,10 +22,12 @@ import {
 } from './observability';
 import type { RestStage } from './rest';
 import type { ServedComposition } from './supergraph';
-import { serveWithRequestId } from './http';
+import { serveWithRequestId, type CorsStage } from './http';
 
 /** The stages a request can reach, in the order the dispatcher asks them. */
 export interface EdgeStages {
+  /** CORS for every answer below, and the preflights (./http/cors.ts). */
+  cors: CorsStage;
   graphql: GraphQLHandler;
   /** `/graphql/stream`: GraphQL over Server-Sent Events (src/subscriptions/sse.ts). */
   stream: (req: IncomingMessage, res: ServerResponse) => void;
@@ -49,7 +51,7 @@ const notFound = (_req: IncomingMessage, res: ServerResponse) => sendJson(res, 4
 /**
  * The single ingress: one raw node:http server. Per request it settles the request id and runs
  * the rest inside the request context (./request-id.ts), then dispatches: health → (access log)
- * → GraphQL → GraphQL over SSE (`/graphql/stream`) → the REST route table → migration guides and the API's documents (`/`,
+ * → CORS (preflights answered there) → GraphQL → GraphQL over SSE (`/graphql/stream`) → the REST route table → migration guides and the API's documents (`/`,
  * `/openapi.json`, `/docs`) → 404. Nothing on the REST path parses more than the route table
  * needs, and bodiless requests stream through untouched.
  */
@@ -66,7 +68,7 @@ export function createHttpServer(stages: EdgeStages, opts: HttpServerOptions): S
 }
 
 /** One request, inside its context: made once per server, so a request costs no closure. */
-function dispatcher({ graphql, stream, rest, guides, docs, metrics, lifecycle, served, logger }: EdgeStages) {
+function dispatcher({ cors, graphql, stream, rest, guides, docs, metrics, lifecycle, served, logger }: EdgeStages) {
   const health = healthCheck(lifecycle, () => Promise.resolve());
   return (req: IncomingMessage, res: ServerResponse): void => {
     const response = res as GatewayResponse;
@@ -81,6 +83,8 @@ function dispatcher({ graphql, stream, rest, guides, docs, metrics, lifecycle, s
     if (path === '/healthz') return health(req, res, () => notFound(req, res));
     if (logger.isLevelEnabled('info')) logRequest(logger, req, res, 'path', path);
     metrics?.track(response);
+    // Browsers on another origin: their preflights end here, and every answer below gets the CORS fields.
+    if (cors.handle(req, response, path)) return;
     // Credentials and the payment key are single-valued: sent twice, nothing may guess which one counts.
     const repeated = repeatedHeader(req.rawHeaders);
     if (repeated !== null) {

@@ -117,3 +117,17 @@ describe('rate limits', () => {
     expect(() => loadGatewayConfig({ RATE_LIMIT_WINDOW_S: '0' })).toThrow(/RATE_LIMIT_WINDOW_S/);
   });
 });
+
+describe('CORS_ORIGINS', () => {
+  it('defaults to none in production, loopback on any port in development; a given list wins', () => {
+    expect(loadGatewayConfig({}).CORS_ORIGINS.entries).toEqual([]);
+    expect(loadGatewayConfig({ HALO_ENV: 'development' }).CORS_ORIGINS.entries).toEqual(['http://localhost:*', 'http://127.0.0.1:*']);
+    expect(loadGatewayConfig({ HALO_ENV: 'development', CORS_ORIGINS: 'https://*.Example.com' }).CORS_ORIGINS.entries).toEqual([
+      'https://*.example.com',
+    ]);
+  });
+
+  it.each(['*', 'example.com', 'https://app.example.com/app'])('refuses %s, naming the variable', (value) => {
+    expect(() => loadGatewayConfig({ CORS_ORIGINS: value })).toThrow(/^Invalid configuration: CORS_ORIGINS: /);
+  });
+});

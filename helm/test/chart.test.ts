@@ -546,8 +546,15 @@ describe('the full install (ci/full-values.yaml)', () => {
     expect(content.LOG_LEVEL).toBe('warn');
     expect(auth).not.toHaveProperty('SHUTDOWN_TIMEOUT_MS');
     expect(content.SHUTDOWN_TIMEOUT_MS).toBe('10000');
-    expect(auth).toMatchObject({ HALO_ENV: 'production', ACCESS_TOKEN_TTL: '15m', ALLOWED_ORIGINS: 'https://app.halo.example.com' });
+    expect(auth).toMatchObject({ HALO_ENV: 'production', ACCESS_TOKEN_TTL: '15m' });
     expect(auth.OAUTH_GOOGLE_CLIENT_SECRET).toEqual({ secretKeyRef: { name: 'halo-oauth', key: 'google-client-secret' } });
+  });
+
+  it('gives the gateway and auth the one browser-origin list (corsOrigins → CORS_ORIGINS), and no other component', () => {
+    const list = 'https://app.halo.example.com,https://*.preview.halo.example.com';
+    expect(env(container(one(r(), 'Deployment', 'halo-gateway'))).CORS_ORIGINS).toBe(list);
+    expect(env(container(one(r(), 'Deployment', 'halo-auth'))).CORS_ORIGINS).toBe(list);
+    expect(env(container(one(r(), 'Deployment', 'halo-content')))).not.toHaveProperty('CORS_ORIGINS');
   });
 
   it('has a ServiceMonitor per component on the port /metrics is on, with the interval, timeout and labels asked for', () => {

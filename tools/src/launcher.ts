@@ -6,6 +6,7 @@ import { get as httpGet } from 'node:http';
 import { createInterface } from 'node:readline';
 import {
   DEV_OIDC_PORT,
+  EMBEDDED_CORS_ORIGINS,
   EXIT_CANNOT_START,
   freePort,
   GATEWAY_METRICS_PORT,
@@ -198,6 +199,9 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
     MALLOC_MMAP_THRESHOLD_: process.env.MALLOC_MMAP_THRESHOLD_ ?? '1048576',
     // The dev secret only ever comes from here, and only in development.
     ...(dev && !opts.env?.JWT_SECRET && !process.env.JWT_SECRET ? { JWT_SECRET: DEV_JWT_SECRET } : {}),
+    // One browser-origin list for the gateway's CORS and auth's sign-in check: in development any
+    // port on loopback (a Vite or webpack dev server), unless one is given.
+    ...(dev && !opts.env?.CORS_ORIGINS && !process.env.CORS_ORIGINS ? { CORS_ORIGINS: EMBEDDED_CORS_ORIGINS } : {}),
   };
   const o = { ...opts, env: { ...common, ...opts.env }, envFor: { ...opts.envFor }, supervisor, remember };
   // Service identity: a fresh Ed25519 key per process at every start, and each server gets the

@@ -1,5 +1,5 @@
 /**
- * HTTP at the edge, for every stage: the request id and its context, request bodies, the
+ * HTTP at the edge, for every stage: the request id and its context, CORS, request bodies, the
  * forwarded headers, the keep-alive pools to upstreams.
  */
 export { serveWithRequestId } from './request-id';
@@ -16,3 +16,4 @@ export {
 } from './body';
 export { clientAddress, forwardedFor, parseTrustedProxies, type TrustedProxies } from './forwarded';
 export { upstreamOrigin, type UpstreamOrigin } from './upstream-origin';
+export { createCors, CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_S, ORIGIN_NOT_ALLOWED, type CorsStage } from './cors';

@@ -7,8 +7,10 @@ export {
   ROUTE_DOCUMENTS,
   ROUTE_GRAPHQL,
   ROUTE_GRAPHQL_STREAM,
+  ROUTE_PREFLIGHT,
   ROUTE_UNMATCHED,
   type GatewayMetrics,
+  type HeadHook,
   type UpstreamOutcome,
   type WatchedSources,
 } from './metrics';

@@ -1,4 +1,11 @@
-import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
+import {
+  createServer,
+  ServerResponse,
+  type IncomingMessage,
+  type OutgoingHttpHeader,
+  type OutgoingHttpHeaders,
+  type Server,
+} from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { FormattedExecutionResult } from 'graphql';
 import { Counter, Histogram, type Registry } from 'prom-client';
@@ -50,13 +57,42 @@ export const ROUTE_GRAPHQL = '/graphql';
 /** `route` of GraphQL over Server-Sent Events: a stream is timed until it ends. */
 export const ROUTE_GRAPHQL_STREAM = '/graphql/stream';
 
+/** `route` of a CORS preflight (`OPTIONS` with `Access-Control-Request-Method`), answered or refused. */
+export const ROUTE_PREFLIGHT = 'preflight';
+
 /** The gateway's responses: where a request's metrics live until it is answered. */
 export class GatewayResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
   /** The `route` label: set by the dispatcher once it knows (a template, never the raw path). */
   route = ROUTE_UNMATCHED;
   /** When the request started (process.hrtime.bigint), when it is timed. */
   startedAt = 0n;
+  /** The request's `Origin` when it is on the CORS list (null: not listed, or none). */
+  allowedOrigin: string | null = null;
+  /**
+   * Edge headers that must hold whatever stage answers (CORS, src/http/cors.ts): called as the
+   * head goes out, with the headers given to writeHead (if any) to return amended. One field
+   * check per response when unset.
+   */
+  beforeHead: HeadHook | null = null;
+
+  override writeHead(
+    statusCode: number,
+    reasonOrHeaders?: string | OutgoingHttpHeaders | OutgoingHttpHeader[],
+    headers?: OutgoingHttpHeaders | OutgoingHttpHeader[],
+  ): this {
+    if (this.beforeHead !== null) {
+      if (typeof reasonOrHeaders === 'string') headers = this.beforeHead(this, headers);
+      else reasonOrHeaders = this.beforeHead(this, reasonOrHeaders);
+    }
+    return super.writeHead(statusCode, reasonOrHeaders as string, headers);
+  }
 }
+
+/** See GatewayResponse.beforeHead. */
+export type HeadHook = (
+  res: GatewayResponse,
+  headers: OutgoingHttpHeaders | OutgoingHttpHeader[] | undefined,
+) => OutgoingHttpHeaders | OutgoingHttpHeader[] | undefined;
 
 /** Operation and error-code names a client chose: bounded (the first `max` valid ones, then `other`). */
 export class BoundedLabel {

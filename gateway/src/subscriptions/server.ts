@@ -10,7 +10,7 @@ import type {
   ValidationRule,
 } from 'graphql';
 import { WebSocketServer } from 'ws';
-import type { Logger } from '@halo/kit';
+import type { Logger, OriginList } from '@halo/kit';
 import type { CallerResolver } from '../auth';
 import type { GraphQLContext, OperationPolicy, OperationRequestText } from '../graphql';
 import { admitOperation, type Admitted, type SubscribePayload } from './admission';
@@ -46,7 +46,11 @@ import { UpstreamSubscriptions } from './upstream';
  * (./sse.ts).
  *
  * No cookie ever authenticates a socket, so a page on another origin gains nothing by opening one
- * (cross-site WebSocket hijacking needs ambient credentials).
+ * (cross-site WebSocket hijacking needs ambient credentials). Still, browsers send `Origin` on an
+ * upgrade and CORS does not apply to it, so the gateway checks it against the same list as CORS
+ * (`CORS_ORIGINS`): an Origin neither listed nor the gateway's own (its host as the client
+ * addressed it, `Host`) is refused with 403 before the upgrade. No `Origin` at all (a server, k6,
+ * a native app) is allowed: only browsers send it, and they cannot leave it out.
  */
 
 export interface SubscriptionOptions {
@@ -60,6 +64,8 @@ export interface SubscriptionOptions {
   executeOperation: (request: OperationRequestText, context: GraphQLContext) => Promise<FormattedExecutionResult>;
   /** Largest message accepted from a client (bytes). */
   maxPayload: number;
+  /** The browser origins allowed to open a socket besides the gateway's own (CORS_ORIGINS). */
+  origins: OriginList;
   /** Field usage (src/usage): told of every subscription started, with the client's name. */
   recordUsage?:
     ((schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, headers: ClientHeaders) => void) | undefined;
@@ -133,6 +139,10 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
+    if (!originAllowed(req, opts.origins)) {
+      socket.end(ORIGIN_REFUSED);
+      return;
+    }
     wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
   };
   let server: Server | null = null;
@@ -154,4 +164,22 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       await disposable.dispose();
     },
   };
+}
+
+const ORIGIN_REFUSED_BODY = JSON.stringify({ error: 'Origin not allowed' });
+const ORIGIN_REFUSED =
+  'HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nCache-Control: no-store\r\n' +
+  `Content-Length: ${Buffer.byteLength(ORIGIN_REFUSED_BODY)}\r\n\r\n${ORIGIN_REFUSED_BODY}`;
+
+/** No Origin (not a browser), a listed one, or the gateway's own host as the client addressed it. */
+function originAllowed(req: IncomingMessage, origins: OriginList): boolean {
+  const origin = req.headers.origin;
+  if (origin === undefined || origins.allows(origin)) return true;
+  const host = req.headers.host;
+  if (host === undefined) return false;
+  try {
+    return new URL(origin).host === new URL(`http://${host}`).host;
+  } catch {
+    return false;
+  }
 }

@@ -212,7 +212,7 @@ or "" when nobody calls it.
 
 {{/*
 The variables the platform derives for a component it runs (halo-lib's halo.env adds the `env`
-map): ports, peers by Service name, secrets, trusted keys; the gateway: each service's URL
+map): ports, peers by Service name, secrets, trusted keys, the browser origins (gateway, auth); the gateway: each service's URL
 (REGISTRY_URL among them) and the composed files. (dict "root" $ "c" $c "secret" <name>) → JSON
 */}}
 {{- define "halo.derivedEnv" -}}
@@ -251,6 +251,10 @@ map): ports, peers by Service name, secrets, trusted keys; the gateway: each ser
 {{- if $c.redis }}
 {{- /* Optional for a component that falls back to per-replica state; `required`: the pod must not start without it. */}}
 {{- $_ := set $env "REDIS_URL" (fromYaml (include "halo.secretKeyRef" (dict "secret" .secret "key" "redis-url" "optional" (ne (toString $c.redis) "required")))) }}
+{{- end }}
+{{- if and $root.Values.corsOrigins (has $c.name (list "gateway" "auth")) }}
+{{- /* One list for the gateway's CORS and auth's sign-in origin check. */}}
+{{- $_ := set $env "CORS_ORIGINS" (dict "value" (join "," $root.Values.corsOrigins)) }}
 {{- end }}
 {{- if eq $c.name "gateway" }}
 {{- range $name := (fromJson (include "halo.enabledComponents" $root)).names }}

@@ -35,3 +35,4 @@ export * from './metrics';
 export * from './subscriptions';
 export * from './exit-codes';
 export * from './address-key';
+export * from './origins';

@@ -8,3 +8,4 @@ export { generateServiceKey, type ServiceKeyPair } from './service-keys';
 export { freePort, portIsFree } from './ports';
 export { EXIT_CANNOT_START } from './exit-codes';
 export { LATE_ENV_VAR, type LateEnvMessage } from './late-env';
+export { EMBEDDED_CORS_ORIGINS } from './embedded-origins';

@@ -1,6 +1,15 @@
 import express from 'express';
-import { assertSigningSecret, ConfigError, defaultGrpcAddr, env, z, type ServiceConfig } from '@halo/kit';
-import { canonicalOrigin } from './domain/tokens';
+import {
+  assertSigningSecret,
+  ConfigError,
+  defaultGrpcAddr,
+  effectiveOrigins,
+  env,
+  originListField,
+  OriginList,
+  z,
+  type ServiceConfig,
+} from '@halo/kit';
 import { parseDuration } from './domain/ttl';
 import { parseOAuthProviders } from './adapters/oidc/providers';
 
@@ -15,26 +24,6 @@ const duration = (fallback: string) =>
         return z.NEVER;
       }
       return seconds;
-    });
-
-const originList = () =>
-  z
-    .string()
-    .default('')
-    .transform((v, ctx) => {
-      const out: string[] = [];
-      for (const entry of v
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean)) {
-        const origin = canonicalOrigin(entry);
-        if (!origin) {
-          ctx.addIssue({ code: 'custom', message: `${JSON.stringify(entry)} is not an origin like https://app.example.com` });
-          return z.NEVER;
-        }
-        out.push(origin);
-      }
-      return out;
     });
 
 /** Express's `trust proxy`: true/false, a hop count, or addresses/subnets/presets (comma list). */
@@ -63,8 +52,14 @@ export const authConfigShape = {
   API_KEY_TOKEN_TTL: duration('5m'),
   /** The refresh cookie's Secure flag; defaults to on except when HALO_ENV=development (plain http). */
   COOKIE_SECURE: env.flag(),
-  /** Origins (besides this service's own) allowed to call refresh/logout, comma-separated. */
-  ALLOWED_ORIGINS: originList(),
+  /**
+   * The web apps' origins (besides this service's own) allowed to call login, refresh and logout:
+   * the same list the gateway's CORS reads (exact origins and patterns, @halo/kit's OriginList).
+   * Unset: `http://localhost:*,http://127.0.0.1:*` when HALO_ENV=development, else none.
+   */
+  CORS_ORIGINS: originListField(),
+  /** The former name of CORS_ORIGINS, still read: both set, both lists count. */
+  ALLOWED_ORIGINS: originListField(),
   LOGIN_MAX_FAILS_PER_EMAIL: env.int(5, 1),
   LOGIN_MAX_FAILS_PER_IP: env.int(20, 1),
   LOGIN_WINDOW_S: env.int(900, 1),
@@ -100,5 +95,11 @@ export function refineAuthConfig(config: ServiceConfig<typeof authConfigShape>, 
     /** OAuth/OIDC providers from OAUTH_PROVIDERS + OAUTH_<NAME>_*; a bad one stops start-up here. */
     OAUTH_PROVIDERS: parseOAuthProviders(source),
     COOKIE_SECURE: config.COOKIE_SECURE ?? config.HALO_ENV !== 'development',
+    CORS_ORIGINS: corsOrigins(config.CORS_ORIGINS, config.ALLOWED_ORIGINS, config.HALO_ENV),
   };
+}
+
+function corsOrigins(cors: OriginList | undefined, alias: OriginList | undefined, haloEnv: string): OriginList {
+  if (cors && alias) return OriginList.parse([...cors.entries, ...alias.entries].join(','));
+  return effectiveOrigins(cors ?? alias, haloEnv);
 }

@@ -109,7 +109,7 @@ export const authService = defineService({
   graphql: { schema: (typeDefs, { accounts }) => authSchema(typeDefs, accounts) },
   restManifest,
   rest: ({ accounts, apiKeys, sessions, oauth }, config) => {
-    const web = new HttpSessions(sessions, { cookieSecure: config.COOKIE_SECURE, allowedOrigins: config.ALLOWED_ORIGINS });
+    const web = new HttpSessions(sessions, { cookieSecure: config.COOKIE_SECURE, allowedOrigins: config.CORS_ORIGINS });
     // The linked (or verified-email) user, then exactly the answer of /auth/login.
     const onLogin = async (identity: OAuthIdentity, _req: unknown, res: Response) =>
       web.issueLogin(res, await accounts.signInWith(identity));

@@ -83,16 +83,23 @@ describe('COOKIE_SECURE', () => {
   });
 });
 
-describe('ALLOWED_ORIGINS', () => {
-  it('defaults to none and normalises a comma list', () => {
-    expect(load().ALLOWED_ORIGINS).toEqual([]);
-    expect(load({ ALLOWED_ORIGINS: ' https://App.Example.com , http://localhost:5173/' }).ALLOWED_ORIGINS).toEqual([
-      'https://app.example.com',
-      'http://localhost:5173',
-    ]);
+describe('CORS_ORIGINS (and its former name ALLOWED_ORIGINS)', () => {
+  it('defaults to none, and to loopback on any port in development', () => {
+    expect(load().CORS_ORIGINS.entries).toEqual([]);
+    expect(load({ HALO_ENV: 'development' }).CORS_ORIGINS.entries).toEqual(['http://localhost:*', 'http://127.0.0.1:*']);
   });
 
-  it.each(['app.example.com', 'https://app.example.com/path', 'ftp://x.example', '*'])('refuses %s', (value) => {
+  it('normalises a comma list of origins and patterns; the former name counts too', () => {
+    expect(
+      load({ CORS_ORIGINS: ' https://App.Example.com , http://localhost:5173/, https://*.halo.example' }).CORS_ORIGINS.entries,
+    ).toEqual(['https://app.example.com', 'http://localhost:5173', 'https://*.halo.example']);
+    expect(load({ ALLOWED_ORIGINS: 'https://app.example.com' }).CORS_ORIGINS.entries).toEqual(['https://app.example.com']);
+    const both = load({ CORS_ORIGINS: 'https://a.example', ALLOWED_ORIGINS: 'https://b.example' }).CORS_ORIGINS;
+    expect(both.entries).toEqual(['https://a.example', 'https://b.example']);
+  });
+
+  it.each(['app.example.com', 'https://app.example.com/path', 'ftp://x.example', '*', 'https://*.com'])('refuses %s', (value) => {
+    fails({ CORS_ORIGINS: value }, 'CORS_ORIGINS');
     fails({ ALLOWED_ORIGINS: value }, 'ALLOWED_ORIGINS');
   });
 });

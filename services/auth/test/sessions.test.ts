@@ -117,13 +117,49 @@ describe('POST /auth/refresh', () => {
     expect((await refresh(me.refreshToken, headers())).status).toBe(200);
   });
 
-  it('an Origin listed in ALLOWED_ORIGINS is fine', async () => {
+  it('an Origin listed in ALLOWED_ORIGINS (the former name of CORS_ORIGINS) is fine', async () => {
     const other = await sys.startAuth({ ALLOWED_ORIGINS: 'https://app.example.com, http://localhost:5173' });
     const me = await signUp(other.base);
     const ok = await post(other.base, '/auth/refresh', undefined, { ...cookie(me.refreshToken), origin: 'https://app.example.com' });
     expect(ok.status).toBe(200);
     const no = await post(other.base, '/auth/refresh', undefined, { ...cookie(refreshCookieOf(ok)!), origin: 'https://evil.example' });
     expect(no.status).toBe(403);
+  });
+
+  it('CORS_ORIGINS patterns: a listed pattern origin refreshes, an unlisted one is refused on refresh, login and logout', async () => {
+    const other = await sys.startAuth({ CORS_ORIGINS: 'http://localhost:*, https://*.halo.example' });
+    const me = await signUp(other.base);
+    const viaPort = await post(other.base, '/auth/refresh', undefined, { ...cookie(me.refreshToken), origin: 'http://localhost:5173' });
+    expect(viaPort.status).toBe(200);
+    const token = refreshCookieOf(viaPort)!;
+    for (const origin of ['https://halo.example.evil.net', 'http://127.0.0.1:5173', 'https://halo.example']) {
+      const refused = await post(other.base, '/auth/refresh', undefined, { ...cookie(token), origin });
+      expect([origin, refused.status, refused.body]).toEqual([origin, 403, { error: 'Forbidden' }]);
+      const login = await post(other.base, '/auth/login', { email: me.email, password: me.password }, { origin });
+      expect([origin, login.status]).toEqual([origin, 403]);
+      expect((await post(other.base, '/auth/logout', undefined, { ...cookie(token), origin })).status).toBe(403);
+    }
+    // Refused requests left the token alone.
+    expect((await post(other.base, '/auth/refresh', undefined, cookie(token))).status).toBe(200);
+  });
+
+  it('the same-site deployment: app.halo.example (listed) refreshes through api.halo.example with the cookie', async () => {
+    const other = await sys.startAuth({ CORS_ORIGINS: 'https://app.halo.example' });
+    const me = await signUp(other.base);
+    // What a browser sends from https://app.halo.example to https://api.halo.example (through the
+    // gateway): SameSite=Strict still attaches the cookie, as the two are one site.
+    const sameSite = {
+      origin: 'https://app.halo.example',
+      'sec-fetch-site': 'same-site',
+      'x-forwarded-host': 'api.halo.example',
+      'x-forwarded-proto': 'https',
+    };
+    const res = await post(other.base, '/auth/refresh', undefined, { ...cookie(me.refreshToken), ...sameSite });
+    expect(res.status).toBe(200);
+    expect(refreshCookieOf(res)).toBeTruthy();
+    // The same request from another site is refused, whatever its Origin claims.
+    const crossSite = { ...sameSite, 'sec-fetch-site': 'cross-site' };
+    expect((await post(other.base, '/auth/refresh', undefined, { ...cookie(refreshCookieOf(res)!), ...crossSite })).status).toBe(403);
   });
 });
 

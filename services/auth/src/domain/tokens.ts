@@ -45,26 +45,12 @@ export function isCrossSite(req: {
   secFetchSite: string | undefined;
   origin: string | undefined;
   ownOrigin: string;
-  allowedOrigins: readonly string[];
+  allowedOrigins: { allows(origin: string): boolean };
 }): boolean {
   if (req.secFetchSite?.toLowerCase() === 'cross-site') return true;
   if (req.origin === undefined) return false;
   const origin = req.origin.trim().toLowerCase();
-  return origin !== req.ownOrigin.toLowerCase() && !req.allowedOrigins.includes(origin);
-}
-
-/** `https://a.example:8443/x` → `https://a.example:8443`; null unless an http(s) origin with nothing else. */
-export function canonicalOrigin(text: string): string | null {
-  let url: URL;
-  try {
-    url = new URL(text.trim());
-  } catch {
-    return null;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
-  if (url.pathname !== '/' || url.search || url.hash || url.username || url.password) return null;
-  if (!/^https?:\/\/[^/]+\/?$/i.test(text.trim())) return null;
-  return url.origin;
+  return origin !== req.ownOrigin.toLowerCase() && !req.allowedOrigins.allows(origin);
 }
 
 /** Seconds for `Retry-After`: at least 1, rounded up. */

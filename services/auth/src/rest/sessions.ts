@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { forbidden, type User } from '@halo/kit';
+import { forbidden, type OriginList, type User } from '@halo/kit';
 import type { IssuedTokens, Sessions } from '../domain/sessions';
 import { isCrossSite } from '../domain/tokens';
 import { clearedRefreshCookie, refreshCookie, refreshTokenFrom } from './cookies';
@@ -11,7 +11,7 @@ import { clearedRefreshCookie, refreshCookie, refreshTokenFrom } from './cookies
 export class HttpSessions {
   constructor(
     private readonly sessions: Sessions,
-    private readonly settings: { cookieSecure: boolean; allowedOrigins: readonly string[] },
+    private readonly settings: { cookieSecure: boolean; allowedOrigins: OriginList },
   ) {}
 
   /**
