@@ -57,7 +57,32 @@ const LOGS = join(RESULTS, 'logs/ab');
 const JWT_SECRET = randomBytes(32).toString('base64url');
 /** The goal of a refactor: after ÷ before (req/s), and before ÷ after (CPU per request), at least this. */
 const GOAL = 0.95;
-const KNOBS = ['BENCH_BASELINE', 'BENCH_ROUNDS', 'BENCH_DURATION', 'BENCH_WARMUP', 'BENCH_CONNECTIONS', 'BENCH_PORT_OFFSET'];
+const KNOBS = [
+  'BENCH_BASELINE',
+  'BENCH_ROUNDS',
+  'BENCH_DURATION',
+  'BENCH_WARMUP',
+  'BENCH_CONNECTIONS',
+  'BENCH_PORT_OFFSET',
+  'BENCH_GATEWAY_ENV',
+  'BENCH_B_ENV',
+];
+/**
+ * `NAME=value` pairs separated by spaces: BENCH_GATEWAY_ENV for the system's gateway (A; B starts
+ * from A's environment, so both get it), BENCH_B_ENV for B alone. With BENCH_BASELINE set to this
+ * checkout they pair one gateway against itself with one setting changed, e.g. the rate limits:
+ * `BENCH_B_ENV="RATE_LIMIT_ANONYMOUS=0 RATE_LIMIT_AUTHENTICATED=0 RATE_LIMIT_GRAPHQL_COST=0"`.
+ */
+function envList(name: string): Record<string, string> {
+  const pairs = (process.env[name] ?? '').split(/\s+/).filter(Boolean);
+  return Object.fromEntries(
+    pairs.map((pair) => {
+      const eq = pair.indexOf('=');
+      if (eq < 1) throw new Error(`${name}: ${JSON.stringify(pair)} is not NAME=value`);
+      return [pair.slice(0, eq), pair.slice(eq + 1)];
+    }),
+  );
+}
 const COMMAND = [...KNOBS.filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]}`), 'npm run bench:ab'].join(' ');
 
 type Side = 'after' | 'before';
@@ -250,7 +275,7 @@ async function main(): Promise<void> {
       postgresDataDir: join(dataDir, 'postgres'),
       envFor: {
         // The request path itself: no edge response cache (an anonymous row would be served from it).
-        gateway: { GRAPHQL_RESPONSE_CACHE_MIB: '0' },
+        gateway: { GRAPHQL_RESPONSE_CACHE_MIB: '0', ...envList('BENCH_GATEWAY_ENV') },
         // BENCH_CONNECTIONS distinct callers registered from one address, whose tokens outlive a long run.
         auth: { REGISTER_MAX_PER_IP: String(CONNECTIONS + 10), ACCESS_TOKEN_TTL: '24h' },
       },
@@ -267,7 +292,7 @@ async function main(): Promise<void> {
       child: spawnLogged(
         'gateway-before',
         [...nodeFlagsOf(gwA.child.pid!), join(baseline, 'gateway/dist/main.js')],
-        { ...environOf(gwA.child.pid!), HTTP_PORT: String(portB), METRICS_PORT: '0' },
+        { ...environOf(gwA.child.pid!), HTTP_PORT: String(portB), METRICS_PORT: '0', ...envList('BENCH_B_ENV') },
         LOGS,
         baseline,
       ),
