@@ -32,6 +32,7 @@ import {
   type ExtraProcess,
   type LoadTarget,
 } from './gateways-bench';
+import { envList } from './env-list';
 import { pin, pinServers, planPinning } from './pin';
 import { pairedRatios, perRound, runRounds, spread, type Group, type RoundSamples, type Sample, type Spread } from './rounds';
 
@@ -67,22 +68,6 @@ const KNOBS = [
   'BENCH_GATEWAY_ENV',
   'BENCH_B_ENV',
 ];
-/**
- * `NAME=value` pairs separated by spaces: BENCH_GATEWAY_ENV for the system's gateway (A; B starts
- * from A's environment, so both get it), BENCH_B_ENV for B alone. With BENCH_BASELINE set to this
- * checkout they pair one gateway against itself with one setting changed, e.g. the rate limits:
- * `BENCH_B_ENV="RATE_LIMIT_ANONYMOUS=0 RATE_LIMIT_AUTHENTICATED=0 RATE_LIMIT_GRAPHQL_COST=0"`.
- */
-function envList(name: string): Record<string, string> {
-  const pairs = (process.env[name] ?? '').split(/\s+/).filter(Boolean);
-  return Object.fromEntries(
-    pairs.map((pair) => {
-      const eq = pair.indexOf('=');
-      if (eq < 1) throw new Error(`${name}: ${JSON.stringify(pair)} is not NAME=value`);
-      return [pair.slice(0, eq), pair.slice(eq + 1)];
-    }),
-  );
-}
 const COMMAND = [...KNOBS.filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]}`), 'npm run bench:ab'].join(' ');
 
 type Side = 'after' | 'before';
