@@ -58,17 +58,9 @@ const LOGS = join(RESULTS, 'logs/ab');
 const JWT_SECRET = randomBytes(32).toString('base64url');
 /** The goal of a refactor: after ÷ before (req/s), and before ÷ after (CPU per request), at least this. */
 const GOAL = 0.95;
-const KNOBS = [
-  'BENCH_BASELINE',
-  'BENCH_ROUNDS',
-  'BENCH_DURATION',
-  'BENCH_WARMUP',
-  'BENCH_CONNECTIONS',
-  'BENCH_PORT_OFFSET',
-  'BENCH_GATEWAY_ENV',
-  'BENCH_B_ENV',
-];
-const COMMAND = [...KNOBS.filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]}`), 'npm run bench:ab'].join(' ');
+const KNOBS =
+  'BENCH_BASELINE BENCH_ROUNDS BENCH_DURATION BENCH_WARMUP BENCH_CONNECTIONS BENCH_PORT_OFFSET BENCH_GATEWAY_ENV BENCH_B_ENV'.split(' ');
+const COMMAND = [...KNOBS.filter((k) => process.env[k]).map((k) => `${k}=${JSON.stringify(process.env[k])}`), 'npm run bench:ab'].join(' ');
 
 type Side = 'after' | 'before';
 interface AbTarget extends LoadTarget {
