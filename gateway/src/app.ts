@@ -84,18 +84,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
   );
   // GraphQL over WebSocket on the same port and path (graphql-transport-ws).
-  const subscriptions = createSubscriptions({
-    server,
-    callers,
-    policy: graphql.policy,
-    subgraphUrls: source.subgraphUrls,
-    parseOptions: graphql.parseOptions,
-    validationRules: graphql.validationRules,
-    executeOperation: graphql.executeOperation,
-    maxPayload: config.BODY_LIMIT,
-    recordUsage: usage ? (schema, document, operation, client) => usage.record(schema, document, operation, client) : undefined,
-    logger,
-  });
+  const subscriptions = subscriptionsStage(config, { server, callers, graphql, source, rateLimits, usage, logger });
   metrics?.watch(watchedBy(subscriptions, graphql, source, usage));
   let metricsServer: Server | null = null;
   registerShutdown(lifecycle, config, {
@@ -184,6 +173,35 @@ function sharedCounters(config: GatewayConfig, metrics: GatewayMetrics | null, l
     counters: metrics?.rateLimit,
   });
   return { redis, rateLimits };
+}
+
+/** GraphQL over WebSocket on the gateway's port and path (graphql-transport-ws), judged and counted as HTTP is. */
+function subscriptionsStage(
+  config: GatewayConfig,
+  parts: {
+    server: Server;
+    callers: CallerResolver;
+    graphql: GraphQLHandler;
+    source: SupergraphSource;
+    rateLimits: RateLimits | null;
+    usage: UsageReporting | null;
+    logger: Logger;
+  },
+) {
+  const { server, callers, graphql, source, rateLimits, usage, logger } = parts;
+  return createSubscriptions({
+    server,
+    callers,
+    policy: graphql.policy,
+    subgraphUrls: source.subgraphUrls,
+    parseOptions: graphql.parseOptions,
+    validationRules: graphql.validationRules,
+    executeOperation: graphql.executeOperation,
+    maxPayload: config.BODY_LIMIT,
+    rateLimits,
+    recordUsage: usage ? (schema, document, operation, client) => usage.record(schema, document, operation, client) : undefined,
+    logger,
+  });
 }
 
 /** What the metrics read at every scrape. */

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import WebSocket from 'ws';
+import { createClient } from 'graphql-ws';
 import { ApolloServer } from '@apollo/server';
 import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
 import { startStandaloneServer } from '@apollo/server/standalone';
@@ -220,6 +222,42 @@ describe('GraphQL: requests and estimated cost', () => {
     expect(body).toEqual({ errors: [{ message: 'Too many requests', extensions: { code: 'RATE_LIMITED' } }] });
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(res.headers.get('ratelimit')).toMatch(/^"anonymous";r=0;t=\d+$/);
+  });
+});
+
+describe('GraphQL over WebSocket', () => {
+  /** The answer to one operation sent over the socket: its result's errors, or the error it ended with. */
+  function over(client: ReturnType<typeof createClient>, query: string): Promise<unknown> {
+    return new Promise((resolve) => {
+      client.subscribe({ query }, { next: (v) => resolve(v.errors ?? v.data), error: (e) => resolve(e), complete: () => undefined });
+    });
+  }
+
+  it('each subscribe message counts as a request and spends its cost; beyond, RATE_LIMITED with retryAfter', async () => {
+    const gw = await gateway({ RATE_LIMIT_ANONYMOUS: '2', RATE_LIMIT_AUTHENTICATED: '50', RATE_LIMIT_GRAPHQL_COST: '100' });
+    const ws = gw.url.replace('http', 'ws') + '/graphql';
+    const anonymous = createClient({ url: ws, webSocketImpl: WebSocket, retryAttempts: 0 });
+    const signedIn = createClient({
+      url: ws,
+      webSocketImpl: WebSocket,
+      retryAttempts: 0,
+      connectionParams: { authorization: bearer('301') },
+    });
+    try {
+      const limited = [
+        expect.objectContaining({ message: 'Too many requests', extensions: { code: 'RATE_LIMITED', retryAfter: expect.any(Number) } }),
+      ];
+      expect(await over(anonymous, '{ item { id } }')).toEqual({ item: { id: '1' } });
+      expect(await over(anonymous, '{ item { id } }')).toEqual({ item: { id: '1' } });
+      expect(await over(anonymous, '{ item { id } }')).toEqual(limited);
+      // 40 + 40, then 120 > 100.
+      expect(await over(signedIn, '{ weighted { id } }')).toEqual({ weighted: { id: '2' } });
+      expect(await over(signedIn, '{ weighted { id } }')).toEqual({ weighted: { id: '2' } });
+      expect(await over(signedIn, '{ weighted { id } }')).toEqual(limited);
+    } finally {
+      await anonymous.dispose();
+      await signedIn.dispose();
+    }
   });
 });
 
