@@ -74,7 +74,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   const graphql = graphqlStage(config, { callers, source, redis, rateLimits, metrics, usage, logger });
   const rest = createRestStage({ routes: source.routes(), proxies, callers, rateLimits, logger });
   // GraphQL over WebSocket on /graphql (graphql-transport-ws), and over SSE at /graphql/stream.
-  const subscriptions = subscriptionsStage(config, { callers, graphql, source, usage, logger });
+  const subscriptions = subscriptionsStage(config, { callers, graphql, source, rateLimits, usage, logger });
   const server = createHttpServer(
     {
       cors: createCors(config.CORS_ORIGINS),
@@ -200,10 +200,17 @@ function watchedBy(
   };
 }
 
-/** GraphQL over WebSocket and over SSE: the same admission as HTTP, forwarded to the owning subgraph. */
+/** GraphQL over WebSocket and over SSE: the same admission and rate limits as HTTP, forwarded to the owning subgraph. */
 function subscriptionsStage(
   config: GatewayConfig,
-  { callers, graphql, source, usage, logger }: Pick<GraphQLParts, 'callers' | 'source' | 'usage' | 'logger'> & { graphql: GraphQLHandler },
+  {
+    callers,
+    graphql,
+    source,
+    rateLimits,
+    usage,
+    logger,
+  }: Pick<GraphQLParts, 'callers' | 'source' | 'rateLimits' | 'usage' | 'logger'> & { graphql: GraphQLHandler },
 ) {
   return createSubscriptions({
     callers,
@@ -214,6 +221,7 @@ function subscriptionsStage(
     executeOperation: graphql.executeOperation,
     maxPayload: config.BODY_LIMIT,
     origins: config.CORS_ORIGINS,
+    rateLimits,
     recordUsage: usage ? (schema, document, operation, client) => usage.record(schema, document, operation, client) : undefined,
     logger,
   });

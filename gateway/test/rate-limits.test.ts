@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import WebSocket from 'ws';
+import { createClient } from 'graphql-ws';
 import { ApolloServer } from '@apollo/server';
 import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
 import { startStandaloneServer } from '@apollo/server/standalone';
@@ -116,6 +118,7 @@ describe('REST: requests per caller', () => {
   });
 
   it('a client-sent X-Forwarded-For does not buy a new budget (no trusted proxy)', async () => {
+    for (let i = 0; i < 4; i++) await get(gw, '/hello');
     const { res } = await get(gw, '/hello', { 'x-forwarded-for': '198.51.100.9' });
     expect(res.status).toBe(429);
   });
@@ -147,6 +150,9 @@ describe('REST: requests per caller', () => {
   });
 
   it('health, readiness, metrics, the documents and unknown paths are not limited', async () => {
+    // This address's budget spent (whatever ran before): the paths below still answer.
+    for (let i = 0; i < 4; i++) await get(gw, '/hello');
+    expect((await get(gw, '/hello')).res.status).toBe(429);
     for (const path of ['/healthz', '/readyz', '/openapi.json', '/nope']) {
       const res = await fetch(gw.url + path);
       expect([path, res.status]).not.toEqual([path, 429]);
@@ -220,6 +226,42 @@ describe('GraphQL: requests and estimated cost', () => {
     expect(body).toEqual({ errors: [{ message: 'Too many requests', extensions: { code: 'RATE_LIMITED' } }] });
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(res.headers.get('ratelimit')).toMatch(/^"anonymous";r=0;t=\d+$/);
+  });
+});
+
+describe('GraphQL over WebSocket', () => {
+  /** The answer to one operation sent over the socket: its result's errors, or the error it ended with. */
+  function over(client: ReturnType<typeof createClient>, query: string): Promise<unknown> {
+    return new Promise((resolve) => {
+      client.subscribe({ query }, { next: (v) => resolve(v.errors ?? v.data), error: (e) => resolve(e), complete: () => undefined });
+    });
+  }
+
+  it('each subscribe message counts as a request and spends its cost; beyond, RATE_LIMITED with retryAfter', async () => {
+    const gw = await gateway({ RATE_LIMIT_ANONYMOUS: '2', RATE_LIMIT_AUTHENTICATED: '50', RATE_LIMIT_GRAPHQL_COST: '100' });
+    const ws = gw.url.replace('http', 'ws') + '/graphql';
+    const anonymous = createClient({ url: ws, webSocketImpl: WebSocket, retryAttempts: 0 });
+    const signedIn = createClient({
+      url: ws,
+      webSocketImpl: WebSocket,
+      retryAttempts: 0,
+      connectionParams: { authorization: bearer('301') },
+    });
+    try {
+      const limited = [
+        expect.objectContaining({ message: 'Too many requests', extensions: { code: 'RATE_LIMITED', retryAfter: expect.any(Number) } }),
+      ];
+      expect(await over(anonymous, '{ item { id } }')).toEqual({ item: { id: '1' } });
+      expect(await over(anonymous, '{ item { id } }')).toEqual({ item: { id: '1' } });
+      expect(await over(anonymous, '{ item { id } }')).toEqual(limited);
+      // 40 + 40, then 120 > 100.
+      expect(await over(signedIn, '{ weighted { id } }')).toEqual({ weighted: { id: '2' } });
+      expect(await over(signedIn, '{ weighted { id } }')).toEqual({ weighted: { id: '2' } });
+      expect(await over(signedIn, '{ weighted { id } }')).toEqual(limited);
+    } finally {
+      await anonymous.dispose();
+      await signedIn.dispose();
+    }
   });
 });
 

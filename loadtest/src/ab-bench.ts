@@ -19,6 +19,7 @@ import {
   type LoadTarget,
 } from './gateways-bench';
 import { baselineOrExit, checkSameAnswers, nodeFlagsOf, registerCallers, revisionOf, type Row } from './ab-shared';
+import { envList } from './env-list';
 import { pin, pinServers, planPinning } from './pin';
 import { pairedRatios, perRound, runRounds, spread, type RoundSamples, type Sample, type Spread } from './rounds';
 
@@ -44,8 +45,9 @@ const LOGS = join(RESULTS, 'logs/ab');
 const JWT_SECRET = randomBytes(32).toString('base64url');
 /** The goal of a refactor: after ÷ before (req/s), and before ÷ after (CPU per request), at least this. */
 const GOAL = 0.95;
-const KNOBS = ['BENCH_BASELINE', 'BENCH_ROUNDS', 'BENCH_DURATION', 'BENCH_WARMUP', 'BENCH_CONNECTIONS', 'BENCH_PORT_OFFSET'];
-const COMMAND = [...KNOBS.filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]}`), 'npm run bench:ab'].join(' ');
+const KNOBS =
+  'BENCH_BASELINE BENCH_ROUNDS BENCH_DURATION BENCH_WARMUP BENCH_CONNECTIONS BENCH_PORT_OFFSET BENCH_GATEWAY_ENV BENCH_B_ENV'.split(' ');
+const COMMAND = [...KNOBS.filter((k) => process.env[k]).map((k) => `${k}=${JSON.stringify(process.env[k])}`), 'npm run bench:ab'].join(' ');
 
 interface AbRow {
   id: string;
@@ -136,7 +138,7 @@ async function main(): Promise<void> {
       postgresDataDir: join(dataDir, 'postgres'),
       envFor: {
         // The request path itself: no edge response cache (an anonymous row would be served from it).
-        gateway: { GRAPHQL_RESPONSE_CACHE_MIB: '0' },
+        gateway: { GRAPHQL_RESPONSE_CACHE_MIB: '0', ...envList('BENCH_GATEWAY_ENV') },
         // BENCH_CONNECTIONS distinct callers registered from one address, whose tokens outlive a long run.
         auth: { REGISTER_MAX_PER_IP: String(CONNECTIONS + 10), ACCESS_TOKEN_TTL: '24h' },
       },
@@ -153,7 +155,7 @@ async function main(): Promise<void> {
       child: spawnLogged(
         'gateway-before',
         [...nodeFlagsOf(gwA.child.pid!), join(baseline, 'gateway/dist/main.js')],
-        { ...environOf(gwA.child.pid!), HTTP_PORT: String(portB), METRICS_PORT: '0' },
+        { ...environOf(gwA.child.pid!), HTTP_PORT: String(portB), METRICS_PORT: '0', ...envList('BENCH_B_ENV') },
         LOGS,
         baseline,
       ),

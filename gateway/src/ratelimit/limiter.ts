@@ -48,6 +48,14 @@ export interface RateLimits {
   admit(req: IncomingMessage, res: ServerResponse, caller: Caller | null, shape: ResponseShape): Promise<RateLimitTicket | null>;
   /** Spends a GraphQL operation's estimated cost; throws the 429 GraphQLError (RATE_LIMITED) when over. */
   spend(ticket: RateLimitTicket, cost: number): Promise<void>;
+  /** The partition a caller's requests count under (`partitionOf`): what `charge` takes. */
+  keyOf(req: IncomingMessage, caller: Caller | null): string;
+  /**
+   * One operation with no HTTP response of its own (a WebSocket `subscribe`): counts a request,
+   * then spends its cost. Resolves the RATE_LIMITED GraphQLError to answer (with `retryAfter`
+   * seconds in its extensions: there are no headers) or null when it may run.
+   */
+  charge(key: string, authenticated: boolean, cost: number): Promise<GraphQLError | null>;
 }
 
 /** The caller's partition: an API key, else a user, else the client address (IPv4, or IPv6 /64). */
@@ -62,38 +70,24 @@ interface Limiter {
   store: RateLimiterAbstract;
 }
 
-/**
- * Fixed-window counters per caller with rate-limiter-flexible: in Redis when the gateway has one
- * (every replica shares them), else in this process (the embedded mode). The limits fail OPEN:
- * when Redis does not answer, requests go through uncounted (a limiter must not turn a Redis
- * outage into an API outage), logged once per outage and counted by `counters.storeError`.
- * Null when every quota is 0.
- */
-export function createRateLimits(opts: {
-  config: RateLimitConfig;
-  redis: Redis | null;
-  trustedProxies: TrustedProxies | null;
-  logger: Logger;
-  counters?: RateLimitCounters | undefined;
-}): RateLimits | null {
-  const { config, redis, trustedProxies, logger, counters } = opts;
-  const make = (name: string, quota: number): Limiter | null => {
-    if (quota <= 0) return null;
-    const policy = { name: checkPolicyName(name), quota, windowSeconds: config.windowSeconds };
-    const common = { keyPrefix: `${config.keyPrefix}${name}`, points: quota, duration: config.windowSeconds };
-    const store = redis
-      ? new RateLimiterRedis({ ...common, storeClient: redis, rejectIfRedisNotReady: true })
-      : new RateLimiterMemory(common);
-    return { policy, store };
-  };
-  const anonymous = make('anonymous', config.anonymous);
-  const authenticated = make('authenticated', config.authenticated);
-  const cost = make('graphql-cost', config.graphqlCost);
-  if (!anonymous && !authenticated && !cost) return null;
+/** One policy's counter, in Redis or in this process; null when its quota is 0 (off). */
+function limiterFor(config: RateLimitConfig, redis: Redis | null, name: string, quota: number): Limiter | null {
+  if (quota <= 0) return null;
+  const policy = { name: checkPolicyName(name), quota, windowSeconds: config.windowSeconds };
+  const common = { keyPrefix: `${config.keyPrefix}${name}`, points: quota, duration: config.windowSeconds };
+  const store = redis
+    ? new RateLimiterRedis({ ...common, storeClient: redis, rejectIfRedisNotReady: true })
+    : new RateLimiterMemory(common);
+  return { policy, store };
+}
 
+/**
+ * Consuming points: the store's answer, a RateLimiterRes (allowed or refused), or null when the
+ * store failed (the request goes through: fail open), logged once per outage and counted.
+ */
+function failingOpen(logger: Logger, counters: RateLimitCounters | undefined) {
   let storeDown = false;
-  /** The store's answer: a RateLimiterRes (allowed or refused), or null when the store failed. */
-  const take = async (limiter: Limiter, key: string, points: number): Promise<{ res: RateLimiterRes; allowed: boolean } | null> => {
+  return async (limiter: Limiter, key: string, points: number): Promise<{ res: RateLimiterRes; allowed: boolean } | null> => {
     try {
       const res = await limiter.store.consume(key, points);
       if (storeDown) {
@@ -111,8 +105,45 @@ export function createRateLimits(opts: {
       return null;
     }
   };
+}
+
+/**
+ * Fixed-window counters per caller with rate-limiter-flexible: in Redis when the gateway has one
+ * (every replica shares them), else in this process (the embedded mode). The limits fail OPEN:
+ * when Redis does not answer, requests go through uncounted (a limiter must not turn a Redis
+ * outage into an API outage), logged once per outage and counted by `counters.storeError`.
+ * Null when every quota is 0.
+ */
+export function createRateLimits(opts: {
+  config: RateLimitConfig;
+  redis: Redis | null;
+  trustedProxies: TrustedProxies | null;
+  logger: Logger;
+  counters?: RateLimitCounters | undefined;
+}): RateLimits | null {
+  const { config, redis, trustedProxies, logger, counters } = opts;
+  const make = (name: string, quota: number) => limiterFor(config, redis, name, quota);
+  const anonymous = make('anonymous', config.anonymous);
+  const authenticated = make('authenticated', config.authenticated);
+  const cost = make('graphql-cost', config.graphqlCost);
+  if (!anonymous && !authenticated && !cost) return null;
+
+  const take = failingOpen(logger, counters);
+
+  const refusal = (policy: RateLimitPolicy, res: RateLimiterRes) => {
+    counters?.limited(policy.name);
+    return new GraphQLError(TOO_MANY_REQUESTS, { extensions: { code: RATE_LIMITED, retryAfter: Number(retryAfter(res.msBeforeNext)) } });
+  };
 
   return {
+    keyOf: (req, caller) => partitionOf(req, caller, trustedProxies),
+    async charge(key, isAuthenticated, points) {
+      const limiter = isAuthenticated ? authenticated : anonymous;
+      const counted = limiter && (await take(limiter, key, 1));
+      if (limiter && counted && !counted.allowed) return refusal(limiter.policy, counted.res);
+      const spent = cost && points > 0 ? await take(cost, key, points) : null;
+      return cost && spent && !spent.allowed ? refusal(cost.policy, spent.res) : null;
+    },
     async admit(req, res, caller, shape) {
       const key = partitionOf(req, caller, trustedProxies);
       const limiter = caller ? authenticated : anonymous;

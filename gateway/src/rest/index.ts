@@ -23,8 +23,8 @@ export interface RestStageOptions {
 
 /**
  * The REST stage: the composed route table, versioning, the rate limits, the caller check of
- * protected routes and the proxy. `serve` answers the request when the table knows its path and returns false when it
- * does not, so the documents and the 404 can have it.
+ * protected routes and the proxy. `serve` answers the request when the table knows its path and
+ * returns false when it does not, so the documents and the 404 can have it.
  */
 export function createRestStage({ routes: initial, proxies, callers, rateLimits = null, logger }: RestStageOptions) {
   // Read per request: swapped whole when a new composition arrives.

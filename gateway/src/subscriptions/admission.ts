@@ -21,6 +21,8 @@ export type Admitted =
       operationName: string | undefined;
       variableValues: Record<string, unknown>;
       contextValue: OperationContext | SubscriptionContext;
+      /** The operation's estimated cost (what the rate limits spend). */
+      cost: number;
     };
 
 export type UsageRecorder = (
@@ -59,13 +61,14 @@ export function admitOperation(loaded: LoadedSupergraph, connection: Connection,
   const inputs = payload.variables ?? {};
   const coerced = getVariableValues(loaded.apiSchema, operation.variableDefinitions ?? [], inputs);
   if (coerced.errors) return coerced.errors.map((e) => error(e.message, 'BAD_USER_INPUT'));
+  let cost: number;
   try {
-    a.policy.check(loaded.apiSchema, document, operation, inputs, connection.caller);
+    cost = a.policy.check(loaded.apiSchema, document, operation, inputs, connection.caller);
   } catch (err) {
     if (err instanceof GraphQLError) return [err];
     throw err;
   }
-  const base = { schema: loaded.apiSchema, document, operationName, variableValues: inputs };
+  const base = { schema: loaded.apiSchema, document, operationName, variableValues: inputs, cost };
   if (operation.operation !== OperationTypeNode.SUBSCRIPTION) {
     return {
       ...base,

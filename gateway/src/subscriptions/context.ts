@@ -23,6 +23,8 @@ export interface Connection {
   context: RequestContext;
   upstreams: Map<string, Client>;
   expiry: NodeJS.Timeout | undefined;
+  /** The rate limits' partition of the socket's caller (src/ratelimit), when limits are on. */
+  limitKey?: string | undefined;
 }
 
 /** A query or mutation sent over the socket: it runs through the HTTP pipeline (Apollo). */

@@ -13,6 +13,7 @@ import { WebSocketServer } from 'ws';
 import type { Logger, OriginList } from '@halo/kit';
 import type { CallerResolver } from '../auth';
 import type { GraphQLContext, OperationPolicy, OperationRequestText } from '../graphql';
+import type { RateLimits } from '../ratelimit';
 import { admitOperation, type Admitted, type SubscribePayload } from './admission';
 import { closeConnection, openConnection } from './connection';
 import { error, formatError, type ClientHeaders, type Connection, type OperationContext, type SubscriptionContext } from './context';
@@ -31,7 +32,9 @@ import { UpstreamSubscriptions } from './upstream';
  *   closed with 4401 Unauthorized (graphql-ws clients do not retry that code); a token that
  *   expires while connected closes it the same way, so a subscription never outlives its token.
  * - Every operation is parsed, validated and judged by the same code as HTTP (token and alias
- *   caps, depth, cost, `@authenticated`: src/graphql/operation-policy.ts) before anything is forwarded.
+ *   caps, depth, cost, `@authenticated`: src/graphql/operation-policy.ts) before anything is forwarded,
+ *   then counted by the rate limits as one request spending its cost (src/ratelimit): over a
+ *   quota it is answered RATE_LIMITED with `retryAfter` (seconds) in its extensions.
  * - A subscription goes to the subgraph that owns its root field over graphql-ws, with the caller's
  *   credentials and request id in its `connection_init`; fields other subgraphs own are fetched
  *   per event (./plan.ts, ./entities.ts). Queries and mutations sent over the socket run through
@@ -66,6 +69,8 @@ export interface SubscriptionOptions {
   maxPayload: number;
   /** The browser origins allowed to open a socket besides the gateway's own (CORS_ORIGINS). */
   origins: OriginList;
+  /** Requests and cost per caller (src/ratelimit): each `subscribe` message counts; null: unlimited. */
+  rateLimits?: RateLimits | null;
   /** Field usage (src/usage): told of every subscription started, with the client's name. */
   recordUsage?:
     ((schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, headers: ClientHeaders) => void) | undefined;
@@ -81,10 +86,16 @@ export function createSubscriptions(opts: SubscriptionOptions) {
   const planner = new SubscriptionPlanner(policy, documents);
   const upstreams = new UpstreamSubscriptions(opts.subgraphUrls, new EntityResolver(opts.subgraphUrls, log), log);
   policy.onLoad((loaded) => planner.judge(loaded, upstreams.active, log));
-  const admit = (connection: Connection, payload: SubscribePayload): Admitted => {
+  const admit = async (connection: Connection, payload: SubscribePayload): Promise<Admitted> => {
     const loaded = policy.current();
     if (!loaded) return [error('The gateway is starting', 'UNAVAILABLE')];
-    return admitOperation(loaded, connection, payload, { documents, planner, policy, recordUsage: opts.recordUsage });
+    const admitted = admitOperation(loaded, connection, payload, { documents, planner, policy, recordUsage: opts.recordUsage });
+    // Counted as HTTP counts a request, and the operation's cost spent, once it passed the checks.
+    if ('cost' in admitted && opts.rateLimits && connection.limitKey !== undefined) {
+      const refused = await opts.rateLimits.charge(connection.limitKey, connection.caller !== null, admitted.cost);
+      if (refused) return [refused];
+    }
+    return admitted;
   };
   // GraphQL over SSE at /graphql/stream: the same admission, upstreams and entity fetches.
   const stream = createStreamHandler({
@@ -106,6 +117,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
           log,
         );
         if (!connection) return false;
+        connection.limitKey = opts.rateLimits?.keyOf(ctx.extra.request, connection.caller);
         connections.set(ctx, connection);
         return true;
       },
