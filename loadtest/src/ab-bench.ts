@@ -46,7 +46,9 @@ const JWT_SECRET = randomBytes(32).toString('base64url');
 /** The goal of a refactor: after ÷ before (req/s), and before ÷ after (CPU per request), at least this. */
 const GOAL = 0.95;
 const KNOBS =
-  'BENCH_BASELINE BENCH_ROUNDS BENCH_DURATION BENCH_WARMUP BENCH_CONNECTIONS BENCH_PORT_OFFSET BENCH_GATEWAY_ENV BENCH_B_ENV'.split(' ');
+  'BENCH_BASELINE BENCH_ROWS BENCH_ROUNDS BENCH_DURATION BENCH_WARMUP BENCH_CONNECTIONS BENCH_PORT_OFFSET BENCH_GATEWAY_ENV BENCH_B_ENV'.split(
+    ' ',
+  );
 const COMMAND = [...KNOBS.filter((k) => process.env[k]).map((k) => `${k}=${JSON.stringify(process.env[k])}`), 'npm run bench:ab'].join(' ');
 
 interface AbRow {
@@ -181,7 +183,7 @@ async function main(): Promise<void> {
       title,
       targets: gateways.map((g) => ({ id: `${id}:${g.side}`, label: g.label, side: g.side, cpuPid: g.pid, ...target(g.url) })),
     });
-    const rows: Row[] = [
+    const allRows: Row[] = [
       row('nested', `anonymous nested \`${QUERIES.nested}\``, (url) => ({ url: `${url}/graphql`, init: gqlInit(QUERIES.nested) })),
       row('me', `\`${QUERIES.me}\`, one caller per connection (${CONNECTIONS} distinct users, 5 orders each)`, (url) => ({
         url: `${url}/graphql`,
@@ -193,6 +195,10 @@ async function main(): Promise<void> {
         init: { method: 'GET' },
       })),
     ];
+    // BENCH_ROWS=rest: one row for longer, tighter runs (more rounds in the same time).
+    const only = process.env.BENCH_ROWS?.split(',').map((s) => s.trim());
+    const rows = only ? allRows.filter((r) => only.includes(r.id)) : allRows;
+    if (!rows.length) throw new Error(`BENCH_ROWS=${process.env.BENCH_ROWS}: no such row (nested, me, rest)`);
     await checkSameAnswers(rows, callers, log);
 
     for (const r of rows) {

@@ -66,7 +66,7 @@ export function createCors(origins: OriginList): CorsStage {
       res.route = ROUTE_PREFLIGHT;
       if (allowed === null) {
         const body =
-          path === '/graphql'
+          path === '/graphql' || path === '/graphql/stream'
             ? { errors: [{ message: ORIGIN_NOT_ALLOWED, extensions: { code: 'FORBIDDEN' } }] }
             : { error: ORIGIN_NOT_ALLOWED };
         sendJson(res, 403, body);
