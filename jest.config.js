@@ -45,6 +45,9 @@ module.exports = {
     '^@halo/proto$': '<rootDir>/packages/proto/src/index.ts',
     '^@halo/client$': '<rootDir>/packages/client/src/index.ts',
     '^@halo/contracts$': '<rootDir>/packages/contracts/src/index.ts',
+    // @halo/client's sources import each other as `./x.js` (the specifier its ESM build needs in
+    // Node); Jest runs the `.ts` beside it. `./x` resolves to x.js first wherever x.js exists.
+    '^(\\.{1,2}/.+)\\.js$': '$1',
   },
   // PostgreSQL and Redis for the run: the machine's, or started for it (tools/jest/test-servers.ts).
   globalSetup: '<rootDir>/tools/jest/global-setup.ts',

@@ -6,7 +6,7 @@ import { createGateway, type Gateway } from '../gateway/src/app';
 import { loadGatewayConfig } from '../gateway/src/config';
 import { V1_RETIREMENT } from '../services/catalog/src/rest/manifest';
 import { validateOpenApi } from '../tools/src/openapi-validate';
-import { bearer, startE2ESystem } from './helpers';
+import { bearer, gql, startE2ESystem } from './helpers';
 
 /**
  * The REST contract as the services declare it, seen through the gateway of the real system:
@@ -89,6 +89,28 @@ describe('GraphiQL', () => {
       body: '{"query":"{ user(id: 2) { name } }"}',
     });
     expect(await gql.json()).toEqual({ data: { user: { name: 'Alice' } } });
+  });
+
+  it("GraphiQL's example query works without signing in, and its sign-in hint works as written", async () => {
+    const html = await (await fetch(`${url}/graphql`, { headers: { accept: BROWSER } })).text();
+    const block = /<script id="graphiql-options" type="application\/json">([^<]*)<\/script>/.exec(html);
+    const { defaultQuery } = JSON.parse(block![1]!) as { defaultQuery: string };
+    const { body: anonymous } = await gql(url, defaultQuery);
+    expect(anonymous.errors).toBeUndefined();
+    expect(anonymous.data.posts.edges.length).toBeGreaterThan(0);
+    expect(anonymous.data.posts.edges[0].node).toEqual({
+      id: expect.any(String),
+      title: expect.any(String),
+      author: { name: expect.any(String) },
+    });
+    // The hint: the login body it shows, then its accessToken as a Bearer token.
+    const body = /-d '([^']+)'/.exec(defaultQuery)![1]!;
+    const login = await fetch(`${url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const { accessToken } = (await login.json()) as { accessToken: string };
+    const header = JSON.parse(
+      /\{ "Authorization": "Bearer <accessToken>" \}/.exec(defaultQuery)![0].replace('<accessToken>', accessToken),
+    ) as Record<string, string>;
+    expect((await gql(url, '{ me { name } }', undefined, header)).body).toEqual({ data: { me: { name: 'Alice' } } });
   });
 
   it('not in production: the same services behind a production gateway show no IDE', async () => {

@@ -165,6 +165,18 @@ describe('GraphiQL at /graphql', () => {
     }
   });
 
+  it('opens with an example query and how to send a token, as options in the page that graphiql.js reads', async () => {
+    const html = await (await fetch(`${dev.url}/graphql`, { headers: { accept: BROWSER } })).text();
+    const block = /<script id="graphiql-options" type="application\/json">([^<]*)<\/script>/.exec(html);
+    const options = JSON.parse(block![1]!) as { endpoint: string; defaultQuery: string; subscriptionsProtocol: string };
+    expect(options).toMatchObject({ endpoint: '/graphql', subscriptionsProtocol: 'WS' });
+    expect(options.defaultQuery).toContain('posts(first: 5)');
+    expect(options.defaultQuery).toContain('POST /auth/login');
+    expect(options.defaultQuery).toContain('{ "Authorization": "Bearer <accessToken>" }');
+    const init = await (await fetch(`${dev.url}/graphiql/assets/graphiql.js`)).text();
+    expect(init).toContain("JSON.parse(document.getElementById('graphiql-options').textContent)");
+  });
+
   it('in development, operations still go to GraphQL (POST, and GET asking for JSON)', async () => {
     const post = await fetch(`${dev.url}/graphql`, {
       method: 'POST',

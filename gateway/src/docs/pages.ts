@@ -39,6 +39,49 @@ export const swaggerInit = `window.ui = SwaggerUIBundle({
 });
 `;
 
+/**
+ * What GraphiQL opens with (a first visit; later ones restore the browser's own tabs): a query
+ * that works without signing in, and above it how to sign in for the rest: a token from
+ * `POST /auth/login` in the headers editor. The headers editor itself starts empty, since a
+ * placeholder token there would make every query fail with 401.
+ */
+export const GRAPHIQL_DEFAULT_QUERY = `# Halo's GraphQL API (GraphiQL is served in development only).
+#
+# This query needs no sign-in. Fields marked @authenticated (me, orders, messages,
+# sendMessage, ...) need an access token. Get one with POST /auth/login, e.g.
+#
+#   curl -s -X POST http://127.0.0.1:4000/auth/login -H 'content-type: application/json' \\
+#     -d '{"email":"alice@halo.local","password":"password123"}'
+#
+# and put its "accessToken" in the Headers tab below:
+#
+#   { "Authorization": "Bearer <accessToken>" }
+#
+# An API key works too: { "X-API-Key": "halo_..." }.
+{
+  posts(first: 5) {
+    edges {
+      node {
+        id
+        title
+        author {
+          name
+        }
+      }
+    }
+  }
+}
+`;
+
+/** GraphiQL's options, in the page as a JSON data block (not run, so the policy allows it) that graphiql.js reads. */
+export const GRAPHIQL_OPTIONS = {
+  endpoint: '/graphql',
+  title: 'Halo GraphiQL',
+  // Subscriptions over graphql-ws (graphql-transport-ws), as the gateway speaks them.
+  subscriptionsProtocol: 'WS',
+  defaultQuery: GRAPHIQL_DEFAULT_QUERY,
+};
+
 export const graphiqlPage = `<!doctype html>
 <html lang="en">
   <head>
@@ -50,6 +93,7 @@ export const graphiqlPage = `<!doctype html>
   </head>
   <body>
     <div id="graphiql"></div>
+    <script id="graphiql-options" type="application/json">${JSON.stringify(GRAPHIQL_OPTIONS).replaceAll('<', '\\u003c')}</script>
     <script src="${GRAPHIQL_ASSETS}environment.js"></script>
     <script src="${GRAPHIQL_ASSETS}yoga-graphiql.umd.js"></script>
     <script src="${GRAPHIQL_ASSETS}graphiql.js"></script>
@@ -71,12 +115,10 @@ export const graphiqlEnvironment = `self.MonacoEnvironment = {
 };
 `;
 
-// Subscriptions over graphql-ws (graphql-transport-ws), as the gateway speaks them.
-export const graphiqlInit = `YogaGraphiQL.renderYogaGraphiQL(document.getElementById('graphiql'), {
-  endpoint: '/graphql',
-  title: 'Halo GraphiQL',
-  subscriptionsProtocol: 'WS',
-});
+export const graphiqlInit = `YogaGraphiQL.renderYogaGraphiQL(
+  document.getElementById('graphiql'),
+  JSON.parse(document.getElementById('graphiql-options').textContent),
+);
 `;
 
 export const indexPage = (links: [string, string, string][]) => `<!doctype html>

@@ -1,5 +1,5 @@
-import { MemoryCookieJar, type CookieJar } from './cookie-jar';
-import { GraphQLClient, type GraphQLSettings } from './graphql';
+import { MemoryCookieJar, type CookieJar } from './cookie-jar.js';
+import { GraphQLClient, type GraphQLSettings } from './graphql.js';
 import {
   AuthApi,
   ContentApi,
@@ -9,12 +9,12 @@ import {
   refreshAccessToken,
   type ProductsV1Api,
   type ProductsV2Api,
-} from './rest';
-import { DEFAULT_RETRY, realSleep, type RetryOptions, type Sleep } from './retry';
-import { Session } from './session';
-import { SseSubscriptions } from './sse-subscriptions';
-import { Subscriptions, type ReconnectOptions, type SubscriptionTransport } from './subscriptions';
-import { Transport, type DeprecationNotice, type FetchCredentials, type HaloResponse, type RequestSpec } from './transport';
+} from './rest.js';
+import { DEFAULT_RETRY, realSleep, type RetryOptions, type Sleep } from './retry.js';
+import { Session } from './session.js';
+import { SseSubscriptions } from './sse-subscriptions.js';
+import { Subscriptions, type ReconnectOptions, type SubscriptionTransport } from './subscriptions.js';
+import { Transport, type DeprecationNotice, type FetchCredentials, type HaloResponse, type RequestSpec } from './transport.js';
 
 export interface HaloClientOptions {
   /** The gateway, the one address of Halo (default `http://127.0.0.1:4000`). */

@@ -1,4 +1,4 @@
-import { MemoryCookieJar, setCookiesOf } from './cookie-jar';
+import { MemoryCookieJar, setCookiesOf } from './cookie-jar.js';
 
 const REFRESH = 'refresh_token=abc; HttpOnly; Secure; SameSite=Strict; Path=/auth; Max-Age=2592000';
 

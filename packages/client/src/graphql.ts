@@ -1,8 +1,8 @@
-import { GraphQLRequestError, HaloApiError, type GraphQLErrorEntry } from './errors';
-import type { SubscriptionSink, SubscriptionTransport } from './subscriptions';
-import type { HaloResponse, RequestSpec, Transport } from './transport';
-import type { TypedDocument } from './types';
-import { canHash, sha256Hex } from './web-crypto';
+import { GraphQLRequestError, HaloApiError, type GraphQLErrorEntry } from './errors.js';
+import type { SubscriptionSink, SubscriptionTransport } from './subscriptions.js';
+import type { HaloResponse, RequestSpec, Transport } from './transport.js';
+import type { TypedDocument } from './types.js';
+import { canHash, sha256Hex } from './web-crypto.js';
 
 /** One GraphQL answer (`data` and/or `errors`). */
 export interface GraphQLResult<TData = unknown> {

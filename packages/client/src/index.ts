@@ -1,5 +1,5 @@
-export { createHaloClient, HaloClient, type HaloClientOptions } from './client';
-export { MemoryCookieJar, type CookieJar } from './cookie-jar';
+export { createHaloClient, HaloClient, type HaloClientOptions } from './client.js';
+export { MemoryCookieJar, type CookieJar } from './cookie-jar.js';
 export {
   GraphQLRequestError,
   HaloApiError,
@@ -7,7 +7,7 @@ export {
   SignedOutError,
   SubscriptionClosedError,
   type GraphQLErrorEntry,
-} from './errors';
+} from './errors.js';
 export {
   mayBeMutation,
   type GraphQLCallOptions,
@@ -16,7 +16,7 @@ export {
   type GraphQLResponse,
   type GraphQLResult,
   type GraphQLSettings,
-} from './graphql';
+} from './graphql.js';
 export {
   REST_ROUTES,
   type AuthApi,
@@ -30,7 +30,7 @@ export {
   type ProductsApi,
   type ProductsV1Api,
   type ProductsV2Api,
-} from './rest';
+} from './rest.js';
 export {
   decideRetry,
   DEFAULT_RETRY,
@@ -40,8 +40,8 @@ export {
   type RetryDecision,
   type RetryOptions,
   type Sleep,
-} from './retry';
-export { CLOSE_UNAUTHORIZED, type ReconnectOptions, type SubscriptionSink } from './subscriptions';
-export type { AuthMode, DeprecationNotice, FetchCredentials, HaloResponse, QueryValue, RequestSpec } from './transport';
-export * from './types';
-export { uuidV4 } from './web-crypto';
+} from './retry.js';
+export { CLOSE_UNAUTHORIZED, type ReconnectOptions, type SubscriptionSink } from './subscriptions.js';
+export type { AuthMode, DeprecationNotice, FetchCredentials, HaloResponse, QueryValue, RequestSpec } from './transport.js';
+export * from './types.js';
+export { uuidV4 } from './web-crypto.js';

@@ -1,6 +1,6 @@
-import { SignedOutError } from './errors';
-import type { Session } from './session';
-import type { HaloResponse, Transport } from './transport';
+import { SignedOutError } from './errors.js';
+import type { Session } from './session.js';
+import type { HaloResponse, Transport } from './transport.js';
 import type {
   ApiKey,
   Comment,
@@ -26,8 +26,8 @@ import type {
   RefreshResponse,
   RegisterInput,
   RegisterResponse,
-} from './types';
-import { uuidV4 } from './web-crypto';
+} from './types.js';
+import { uuidV4 } from './web-crypto.js';
 
 /** Per-call options of every helper. */
 export interface CallOptions {

@@ -1,4 +1,4 @@
-import { decideRetry, DEFAULT_RETRY, isRetryable, parseRetryAfter, type AttemptOutcome } from './retry';
+import { decideRetry, DEFAULT_RETRY, isRetryable, parseRetryAfter, type AttemptOutcome } from './retry.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');
 const res = (status: number, retryAfter: string | null = null, inProgress = false): AttemptOutcome => ({

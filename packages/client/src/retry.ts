@@ -1,4 +1,4 @@
-import { abortReason } from './errors';
+import { abortReason } from './errors.js';
 
 /**
  * The client retry rules of the contract (docs/api/resources.md "Client retry guidance", the

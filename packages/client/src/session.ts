@@ -1,4 +1,4 @@
-import { abortReason, SignedOutError } from './errors';
+import { abortReason, SignedOutError } from './errors.js';
 
 /**
  * The access token and its renewal (the spec's "Refresh token pattern"; docs/api/auth.md).

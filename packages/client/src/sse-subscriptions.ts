@@ -1,8 +1,8 @@
 import type { Client, NetworkError } from 'graphql-sse';
-import { GraphQLRequestError, SubscriptionClosedError, type GraphQLErrorEntry } from './errors';
-import type { GraphQLOperation, GraphQLResult } from './graphql';
-import type { Sleep } from './retry';
-import type { Session } from './session';
+import { GraphQLRequestError, SubscriptionClosedError, type GraphQLErrorEntry } from './errors.js';
+import type { GraphQLOperation, GraphQLResult } from './graphql.js';
+import type { Sleep } from './retry.js';
+import type { Session } from './session.js';
 import {
   backoff,
   graphQLErrors,
@@ -11,7 +11,7 @@ import {
   type ReconnectOptions,
   type SubscriptionSink,
   type SubscriptionTransport,
-} from './subscriptions';
+} from './subscriptions.js';
 
 export interface SseSettings {
   /** Default: the base URL and `/graphql/stream`. */

@@ -1,8 +1,8 @@
 import { createClient, type Client } from 'graphql-ws/client';
-import { GraphQLRequestError, SubscriptionClosedError, type GraphQLErrorEntry } from './errors';
-import type { GraphQLOperation, GraphQLResult } from './graphql';
-import type { Sleep } from './retry';
-import type { Session } from './session';
+import { GraphQLRequestError, SubscriptionClosedError, type GraphQLErrorEntry } from './errors.js';
+import type { GraphQLOperation, GraphQLResult } from './graphql.js';
+import type { Sleep } from './retry.js';
+import type { Session } from './session.js';
 
 export interface ReconnectOptions {
   /** Consecutive failed connection attempts before giving up (graphql-ws `retryAttempts`); default 10. */

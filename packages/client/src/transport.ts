@@ -1,7 +1,7 @@
-import { setCookiesOf, type CookieJar } from './cookie-jar';
-import { abortReason, HaloApiError, HaloNetworkError } from './errors';
-import { abortableWait, decideRetry, isRetryable, parseRetryAfter, type RetryOptions, type Sleep } from './retry';
-import type { Session } from './session';
+import { setCookiesOf, type CookieJar } from './cookie-jar.js';
+import { abortReason, HaloApiError, HaloNetworkError } from './errors.js';
+import { abortableWait, decideRetry, isRetryable, parseRetryAfter, type RetryOptions, type Sleep } from './retry.js';
+import type { Session } from './session.js';
 
 /** Who a request is for: `required`/`optional` send the caller's credentials when there are some; `none` never does. */
 export type AuthMode = 'required' | 'optional' | 'none';

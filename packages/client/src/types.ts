@@ -46,8 +46,8 @@ export interface Profile {
   created_at: string;
 }
 
-import type { ApiKeyScope } from './scopes';
-export { API_KEY_SCOPES, OPERATION_SCOPES, type ApiKeyScope } from './scopes';
+import type { ApiKeyScope } from './scopes.js';
+export { API_KEY_SCOPES, OPERATION_SCOPES, type ApiKeyScope } from './scopes.js';
 
 /** An API key as listed (`GET /auth/api-keys`): never the key itself. */
 export interface ApiKey {
