@@ -265,6 +265,37 @@ describe('GraphQL over WebSocket', () => {
   });
 });
 
+describe('GraphQL over SSE (/graphql/stream)', () => {
+  /** One operation over the distinct-connections protocol: its HTTP status, headers and body. */
+  async function stream(gw: RunningGateway, query: string, headers: Record<string, string> = {}) {
+    const res = await fetch(`${gw.url}/graphql/stream`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
+      body: JSON.stringify({ query }),
+    });
+    return { res, body: await res.text() };
+  }
+
+  it('each operation counts as a request and spends its cost; beyond, 429 RATE_LIMITED with Retry-After before any stream opens', async () => {
+    const gw = await gateway({ RATE_LIMIT_ANONYMOUS: '2', RATE_LIMIT_AUTHENTICATED: '50', RATE_LIMIT_GRAPHQL_COST: '100' });
+    for (let i = 0; i < 2; i++) {
+      const { res, body } = await stream(gw, '{ item { id } }');
+      expect(res.status).toBe(200);
+      expect(body).toContain('{"data":{"item":{"id":"1"}}}');
+    }
+    const refused = await stream(gw, '{ item { id } }');
+    expect(refused.res.status).toBe(429);
+    expect(refused.res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(Number(refused.res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(JSON.parse(refused.body)).toEqual({ errors: [{ message: 'Too many requests', extensions: { code: 'RATE_LIMITED' } }] });
+    // A signed-in caller has a budget of its own: 40 + 40, then 120 > 100 cost units.
+    const dave = { authorization: bearer('302') };
+    expect((await stream(gw, '{ weighted { id } }', dave)).res.status).toBe(200);
+    expect((await stream(gw, '{ weighted { id } }', dave)).res.status).toBe(200);
+    expect((await stream(gw, '{ weighted { id } }', dave)).res.status).toBe(429);
+  });
+});
+
 describe('shared through Redis', () => {
   const prefix = `halo:test:ratelimit:${randomBytes(6).toString('hex')}:`;
   let redis: Redis;

@@ -101,6 +101,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
   const stream = createStreamHandler({
     callers,
     admit,
+    limitKeyOf: (req, caller) => opts.rateLimits?.keyOf(req, caller),
     upstreams,
     executeOperation: opts.executeOperation,
     bodyLimit: opts.maxPayload,

@@ -34,7 +34,10 @@ import type { UpstreamSubscriptions } from './upstream';
 
 export interface StreamOptions {
   callers: CallerResolver;
-  admit: (connection: Connection, payload: SubscribePayload) => Admitted;
+  /** The same admission as WebSocket: checks, then the rate limits (a refusal is RATE_LIMITED). */
+  admit: (connection: Connection, payload: SubscribePayload) => Promise<Admitted>;
+  /** The rate-limit partition of a stream's caller (src/ratelimit `keyOf`); undefined: unlimited. */
+  limitKeyOf: (req: IncomingMessage, caller: Connection['caller']) => string | undefined;
   upstreams: UpstreamSubscriptions;
   executeOperation: (request: OperationRequestText, context: GraphQLContext) => Promise<FormattedExecutionResult>;
   bodyLimit: number;
@@ -177,8 +180,14 @@ async function subscribe(
       : refuse(503, 'Service unavailable', { 'retry-after': '1' });
   }
   req.context.connection = connection;
-  const admitted = opts.admit(connection, params);
-  if (!('schema' in admitted)) return once({ errors: admitted.map(formatError) });
+  connection.limitKey = opts.limitKeyOf(raw, connection.caller);
+  const admitted = await opts.admit(connection, params);
+  if (!('schema' in admitted)) {
+    // Over the limits: the HTTP answer a client retries on (429, Retry-After), before any stream opens.
+    const limited = admitted.find((e) => e.extensions.code === 'RATE_LIMITED');
+    if (limited) return refuse(429, limited.message, { 'retry-after': String(limited.extensions.retryAfter ?? 1) }, 'RATE_LIMITED');
+    return once({ errors: admitted.map(formatError) });
+  }
   const ctx = admitted.contextValue;
   if (ctx.kind === 'operation') {
     const operation = getOperationAST(admitted.document, admitted.operationName);
