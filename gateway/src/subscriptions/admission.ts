@@ -7,10 +7,12 @@ import {
   type GraphQLSchema,
   type OperationDefinitionNode,
 } from 'graphql';
+import type { ValidationRule } from 'graphql';
 import type { LoadedSupergraph, OperationPolicy } from '../graphql';
+import type { RateLimits } from '../ratelimit';
 import { error, type ClientHeaders, type Connection, type OperationContext, type SubscriptionContext } from './context';
-import type { DocumentCache } from './documents';
-import type { SubscriptionPlanner } from './planner';
+import { DocumentCache } from './documents';
+import { SubscriptionPlanner } from './planner';
 
 /** What one operation sent over a socket or an event stream becomes: its execution arguments, or the errors to answer. */
 export type Admitted =
@@ -83,4 +85,32 @@ export function admitOperation(loaded: LoadedSupergraph, connection: Connection,
     if (err instanceof GraphQLError) return [err];
     throw err;
   }
+}
+
+/**
+ * The admission both transports share (WebSocket `subscribe`, an SSE request): the checks of
+ * `admitOperation` against the supergraph being served, then the rate limits (a request counted,
+ * its cost spent) once the operation passed them. The planner is the one `policy.onLoad` re-judges.
+ */
+export function createAdmission(opts: {
+  policy: OperationPolicy;
+  parseOptions: { maxTokens: number };
+  validationRules: ValidationRule[];
+  recordUsage?: UsageRecorder | undefined;
+  rateLimits?: RateLimits | null | undefined;
+}) {
+  const { policy, rateLimits } = opts;
+  const documents = new DocumentCache(opts.parseOptions, opts.validationRules);
+  const planner = new SubscriptionPlanner(policy, documents);
+  const admit = async (connection: Connection, payload: SubscribePayload): Promise<Admitted> => {
+    const loaded = policy.current();
+    if (!loaded) return [error('The gateway is starting', 'UNAVAILABLE')];
+    const admitted = admitOperation(loaded, connection, payload, { documents, planner, policy, recordUsage: opts.recordUsage });
+    if ('cost' in admitted && rateLimits && connection.limitKey !== undefined) {
+      const refused = await rateLimits.charge(connection.limitKey, connection.caller !== null, admitted.cost);
+      if (refused) return [refused];
+    }
+    return admitted;
+  };
+  return { planner, admit };
 }

@@ -14,12 +14,10 @@ import type { Logger, OriginList } from '@halo/kit';
 import type { CallerResolver } from '../auth';
 import type { GraphQLContext, OperationPolicy, OperationRequestText } from '../graphql';
 import type { RateLimits } from '../ratelimit';
-import { admitOperation, type Admitted, type SubscribePayload } from './admission';
+import { createAdmission } from './admission';
 import { closeConnection, openConnection } from './connection';
-import { error, formatError, type ClientHeaders, type Connection, type OperationContext, type SubscriptionContext } from './context';
-import { DocumentCache } from './documents';
+import { formatError, type ClientHeaders, type Connection, type OperationContext, type SubscriptionContext } from './context';
 import { EntityResolver } from './entities';
-import { SubscriptionPlanner } from './planner';
 import { createStreamHandler } from './sse';
 import { UpstreamSubscriptions } from './upstream';
 
@@ -82,21 +80,9 @@ export function createSubscriptions(opts: SubscriptionOptions) {
   const log = logger.child({ component: 'subscriptions' });
   const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload });
   const connections = new WeakMap<object, Connection>();
-  const documents = new DocumentCache(opts.parseOptions, opts.validationRules);
-  const planner = new SubscriptionPlanner(policy, documents);
+  const { planner, admit } = createAdmission(opts);
   const upstreams = new UpstreamSubscriptions(opts.subgraphUrls, new EntityResolver(opts.subgraphUrls, log), log);
   policy.onLoad((loaded) => planner.judge(loaded, upstreams.active, log));
-  const admit = async (connection: Connection, payload: SubscribePayload): Promise<Admitted> => {
-    const loaded = policy.current();
-    if (!loaded) return [error('The gateway is starting', 'UNAVAILABLE')];
-    const admitted = admitOperation(loaded, connection, payload, { documents, planner, policy, recordUsage: opts.recordUsage });
-    // Counted as HTTP counts a request, and the operation's cost spent, once it passed the checks.
-    if ('cost' in admitted && opts.rateLimits && connection.limitKey !== undefined) {
-      const refused = await opts.rateLimits.charge(connection.limitKey, connection.caller !== null, admitted.cost);
-      if (refused) return [refused];
-    }
-    return admitted;
-  };
   // GraphQL over SSE at /graphql/stream: the same admission, upstreams and entity fetches.
   const stream = createStreamHandler({
     callers,

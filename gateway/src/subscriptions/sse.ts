@@ -185,7 +185,10 @@ async function subscribe(
   if (!('schema' in admitted)) {
     // Over the limits: the HTTP answer a client retries on (429, Retry-After), before any stream opens.
     const limited = admitted.find((e) => e.extensions.code === 'RATE_LIMITED');
-    if (limited) return refuse(429, limited.message, { 'retry-after': String(limited.extensions.retryAfter ?? 1) }, 'RATE_LIMITED');
+    if (limited) {
+      const after = Number(limited.extensions.retryAfter);
+      return refuse(429, limited.message, { 'retry-after': String(Number.isFinite(after) && after > 0 ? after : 1) }, 'RATE_LIMITED');
+    }
     return once({ errors: admitted.map(formatError) });
   }
   const ctx = admitted.contextValue;
