@@ -51,6 +51,8 @@ async function serveApp(): Promise<Server> {
 }
 
 beforeAll(async () => {
+  // First, so that a missing Chromium fails (CI) before anything starts.
+  browser = await launchChromium();
   // Listed: the app on localhost. The gateway and auth read the one list (login, refresh, logout).
   app = await serveApp();
   const appPort = (app.address() as AddressInfo).port;
@@ -63,7 +65,6 @@ beforeAll(async () => {
     envFor: { gateway: { ...cors, HALO_ENV: 'development' }, auth: cors },
   });
   gateway = `http://localhost:${new URL(sys.url).port}`;
-  browser = await launchChromium();
 }, 180_000);
 
 afterAll(async () => {
@@ -225,13 +226,12 @@ describeBrowser('Halo from a browser', () => {
       // Deep link: Swagger UI opens GET /hello (tag content, operationId hello).
       await page.goto(`${gateway}/docs#/content/hello`, { waitUntil: 'load' });
       const op = '#operations-content-hello';
-      await page.waitForSelector(`${op} .try-out__btn`, { timeout: 15_000 });
-      await page.click(`${op} .try-out__btn`);
-      await page.waitForSelector(`${op} .execute`, { timeout: 5_000 });
+      // Locators wait until the button is visible and has stopped moving (the block animates open).
+      await page.locator(`${op} .try-out__btn`).setTimeout(15_000).click();
       const answer = page.waitForResponse((r) => r.url() === `${gateway}/hello` && r.request().method() === 'GET', { timeout: 15_000 });
-      await page.click(`${op} .execute`);
+      await page.locator(`${op} .execute`).setTimeout(15_000).click();
       expect((await answer).status()).toBe(200);
-      const shown = await page.waitForSelector(`${op} .live-responses-table .response-col_status`, { timeout: 15_000 });
+      const shown = await page.waitForSelector(`${op} .live-responses-table tbody .response-col_status`, { timeout: 15_000 });
       expect(await shown!.evaluate((el) => el.textContent?.trim())).toBe('200');
     });
 
