@@ -34,7 +34,7 @@ import type { UpstreamSubscriptions } from './upstream';
 
 export interface StreamOptions {
   callers: CallerResolver;
-  admit: (connection: Connection, payload: SubscribePayload) => Admitted;
+  admit: (connection: Connection, payload: SubscribePayload) => Admitted | Promise<Admitted>;
   upstreams: UpstreamSubscriptions;
   executeOperation: (request: OperationRequestText, context: GraphQLContext) => Promise<FormattedExecutionResult>;
   bodyLimit: number;
@@ -177,7 +177,7 @@ async function subscribe(
       : refuse(503, 'Service unavailable', { 'retry-after': '1' });
   }
   req.context.connection = connection;
-  const admitted = opts.admit(connection, params);
+  const admitted = await opts.admit(connection, params);
   if (!('schema' in admitted)) return once({ errors: admitted.map(formatError) });
   const ctx = admitted.contextValue;
   if (ctx.kind === 'operation') {
