@@ -10,12 +10,12 @@ import {
   isGatewayPath,
   mountRestRoutes,
   pathId,
-  restOpenApi,
   ruleField,
   toHttpDate,
   validateRestInput,
   type RestRoute,
 } from './rest-manifest';
+import { restOpenApi } from './rest-openapi';
 import { requiredText } from './text';
 import { signAccessToken } from './jwt';
 import { SCOPES } from './scopes';
