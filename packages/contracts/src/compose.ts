@@ -21,7 +21,15 @@ with \`Deprecation\`, \`Sunset\` and \`Link: <guide>; rel="successor-version"\`.
 
 **Errors.** Every error is \`{"error": "<message>"}\`; a validation error names the field
 (\`name is required\`). Unknown route 404, wrong method 405 with \`Allow\`, malformed JSON 400, a body
-over the limit 413.`;
+over the limit 413.
+
+**Limits.** Every route is rate-limited per caller: \`RateLimit\` and \`RateLimit-Policy\` on every
+answer, 429 \`Too many requests\` with \`Retry-After\` (README "Limits").`;
+
+/** Who answers for the API: the maintainers, reached as CONTRIBUTING.md says. */
+const INFO_CONTACT = { name: 'Halo maintainers (see CONTRIBUTING.md)' };
+/** The repository's licence (the root package.json), as an SPDX identifier. */
+const INFO_LICENSE = { name: 'Apache License 2.0', identifier: 'Apache-2.0' };
 
 /** The version the OpenAPI document states: Halo's (the root package.json), passed by the caller. */
 export const DEFAULT_API_VERSION = '0.1.0';
@@ -71,7 +79,7 @@ export function composeRestOf(
     const openapi = {
       ...mergeOpenApi(
         parts.map((p) => p.openapi),
-        { title: 'Halo API', version, description: INFO_DESCRIPTION },
+        { title: 'Halo API', version, description: INFO_DESCRIPTION, contact: INFO_CONTACT, license: INFO_LICENSE },
       ),
       'x-composed-by': REST_COMMENT,
     };

@@ -1,4 +1,5 @@
-import { restPart, type RestManifest, type RestPart } from './rest-manifest';
+import type { RestManifest } from './rest-manifest';
+import { restPart, type RestPart } from './rest-openapi';
 import type { ServiceIdentity } from './service-identity';
 import type { ServiceName } from './topology';
 

@@ -29,6 +29,7 @@ export * from './nul';
 export * from './single-headers';
 export * from './users';
 export * from './rest-manifest';
+export * from './rest-openapi';
 export * from './contract';
 export * from './service-identity';
 export * from './metrics';

@@ -10,12 +10,12 @@ import {
   isGatewayPath,
   mountRestRoutes,
   pathId,
-  restOpenApi,
   ruleField,
   toHttpDate,
   validateRestInput,
   type RestRoute,
 } from './rest-manifest';
+import { restOpenApi } from './rest-openapi';
 import { requiredText } from './text';
 import { signAccessToken } from './jwt';
 import { SCOPES } from './scopes';
@@ -68,7 +68,7 @@ const things = defineRestManifest({
       path: '/things/:id/callback',
       summary: 'Answered by another router',
       mountedElsewhere: 'src/things/router.ts',
-      responses: { 302: { description: 'Redirect' } },
+      responses: { 302: { description: 'Redirect', location: 'Where to' } },
     },
   ],
 });
@@ -366,7 +366,11 @@ describe('restOpenApi', () => {
     ]);
     expect(get.responses).toMatchObject({ 400: { description: expect.any(String) }, 404: { description: '`Not found`' } });
     const list = doc.paths['/things']!.get!;
-    expect(list.parameters).toEqual([{ name: 'sort', in: 'query', required: false, schema: { type: 'string', enum: ['id', 'name', ''] } }]);
+    expect(list.parameters).toEqual([
+      { name: 'sort', in: 'query', required: false, schema: { type: 'string', enum: ['id', 'name', ''] } },
+      // /things exists in two versions: the unversioned path takes the version selector.
+      expect.objectContaining({ name: 'version', in: 'query', schema: { type: 'integer', enum: [1, 2], default: 1 } }),
+    ]);
     const create = doc.paths['/things']!.post!;
     expect(create.security).toEqual([{ bearerAuth: [] }, { apiKey: [] }]);
     expect(create.requestBody).toEqual({
@@ -383,6 +387,86 @@ describe('restOpenApi', () => {
     });
     expect(create.responses).toMatchObject({ 201: {}, 400: {}, 401: {} });
     expect(JSON.stringify(doc)).not.toContain('$schema');
+  });
+});
+
+describe('restOpenApi: the headers and security a route declares (issue 29)', () => {
+  const m = defineRestManifest({
+    service: 'payments',
+    description: 'd',
+    routes: [
+      { id: 'open', method: 'GET', path: '/open', summary: 's', responses: { 200: { description: 'ok' } } },
+      {
+        id: 'pay',
+        method: 'POST',
+        path: '/pay',
+        summary: 's',
+        auth: 'required',
+        scope: 'payments:write',
+        idempotent: true,
+        setsCookie: 'Sets c',
+        responses: { 201: { description: 'made', location: 'The payment' }, 409: { description: 'busy', retryAfter: true } },
+      },
+      {
+        id: 'items',
+        method: 'GET',
+        path: '/items',
+        summary: 's',
+        responses: { 200: { description: 'v1', schema: z.object({ price: z.number() }) } },
+        versions: { 1: {}, 2: { responses: { 200: { description: 'v2', schema: z.object({ cents: z.number().int() }) } } } },
+      },
+    ],
+  });
+  const doc = restOpenApi([m], { title: 'T', version: '1' }) as {
+    paths: Record<string, Record<string, Record<string, unknown>>>;
+    components: Record<string, Record<string, unknown>>;
+  };
+  const op = (path: string, method: string) => doc.paths[path]![method] as Record<string, any>;
+
+  it('a public operation says so: security [] and a description of its access', () => {
+    expect(op('/open', 'get').security).toEqual([]);
+    expect(op('/open', 'get').description).toContain('Public');
+    expect(op('/pay', 'post').security).toEqual([{ bearerAuth: [] }, { apiKey: [] }]);
+    expect(op('/pay', 'post')['x-halo-api-key-scope']).toBe('payments:write');
+  });
+
+  it('idempotent: the Idempotency-Key parameter and Idempotent-Replayed on success; Location, Set-Cookie, Retry-After', () => {
+    const pay = op('/pay', 'post');
+    expect(pay.parameters).toEqual([{ $ref: '#/components/parameters/IdempotencyKey' }]);
+    expect(Object.keys(pay.responses['201'].headers)).toEqual(
+      expect.arrayContaining(['Location', 'Idempotent-Replayed', 'Set-Cookie', 'RateLimit', 'RateLimit-Policy']),
+    );
+    expect(pay.responses['409'].headers['Retry-After']).toEqual({ $ref: '#/components/headers/Retry-After-Optional' });
+    expect(pay.responses['409'].headers['Set-Cookie']).toBeUndefined();
+    expect(doc.components.parameters).toHaveProperty('IdempotencyKey');
+  });
+
+  it("every operation has the gateway's 429 with Retry-After and the RateLimit fields", () => {
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const method of Object.keys(ops))
+        expect(op(path, method).responses['429']).toEqual({ $ref: '#/components/responses/TooManyRequests' });
+    }
+    expect(doc.components.responses!.TooManyRequests).toMatchObject({ headers: { 'Retry-After': {}, RateLimit: {} } });
+  });
+
+  it('the unversioned path declares version 2 as a second media type, and ?version', () => {
+    const items = op('/items', 'get');
+    expect(items.responses['200'].content['application/vnd.halo.v2+json'].schema.properties).toHaveProperty('cents');
+    expect(items.responses['200'].content['application/json'].schema.properties).toHaveProperty('price');
+    expect(items.parameters).toContainEqual(
+      expect.objectContaining({ name: 'version', in: 'query', schema: expect.objectContaining({ enum: [1, 2] }) }),
+    );
+    expect(op('/api/v2/items', 'get').responses['200'].content).not.toHaveProperty('application/vnd.halo.v2+json');
+  });
+
+  it('refuses a redirect without a location', () => {
+    expect(() =>
+      defineRestManifest({
+        service: 'auth',
+        description: 'd',
+        routes: [{ id: 'go', method: 'GET', path: '/go', summary: 's', responses: { 302: { description: 'away' } } }],
+      }),
+    ).toThrow('redirect 302 needs a location');
   });
 });
 

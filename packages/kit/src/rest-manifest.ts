@@ -36,6 +36,10 @@ export interface RestResponse {
   description: string;
   /** The JSON body, for the OpenAPI document (responses are not validated at run time). */
   schema?: z.ZodType;
+  /** What the `Location` header of this answer points to (a created resource; a redirect's target, where it is required). */
+  location?: string;
+  /** This answer carries `Retry-After` (seconds). Implied for 429 and 503. */
+  retryAfter?: true;
 }
 
 /** What one API version of a route changes: its deprecation, and schemas that differ from the route's. */
@@ -73,6 +77,13 @@ export interface RestRoute<Id extends string = string> {
   versions?: Readonly<Record<number, RestVersion>>;
   /** Answered by a router of the service's own (where, for people); composed, but not mounted here. */
   mountedElsewhere?: string;
+  /**
+   * Retry-safe with a client key: the request header `Idempotency-Key` is required, and a replay
+   * answers with `Idempotent-Replayed: true` (both declared in the OpenAPI document).
+   */
+  idempotent?: true;
+  /** The cookie the route's answers set or clear (`Set-Cookie`), for the OpenAPI document. */
+  setsCookie?: string;
 }
 
 export interface RestManifest<Id extends string = string> {
@@ -154,6 +165,10 @@ export function defineRestManifest<const M extends RestManifest>(manifest: M): M
       if (keys.length !== declared.length || keys.some((k) => !declared.includes(k))) {
         throw new Error(`${where(r)}: params must describe exactly the path parameters (${declared.join(', ') || 'none'})`);
       }
+    }
+    for (const [status, response] of Object.entries(r.responses)) {
+      if (/^3\d\d$/.test(status) && status !== '304' && !response.location)
+        throw new Error(`${where(r)}: redirect ${status} needs a location`);
     }
     const versions = routeVersions(r);
     if (versions.length === 0) throw new Error(`${where(r)}: no version`);
@@ -487,216 +502,4 @@ export function mergeRouteTable(parts: readonly (readonly ComposedRoute[])[], co
 /** The gateway's route table from every service's manifest (`npm run compose`). */
 export function composeRouteTable(manifests: readonly RestManifest[], comment?: string): ComposedRouteTable {
   return mergeRouteTable(manifests.map(serviceRouteEntries), comment);
-}
-
-// ── OpenAPI 3.1 ───────────────────────────────────────────────────────────────────────────────
-
-export type JsonObject = Record<string, unknown>;
-
-export interface OpenApiInfo {
-  title: string;
-  version: string;
-  description?: string;
-}
-
-const ERROR_REF = { $ref: '#/components/schemas/Error' };
-const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: ERROR_REF } } });
-
-/**
- * zod → JSON Schema 2020-12 (OpenAPI 3.1's dialect), without the `$schema` line each would repeat
- * and without what only restates a type to a reader: the ±2^53 bounds of every integer, the
- * regular expression behind `format: date-time`.
- */
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonObject {
-  const out = z.toJSONSchema(schema, {
-    io,
-    unrepresentable: 'any',
-    target: 'draft-2020-12',
-    override: ({ jsonSchema: js }) => {
-      if (js.minimum === Number.MIN_SAFE_INTEGER) delete js.minimum;
-      if (js.maximum === Number.MAX_SAFE_INTEGER) delete js.maximum;
-      if (js.format === 'date-time') delete js.pattern;
-      // Answers may gain members (a compatible change): a client must not be told to refuse them.
-      if (io === 'output' && js.additionalProperties === false) delete js.additionalProperties;
-    },
-  }) as JsonObject;
-  const { $schema: _dialect, ...rest } = out;
-  return rest;
-}
-
-/** `/users/:userId/posts` → `/users/{userId}/posts`. */
-const openApiPath = (path: string) => path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
-
-function parameters(route: RestRoute, query: z.ZodObject | undefined): JsonObject[] {
-  const out: JsonObject[] = [];
-  const params = route.params ? (jsonSchema(route.params, 'input').properties as Record<string, JsonObject>) : {};
-  for (const name of pathParams(route.path)) {
-    const { description, ...schema } = params[name] ?? { type: 'string' };
-    out.push({ name, in: 'path', required: true, ...(description ? { description } : {}), schema });
-  }
-  if (query) {
-    const q = jsonSchema(query, 'input');
-    const required = new Set((q.required as string[] | undefined) ?? []);
-    for (const [name, s] of Object.entries((q.properties as Record<string, JsonObject>) ?? {})) {
-      const { description, ...schema } = s;
-      out.push({ name, in: 'query', required: required.has(name), ...(description ? { description } : {}), schema });
-    }
-  }
-  return out;
-}
-
-function operation(m: RestManifest, route: RestRoute, version: number, v: RestVersion): JsonObject {
-  const s = versionSchemas(route, version);
-  const responses: JsonObject = {};
-  const declared = { ...route.responses, ...v.responses };
-  const notice = v.deprecated ? { ...v.deprecated, sunset: toHttpDate(v.deprecated.sunset)! } : undefined;
-  const headers = notice
-    ? {
-        Deprecation: { $ref: '#/components/headers/Deprecation' },
-        Sunset: { description: 'When this version stops answering', schema: { type: 'string', const: notice.sunset } },
-        Link: { description: 'The migration guide', schema: { type: 'string', const: `<${notice.link}>; rel="successor-version"` } },
-      }
-    : undefined;
-  for (const [status, r] of Object.entries(declared)) {
-    const isError = Number(status) >= 400;
-    responses[status] = {
-      description: r.description,
-      ...(headers ? { headers } : {}),
-      ...(r.schema
-        ? { content: { 'application/json': { schema: jsonSchema(r.schema, 'output') } } }
-        : isError
-          ? { content: { 'application/json': { schema: ERROR_REF } } }
-          : {}),
-    };
-  }
-  if ((s.params || s.query || s.body) && !responses['400']) responses['400'] = errorResponse('Invalid input: the message names the field');
-  if (route.auth && !responses['401']) responses['401'] = errorResponse('`Token required`, `Invalid token` or `Invalid API key`');
-  if (route.auth && !responses['403']) {
-    responses['403'] = errorResponse(
-      route.scope ? `\`Forbidden\`: an API key without scope \`${route.scope}\`` : '`Forbidden`: any API key (no scope allows this route)',
-    );
-  }
-  const description = [
-    route.description,
-    notice && `Version ${version} is deprecated: it stops answering on ${notice.sunset}. Migration guide: ${notice.link}`,
-  ]
-    .filter(Boolean)
-    .join('\n\n');
-  return {
-    operationId: version === 1 ? route.id : `${route.id}V${version}`,
-    summary: route.summary,
-    ...(description ? { description } : {}),
-    tags: [m.service],
-    ...(notice ? { deprecated: true } : {}),
-    ...(route.auth ? { security: [{ bearerAuth: [] }, { apiKey: route.scope ? [route.scope] : [] }] } : {}),
-    ...(route.auth ? { 'x-halo-api-key-scope': route.scope ?? null } : {}),
-    ...(() => {
-      const p = parameters(route, s.query);
-      return p.length > 0 ? { parameters: p } : {};
-    })(),
-    ...(s.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(s.body, 'input') } } } } : {}),
-    responses,
-  };
-}
-
-/** One service's part of the OpenAPI document: its tag and its operations by path and method. */
-export interface OpenApiPart {
-  tag: { name: string; description: string };
-  paths: Record<string, Record<string, JsonObject>>;
-}
-
-/**
- * A service's OpenAPI part (its part of a published contract). Version 1 is the unversioned path;
- * version N ≥ 2 is listed at `/api/v<N>/<path>` (how the gateway serves it).
- */
-export function serviceOpenApi(m: RestManifest): OpenApiPart {
-  const paths: Record<string, Record<string, JsonObject>> = {};
-  for (const r of m.routes) {
-    for (const [n, v] of routeVersions(r)) {
-      const path = openApiPath(n === 1 ? r.path : `/api/v${n}${r.path}`);
-      const item = (paths[path] ??= {});
-      const method = r.method.toLowerCase();
-      if (item[method]) throw new Error(`OpenAPI: ${r.method} ${path} is declared twice`);
-      item[method] = operation(m, r, n, v);
-    }
-  }
-  return { tag: { name: m.service, description: m.description }, paths: sortedPaths(paths) };
-}
-
-const METHOD_ORDER = REST_METHODS.map((x) => x.toLowerCase());
-
-/** Paths, and each path's methods, in a fixed order: the committed document only changes when a route does. */
-function sortedPaths(paths: Record<string, Record<string, JsonObject>>): Record<string, Record<string, JsonObject>> {
-  return Object.fromEntries(
-    Object.keys(paths)
-      .sort()
-      .map((p) => [
-        p,
-        Object.fromEntries(Object.entries(paths[p]!).sort((a, b) => METHOD_ORDER.indexOf(a[0]) - METHOD_ORDER.indexOf(b[0]))),
-      ]),
-  );
-}
-
-/** One OpenAPI 3.1 document for every service's routes (`npm run compose`). */
-export function restOpenApi(manifests: readonly RestManifest[], info: OpenApiInfo): JsonObject {
-  return mergeOpenApi(manifests.map(serviceOpenApi), info);
-}
-
-/**
- * One OpenAPI 3.1 document from every service's part. Throws when a path and method, or an
- * operationId, is used twice.
- */
-export function mergeOpenApi(parts: readonly OpenApiPart[], info: OpenApiInfo): JsonObject {
-  const paths: Record<string, Record<string, JsonObject>> = {};
-  const operationIds = new Map<string, string>();
-  const sorted = [...parts].sort((a, b) => a.tag.name.localeCompare(b.tag.name));
-  for (const part of sorted) {
-    for (const [path, ops] of Object.entries(part.paths)) {
-      const item = (paths[path] ??= {});
-      for (const [method, op] of Object.entries(ops)) {
-        if (item[method]) throw new Error(`OpenAPI: ${method.toUpperCase()} ${path} is declared twice`);
-        const id = op.operationId as string;
-        if (operationIds.has(id)) throw new Error(`OpenAPI: operationId ${id} is used by ${operationIds.get(id)} and by ${part.tag.name}`);
-        operationIds.set(id, part.tag.name);
-        item[method] = op;
-      }
-    }
-  }
-  return {
-    openapi: '3.1.0',
-    info: { title: info.title, version: info.version, ...(info.description ? { description: info.description } : {}) },
-    servers: [{ url: '/' }],
-    tags: sorted.map((p) => ({ name: p.tag.name, description: p.tag.description })),
-    paths: sortedPaths(paths),
-    components: {
-      schemas: {
-        Error: {
-          type: 'object',
-          description: 'Every error: one message, naming the field for a validation error',
-          properties: { error: { type: 'string' } },
-          required: ['error'],
-        },
-      },
-      headers: {
-        Deprecation: { description: 'This version of the route is deprecated', schema: { type: 'string', const: 'true' } },
-      },
-      securitySchemes: {
-        bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An access token from `POST /auth/login`' },
-        apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'A server-to-server key from `POST /auth/api-keys`' },
-      },
-    },
-  };
-}
-
-// ── A service's REST part of its contract (docs/registry.md) ─────────────────────────────────
-
-/** What a service publishes about its REST routes: its route-table entries and its OpenAPI part. */
-export interface RestPart {
-  routes: ComposedRoute[];
-  openapi: OpenApiPart;
-}
-
-/** A service's REST part, built from its manifest: the same functions `npm run compose` merges. */
-export function restPart(manifest: RestManifest): RestPart {
-  return { routes: serviceRouteEntries(manifest), openapi: serviceOpenApi(manifest) };
 }

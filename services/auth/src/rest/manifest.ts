@@ -45,6 +45,8 @@ const loginPassword = ruleField((v) => loginInput({ email: 'e@x.example', passwo
 
 const FORBIDDEN_CROSS_SITE = { description: '`Forbidden`: a cross-site request (Sec-Fetch-Site or Origin)' };
 const REFRESH_COOKIE = 'Sets `refresh_token` (HttpOnly, Secure, SameSite=Strict, Path=/auth, 30 days)';
+const CLEARED_REFRESH_COOKIE = 'Clears `refresh_token` (Max-Age=0)';
+const STATE_COOKIE = 'Sets `oauth_state` (HttpOnly, Secure, SameSite=Lax, Path=/auth/oauth): the flow, checked by the callback';
 const KEY_MANAGER = { description: '`Forbidden`: API keys are managed by admins with their own token (not with an API key)' };
 
 /**
@@ -81,6 +83,7 @@ export const restManifest = defineRestManifest({
       path: '/auth/login',
       summary: 'Log in: an access token, and a refresh cookie',
       description: REFRESH_COOKIE,
+      setsCookie: REFRESH_COOKIE,
       body: z.object({ email: loginEmail, password: loginPassword }),
       responses: {
         200: { description: 'Tokens and the user', schema: token.extend({ user: z.object({ id: z.number().int(), name: z.string() }) }) },
@@ -95,6 +98,7 @@ export const restManifest = defineRestManifest({
       path: '/auth/refresh',
       summary: 'A new access token for the refresh cookie (which is rotated)',
       description: `${REFRESH_COOKIE}. Presenting an already-rotated token revokes its whole family.`,
+      setsCookie: `${REFRESH_COOKIE} (the rotated token)`,
       responses: {
         200: { description: 'Tokens', schema: token },
         401: { description: '`Invalid refresh token`' },
@@ -106,6 +110,7 @@ export const restManifest = defineRestManifest({
       method: 'POST',
       path: '/auth/logout',
       summary: 'Forget the refresh token and clear its cookie',
+      setsCookie: CLEARED_REFRESH_COOKIE,
       responses: { 204: { description: 'Logged out' }, 403: FORBIDDEN_CROSS_SITE },
     },
     {
@@ -165,14 +170,19 @@ export const restManifest = defineRestManifest({
       path: '/auth/oauth/:provider/start',
       summary: 'Start an OAuth 2.0 / OIDC login (PKCE, state, nonce)',
       params: z.object({ provider: z.string().meta({ description: 'A configured provider (`dev` in the embedded mode)' }) }),
-      responses: { 302: { description: 'To the provider' }, 404: { description: '`Not found`: no such provider' } },
+      setsCookie: STATE_COOKIE,
+      responses: {
+        302: { description: 'To the provider', location: 'The provider’s authorization endpoint' },
+        404: { description: '`Not found`: no such provider' },
+      },
     },
     {
       id: 'oauthCallback',
       method: 'GET',
       path: '/auth/oauth/:provider/callback',
       summary: 'The provider’s redirect back: answers like login',
-      description: REFRESH_COOKIE,
+      description: `${REFRESH_COOKIE}; clears \`oauth_state\` whatever the answer.`,
+      setsCookie: `${REFRESH_COOKIE}; clears \`oauth_state\``,
       params: z.object({ provider: z.string() }),
       query: z.object({ code: flowParam, state: flowParam, error: flowParam }),
       responses: {

@@ -87,11 +87,14 @@ const listQuery = z.object({
     .unknown()
     .optional()
     .meta({
+      // No `maximum`: a larger limit is accepted and capped, so a client validating against the
+      // schema must not refuse what the server answers (issue 29).
       type: 'integer',
       minimum: 1,
-      maximum: MAX_LIMIT,
       default: DEFAULT_LIMIT,
-      description: `Capped at ${MAX_LIMIT}; a value that is not a positive integer falls back to ${DEFAULT_LIMIT}`,
+      description:
+        `Page size. A larger value is accepted and capped at ${MAX_LIMIT} (the answer's \`meta.limit\` says which); ` +
+        `a value that is not a positive integer falls back to ${DEFAULT_LIMIT}.`,
     }),
 });
 

@@ -62,18 +62,20 @@ export const restManifest = defineRestManifest({
       ].join(' '),
       auth: 'required',
       scope: 'payments:write',
+      idempotent: true,
       body: z.object({ amount }),
       responses: {
         201: {
           description: 'The payment (also the replay of a completed request, with `Idempotent-Replayed: true`)',
           schema: one(payment),
+          location: 'The payment: `/api/payments/<id>`',
         },
         400: {
           description:
             '`Idempotency-Key required`, `Idempotency-Key must be at most 255 characters`, `Idempotency-Key must be sent once` (the header repeated), or the amount’s message',
         },
         403: FORBIDDEN,
-        409: { description: '`Request in progress` (`status: "processing"`), with `Retry-After`', schema: processing },
+        409: { description: '`Request in progress` (`status: "processing"`), with `Retry-After`', schema: processing, retryAfter: true },
         422: { description: '`Idempotency-Key reused with a different request`' },
         503: {
           description: '`Idempotency store unavailable` or `Payment processor unavailable`: nothing was charged; retry with the same key',
