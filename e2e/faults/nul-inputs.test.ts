@@ -111,7 +111,10 @@ describe('REST: every input of every route of the composed manifest', () => {
       redirect: 'manual',
       signal: AbortSignal.timeout(10_000),
     });
-    expect([c.name, res.status, await res.json()]).toEqual([c.name, 400, { error: nulMessage(c.field) }]);
+    // `?version=` is the gateway's own parameter (version negotiation, docs/api/conventions.md): it
+    // refuses any value but a known version before the service sees the request.
+    const expected = c.field === 'version' && c.url.includes('?version=') ? 'Unsupported API version' : nulMessage(c.field);
+    expect([c.name, res.status, await res.json()]).toEqual([c.name, 400, { error: expected }]);
   });
 });
 
