@@ -1,6 +1,26 @@
-import { alignById, keysetConnection, requireCaller, unavailable, type Caller, type ConnectionArgs, type Logger } from '@halo/kit';
+import {
+  alignById,
+  badRequest,
+  keysetConnection,
+  requireCaller,
+  unavailable,
+  type Caller,
+  type ConnectionArgs,
+  type Logger,
+} from '@halo/kit';
 import type { Message, NewMessage } from './model';
-import { chatIdOf, DEFAULT_PAGE, DELIVERY_UNAVAILABLE, MESSAGE_CURSOR, messageText } from './rules';
+import { ResumedStream } from './resume';
+import {
+  afterOf,
+  chatIdOf,
+  DEFAULT_PAGE,
+  DELIVERY_UNAVAILABLE,
+  MAX_REPLAY,
+  MESSAGE_CURSOR,
+  messageText,
+  NOT_IN_CHAT,
+  tooLong,
+} from './rules';
 
 /** What the domain needs from storage; `ChatStore` implements it over SQL. */
 export interface ChatRepo {
@@ -14,12 +34,18 @@ export interface ChatRepo {
   /** A chat's messages with id < `beforeId` (all when null), newest first, at most `limit`. */
   messagesPage(chatId: string, limit: number, beforeId: number | null): Promise<Message[]>;
   messagesByIds(ids: readonly number[]): Promise<Message[]>;
+  /**
+   * A chat's messages with id > `afterId`, oldest first, at most `limit`; null when `afterId` is
+   * not a message of that chat. Waits for any send to the chat that is between its publish and its
+   * commit (the chat's lock), so every message published before the call is in the answer.
+   */
+  messagesAfter(chatId: string, afterId: number, limit: number): Promise<Message[] | null>;
 }
 
 /**
  * Where messages go to their subscribers: Redis pub/sub shared by every replica, or this process
  * alone (the embedded mode). At most once: a subscriber that is not connected misses what was
- * published meanwhile (clients catch up with `messages`).
+ * published meanwhile (it resumes with `newMessage(chatId, after)`, which reads that from storage).
  */
 export interface MessageBus {
   /** Resolves once the message was handed to the bus; rejects when it cannot be. */
@@ -56,15 +82,32 @@ export class Chat {
     });
   }
 
-  /** `newMessage`: every message sent to the chat from now on, in send order. */
-  async subscribe(caller: Caller | null, rawChatId: unknown): Promise<AsyncIterableIterator<Message>> {
+  /**
+   * `newMessage(chatId, after)`: every message sent to the chat from now on, in send order; with
+   * `after`, first every message after that one (at most MAX_REPLAY, else REPLAY_TOO_LONG). The
+   * live stream is established BEFORE the history is read, so the seam has no gap; the resumed
+   * stream drops the live messages the history already held, so it has no duplicate.
+   */
+  async subscribe(caller: Caller | null, rawChatId: unknown, rawAfter?: unknown): Promise<AsyncIterableIterator<Message>> {
     requireCaller(caller);
     const chatId = chatIdOf(rawChatId);
+    const after = afterOf(rawAfter);
+    let live: AsyncIterableIterator<Message>;
     try {
-      return await this.bus.subscribe(chatId);
+      live = await this.bus.subscribe(chatId);
     } catch (err) {
       this.logger?.error({ err }, 'could not subscribe to a chat');
       throw unavailable(DELIVERY_UNAVAILABLE);
+    }
+    if (after === null) return live;
+    try {
+      const history = await this.repo.messagesAfter(chatId, after, MAX_REPLAY + 1);
+      if (history === null) throw badRequest(NOT_IN_CHAT);
+      if (history.length > MAX_REPLAY) throw tooLong();
+      return new ResumedStream(history, live, after);
+    } catch (err) {
+      await live.return?.();
+      throw err;
     }
   }
 

@@ -28,7 +28,8 @@ export function chatSchema(typeDefs: DocumentNode, chat: Chat): GraphQLSchema {
     },
     Subscription: {
       newMessage: {
-        subscribe: (_: unknown, args: { chatId: string }, ctx: GraphQLContext) => chat.subscribe(ctx.caller, args.chatId),
+        subscribe: (_: unknown, args: { chatId: string; after?: string | null }, ctx: GraphQLContext) =>
+          chat.subscribe(ctx.caller, args.chatId, args.after),
         resolve: (message: Message) => message,
       },
     },
