@@ -1,6 +1,8 @@
 import { createClient as createSseClient } from 'graphql-sse';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
+import { Client as Pg } from 'pg';
+import { createHaloClient, type HaloClient, type ResumeOptions } from '@halo/client';
 import { signAccessToken } from '@halo/kit';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import { gql, startE2ESystem } from './helpers';
@@ -178,4 +180,104 @@ describe('resuming newMessage through the gateway', () => {
       await client.dispose();
     }
   });
+});
+
+describe('@halo/client resumes by itself', () => {
+  const sdks: HaloClient[] = [];
+  afterAll(async () => {
+    await Promise.all(sdks.map((c) => c.close()));
+  });
+
+  const sdk = () => {
+    const client = createHaloClient({
+      baseUrl: gateway,
+      accessToken: token,
+      subscriptions: { webSocketImpl: WebSocket, reconnect: { attempts: 60, baseDelayMs: 200, maxDelayMs: 1000 } },
+    });
+    sdks.push(client);
+    return client;
+  };
+
+  type Data = { newMessage: Message };
+  const PAGE =
+    'query($c: ID!, $after: String) { messages(chatId: $c, first: 100, after: $after) { edges { node { id text } } pageInfo { hasNextPage endCursor } } }';
+
+  /** The README's recipe: chat's resume, its gap read with `messages` (newest first) back to the cursor. */
+  const chatResume = (client: HaloClient, chatId: string): ResumeOptions<Data> => ({
+    cursorVariable: 'after',
+    idOf: (d) => d.newMessage.id,
+    fillGap: async (cursor) => {
+      const gap: Message[] = [];
+      for (let after: string | null = null; ;) {
+        const page: { messages: { edges: { node: Message }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } } =
+          await client.graphql.query(PAGE, { c: chatId, after });
+        const older = page.messages.edges.map((e) => e.node).filter((m) => BigInt(m.id) > BigInt(cursor));
+        gap.push(...older);
+        if (older.length < page.messages.edges.length || !page.messages.pageInfo.hasNextPage) break;
+        after = page.messages.pageInfo.endCursor;
+      }
+      return gap.reverse().map((m) => ({ newMessage: m }));
+    },
+  });
+
+  function listenSdk(client: HaloClient, chatId: string, after?: string): Stream {
+    const s: Stream = { events: [], errors: [], stop: () => undefined };
+    s.stop = client.graphql.subscribe<Data>(
+      RESUME,
+      { c: chatId, ...(after ? { after } : {}) },
+      { next: (r) => void (r.data ? s.events.push(r.data.newMessage) : s.errors.push(r.errors)), error: (e) => void s.errors.push(e) },
+      { resume: chatResume(client, chatId) },
+    );
+    return s;
+  }
+
+  it('across a gateway restart: every message sent meanwhile, then the live ones, each exactly once', async () => {
+    const client = sdk();
+    const chatId = `sdk-resume-${Date.now()}`;
+    const s = listenSdk(client, chatId);
+    const probe = await live(s, chatId);
+
+    const gw = sys.system.processes.find((p) => p.name === 'gateway')!;
+    const before = gw.child.pid;
+    gw.child.kill('SIGKILL');
+    // Sent while the SDK has no connection: straight to a chat replica.
+    const missed: Message[] = [];
+    for (let i = 0; i < 20; i++) missed.push(await send(chat2, chatId, `while down ${i}`));
+    await until('the launcher to restart the gateway', () => gw.child.pid !== before, 30_000);
+    await until('the missed ones', () => s.events.length >= 1 + missed.length, 60_000);
+    const next = await send(gateway, chatId, 'after the restart');
+    await until('the live one', () => s.events.some((e) => e.id === next.id));
+    await new Promise((r) => setTimeout(r, 300)); // nothing more may come
+    const probeAt = ids(s.events).indexOf(probe.id);
+    expect(ids(s.events.slice(probeAt))).toEqual(ids([probe, ...missed, next]));
+    expect(new Set(ids(s.events)).size).toBe(s.events.length);
+    expect(s.errors).toEqual([]);
+    s.stop();
+  }, 120_000);
+
+  it('too far behind (REPLAY_TOO_LONG): the SDK reads the gap with messages, then resumes live', async () => {
+    const client = sdk();
+    const chatId = `sdk-gap-${Date.now()}`;
+    const first = await send(gateway, chatId, 'first');
+    // 1100 messages of history at once, written straight into chat's table.
+    const pg = new Pg({ connectionString: process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test' });
+    await pg.connect();
+    try {
+      await pg.query(
+        `INSERT INTO "${sys.schemas.chat}".messages (chat_id, author_id, text) SELECT $1, 2, 'bulk ' || n FROM generate_series(1, 1100) n`,
+        [chatId],
+      );
+    } finally {
+      await pg.end();
+    }
+    const s = listenSdk(client, chatId, first.id);
+    await until('the 1100', () => s.events.length >= 1100 || s.errors.length > 0, 30_000);
+    const next = await send(gateway, chatId, 'live after the gap');
+    await until('the live one', () => s.events.some((e) => e.id === next.id));
+    expect(s.errors).toEqual([]);
+    expect(s.events.slice(0, 1100).map((m) => m.text)).toEqual(Array.from({ length: 1100 }, (_, i) => `bulk ${i + 1}`));
+    expect(s.events.at(-1)!.id).toBe(next.id);
+    expect(s.events).toHaveLength(1101);
+    s.stop();
+  }, 60_000);
 });
