@@ -68,6 +68,7 @@ const bus = (over: Partial<MessageBus> = {}): MessageBus & { published: Message[
   return {
     published,
     publish: async (m) => void published.push(m),
+    publishRemoval: async () => undefined,
     subscribe: async () =>
       new Inbox<Message>(
         () => undefined,
@@ -87,7 +88,7 @@ describe('Chat', () => {
       message: 'Token required',
     });
     await expect(chat.subscribe(null, '')).rejects.toMatchObject({ kind: 'UNAUTHENTICATED' });
-    expect(() => chat.messages(null, { chatId: '' })).toThrow('Token required');
+    await expect(chat.messages(null, { chatId: '' })).rejects.toThrow('Token required');
     await expect(chat.sendMessage(caller, { chatId: '', text: 'x' })).rejects.toMatchObject({
       kind: 'BAD_REQUEST',
       message: 'chatId is required',

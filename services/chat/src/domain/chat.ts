@@ -1,6 +1,7 @@
 import {
   alignById,
   badRequest,
+  forbidden,
   keysetConnection,
   requireCaller,
   unavailable,
@@ -9,7 +10,21 @@ import {
   type Logger,
 } from '@halo/kit';
 import type { Message, NewMessage } from './model';
-import { ResumedStream } from './resume';
+import { isPrivateChatId } from './members';
+import { MemberStream, ResumedStream, type MemberRemoved } from './resume';
+
+/** What travels on a chat's channel: its messages, and (private chats) members' removals. */
+export type ChatEvent = Message | MemberRemoved;
+
+/** Who may use a chat (`Members`): throws FORBIDDEN for a private chat the user is not a member of. */
+export interface AccessCheck {
+  requireAccess(chatId: string, userId: number): Promise<void>;
+}
+
+/** Without membership (unit tests): private chat ids are nobody's. */
+const NO_PRIVATE_CHATS: AccessCheck = {
+  requireAccess: (chatId) => (isPrivateChatId(chatId) ? Promise.reject(forbidden()) : Promise.resolve()),
+};
 import {
   afterOf,
   chatIdOf,
@@ -50,21 +65,25 @@ export interface ChatRepo {
 export interface MessageBus {
   /** Resolves once the message was handed to the bus; rejects when it cannot be. */
   publish(message: Message): Promise<void>;
+  /** Tells a private chat's subscribers that a member is gone: their subscriptions end. */
+  publishRemoval(event: MemberRemoved): Promise<void>;
   /** Resolves once delivery to this subscriber is established; its `return()` ends it. */
-  subscribe(chatId: string): Promise<AsyncIterableIterator<Message>>;
+  subscribe(chatId: string): Promise<AsyncIterableIterator<ChatEvent>>;
   /** Readiness: rejects while messages could not be delivered. */
   ready(): Promise<void>;
 }
 
 /**
- * The chat use cases, once, for every transport. Order of checks: who (401), then what (400).
- * There are no members: any signed-in user may read and write any chat whose id they know.
+ * The chat use cases, once, for every transport. Order of checks: who (401), then what (400),
+ * then membership (403: private chats only; any signed-in user may read and write any free-form
+ * chat whose id they know).
  */
 export class Chat {
   constructor(
     private readonly repo: ChatRepo,
     private readonly bus: MessageBus,
     private readonly logger?: Logger,
+    private readonly access: AccessCheck = NO_PRIVATE_CHATS,
   ) {}
 
   /** `sendMessage`: stored and published together, or neither (503 when the bus is down). */
@@ -72,6 +91,7 @@ export class Chat {
     const author = requireCaller(caller);
     const chatId = chatIdOf(input.chatId);
     const text = messageText(input.text);
+    await this.access.requireAccess(chatId, author.id);
     return this.repo.appendMessage({ chatId, authorId: author.id, text }, async (message) => {
       try {
         await this.bus.publish(message);
@@ -89,18 +109,21 @@ export class Chat {
    * stream drops the live messages the history already held, so it has no duplicate.
    */
   async subscribe(caller: Caller | null, rawChatId: unknown, rawAfter?: unknown): Promise<AsyncIterableIterator<Message>> {
-    requireCaller(caller);
+    const me = requireCaller(caller);
     const chatId = chatIdOf(rawChatId);
     const after = afterOf(rawAfter);
-    let live: AsyncIterableIterator<Message>;
+    let events: AsyncIterableIterator<ChatEvent>;
     try {
-      live = await this.bus.subscribe(chatId);
+      events = await this.bus.subscribe(chatId);
     } catch (err) {
       this.logger?.error({ err }, 'could not subscribe to a chat');
       throw unavailable(DELIVERY_UNAVAILABLE);
     }
-    if (after === null) return live;
+    // Checked once subscribed: a removal from now on arrives on the channel and ends the stream.
+    const live = new MemberStream<Message>(events, me.id, () => forbidden('Removed from this chat'));
     try {
+      await this.access.requireAccess(chatId, me.id);
+      if (after === null) return live;
       const history = await this.repo.messagesAfter(chatId, after, MAX_REPLAY + 1);
       if (history === null) throw badRequest(NOT_IN_CHAT);
       if (history.length > MAX_REPLAY) throw tooLong();
@@ -112,12 +135,22 @@ export class Chat {
   }
 
   /** `messages(chatId, first, after)`: newest first; a chat without messages is an empty connection. */
-  messages(caller: Caller | null, args: { chatId: unknown } & ConnectionArgs) {
-    requireCaller(caller);
+  async messages(caller: Caller | null, args: { chatId: unknown } & ConnectionArgs) {
+    const me = requireCaller(caller);
     const chatId = chatIdOf(args.chatId);
+    await this.access.requireAccess(chatId, me.id);
     return keysetConnection(MESSAGE_CURSOR, { first: args.first ?? DEFAULT_PAGE, after: args.after ?? null }, (limit, after) =>
       this.repo.messagesPage(chatId, limit, after?.id ?? null),
     );
+  }
+
+  /** Ends the open subscriptions of a member removed from a private chat (on every replica). */
+  async announceRemoval(chatId: string, userId: number): Promise<void> {
+    try {
+      await this.bus.publishRemoval({ kind: 'removed', chatId, userId });
+    } catch (err) {
+      this.logger?.error({ err }, 'could not announce a removal; open subscriptions of that member stay open');
+    }
   }
 
   /** Whether `caller` may read messages at all (entity references from the gateway). */

@@ -46,3 +46,43 @@ export class ResumedStream<T extends Ordered> implements AsyncIterableIterator<T
     return { value, done: false };
   }
 }
+
+/** An event of a chat's channel other than a message: a member left or was removed (private chats). */
+export interface MemberRemoved {
+  kind: 'removed';
+  chatId: string;
+  userId: number;
+}
+
+/**
+ * One member's view of a chat's channel: its messages, while they remain a member. The removal of
+ * `userId` ends the stream with `removedError()`; other members' removals are not theirs to see.
+ */
+export class MemberStream<T extends object> implements AsyncIterableIterator<T> {
+  constructor(
+    private readonly events: AsyncIterableIterator<T | MemberRemoved>,
+    private readonly userId: number,
+    private readonly removedError: () => Error,
+  ) {}
+
+  async next(): Promise<IteratorResult<T>> {
+    for (;;) {
+      const step = await this.events.next();
+      if (step.done) return step;
+      const event = step.value;
+      if (!('kind' in event && event.kind === 'removed')) return { value: event as T, done: false };
+      if (event.userId === this.userId) {
+        await this.return();
+        throw this.removedError();
+      }
+    }
+  }
+
+  return(): Promise<IteratorResult<T>> {
+    return this.events.return ? (this.events.return() as Promise<IteratorResult<T>>) : Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<T> {
+    return this;
+  }
+}
