@@ -12,10 +12,13 @@ import { gql, startE2ESystem } from './helpers';
  */
 let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 let gateway: string;
+let chat2: string;
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 1980, postgres: true });
+  // Two chat replicas sharing Redis: a removal made on one ends subscriptions held on the other.
+  sys = await startE2ESystem({ portOffset: 1980, postgres: true, extraChatReplica: true });
   gateway = sys.url;
+  chat2 = sys.chatReplicaUrl!;
 }, 120_000);
 
 afterAll(async () => {
@@ -132,7 +135,7 @@ describe('private chats', () => {
     expect(codes((await gql(gateway, MESSAGES, { c: chat.id }, as(BOB))).body)).toEqual(['FORBIDDEN']);
   });
 
-  it("a removed member's open subscription ends with FORBIDDEN; the others' go on", async () => {
+  it("a removed member's open subscription ends with FORBIDDEN, whichever replica removed them; the others' go on", async () => {
     const chat = await create(ALICE, [BOB]);
     const bob = ws(BOB);
     const alice = ws(ALICE);
@@ -145,7 +148,14 @@ describe('private chats', () => {
         await until('the probe', () => sb.events.length > 0 && sa.events.length > 0, 500).catch(() => undefined);
         if (i > 30) throw new Error('never live');
       }
-      await gql(gateway, REMOVE, { c: chat.id, u: BOB }, as(ALICE));
+      // Straight to the other chat replica: the removal reaches the gateway's replica through Redis.
+      const removed = await gql(
+        chat2,
+        'mutation($c: ID!, $u: ID!) { removeChatMember(chatId: $c, userId: $u) { id } }',
+        { c: chat.id, u: BOB },
+        as(ALICE),
+      );
+      expect(removed.body.errors).toBeUndefined();
       await until("bob's end", () => sb.errors.length > 0);
       expect(sb.errors).toEqual([
         [expect.objectContaining({ message: 'Removed from this chat', extensions: expect.objectContaining({ code: 'FORBIDDEN' }) })],
