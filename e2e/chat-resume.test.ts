@@ -188,11 +188,11 @@ describe('@halo/client resumes by itself', () => {
     await Promise.all(sdks.map((c) => c.close()));
   });
 
-  const sdk = () => {
+  const sdk = (transport: 'websocket' | 'sse' = 'websocket') => {
     const client = createHaloClient({
       baseUrl: gateway,
       accessToken: token,
-      subscriptions: { webSocketImpl: WebSocket, reconnect: { attempts: 60, baseDelayMs: 200, maxDelayMs: 1000 } },
+      subscriptions: { transport, webSocketImpl: WebSocket, reconnect: { attempts: 60, baseDelayMs: 200, maxDelayMs: 1000 } },
     });
     sdks.push(client);
     return client;
@@ -231,29 +231,33 @@ describe('@halo/client resumes by itself', () => {
     return s;
   }
 
-  it('across a gateway restart: every message sent meanwhile, then the live ones, each exactly once', async () => {
-    const client = sdk();
-    const chatId = `sdk-resume-${Date.now()}`;
-    const s = listenSdk(client, chatId);
-    const probe = await live(s, chatId);
+  it.each(['websocket', 'sse'] as const)(
+    '%s, across a gateway restart: every message sent meanwhile, then the live ones, each exactly once',
+    async (transport) => {
+      const client = sdk(transport);
+      const chatId = `sdk-resume-${transport}-${Date.now()}`;
+      const s = listenSdk(client, chatId);
+      const probe = await live(s, chatId);
 
-    const gw = sys.system.processes.find((p) => p.name === 'gateway')!;
-    const before = gw.child.pid;
-    gw.child.kill('SIGKILL');
-    // Sent while the SDK has no connection: straight to a chat replica.
-    const missed: Message[] = [];
-    for (let i = 0; i < 20; i++) missed.push(await send(chat2, chatId, `while down ${i}`));
-    await until('the launcher to restart the gateway', () => gw.child.pid !== before, 30_000);
-    await until('the missed ones', () => s.events.length >= 1 + missed.length, 60_000);
-    const next = await send(gateway, chatId, 'after the restart');
-    await until('the live one', () => s.events.some((e) => e.id === next.id));
-    await new Promise((r) => setTimeout(r, 300)); // nothing more may come
-    const probeAt = ids(s.events).indexOf(probe.id);
-    expect(ids(s.events.slice(probeAt))).toEqual(ids([probe, ...missed, next]));
-    expect(new Set(ids(s.events)).size).toBe(s.events.length);
-    expect(s.errors).toEqual([]);
-    s.stop();
-  }, 120_000);
+      const gw = sys.system.processes.find((p) => p.name === 'gateway')!;
+      const before = gw.child.pid;
+      gw.child.kill('SIGKILL');
+      // Sent while the SDK has no connection: straight to a chat replica.
+      const missed: Message[] = [];
+      for (let i = 0; i < 20; i++) missed.push(await send(chat2, chatId, `while down ${i}`));
+      await until('the launcher to restart the gateway', () => gw.child.pid !== before, 30_000);
+      await until('the missed ones', () => s.events.length >= 1 + missed.length, 60_000);
+      const next = await send(gateway, chatId, 'after the restart');
+      await until('the live one', () => s.events.some((e) => e.id === next.id));
+      await new Promise((r) => setTimeout(r, 300)); // nothing more may come
+      const probeAt = ids(s.events).indexOf(probe.id);
+      expect(ids(s.events.slice(probeAt))).toEqual(ids([probe, ...missed, next]));
+      expect(new Set(ids(s.events)).size).toBe(s.events.length);
+      expect(s.errors).toEqual([]);
+      s.stop();
+    },
+    120_000,
+  );
 
   it('too far behind (REPLAY_TOO_LONG): the SDK reads the gap with messages, then resumes live', async () => {
     const client = sdk();
