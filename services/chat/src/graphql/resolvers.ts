@@ -2,7 +2,7 @@ import { buildSubgraphSchema } from '@apollo/subgraph';
 import { parseId, type Caller } from '@halo/kit';
 import type { DocumentNode, GraphQLSchema } from 'graphql';
 import type { Chat } from '../domain/chat';
-import type { ChatInfo, Members } from '../domain/members';
+import { isPrivateChatId, type ChatInfo, type Members } from '../domain/members';
 import type { Message } from '../domain/model';
 import type { Loaders } from './loaders';
 
@@ -49,8 +49,16 @@ export function chatSchema(typeDefs: DocumentNode, chat: Chat, members: Members)
     },
     Message: {
       // Entity references from the gateway: an unknown id (or an anonymous caller) is null, never an error.
-      __resolveReference: (ref: { id: string }, ctx: GraphQLContext) =>
-        chat.mayRead(ctx.caller) ? ctx.loaders.messageById.load(parseId(ref.id)).catch(() => null) : null,
+      // A private chat's message: null for anyone but its members, as for an unknown id.
+      __resolveReference: async (ref: { id: string }, ctx: GraphQLContext) => {
+        if (!chat.mayRead(ctx.caller)) return null;
+        const message = await ctx.loaders.messageById.load(parseId(ref.id)).catch(() => null);
+        if (!message || !isPrivateChatId(message.chatId)) return message;
+        return members.requireAccess(message.chatId, ctx.caller!.id).then(
+          () => message,
+          () => null,
+        );
+      },
       author: (m: Message) => ({ __typename: 'User', id: String(m.authorId) }),
     },
   };
