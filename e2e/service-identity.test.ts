@@ -34,7 +34,7 @@ const SERVERS: { service: ServiceName; name: string; definition: grpc.ServiceDef
     service: 'content',
     name: 'halo.content.v1.UserService',
     definition: content.UserServiceService,
-    access: { GetUser: ['auth'], GetUsers: ['auth'], GetUserByEmail: ['auth'], CreateUser: ['auth'], DeleteUser: ['auth'] },
+    access: { GetUser: ['auth'], GetUsers: ['auth', 'chat'], GetUserByEmail: ['auth'], CreateUser: ['auth'], DeleteUser: ['auth'] },
   },
   // payments checks the products of its orders; no other process may read them.
   {

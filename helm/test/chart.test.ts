@@ -342,7 +342,7 @@ describe('the default install (ci/default-values.yaml)', () => {
     };
     // auth: the gateway, and the registry (exchanging CI's API keys).
     expect(trusted('halo-auth')).toEqual(['gateway:ci-2026-01', 'registry:ci-2026-01']);
-    expect(trusted('halo-content')).toEqual(['auth:ci-2026-01']);
+    expect(trusted('halo-content')).toEqual(['auth:ci-2026-01', 'chat:ci-2026-01']);
     expect(trusted('halo-catalog')).toEqual(['payments:ci-2026-01']);
     expect(trusted('halo-payments')).toBeUndefined();
     expect(trusted('halo-chat')).toBeUndefined();
@@ -365,7 +365,7 @@ describe('the default install (ci/default-values.yaml)', () => {
     ]);
     expect(rules('halo-content')).toEqual([
       { ports: ['http'], from: ['gateway'] },
-      { ports: ['grpc'], from: ['auth'] },
+      { ports: ['grpc'], from: ['auth', 'chat'] },
       { ports: ['http'], from: ['namespace monitoring'] },
     ]);
     expect(rules('halo-catalog')).toEqual([
@@ -420,7 +420,7 @@ describe('the default install (ci/default-values.yaml)', () => {
     expect(all(r(), 'ServiceMonitor')).toEqual([]);
   });
 
-  it('gives chat its database, Redis (the pub/sub of its subscriptions, required) and no gRPC peers', () => {
+  it('gives chat its database, Redis (the pub/sub of its subscriptions, required) and content as its one gRPC peer', () => {
     const chat = env(container(one(r(), 'Deployment', 'halo-chat')));
     expect(chat).toMatchObject({
       HTTP_PORT: '4005',
@@ -429,7 +429,7 @@ describe('the default install (ci/default-values.yaml)', () => {
       // Required, not optional: without the key kubelet refuses to start the container, naming it.
       REDIS_URL: { secretKeyRef: { name: 'halo', key: 'redis-url' } },
     });
-    expect(Object.keys(chat).filter((k) => k.endsWith('_GRPC_ADDR'))).toEqual([]);
+    expect(Object.keys(chat).filter((k) => k.endsWith('_GRPC_ADDR'))).toEqual(['CONTENT_GRPC_ADDR']);
     expect(env(container(one(r(), 'Deployment', 'halo-gateway'))).CHAT_URL).toBe('http://halo-chat:4005');
   });
 
@@ -623,7 +623,7 @@ describe('the full install (ci/full-values.yaml)', () => {
     const content = JSON.parse(env(container(one(r(), 'Deployment', 'halo-content'))).SERVICE_TRUSTED_KEYS as string) as {
       keys: { kid: string }[];
     };
-    expect(content.keys.map((k) => k.kid)).toEqual(['auth:ci-2026-01', 'auth:ci-2026-02']);
+    expect(content.keys.map((k) => k.kid)).toEqual(['auth:ci-2026-01', 'auth:ci-2026-02', 'chat:ci-2026-01']);
   });
 
   it('scales with HPAs where enabled (and then leaves replicas to them)', () => {

@@ -180,7 +180,7 @@ describe('deploy/local', () => {
     };
     // auth: the gateway, and the registry (exchanging CI's API keys; off in deploy/local, trusted all the same).
     expect(trusted('halo-auth')).toEqual([privateKid('gateway-signing-key'), privateKid('registry-signing-key')]);
-    expect(trusted('halo-content')).toEqual([privateKid('auth-signing-key')]);
+    expect(trusted('halo-content')).toEqual([privateKid('auth-signing-key'), privateKid('chat-signing-key')]);
     expect(trusted('halo-catalog')).toEqual([privateKid('payments-signing-key')]);
     expect(privateKid('gateway-signing-key')).not.toMatch(/local-dev/);
   });

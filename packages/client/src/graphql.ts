@@ -1,5 +1,6 @@
 import { GraphQLRequestError, HaloApiError, type GraphQLErrorEntry } from './errors.js';
-import type { SubscriptionSink, SubscriptionTransport } from './subscriptions.js';
+import { resumable, type ResumeOptions } from './resume.js';
+import { iterateSubscription, type SubscriptionSink, type SubscriptionTransport } from './subscriptions.js';
 import type { HaloResponse, RequestSpec, Transport } from './transport.js';
 import type { TypedDocument } from './types.js';
 import { canHash, sha256Hex } from './web-crypto.js';
@@ -25,6 +26,11 @@ export interface GraphQLCallOptions {
   get?: boolean;
   /** Automatic persisted queries for this call (default: the client's `persistedQueries`). */
   persisted?: boolean;
+}
+
+export interface SubscribeOptions<TData> {
+  /** Resume after the last delivered event on every reconnect, each event delivered once (README "Resuming subscriptions"). */
+  resume?: ResumeOptions<TData>;
 }
 
 export interface GraphQLSettings {
@@ -165,21 +171,28 @@ export class GraphQLClient {
     return results;
   }
 
-  /** `newMessage` and friends over graphql-ws or graphql-sse (`subscriptions.transport`). Returns the unsubscribe function. */
+  /**
+   * `newMessage` and friends over graphql-ws or graphql-sse (`subscriptions.transport`). Returns the
+   * unsubscribe function. `options.resume`: deliver each event once across reconnects (./resume.ts).
+   */
   subscribe<TData = unknown, TVariables extends Record<string, unknown> = Record<string, unknown>>(
     document: TypedDocument<TData, TVariables> | string,
     variables: TVariables | undefined,
     sink: SubscriptionSink<TData>,
+    options: SubscribeOptions<TData> = {},
   ): () => void {
-    return this.subscriptions.subscribe<TData>({ query: document, ...(variables ? { variables } : {}) }, sink);
+    const op = { query: document, ...(variables ? { variables } : {}) };
+    const subscribe = (o: GraphQLOperation<unknown>, s: SubscriptionSink<TData>) => this.subscriptions.subscribe<TData>(o, s);
+    return options.resume ? resumable(subscribe, op, sink, options.resume) : subscribe(op, sink);
   }
 
   /** The events of a subscription as an async iterator (`for await`); `return()` (or `break`) unsubscribes. */
   iterate<TData = unknown, TVariables extends Record<string, unknown> = Record<string, unknown>>(
     document: TypedDocument<TData, TVariables> | string,
     variables?: TVariables,
+    options: SubscribeOptions<TData> = {},
   ): AsyncIterableIterator<GraphQLResult<TData>> {
-    return this.subscriptions.iterate<TData>({ query: document, ...(variables ? { variables } : {}) });
+    return iterateSubscription<TData>((sink) => this.subscribe(document, variables, sink, options));
   }
 
   private usePersisted(opts: GraphQLCallOptions): boolean {

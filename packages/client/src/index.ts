@@ -16,7 +16,9 @@ export {
   type GraphQLResponse,
   type GraphQLResult,
   type GraphQLSettings,
+  type SubscribeOptions,
 } from './graphql.js';
+export { defaultIsAfter, REPLAY_TOO_LONG, type ResumeOptions } from './resume.js';
 export {
   REST_ROUTES,
   type AuthApi,

@@ -29,6 +29,10 @@ export const OPERATION_SCOPES: Readonly<Record<string, ApiKeyScope>> = {
   "Mutation.createPayment": "payments:write",
   "Mutation.createOrder": "payments:write",
   "Query.messages": "chat:read",
+  "Query.chats": "chat:read",
   "Mutation.sendMessage": "chat:write",
+  "Mutation.createChat": "chat:write",
+  "Mutation.addChatMembers": "chat:write",
+  "Mutation.removeChatMember": "chat:write",
   "Subscription.newMessage": "chat:read",
 };

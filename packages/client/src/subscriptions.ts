@@ -70,8 +70,8 @@ export const TRANSIENT_CODES = new Set(['UNAVAILABLE', 'SERVICE_UNAVAILABLE', 'S
  * - an `error` frame with a passing cause (UNAVAILABLE, SUBSCRIPTION_SCHEMA_RELOAD) subscribes
  *   again after the reconnect backoff.
  *
- * Delivery is at most once (docs/api/graphql.md "Chat"): events sent while disconnected are not
- * replayed; read them with the `messages` query.
+ * Delivery is at most once (docs/api/graphql.md "Chat") unless the caller passes `resume`
+ * (./resume.ts), which keeps the last delivered id in the variables this class resends.
  */
 export class Subscriptions implements SubscriptionTransport {
   private client: Client | null = null;

@@ -14,6 +14,8 @@ export const ERROR_KINDS = {
   PAYLOAD_TOO_LARGE: { http: 413, graphql: 'PAYLOAD_TOO_LARGE', grpc: GrpcStatus.RESOURCE_EXHAUSTED },
   UNPROCESSABLE: { http: 422, graphql: 'BAD_USER_INPUT', grpc: GrpcStatus.FAILED_PRECONDITION },
   TOO_MANY_REQUESTS: { http: 429, graphql: 'RATE_LIMITED', grpc: GrpcStatus.RESOURCE_EXHAUSTED },
+  /** A resumed stream asked for more history than one replay carries: read it in pages, then resume later. */
+  REPLAY_TOO_LONG: { http: 409, graphql: 'REPLAY_TOO_LONG', grpc: GrpcStatus.FAILED_PRECONDITION },
   UNAVAILABLE: { http: 503, graphql: 'SERVICE_UNAVAILABLE', grpc: GrpcStatus.UNAVAILABLE },
   INTERNAL: { http: 500, graphql: 'INTERNAL_SERVER_ERROR', grpc: GrpcStatus.INTERNAL },
 } as const;
@@ -44,6 +46,7 @@ export const forbidden = (message = 'Forbidden') => new HaloError('FORBIDDEN', m
 export const notFound = (message = 'Not found') => new HaloError('NOT_FOUND', message);
 export const conflict = (message: string, extra?: Record<string, unknown>) => new HaloError('CONFLICT', message, extra);
 export const unavailable = (message = 'Service unavailable') => new HaloError('UNAVAILABLE', message);
+export const replayTooLong = (message: string, extra?: Record<string, unknown>) => new HaloError('REPLAY_TOO_LONG', message, extra);
 
 export const isHaloError = (err: unknown): err is HaloError => err instanceof HaloError;
 

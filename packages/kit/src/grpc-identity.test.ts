@@ -226,7 +226,7 @@ describe('starting a server', () => {
 
   it('a process without the keys its place in the topology needs does not start, naming the variable', () => {
     expect(() => serviceIdentityFor('content', {})).toThrow(
-      /^Invalid configuration: SERVICE_TRUSTED_KEYS: is required: auth calls content over gRPC/,
+      /^Invalid configuration: SERVICE_TRUSTED_KEYS: is required: auth, chat call content over gRPC/,
     );
     expect(() => serviceIdentityFor('auth', { SERVICE_TRUSTED_KEYS: JSON.stringify(trust(keys.gateway)) })).toThrow(
       /^Invalid configuration: SERVICE_SIGNING_KEY: is required: auth calls content over gRPC/,

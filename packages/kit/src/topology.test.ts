@@ -41,9 +41,10 @@ describe('topology', () => {
     expect(defaultGrpcAddr('content')).toBe(`127.0.0.1:${SERVICES.content.grpcPort}`);
   });
 
-  it('has chat on 4005/5005: it calls no one over gRPC and no one calls it (it serves health only)', () => {
+  it("has chat on 4005/5005: it calls content (private chats' members) and no one calls it (it serves health only)", () => {
     expect(SERVICES.chat).toEqual({ httpPort: 4005, grpcPort: 5005 });
-    expect(GRPC_CALLS.chat).toEqual([]);
+    expect(GRPC_CALLS.chat).toEqual(['content']);
     expect(grpcCallersOf('chat')).toEqual([]);
+    expect(grpcCallersOf('content').sort()).toEqual(['auth', 'chat']);
   });
 });

@@ -56,7 +56,8 @@ export const GRPC_CALLS: Readonly<Record<ServiceName | 'gateway', readonly Servi
   content: [],
   catalog: [],
   payments: ['catalog'],
-  chat: [],
+  // Private chats' member ids are checked against content's users.
+  chat: ['content'],
   // An admin's API key (the subgraph CLI) is exchanged exactly as the gateway exchanges one.
   registry: ['auth'],
 };

@@ -1,4 +1,4 @@
-import { ConfigError, z, type ServiceConfig } from '@halo/kit';
+import { ConfigError, defaultGrpcAddr, env, z, type ServiceConfig } from '@halo/kit';
 
 /** chat's own variables; the kit adds the ones every service reads (ports, DATABASE_URL, JWT_SECRET…). */
 export const chatConfigShape = {
@@ -7,6 +7,8 @@ export const chatConfigShape = {
     .string()
     .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
     .optional(),
+  /** content's gRPC address: private chats' member ids are checked there (UserService.GetUsers). */
+  CONTENT_GRPC_ADDR: env.str(defaultGrpcAddr('content')),
 };
 
 export type ChatConfig = ReturnType<typeof refineChatConfig>;

@@ -2,8 +2,9 @@ import { HaloError, type Caller } from '@halo/kit';
 import { messageOf } from '@halo/kit/testing';
 import { Chat, type ChatRepo, type MessageBus } from '../src/domain/chat';
 import type { Message, NewMessage } from '../src/domain/model';
-import { chatIdOf, messageText } from '../src/domain/rules';
+import { chatIdOf, MAX_REPLAY, messageText } from '../src/domain/rules';
 import { Inbox } from '../src/domain/inbox';
+import { ResumedStream } from '../src/domain/resume';
 
 /** chat's rules without I/O: validation, the order of checks, the all-or-nothing send, the subscriber's inbox. */
 
@@ -56,6 +57,10 @@ class FakeRepo implements ChatRepo {
   async messagesByIds(ids: readonly number[]): Promise<Message[]> {
     return this.rows.filter((r) => ids.includes(r.id));
   }
+  async messagesAfter(chatId: string, afterId: number, limit: number): Promise<Message[] | null> {
+    if (!this.rows.some((r) => r.id === afterId && r.chatId === chatId)) return null;
+    return this.rows.filter((r) => r.chatId === chatId && r.id > afterId).slice(0, limit);
+  }
 }
 
 const bus = (over: Partial<MessageBus> = {}): MessageBus & { published: Message[] } => {
@@ -63,6 +68,7 @@ const bus = (over: Partial<MessageBus> = {}): MessageBus & { published: Message[
   return {
     published,
     publish: async (m) => void published.push(m),
+    publishRemoval: async () => undefined,
     subscribe: async () =>
       new Inbox<Message>(
         () => undefined,
@@ -82,7 +88,7 @@ describe('Chat', () => {
       message: 'Token required',
     });
     await expect(chat.subscribe(null, '')).rejects.toMatchObject({ kind: 'UNAUTHENTICATED' });
-    expect(() => chat.messages(null, { chatId: '' })).toThrow('Token required');
+    await expect(chat.messages(null, { chatId: '' })).rejects.toThrow('Token required');
     await expect(chat.sendMessage(caller, { chatId: '', text: 'x' })).rejects.toMatchObject({
       kind: 'BAD_REQUEST',
       message: 'chatId is required',
@@ -164,5 +170,61 @@ describe('Inbox (one subscriber’s undelivered messages)', () => {
     await expect(inbox.next()).rejects.toThrow('too far behind');
     expect(await inbox.next()).toEqual({ value: undefined, done: true });
     expect(ended).toBe(1);
+  });
+});
+
+describe('resuming after a message id', () => {
+  const take = async <T>(it: AsyncIterator<T>, n: number) => {
+    const out: T[] = [];
+    for (let i = 0; i < n; i++) out.push((await it.next()).value as T);
+    return out;
+  };
+
+  it('replays, then goes live dropping what the replay already delivered', async () => {
+    const live = new Inbox<{ id: number }>(
+      () => undefined,
+      10,
+      () => new Error('overflow'),
+    );
+    // Published while the replay was read: 3 and 4 are in both, 5 only live.
+    for (const id of [3, 4, 5]) live.push({ id });
+    const stream = new ResumedStream([{ id: 2 }, { id: 3 }, { id: 4 }], live, 1);
+    expect((await take(stream, 4)).map((m) => m.id)).toEqual([2, 3, 4, 5]);
+    live.push({ id: 6 });
+    expect(await stream.next()).toEqual({ value: { id: 6 }, done: false });
+    await stream.return();
+    expect(await stream.next()).toEqual({ value: undefined, done: true });
+  });
+
+  it('bad `after`: an invalid id or a message of another chat is 400, and the live subscription is closed', async () => {
+    const repo = new FakeRepo();
+    let closed = 0;
+    const chat = new Chat(
+      repo,
+      bus({
+        subscribe: async () =>
+          new Inbox<Message>(
+            () => void closed++,
+            10,
+            () => new Error('overflow'),
+          ),
+      }),
+    );
+    const other = await chat.sendMessage(caller, { chatId: 'other', text: 'x' });
+    await expect(chat.subscribe(caller, 'r', 'abc')).rejects.toMatchObject({ kind: 'BAD_REQUEST', message: 'Invalid id' });
+    await expect(chat.subscribe(caller, 'r', String(other.id))).rejects.toMatchObject({
+      kind: 'BAD_REQUEST',
+      message: 'after is not a message of this chat',
+    });
+    expect(closed).toBe(1);
+  });
+
+  it('more than MAX_REPLAY behind: REPLAY_TOO_LONG; exactly MAX_REPLAY is replayed', async () => {
+    const repo = new FakeRepo();
+    const chat = new Chat(repo, bus());
+    for (let i = 0; i < MAX_REPLAY + 1; i++) await chat.sendMessage(caller, { chatId: 'r', text: `m${i}` });
+    await expect(chat.subscribe(caller, 'r', '1')).resolves.toBeDefined();
+    await chat.sendMessage(caller, { chatId: 'r', text: 'one more' });
+    await expect(chat.subscribe(caller, 'r', '1')).rejects.toMatchObject({ kind: 'REPLAY_TOO_LONG', extra: { maxReplay: MAX_REPLAY } });
   });
 });

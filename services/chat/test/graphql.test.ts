@@ -143,6 +143,17 @@ describe('messages', () => {
     expect(res.body.data!._entities).toEqual([...sent.map((m) => ({ id: m.id, chatId: 'paging', text: m.text, author: m.author })), null]);
     expect((await gql(t.base, query, { reps: reps([sent[0]!.id]) })).body.data!._entities).toEqual([null]);
   });
+
+  it("a private chat's Message entity is null for a non-member, as for an unknown id", async () => {
+    // No member ids: nothing to ask content.
+    const created = await gql<{ createChat: { id: string } }>(t.base, 'mutation { createChat(memberIds: []) { id } }', {}, AS(21));
+    const chatId = created.body.data!.createChat.id;
+    const m = await send(t.base, chatId, 'members only', 21);
+    const query = `query ($reps: [_Any!]!) { _entities(representations: $reps) { ... on Message { id text } } }`;
+    const reps = [{ __typename: 'Message', id: m.id }];
+    expect((await gql(t.base, query, { reps }, AS(21))).body.data!._entities).toEqual([{ id: m.id, text: 'members only' }]);
+    expect((await gql(t.base, query, { reps }, AS(22))).body.data!._entities).toEqual([null]);
+  });
 });
 
 describe('without REDIS_URL (the embedded mode)', () => {

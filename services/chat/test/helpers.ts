@@ -35,6 +35,8 @@ export const gql = postGraphQL;
 
 export const SEND = `mutation ($chatId: ID!, $text: String!) { sendMessage(chatId: $chatId, text: $text) { id chatId text createdAt author { id } } }`;
 export const NEW_MESSAGE = `subscription ($chatId: ID!) { newMessage(chatId: $chatId) { id chatId text createdAt author { id } } }`;
+/** newMessage resumed after a message id (`after` in the extra variables). */
+export const RESUME = `subscription ($chatId: ID!, $after: ID) { newMessage(chatId: $chatId, after: $after) { id chatId text createdAt author { id } } }`;
 export const MESSAGES = `query ($chatId: ID!, $first: Int, $after: String) {
   messages(chatId: $chatId, first: $first, after: $after) { edges { cursor node { id text author { id } } } pageInfo { hasNextPage endCursor } }
 }`;
@@ -68,7 +70,7 @@ export function wsClient(base: string, params: Record<string, unknown> = {}) {
 }
 
 /** One subscription's observations: what it received, how it ended. */
-export function subscribe(client: Client, chatId: string, query = NEW_MESSAGE) {
+export function subscribe(client: Client, chatId: string, query = NEW_MESSAGE, extra: Record<string, unknown> = {}) {
   const sub = {
     events: [] as MessageView[],
     results: [] as FormattedExecutionResult<{ newMessage: MessageView }, unknown>[],
@@ -77,7 +79,7 @@ export function subscribe(client: Client, chatId: string, query = NEW_MESSAGE) {
     unsubscribe: () => undefined as void,
   };
   sub.unsubscribe = client.subscribe<{ newMessage: MessageView }>(
-    { query, variables: { chatId } },
+    { query, variables: { chatId, ...extra } },
     {
       next: (result) => {
         sub.results.push(result);

@@ -59,4 +59,20 @@ export class ChatStore implements ChatRepo {
     const { rows } = await this.db.query<MessageRow>(`SELECT ${COLS} FROM messages WHERE id = ANY($1::bigint[])`, [ids]);
     return rows.map(toMessage);
   }
+
+  messagesAfter(chatId: string, afterId: number, limit: number): Promise<Message[] | null> {
+    return this.db.transaction(async (tx) => {
+      const known = await tx.query('SELECT 1 FROM messages WHERE id = $1 AND chat_id = $2', [afterId, chatId]);
+      if (known.rowCount === 0) return null;
+      // A send holds the chat's row FOR UPDATE from before its publish until its commit: waiting for
+      // a share lock here means every message published so far is committed, so it is read below.
+      await tx.query('SELECT 1 FROM chats WHERE id = $1 FOR SHARE', [chatId]);
+      const { rows } = await tx.query<MessageRow>(`SELECT ${COLS} FROM messages WHERE chat_id = $1 AND id > $2 ORDER BY id LIMIT $3`, [
+        chatId,
+        afterId,
+        limit,
+      ]);
+      return rows.map(toMessage);
+    });
+  }
 }

@@ -1,4 +1,4 @@
-import { badRequest, idCursor, requiredText } from '@halo/kit';
+import { badRequest, idCursor, parseId, replayTooLong, requiredText } from '@halo/kit';
 
 /** A chat id: trimmed, 1–64 characters (docs/api/graphql.md "Chat"). */
 export const MAX_CHAT_ID = 64;
@@ -25,3 +25,20 @@ export const messageText = (raw: unknown) => chatText(raw, 'text', MAX_TEXT);
 
 /** `messages` pages newest first by id (ids of one chat grow in send order): the position is the last id seen. */
 export const MESSAGE_CURSOR = idCursor('message:');
+
+/**
+ * The most messages `newMessage(chatId, after)` replays before going live (docs/api/graphql.md
+ * "Resuming"). Further behind, the subscription is refused with REPLAY_TOO_LONG: the client reads
+ * the gap with `messages` and resumes from its newest message.
+ */
+export const MAX_REPLAY = 1_000;
+
+export const NOT_IN_CHAT = 'after is not a message of this chat';
+
+export const tooLong = () =>
+  replayTooLong(`More than ${MAX_REPLAY} messages after this one: read them with messages, then resume after the newest`, {
+    maxReplay: MAX_REPLAY,
+  });
+
+/** `after` of newMessage: absent or null → a plain live subscription; otherwise a message id (400 `Invalid id`). */
+export const afterOf = (raw: unknown): number | null => (raw === undefined || raw === null ? null : parseId(raw, { min: 1 }));

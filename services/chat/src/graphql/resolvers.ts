@@ -2,6 +2,7 @@ import { buildSubgraphSchema } from '@apollo/subgraph';
 import { parseId, type Caller } from '@halo/kit';
 import type { DocumentNode, GraphQLSchema } from 'graphql';
 import type { Chat } from '../domain/chat';
+import { isPrivateChatId, type ChatInfo, type Members } from '../domain/members';
 import type { Message } from '../domain/model';
 import type { Loaders } from './loaders';
 
@@ -17,25 +18,47 @@ export interface GraphQLContext {
  * publishes, resolved exactly as `sendMessage`'s answer; `author` is a reference the gateway
  * resolves in content.
  */
-export function chatSchema(typeDefs: DocumentNode, chat: Chat): GraphQLSchema {
+export function chatSchema(typeDefs: DocumentNode, chat: Chat, members: Members): GraphQLSchema {
   const resolvers = {
     Query: {
       messages: (_: unknown, args: { chatId: string; first?: number | null; after?: string | null }, ctx: GraphQLContext) =>
         chat.messages(ctx.caller, args),
+      chats: (_: unknown, args: { first?: number | null; after?: string | null }, ctx: GraphQLContext) => members.chats(ctx.caller, args),
     },
     Mutation: {
       sendMessage: (_: unknown, args: { chatId: string; text: string }, ctx: GraphQLContext) => chat.sendMessage(ctx.caller, args),
+      createChat: (_: unknown, args: { title?: string | null; memberIds: string[] }, ctx: GraphQLContext) =>
+        members.create(ctx.caller, { title: args.title, memberIds: args.memberIds }),
+      addChatMembers: (_: unknown, args: { chatId: string; memberIds: string[] }, ctx: GraphQLContext) => members.add(ctx.caller, args),
+      removeChatMember: async (_: unknown, args: { chatId: string; userId: string }, ctx: GraphQLContext) => {
+        const { chat: info, removed } = await members.remove(ctx.caller, args);
+        if (removed !== null) await chat.announceRemoval(info.id, removed);
+        return info;
+      },
     },
     Subscription: {
       newMessage: {
-        subscribe: (_: unknown, args: { chatId: string }, ctx: GraphQLContext) => chat.subscribe(ctx.caller, args.chatId),
+        subscribe: (_: unknown, args: { chatId: string; after?: string | null }, ctx: GraphQLContext) =>
+          chat.subscribe(ctx.caller, args.chatId, args.after),
         resolve: (message: Message) => message,
       },
     },
+    Chat: {
+      creator: (c: ChatInfo) => ({ __typename: 'User', id: String(c.creatorId) }),
+      members: (c: ChatInfo) => c.memberIds.map((id) => ({ __typename: 'User', id: String(id) })),
+    },
     Message: {
       // Entity references from the gateway: an unknown id (or an anonymous caller) is null, never an error.
-      __resolveReference: (ref: { id: string }, ctx: GraphQLContext) =>
-        chat.mayRead(ctx.caller) ? ctx.loaders.messageById.load(parseId(ref.id)).catch(() => null) : null,
+      // A private chat's message: null for anyone but its members, as for an unknown id.
+      __resolveReference: async (ref: { id: string }, ctx: GraphQLContext) => {
+        if (!chat.mayRead(ctx.caller)) return null;
+        const message = await ctx.loaders.messageById.load(parseId(ref.id)).catch(() => null);
+        if (!message || !isPrivateChatId(message.chatId)) return message;
+        return members.requireAccess(message.chatId, ctx.caller!.id).then(
+          () => message,
+          () => null,
+        );
+      },
       author: (m: Message) => ({ __typename: 'User', id: String(m.authorId) }),
     },
   };

@@ -1,6 +1,7 @@
 import { unavailable } from '@halo/kit';
 import type { PubSubEngine } from 'graphql-subscriptions';
-import type { MessageBus } from '../../domain/chat';
+import type { ChatEvent, MessageBus } from '../../domain/chat';
+import type { MemberRemoved } from '../../domain/resume';
 import type { Message } from '../../domain/model';
 import { Inbox } from '../../domain/inbox';
 
@@ -32,11 +33,15 @@ export class PubSubMessageBus implements MessageBus {
     return this.engine.publish(this.channel(message.chatId), message);
   }
 
-  async subscribe(chatId: string): Promise<AsyncIterableIterator<Message>> {
+  publishRemoval(event: MemberRemoved): Promise<void> {
+    return this.engine.publish(this.channel(event.chatId), event);
+  }
+
+  async subscribe(chatId: string): Promise<AsyncIterableIterator<ChatEvent>> {
     const channel = this.channel(chatId);
     this.count(channel, 1);
     let subId: number | undefined;
-    const inbox = new Inbox<Message>(
+    const inbox = new Inbox<ChatEvent>(
       () => {
         if (subId !== undefined) this.engine.unsubscribe(subId);
         this.count(channel, -1);
@@ -45,7 +50,7 @@ export class PubSubMessageBus implements MessageBus {
       () => unavailable('Too many undelivered messages: subscribe again and read the rest with messages'),
     );
     try {
-      subId = await this.engine.subscribe(channel, (message: Message) => inbox.push(message), {});
+      subId = await this.engine.subscribe(channel, (event: ChatEvent) => inbox.push(event), {});
     } catch (err) {
       this.count(channel, -1);
       throw err;

@@ -13,11 +13,12 @@ const toPb = (u: User): pb.User => ({
 
 /**
  * Who may call which method (docs/service-identity.md); kit topology's GRPC_CALLS agrees (tested).
- * Only auth, which keeps credentials for content's users: sign-up, login by email, deletion.
+ * auth, which keeps credentials for content's users: sign-up, login by email, deletion; chat looks
+ * users up by id (the members of a private chat must be users).
  */
 export const USER_SERVICE_ACCESS = {
   GetUser: ['auth'],
-  GetUsers: ['auth'],
+  GetUsers: ['auth', 'chat'],
   GetUserByEmail: ['auth'],
   CreateUser: ['auth'],
   DeleteUser: ['auth'],

@@ -1,0 +1,27 @@
+import { callUnary, clientChannelOptions, grpc, type CallPolicy, type ServiceIdentity } from '@halo/kit';
+import { content as pb } from '@halo/proto';
+import type { UserCheck } from '../../domain/members';
+
+/**
+ * Content's UserService as chat's check that member ids are users: one `GetUsers` per check, with
+ * a deadline, chat's service token and the request id; a read, so retried while content is
+ * unreachable, and content's circuit breaker (`policy`) fails it fast while content is down.
+ */
+export function contentUsers(
+  address: string,
+  deadlineMs: number,
+  identity: ServiceIdentity,
+  policy?: CallPolicy,
+): UserCheck & { close(): void } {
+  const client = new pb.UserServiceClient(address, grpc.credentials.createInsecure(), clientChannelOptions);
+  const read = { defaultDeadlineMs: deadlineMs, auth: { identity, audience: 'content' }, policy, idempotent: true };
+  return {
+    async existing(ids) {
+      if (ids.length === 0) return [];
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- callUnary calls it on `client` and reads its gRPC path
+      const { users } = await callUnary(client, client.getUsers, { ids: [...ids] }, read);
+      return users.map((u) => u.id);
+    },
+    close: () => client.close(),
+  };
+}
