@@ -137,12 +137,16 @@ let halo: HaloClient;
 const waits: number[] = [];
 const connected: boolean[] = [];
 const closed: number[] = [];
+let stopCounting = () => {};
 
 beforeEach(async () => {
   srv = await new WsServer().start();
   waits.length = 0;
   connected.length = 0;
   closed.length = 0;
+  // Only this test's client counts: the last test's socket may report its close after this point.
+  let current = true;
+  stopCounting = () => (current = false);
   halo = createHaloClient({
     baseUrl: srv.url,
     accessToken: 'tok-1',
@@ -153,13 +157,14 @@ beforeEach(async () => {
     },
     subscriptions: {
       webSocketImpl: WebSocket,
-      onConnected: (reconnected) => void connected.push(reconnected),
-      onClosed: (e) => void closed.push((e as { code: number }).code),
+      onConnected: (reconnected) => void (current && connected.push(reconnected)),
+      onClosed: (e) => void (current && closed.push((e as { code: number }).code)),
     },
   });
 });
 
 afterEach(async () => {
+  stopCounting();
   await halo.close();
   await srv.stop();
 });
