@@ -61,6 +61,19 @@ describe('Members', () => {
     await expect(m.create(as(1), { title: null, memberIds: 'x' })).rejects.toMatchObject({ message: 'memberIds is required' });
   });
 
+  it('a NUL in a title or a chat id is the client’s 400, as everywhere in chat (PostgreSQL text cannot hold it)', async () => {
+    const m = new Members(new FakeMembers(), users);
+    await expect(m.create(as(1), { title: 'a\u0000b', memberIds: [] })).rejects.toMatchObject({
+      kind: 'BAD_REQUEST',
+      message: 'title must not contain NUL characters',
+    });
+    await expect(m.add(as(1), { chatId: '~a\u0000b', memberIds: ['2'] })).rejects.toMatchObject({
+      kind: 'BAD_REQUEST',
+      message: 'chatId must not contain NUL characters',
+    });
+    await expect(m.remove(as(1), { chatId: 'x'.repeat(65), userId: '2' })).rejects.toMatchObject({ kind: 'BAD_REQUEST' });
+  });
+
   it('adds (creator only) and removes (creator, or oneself; never the creator)', async () => {
     const m = new Members(new FakeMembers(), users);
     const { id } = await m.create(as(1), { title: null, memberIds: ['2'] });

@@ -10,21 +10,8 @@ import {
   type Logger,
 } from '@halo/kit';
 import type { Message, NewMessage } from './model';
-import { isPrivateChatId } from './members';
+import { isPrivateChatId, type ChatInfo } from './members';
 import { MemberStream, ResumedStream, type MemberRemoved } from './resume';
-
-/** What travels on a chat's channel: its messages, and (private chats) members' removals. */
-export type ChatEvent = Message | MemberRemoved;
-
-/** Who may use a chat (`Members`): throws FORBIDDEN for a private chat the user is not a member of. */
-export interface AccessCheck {
-  requireAccess(chatId: string, userId: number): Promise<void>;
-}
-
-/** Without membership (unit tests): private chat ids are nobody's. */
-const NO_PRIVATE_CHATS: AccessCheck = {
-  requireAccess: (chatId) => (isPrivateChatId(chatId) ? Promise.reject(forbidden()) : Promise.resolve()),
-};
 import {
   afterOf,
   chatIdOf,
@@ -36,6 +23,22 @@ import {
   NOT_IN_CHAT,
   tooLong,
 } from './rules';
+
+/** What travels on a chat's channel: its messages, and (private chats) members' removals. */
+export type ChatEvent = Message | MemberRemoved;
+
+/** Private chats' membership (`Members`): who may use a chat, and removing a member. */
+export interface AccessCheck {
+  /** Throws FORBIDDEN for a private chat the user is not a member of. */
+  requireAccess(chatId: string, userId: number): Promise<void>;
+  remove(caller: Caller | null, input: { chatId: unknown; userId: unknown }): Promise<{ chat: ChatInfo; removed: number | null }>;
+}
+
+/** Without membership (unit tests): private chat ids are nobody's. */
+const NO_PRIVATE_CHATS: AccessCheck = {
+  requireAccess: (chatId) => (isPrivateChatId(chatId) ? Promise.reject(forbidden()) : Promise.resolve()),
+  remove: () => Promise.reject(forbidden()),
+};
 
 /** What the domain needs from storage; `ChatStore` implements it over SQL. */
 export interface ChatRepo {
@@ -144,13 +147,29 @@ export class Chat {
     );
   }
 
-  /** Ends the open subscriptions of a member removed from a private chat (on every replica). */
-  async announceRemoval(chatId: string, userId: number): Promise<void> {
+  /**
+   * `removeChatMember`: the membership rule (Members.remove), then the removed member's open
+   * subscriptions end on every replica (a removal on the chat's channel). A removal that cannot be
+   * announced is logged: it stands, and every new request of that member is refused.
+   */
+  async removeMember(caller: Caller | null, input: { chatId: unknown; userId: unknown }): Promise<ChatInfo> {
+    const { chat, removed } = await this.access.remove(caller, input);
+    if (removed === null) return chat;
     try {
-      await this.bus.publishRemoval({ kind: 'removed', chatId, userId });
+      await this.bus.publishRemoval({ kind: 'removed', chatId: chat.id, userId: removed });
     } catch (err) {
       this.logger?.error({ err }, 'could not announce a removal; open subscriptions of that member stay open');
     }
+    return chat;
+  }
+
+  /** An entity reference's message as `caller` may see it: a private chat's message only for its members, else null. */
+  async visibleMessage(caller: Caller, message: Message): Promise<Message | null> {
+    if (!isPrivateChatId(message.chatId)) return message;
+    return this.access.requireAccess(message.chatId, caller.id).then(
+      () => message,
+      () => null,
+    );
   }
 
   /** Whether `caller` may read messages at all (entity references from the gateway). */

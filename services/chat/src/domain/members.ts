@@ -6,11 +6,11 @@ import {
   keysetConnection,
   parseId,
   requireCaller,
-  requiredText,
   type Caller,
   type ConnectionArgs,
   type CursorCodec,
 } from '@halo/kit';
+import { chatIdOf, chatText } from './rules';
 
 /**
  * Private chats (docs/api/graphql.md "Private chats"): `createChat` gives them an id in the `~`
@@ -67,7 +67,7 @@ export function memberIdsOf(raw: unknown, field = 'memberIds'): number[] {
   return ids;
 }
 
-export const titleOf = (raw: unknown): string | null => (raw === undefined || raw === null ? null : requiredText(raw, 'title', MAX_TITLE));
+export const titleOf = (raw: unknown): string | null => (raw === undefined || raw === null ? null : chatText(raw, 'title', MAX_TITLE));
 
 /** Membership: who may create, read, write and change private chats. */
 export class Members {
@@ -120,7 +120,7 @@ export class Members {
 
   /** A private chat the caller is a member of; FORBIDDEN otherwise (an unknown id too: nothing is revealed). */
   private async privateChat(rawChatId: unknown, userId: number): Promise<ChatInfo> {
-    const chatId = requiredText(rawChatId, 'chatId', 64);
+    const chatId = chatIdOf(rawChatId);
     const chat = isPrivateChatId(chatId) ? await this.repo.chatInfo(chatId) : null;
     if (!chat || !chat.memberIds.includes(userId)) throw forbidden(NOT_A_MEMBER);
     return chat;

@@ -14,7 +14,7 @@ export const DELIVERY_UNAVAILABLE = 'Message delivery unavailable';
  * `<field> must be at most <max> characters`), and no NUL character, which PostgreSQL cannot
  * store in text (it would be a 500, not the client's 400).
  */
-function chatText(raw: unknown, field: string, max: number): string {
+export function chatText(raw: unknown, field: string, max: number): string {
   const text = requiredText(raw, field, max);
   if (text.includes('\u0000')) throw badRequest(`${field} must not contain NUL characters`);
   return text;

@@ -2,7 +2,7 @@ import { buildSubgraphSchema } from '@apollo/subgraph';
 import { parseId, type Caller } from '@halo/kit';
 import type { DocumentNode, GraphQLSchema } from 'graphql';
 import type { Chat } from '../domain/chat';
-import { isPrivateChatId, type ChatInfo, type Members } from '../domain/members';
+import type { ChatInfo, Members } from '../domain/members';
 import type { Message } from '../domain/model';
 import type { Loaders } from './loaders';
 
@@ -30,11 +30,7 @@ export function chatSchema(typeDefs: DocumentNode, chat: Chat, members: Members)
       createChat: (_: unknown, args: { title?: string | null; memberIds: string[] }, ctx: GraphQLContext) =>
         members.create(ctx.caller, { title: args.title, memberIds: args.memberIds }),
       addChatMembers: (_: unknown, args: { chatId: string; memberIds: string[] }, ctx: GraphQLContext) => members.add(ctx.caller, args),
-      removeChatMember: async (_: unknown, args: { chatId: string; userId: string }, ctx: GraphQLContext) => {
-        const { chat: info, removed } = await members.remove(ctx.caller, args);
-        if (removed !== null) await chat.announceRemoval(info.id, removed);
-        return info;
-      },
+      removeChatMember: (_: unknown, args: { chatId: string; userId: string }, ctx: GraphQLContext) => chat.removeMember(ctx.caller, args),
     },
     Subscription: {
       newMessage: {
@@ -51,13 +47,9 @@ export function chatSchema(typeDefs: DocumentNode, chat: Chat, members: Members)
       // Entity references from the gateway: an unknown id (or an anonymous caller) is null, never an error.
       // A private chat's message: null for anyone but its members, as for an unknown id.
       __resolveReference: async (ref: { id: string }, ctx: GraphQLContext) => {
-        if (!chat.mayRead(ctx.caller)) return null;
+        if (!ctx.caller || !chat.mayRead(ctx.caller)) return null;
         const message = await ctx.loaders.messageById.load(parseId(ref.id)).catch(() => null);
-        if (!message || !isPrivateChatId(message.chatId)) return message;
-        return members.requireAccess(message.chatId, ctx.caller!.id).then(
-          () => message,
-          () => null,
-        );
+        return message && chat.visibleMessage(ctx.caller, message);
       },
       author: (m: Message) => ({ __typename: 'User', id: String(m.authorId) }),
     },
