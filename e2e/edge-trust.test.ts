@@ -11,7 +11,7 @@ import { gql, startE2ESystem } from './helpers';
  * and, from a production gateway, the schema by introspection. The whole system as `npm start`
  * runs it, the gateway in production mode; the limits at their defaults.
  */
-const PORT_OFFSET = 1300;
+const PORT_OFFSET = 1330;
 let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 
 beforeAll(async () => {

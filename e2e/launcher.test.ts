@@ -84,7 +84,7 @@ const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').re
 
 it('leaves no process behind when the launcher is killed, reaps a stuck one on the next start, and refuses a second start', async () => {
   const dataDir = join(root, 'killed');
-  const first = npmStart(1400, { HALO_DATA_DIR: dataDir });
+  const first = npmStart(1380, { HALO_DATA_DIR: dataDir });
   await first.ready;
   const launcher = first.child.pid!;
   const procs = tree(launcher);
@@ -103,12 +103,12 @@ it('leaves no process behind when the launcher is killed, reaps a stuck one on t
   expect(stillRunning(others).map((pid) => `${pid} ${cmdline(pid)}`)).toEqual([]);
   expect(stillRunning(new Map([[content, procs.get(content)!]]))).toEqual([content]);
 
-  const second = npmStart(1400, { HALO_DATA_DIR: dataDir });
+  const second = npmStart(1380, { HALO_DATA_DIR: dataDir });
   try {
     await second.ready;
     expect(second.output()).toContain(`stopping content (pid ${content}) left running by an earlier launcher`);
     expect(stat(content)).toBeUndefined();
-    expect((await fetch('http://127.0.0.1:5400/hello')).status).toBe(200);
+    expect((await fetch('http://127.0.0.1:5380/hello')).status).toBe(200);
 
     // The same checkout again, and another checkout on the same ports: one line each, nothing started.
     for (const [env, says] of [
@@ -118,14 +118,14 @@ it('leaves no process behind when the launcher is killed, reaps a stuck one on t
       ],
       [
         { HALO_DATA_DIR: join(root, 'other') },
-        /^Halo failed to start: Ports already in use: 5400 \(gateway\), .*5401 \(auth HTTP\).* HALO_PORT_OFFSET=100 npm start$/,
+        /^Halo failed to start: Ports already in use: 5380 \(gateway\), .*5381 \(auth HTTP\).* HALO_PORT_OFFSET=100 npm start$/,
       ],
     ] as const) {
-      const third = npmStart(1400, env);
+      const third = npmStart(1380, env);
       expect(await third.exited).not.toBe(0);
       expect(third.output().trim().split('\n')).toEqual([expect.stringMatching(says)]);
     }
-    expect((await fetch('http://127.0.0.1:5400/hello')).status).toBe(200);
+    expect((await fetch('http://127.0.0.1:5380/hello')).status).toBe(200);
   } finally {
     const running = tree(second.child.pid!);
     second.child.kill('SIGTERM');
@@ -139,7 +139,7 @@ it('opens no circuit breaker while auth waits for a late content to seed its dem
   // content blocks 3 s before it even loads: auth's seed asks it for the demo users meanwhile.
   const slow = join(root, 'slow-start.js');
   writeFileSync(slow, 'Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3000);\n');
-  const sys = await startE2ESystem({ portOffset: 1420, envFor: { content: { NODE_OPTIONS: `--require ${slow}` } } });
+  const sys = await startE2ESystem({ portOffset: 1390, envFor: { content: { NODE_OPTIONS: `--require ${slow}` } } });
   try {
     const metrics = await (await fetch(`${sys.direct('auth')}/metrics`)).text();
     expect(metricValue(metrics, 'halo_grpc_client_breaker_opened_total')).toBe(0);
@@ -209,7 +209,7 @@ describe('DATABASE_URL', () => {
         ],
       ];
       for (const [url, says] of cases) {
-        const run = npmStart(1450, { DATABASE_URL: url, HALO_DATA_DIR: join(root, 'never') });
+        const run = npmStart(1480, { DATABASE_URL: url, HALO_DATA_DIR: join(root, 'never') });
         expect(await run.exited).not.toBe(0);
         expect(run.output().trim().split('\n')).toEqual([expect.stringMatching(says)]);
       }

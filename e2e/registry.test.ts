@@ -10,7 +10,7 @@ import { startE2ESystem } from './helpers';
  * schema:write, exchanged through auth); a composition error changes nothing; rollback; the
  * registry away → the CLI exits 3. (The gateway serving new compositions is the gateway's test.)
  */
-const PORT_OFFSET = 1500;
+const PORT_OFFSET = 1530;
 const ROOT = resolve(__dirname, '..');
 const dir = mkdtempSync(join(tmpdir(), 'halo-e2e-registry-'));
 let sys: Awaited<ReturnType<typeof startE2ESystem>>;
