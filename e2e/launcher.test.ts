@@ -92,7 +92,7 @@ it('leaves no process behind when the launcher is killed, reaps a stuck one on t
   // Six services and the gateway, the dev OpenID provider, PostgreSQL (and its backends), its watchdog.
   expect(procs.size).toBeGreaterThanOrEqual(9);
   // A service that cannot react (stopped) stands for one stuck in its drain.
-  const content = [...procs.keys()].find((pid) => cmdline(pid).includes('services/content/dist/main.js'))!;
+  const content = [...procs.keys()].find((pid) => /services\/content\/dist\/main(\.bundle)?\.js/.test(cmdline(pid)))!;
   process.kill(content, 'SIGSTOP');
   const others = new Map([...procs].filter(([pid]) => pid !== content));
 
@@ -135,12 +135,16 @@ it('leaves no process behind when the launcher is killed, reaps a stuck one on t
   }
 }, 180_000);
 
-it('opens no circuit breaker while auth waits for a late content to seed its demo credentials', async () => {
+it('runs every process from its bundle, and opens no circuit breaker while auth waits for a late content', async () => {
   // content blocks 3 s before it even loads: auth's seed asks it for the demo users meanwhile.
   const slow = join(root, 'slow-start.js');
   writeFileSync(slow, 'Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3000);\n');
   const sys = await startE2ESystem({ portOffset: 1390, envFor: { content: { NODE_OPTIONS: `--require ${slow}` } } });
   try {
+    // Start-up is CPU-bound: each process runs the one file `npm run build` bundled for it (ADR 0010).
+    const commands = sys.system.processes.map((p) => cmdline(p.child.pid!));
+    expect(commands).toHaveLength(7);
+    for (const command of commands) expect(command).toMatch(/\/dist\/(main|dev-oidc)\.bundle\.js $/);
     const metrics = await (await fetch(`${sys.direct('auth')}/metrics`)).text();
     expect(metricValue(metrics, 'halo_grpc_client_breaker_opened_total')).toBe(0);
     expect(sys.logs.filter((l) => l.includes('circuit opened'))).toEqual([]);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startE2ESystem } from './helpers';
@@ -68,6 +69,13 @@ async function until(ok: () => boolean, what: string, timeoutMs = 10_000) {
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+it('with tracing on, each traced process runs its compiled entry, where instrumentation can hook require', () => {
+  for (const p of sys.system.processes.filter((proc) => PROCESSES.includes(proc.name))) {
+    const command = readFileSync(`/proc/${p.child.pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+    expect(command).toMatch(/\/dist\/main\.js $/);
+  }
+});
 
 it('a login is one trace: gateway → auth → content over gRPC → PostgreSQL, and its log lines carry the trace id', async () => {
   const res = await fetch(`${sys.url}/auth/login`, {

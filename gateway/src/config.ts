@@ -16,12 +16,13 @@ import {
   type EdgeServiceName,
 } from '@halo/kit';
 import { parseTrustedProxies } from './http/forwarded';
+import { GATEWAY_DIR } from './paths';
 import { DEFAULT_ROUTES_PATH } from './rest/routes';
 
 /** The composed supergraph committed beside the package (`npm run compose` writes it). */
-export const DEFAULT_SUPERGRAPH_PATH = resolve(__dirname, '../supergraph.graphql');
+export const DEFAULT_SUPERGRAPH_PATH = resolve(GATEWAY_DIR, 'supergraph.graphql');
 /** The composed OpenAPI document committed beside the package (`npm run compose` writes it). */
-export const DEFAULT_OPENAPI_PATH = resolve(__dirname, '../openapi.json');
+export const DEFAULT_OPENAPI_PATH = resolve(GATEWAY_DIR, 'openapi.json');
 
 /** A non-negative count whose default depends on HALO_ENV (filled in by loadGatewayConfig). */
 const optionalCount = () => z.coerce.number().int().min(0).optional();

@@ -37,6 +37,8 @@ export function benchSystemEnv(jwtSecret: string): Record<string, string> {
     // default list size) and is measured engine for engine; the cost check still runs.
     GRAPHQL_MAX_COST: '5000',
     JWT_SECRET: jwtSecret,
+    // The compiled entries a production image runs, not `npm start`'s start-up bundles (ADR 0010).
+    HALO_BUNDLES: '0',
   };
 }
 const SUPERGRAPH = resolve(ROOT, 'gateway/supergraph.graphql');

@@ -215,7 +215,7 @@ async function main(): Promise<void> {
     system = await startSystem({
       portOffset: PORT_OFFSET,
       devOidc: false,
-      env: { NODE_ENV: 'production', HALO_ENV: 'development', LOG_LEVEL: 'warn', JWT_SECRET, DATABASE_URL: undefined },
+      env: { NODE_ENV: 'production', HALO_ENV: 'development', HALO_BUNDLES: '0', LOG_LEVEL: 'warn', JWT_SECRET, DATABASE_URL: undefined },
       envFor: { gateway: { REGISTRY_POLL_MS: POLL_MS } },
       postgresDataDir: join(dataDir, 'postgres'),
       logDir: LOGS,

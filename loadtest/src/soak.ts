@@ -108,7 +108,7 @@ async function main(): Promise<void> {
   try {
     system = await startSystem({
       portOffset: PORT_OFFSET,
-      env: { NODE_ENV: 'production', HALO_ENV: 'development', LOG_LEVEL: 'info', GRAPHQL_MAX_COST: '5000' },
+      env: { NODE_ENV: 'production', HALO_ENV: 'development', HALO_BUNDLES: '0', LOG_LEVEL: 'info', GRAPHQL_MAX_COST: '5000' },
       postgresDataDir: join(dataDir, 'postgres'),
       // Logs are not read here: a production log level, written where no one pays to parse them.
       onLog: () => undefined,

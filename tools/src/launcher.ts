@@ -28,6 +28,8 @@ import {
 import { DEV_JWT_SECRET, DEV_OIDC_CLIENT_ID, DEV_OIDC_CLIENT_SECRET } from './dev-defaults';
 import { ensureDatabase } from './database-check';
 import { LaunchError } from './launch-error';
+import { BUNDLED_ENTRIES, bundleIsFresh, bundlePath } from './bundle';
+import { tracingEnabled } from '@halo/kit/tracing';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres';
 import { CAN_IDENTIFY, isRunning, readRecord, reap, record, writeRecord, type LauncherRecord } from './process-records';
 
@@ -122,12 +124,17 @@ export interface RunningSystem {
   stop(): Promise<void>;
 }
 
-const entry = (name: ProcessName) =>
-  name === 'gateway'
-    ? resolve(ROOT, 'gateway/dist/main.js')
-    : name === 'oidc'
-      ? resolve(ROOT, 'tools/dist/dev-oidc.js')
-      : resolve(ROOT, 'services', name, 'dist/main.js');
+/**
+ * What a process runs: its single-file bundle (tools/src/bundle.ts, ADR 0010) when one is built and
+ * newer than every file it was made from, else its compiled entry. `HALO_BUNDLES=0` always runs the
+ * compiled entry, and so does tracing: OpenTelemetry hooks `require`, which a bundle bypasses.
+ */
+export function entryArgs(name: ProcessName, env: NodeJS.ProcessEnv): string[] {
+  const entry = resolve(ROOT, BUNDLED_ENTRIES[name] ?? `services/${name}/dist/main.js`);
+  const bundled = env.HALO_BUNDLES !== '0' && !tracingEnabled(env) && bundleIsFresh(entry);
+  const sourceMaps = bundled && env.HALO_SOURCE_MAPS === '1' ? ['--enable-source-maps'] : [];
+  return [...sourceMaps, bundled ? bundlePath(entry) : entry];
+}
 
 // eslint-disable-next-line max-lines-per-function -- the start-up sequence, step by step in the order it runs; to split (issue 26)
 export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSystem> {
@@ -396,7 +403,7 @@ function launch(
     const env = { ...process.env, ...opts.env, ...opts.envFor?.[name], ...ports };
     // A restart once PostgreSQL runs has its DATABASE_URL already: nothing to wait for.
     if (env.DATABASE_URL) delete env[LATE_ENV_VAR];
-    const child = spawn(process.execPath, [...(name === 'gateway' ? GATEWAY_V8_FLAGS : []), entry(name)], {
+    const child = spawn(process.execPath, [...(name === 'gateway' ? GATEWAY_V8_FLAGS : []), ...entryArgs(name, env)], {
       cwd: ROOT,
       env,
       // The IPC channel is how a child notices that the launcher died (kit: installSignalHandlers).

@@ -2,9 +2,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { resolve } from 'node:path';
 import { sendJson } from '@halo/kit';
+import { GATEWAY_DIR } from '../paths';
 
 /** Where the repository's migration guides live (served by the gateway so a `Link` always resolves). */
-export const DEFAULT_GUIDES_DIR = resolve(__dirname, '../../../docs/migrations');
+export const DEFAULT_GUIDES_DIR = resolve(GATEWAY_DIR, '../docs/migrations');
 export const GUIDES_PATH = '/docs/migrations/';
 
 /**

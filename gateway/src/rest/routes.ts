@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import FindMyWay from 'find-my-way';
 import { composedRouteTableSchema, type ComposedRoute, type ComposedRouteTable } from '@halo/kit';
+import { GATEWAY_DIR } from '../paths';
 
 /**
  * One public REST route and the service that answers it, as the composed route table
@@ -18,7 +19,7 @@ export type HttpMethod = RouteDef['method'];
 export type RouteTableFile = ComposedRouteTable;
 
 /** The composed route table committed beside the package (`npm run compose` writes it). */
-export const DEFAULT_ROUTES_PATH = resolve(__dirname, '../../routes.json');
+export const DEFAULT_ROUTES_PATH = resolve(GATEWAY_DIR, 'routes.json');
 
 /** Parses and checks a composed route table (the format kit's `composeRouteTable` writes). */
 export function parseRouteTable(text: string): RouteTableFile {

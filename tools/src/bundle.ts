@@ -1,0 +1,95 @@
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { relative, resolve } from 'node:path';
+
+/**
+ * One file per process for `npm start` (ADR 0010). Start-up is CPU-bound: nine processes on two
+ * cores spend most of their first seconds resolving and compiling thousands of small CommonJS
+ * modules. esbuild joins each process's compiled JavaScript (dist/, what the tests run) with its
+ * dependencies into `dist/main.bundle.js`, which the launcher starts instead of `dist/main.js`.
+ *
+ * Not minified, so a stack trace still reads; each bundle has a linked source map that Node reads
+ * when `HALO_SOURCE_MAPS=1` (the launcher passes `--enable-source-maps`).
+ */
+
+const ROOT = resolve(__dirname, '../..');
+
+/** The launcher's processes and the compiled entry each one runs. */
+export const BUNDLED_ENTRIES: Readonly<Record<string, string>> = {
+  gateway: 'gateway/dist/main.js',
+  auth: 'services/auth/dist/main.js',
+  content: 'services/content/dist/main.js',
+  catalog: 'services/catalog/dist/main.js',
+  payments: 'services/payments/dist/main.js',
+  chat: 'services/chat/dist/main.js',
+  registry: 'services/registry/dist/main.js',
+  oidc: 'tools/dist/dev-oidc.js',
+};
+
+/**
+ * Left as `require` at run time, each for a reason:
+ * - native addons, found by their loaders relative to their own folder: argon2, pg-native;
+ * - packages that read files beside themselves: grpc-health-check (its .proto), swagger-ui-dist and
+ *   @graphql-yoga/graphiql (the assets the docs pages serve);
+ * - OpenTelemetry, loaded only when tracing is on; then the launcher starts the unbundled entries,
+ *   because instrumentation hooks `require` and cannot see inside a bundle.
+ */
+export const EXTERNAL = ['argon2', 'pg-native', 'grpc-health-check', 'swagger-ui-dist', '@graphql-yoga/graphiql', '@opentelemetry/*'];
+
+/** Where a process's bundle lives: beside its entry, so `__dirname` resolves the same. */
+export const bundlePath = (entry: string): string => entry.replace(/\.js$/, '.bundle.js');
+
+/** The list of files a bundle was made from, for the launcher's staleness check. */
+export const inputsPath = (entry: string): string => entry.replace(/\.js$/, '.bundle.inputs.json');
+
+/**
+ * True when the bundle exists and no file it was made from (outside node_modules) changed since:
+ * after a `tsc -b` without the bundle step, the launcher runs the plain entry instead.
+ */
+export function bundleIsFresh(entry: string, root = ROOT): boolean {
+  try {
+    const built = statSync(bundlePath(entry)).mtimeMs;
+    const inputs = JSON.parse(readFileSync(inputsPath(entry), 'utf8')) as string[];
+    return inputs.length > 0 && inputs.every((file) => statSync(resolve(root, file)).mtimeMs <= built);
+  } catch {
+    return false; // no bundle, no input list, or an input vanished
+  }
+}
+
+async function bundleOne(esbuild: typeof import('esbuild'), entryRel: string): Promise<void> {
+  const entry = resolve(ROOT, entryRel);
+  const result = await esbuild.build({
+    entryPoints: [entry],
+    outfile: bundlePath(entry),
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    // Class and function names survive, so errors and logs name what they did before.
+    keepNames: true,
+    sourcemap: 'linked',
+    sourcesContent: false,
+    external: EXTERNAL,
+    metafile: true,
+    logLevel: 'warning',
+    logOverride: { 'empty-import-meta': 'silent', 'require-resolve-not-external': 'silent' },
+  });
+  const own = Object.keys(result.metafile.inputs).filter((file) => !file.includes('node_modules/'));
+  writeFileSync(inputsPath(entry), JSON.stringify(own.map((file) => relative(ROOT, resolve(ROOT, file)))));
+}
+
+/** `npm run build`'s last step: every process's bundle, in parallel. */
+export async function bundleAll(): Promise<void> {
+  const esbuild = await import('esbuild');
+  await Promise.all(Object.values(BUNDLED_ENTRIES).map((entry) => bundleOne(esbuild, entry)));
+}
+
+if (require.main === module) {
+  const started = Date.now();
+  bundleAll().then(
+    () => process.stderr.write(`bundled ${Object.keys(BUNDLED_ENTRIES).length} processes in ${Date.now() - started} ms\n`),
+    (err: unknown) => {
+      process.stderr.write(`bundle: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
