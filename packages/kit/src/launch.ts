@@ -9,3 +9,4 @@ export { freePort, portIsFree } from './ports';
 export { EXIT_CANNOT_START } from './exit-codes';
 export { LATE_ENV_VAR, type LateEnvMessage } from './late-env';
 export { EMBEDDED_CORS_ORIGINS } from './embedded-origins';
+export { DEV_JWT_SECRET, DEV_OIDC_CLIENT_SECRET } from './dev-secrets';
