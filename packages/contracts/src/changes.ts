@@ -1,5 +1,6 @@
 import { Supergraph } from '@apollo/federation-internals';
 import { CriticalityLevel, diff } from '@graphql-inspector/core';
+import type { ComposedRoute } from '@halo/kit';
 import type { GraphQLSchema } from 'graphql';
 
 /**
@@ -52,3 +53,46 @@ export function unacknowledged<C extends { type: string; path: string }>(
 export function describeChanges(changes: readonly SchemaChange[]): string {
   return changes.map((c) => `  - ${c.message} [${c.type} ${c.path}]`).join('\n');
 }
+
+/** What REST changes are named by: `type` as below, `path` as `GET /products v1`. */
+export const REST_CHANGE_TYPES = ['REST_ROUTE_REMOVED', 'REST_ROUTE_AUTH_ADDED', 'REST_ROUTE_ADDED'] as const;
+
+/** The versions a composed route serves (absent: version 1 only). */
+const versionsOf = (r: ComposedRoute) => r.versions ?? [1];
+
+/**
+ * The REST changes from one route table to the next, one per method, path and version, as clients
+ * see them. Removing what a client calls breaks it, unless that version's announced sunset has
+ * passed (that is what a sunset is for); requiring a token where none was needed breaks it too.
+ * Adding is not breaking. A route moving from one service to another is invisible to clients.
+ */
+export function restChanges(before: readonly ComposedRoute[], after: readonly ComposedRoute[], now = new Date()): SchemaChange[] {
+  const key = (r: ComposedRoute, v: number) => `${r.method} ${r.path} v${v}`;
+  const index = (routes: readonly ComposedRoute[]) => new Map(routes.flatMap((r) => versionsOf(r).map((v) => [key(r, v), r] as const)));
+  const was = index(before);
+  const is = index(after);
+  const changes: SchemaChange[] = [];
+  for (const [path, old] of was) {
+    const next = is.get(path);
+    const version = path.slice(path.lastIndexOf(' v') + 2);
+    if (!next) {
+      const sunset = old.deprecated?.[version]?.sunset;
+      const past = sunset !== undefined && Date.parse(sunset) <= now.getTime();
+      changes.push({
+        type: 'REST_ROUTE_REMOVED',
+        path,
+        message: past ? `'${path}' was removed after its sunset (${sunset})` : `'${path}' was removed`,
+        breaking: !past,
+      });
+    } else if (next.auth && !old.auth) {
+      changes.push({ type: 'REST_ROUTE_AUTH_ADDED', path, message: `'${path}' now requires a token`, breaking: true });
+    }
+  }
+  for (const path of is.keys()) {
+    if (!was.has(path)) changes.push({ type: 'REST_ROUTE_ADDED', path, message: `'${path}' was added`, breaking: false });
+  }
+  return changes;
+}
+
+/** Whether a change is one of restChanges' (the registry records no REST usage to weigh it by). */
+export const isRestChange = (c: { type: string }) => (REST_CHANGE_TYPES as readonly string[]).includes(c.type);

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { buildSchema, parse } from 'graphql';
 import { checkoutContracts } from '../../../tools/src/checkout-contracts';
 import { loadManifests, manifestSource } from '../../../tools/src/compose-rest';
-import { breakingChanges, schemaChanges } from './changes';
+import { breakingChanges, restChanges, schemaChanges } from './changes';
 import { composeContracts, jsonFile } from './compose';
 import { canonicalJson, contractHash, parseContract, type Contract } from './contract';
 import { operationCoordinates, usageOf, usesPath } from './usage';
@@ -131,5 +131,58 @@ describe('breaking changes and usage', () => {
       ],
     });
     expect(usageOf('Product.id', usage)).toEqual({ count: 0, operations: [] });
+  });
+});
+
+describe('REST changes', () => {
+  const table = composeContracts(contracts);
+  const routes = table.ok ? table.composition.routes.routes : [];
+  const products = routes.find((r) => r.method === 'GET' && r.path === '/products')!;
+  const without = (drop: (r: (typeof routes)[number]) => boolean) => routes.filter((r) => !drop(r));
+
+  it('the same table is no change', () => {
+    expect(products.versions).toEqual([1, 2]);
+    expect(restChanges(routes, routes)).toEqual([]);
+  });
+
+  it('a removed route, or one version of it, is breaking; an added one is not', () => {
+    const gone = without((r) => r === products);
+    expect(restChanges(routes, gone).map((c) => [c.type, c.path, c.breaking])).toEqual([
+      ['REST_ROUTE_REMOVED', 'GET /products v1', true],
+      ['REST_ROUTE_REMOVED', 'GET /products v2', true],
+    ]);
+    expect(restChanges(gone, routes).map((c) => [c.type, c.path, c.breaking])).toEqual([
+      ['REST_ROUTE_ADDED', 'GET /products v1', false],
+      ['REST_ROUTE_ADDED', 'GET /products v2', false],
+    ]);
+    const v2only = routes.map((r) => (r === products ? { ...r, versions: [2], deprecated: undefined } : r));
+    expect(restChanges(routes, v2only).map((c) => [c.path, c.breaking])).toEqual([['GET /products v1', true]]);
+  });
+
+  it('a version removed once its announced sunset has passed is not breaking', () => {
+    const sunset = products.deprecated?.['1']?.sunset;
+    expect(sunset).toBeDefined();
+    const v2only = routes.map((r) => (r === products ? { ...r, versions: [2], deprecated: undefined } : r));
+    const after = new Date(Date.parse(sunset!) + 1000);
+    expect(restChanges(routes, v2only, after)).toEqual([
+      {
+        type: 'REST_ROUTE_REMOVED',
+        path: 'GET /products v1',
+        message: `'GET /products v1' was removed after its sunset (${sunset})`,
+        breaking: false,
+      },
+    ]);
+  });
+
+  it('requiring a token where none was needed is breaking; a route moving to another service is no change', () => {
+    const open = routes.find((r) => !r.auth)!;
+    const locked = routes.map((r) => (r === open ? { ...r, auth: true as const } : r));
+    expect(restChanges(routes, locked).map((c) => [c.type, c.breaking])).toEqual(
+      (open.versions ?? [1]).map(() => ['REST_ROUTE_AUTH_ADDED', true]),
+    );
+    const moved = routes.map((r) =>
+      r === open ? { ...r, service: open.service === 'content' ? ('catalog' as const) : ('content' as const) } : r,
+    );
+    expect(restChanges(routes, moved)).toEqual([]);
   });
 });

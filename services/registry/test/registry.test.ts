@@ -263,6 +263,38 @@ describe('rollback', () => {
   });
 });
 
+describe('REST changes', () => {
+  /** catalog's contract without one of its routes (and that route's operation in its OpenAPI part). */
+  const catalogWithout = (method: string, path: string) => {
+    const c = contractOf('catalog');
+    c.rest!.routes = c.rest!.routes.filter((r) => !(r.method === method && r.path === path));
+    const openapiPath = path.replace(/:(\w+)/g, '{$1}');
+    delete c.rest!.openapi.paths[openapiPath]?.[method.toLowerCase()];
+    if (Object.keys(c.rest!.openapi.paths[openapiPath] ?? {}).length === 0) delete c.rest!.openapi.paths[openapiPath];
+    return c;
+  };
+
+  it('a removed route is breaking and, with no REST usage to weigh, refused until acknowledged', async () => {
+    const contract = catalogWithout('DELETE', '/products/:id');
+    const check = await call(reg.base, 'POST', '/v1/check', { contract }, await as.catalog());
+    expect(check.body.ok).toBe(false);
+    const rest = check.body.report.changes.filter((c: any) => c.type.startsWith('REST_'));
+    expect(rest).toEqual(
+      ['v1', 'v2'].map((v) =>
+        expect.objectContaining({ type: 'REST_ROUTE_REMOVED', path: `DELETE /products/:id ${v}`, breaking: true, acknowledged: false }),
+      ),
+    );
+    expect(check.body.report.notes.filter((n: string) => n.startsWith('DELETE'))).toEqual(
+      ['v1', 'v2'].map((v) => `DELETE /products/:id ${v}: breaking; REST calls are not recorded, so it needs an acknowledgement`),
+    );
+    expect((await call(reg.base, 'POST', '/v1/publish', { contract }, await as.catalog())).status).toBe(422);
+    const acked = await call(reg.base, 'POST', '/v1/publish', { contract, acknowledge: 'admin UI retired' }, await as.admin());
+    expect(acked.status).toBe(201);
+    const served = (await call(reg.base, 'GET', '/v1/supergraph', undefined, await as.gateway())).body;
+    expect(served.routes.routes.some((r: any) => r.method === 'DELETE' && r.path === '/products/:id')).toBe(false);
+  });
+});
+
 it('two publishes at once are composed one after the other: neither is lost', async () => {
   const content = contractOf('content');
   content.sdl = content.sdl!.replace(/(type User @key[^{]*\{)/, '$1\n  nickname: String');

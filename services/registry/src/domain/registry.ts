@@ -3,7 +3,9 @@ import {
   canonicalJson,
   composeContracts,
   contractHash,
+  isRestChange,
   parseContract,
+  restChanges,
   schemaChanges,
   usageOf,
   type ChangeUsage,
@@ -268,8 +270,13 @@ export class Registry {
     };
     if (!result.ok) return { report };
     const before = head ? await store.composition(head.composition) : null;
-    const changes = before ? await schemaChanges(before.supergraph, result.composition.supergraph) : [];
-    const breakingPaths = changes.filter((c) => c.breaking).map((c) => c.path);
+    const changes = before
+      ? [
+          ...(await schemaChanges(before.supergraph, result.composition.supergraph)),
+          ...restChanges(before.routes.routes, result.composition.routes.routes, this.now()),
+        ]
+      : [];
+    const breakingPaths = changes.filter((c) => c.breaking && !isRestChange(c)).map((c) => c.path);
     const days = this.opts.usageWindowDays;
     const usage = breakingPaths.length ? await store.usageOf(breakingPaths, new Date(this.now().getTime() - days * DAY_MS)) : [];
     let blocked = false;
@@ -279,7 +286,11 @@ export class Registry {
       report.changes.push({ ...c, acknowledged, usage: used });
       if (!c.breaking) continue;
       if (acknowledged) report.notes.push(`${c.path}: breaking, acknowledged: ${acknowledge}`);
-      else if (used.count === 0) report.notes.push(`${c.path}: breaking, but unused in the last ${days} days`);
+      else if (isRestChange(c)) {
+        // Gateways report GraphQL usage only: nobody can say a REST route is unused.
+        blocked = true;
+        report.notes.push(`${c.path}: breaking; REST calls are not recorded, so it needs an acknowledgement`);
+      } else if (used.count === 0) report.notes.push(`${c.path}: breaking, but unused in the last ${days} days`);
       else {
         blocked = true;
         const who = used.operations
