@@ -18,7 +18,7 @@ import {
 } from './gateways-bench';
 import { checkSameAnswers, nodeFlagsOf, registerCallers, revisionOf, type AbTarget, type Row } from './ab-shared';
 import { cpuMicros, pin, pinServers, planPinning } from './pin';
-import { median, runRounds, type Sample } from './rounds';
+import { median, runRounds, type RoundSamples, type Sample } from './rounds';
 
 /**
  * `npm run bench:subgraphs` (issue 30): the subgraphs' CPU per request behind the gateway, for
@@ -43,11 +43,15 @@ const RESULTS = resolve(ROOT, 'loadtest/results');
 const LOGS = join(RESULTS, 'logs/subgraphs');
 const JWT_SECRET = randomBytes(32).toString('base64url');
 const SUBGRAPHS = ['auth', 'content', 'catalog', 'payments'] as const;
-const KNOBS = 'BENCH_BASELINE BENCH_ROUNDS BENCH_DURATION BENCH_WARMUP BENCH_CONNECTIONS BENCH_PORT_OFFSET BENCH_B_NODE_FLAGS'.split(' ');
+const KNOBS =
+  'BENCH_BASELINE BENCH_CONCURRENT BENCH_ROUNDS BENCH_DURATION BENCH_WARMUP BENCH_CONNECTIONS BENCH_PORT_OFFSET BENCH_B_NODE_FLAGS'.split(
+    ' ',
+  );
 const COMMAND = [
   ...KNOBS.filter((k) => process.env[k]).map((k) => `${k}=${JSON.stringify(process.env[k])}`),
   'npm run bench:subgraphs',
 ].join(' ');
+const CONCURRENT = process.env.BENCH_CONCURRENT === '1';
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 interface Side {
@@ -133,6 +137,26 @@ async function measureSide(t: AbTarget, side: Side, perRequest: Map<string, Cpu[
   };
 }
 
+async function concurrentRounds(targets: AbTarget[], sides: Side[], perRequest: Map<string, Cpu[]>): Promise<RoundSamples[]> {
+  const out: RoundSamples[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const samples = await Promise.all(
+      targets.map((t) =>
+        measureSide(
+          t,
+          sides.find((x) => x.side === t.side)!,
+          perRequest,
+        ),
+      ),
+    );
+    out.push(Object.fromEntries(targets.map((t, i) => [t.id, samples[i]!])));
+    log(
+      `bench:subgraphs: round ${round + 1}/${ROUNDS}: ${targets.map((t, i) => `${t.side} ${Math.round(samples[i]!.cpuUsPerRequest!)} µs/req`).join(', ')}`,
+    );
+  }
+  return out;
+}
+
 function table(perRequest: Map<string, Cpu[]>, rps: Map<string, number[]>): string {
   const sides = [...perRequest.keys()];
   const names = ['gateway', ...SUBGRAPHS, 'subgraphs'];
@@ -213,17 +237,20 @@ async function main(): Promise<void> {
     for (const t of row.targets) await autocannon(loadOptions(t, CONNECTIONS, WARMUP_S));
     const perRequest = new Map<string, Cpu[]>();
     const load = { start: loadavg(), end: [] as number[] };
-    const rounds = await runRounds([row], ROUNDS, async (t, round) => {
-      const s = await measureSide(
-        t,
-        sides.find((x) => x.side === t.side)!,
-        perRequest,
-      );
-      log(
-        `bench:subgraphs: round ${round + 1}/${ROUNDS} ${t.id}: ${Math.round(s.rps)} req/s, subgraphs ${Math.round(s.cpuUsPerRequest!)} µs/req`,
-      );
-      return s;
-    });
+    // BENCH_CONCURRENT=1: both sides under load at once each round, so a noisy neighbour slows both alike.
+    const rounds = CONCURRENT
+      ? await concurrentRounds(row.targets, sides, perRequest)
+      : await runRounds([row], ROUNDS, async (t, round) => {
+          const s = await measureSide(
+            t,
+            sides.find((x) => x.side === t.side)!,
+            perRequest,
+          );
+          log(
+            `bench:subgraphs: round ${round + 1}/${ROUNDS} ${t.id}: ${Math.round(s.rps)} req/s, subgraphs ${Math.round(s.cpuUsPerRequest!)} µs/req`,
+          );
+          return s;
+        });
     load.end = loadavg();
     const rps = new Map(sides.map((s) => [s.side, rounds.map((r) => r[`me:${s.side}`]!.rps)]));
     const errors = rounds.reduce((a, r) => a + Object.values(r).reduce((b, s) => b + s.errors, 0), 0);
@@ -232,7 +259,7 @@ async function main(): Promise<void> {
       '',
       `- Command: \`${COMMAND}\` (${started.toISOString()}); after = ${revisionOf(ROOT)}${baseline ? `, before = ${baseline} (${revisionOf(baseline)})` : ''}`,
       `- Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}; ${pinning.describe}; load average ${load.start.map((v) => v.toFixed(2)).join('/')} → ${load.end.map((v) => v.toFixed(2)).join('/')}`,
-      `- \`${QUERIES.me}\` through the gateway, ${CONNECTIONS} connections, one distinct caller each; ${ROUNDS} rounds × ${DURATION_S} s, sides alternating; CPU µs per request from /proc/<pid>/stat of each process.`,
+      `- \`${QUERIES.me}\` through the gateway, ${CONNECTIONS} connections, one distinct caller each; ${ROUNDS} rounds × ${DURATION_S} s, ${CONCURRENT ? 'both sides loaded at once' : 'sides alternating'}; CPU µs per request from /proc/<pid>/stat of each process.`,
       ...(errors ? ['', `**${errors} FAILED REQUESTS while measuring**`] : []),
       '',
       table(perRequest, rps),
