@@ -7,6 +7,7 @@ import {
   MIN_SECRET_BYTES,
   assertSigningSecret,
   bearerToken,
+  callerFromHeader,
   signAccessToken,
   verifyAccessToken,
 } from './jwt';
@@ -125,6 +126,57 @@ describe('signAccessToken / verifyAccessToken', () => {
 
   it.each(['', 'garbage', 'a.b.c', 'a.b'])('rejects the malformed token %p', (token) => {
     expectInvalid(token);
+  });
+});
+
+describe('callerFromHeader: a verified token is reused until it expires', () => {
+  afterEach(() => jest.useRealTimers());
+  const refused = (header: string, secret = SECRET) => {
+    expect(() => callerFromHeader(header, secret)).toThrow(expect.objectContaining({ kind: 'UNAUTHENTICATED', message: INVALID_TOKEN }));
+  };
+
+  it('accepts a token up to the second before exp + 30 s, and refuses it from then on, however often it was seen', () => {
+    const t = 2_000_000_000;
+    jest.useFakeTimers({ now: t * 1000 });
+    const header = `Bearer ${signed({ ...CLAIMS, scope: 'profile:read', iat: t, exp: t + 60 })}`;
+    for (let i = 0; i < 3; i++) expect(callerFromHeader(header, SECRET)).toMatchObject({ id: 42, name: 'Ada', scopes: ['profile:read'] });
+    jest.setSystemTime((t + 60 + CLOCK_TOLERANCE_S - 1) * 1000 + 999);
+    expect(callerFromHeader(header, SECRET)?.id).toBe(42);
+    jest.setSystemTime((t + 60 + CLOCK_TOLERANCE_S) * 1000);
+    refused(header);
+    refused(header);
+  });
+
+  it('refuses a token it accepted once when the secret is another (rotation), and accepts it again with the first', () => {
+    const header = `Bearer ${signAccessToken(CLAIMS, SECRET, 600)}`;
+    expect(callerFromHeader(header, SECRET)?.id).toBe(42);
+    refused(header, `${SECRET}-rotated`);
+    expect(callerFromHeader(header, SECRET)?.id).toBe(42);
+  });
+
+  it('never keeps a token that did not verify', () => {
+    const good = signAccessToken(CLAIMS, SECRET, 600);
+    const [h, p] = good.split('.');
+    refused(`Bearer ${h}.${p}.${'A'.repeat(43)}`);
+    expect(callerFromHeader(`Bearer ${good}`, SECRET)?.id).toBe(42);
+    refused(`Bearer ${h}.${p}.${'A'.repeat(43)}`);
+  });
+
+  it('checks a not-before claim every time', () => {
+    const t = 2_000_000_000;
+    jest.useFakeTimers({ now: t * 1000 });
+    const header = `Bearer ${signed({ ...CLAIMS, iat: t, nbf: t, exp: t + 600 })}`;
+    expect(callerFromHeader(header, SECRET)?.id).toBe(42);
+    jest.setSystemTime((t - CLOCK_TOLERANCE_S - 5) * 1000);
+    refused(header);
+  });
+
+  it('hands every call a caller of its own', () => {
+    const header = `Bearer ${signAccessToken({ ...CLAIMS, scope: 'profile:read' }, SECRET, 600)}`;
+    const first = callerFromHeader(header, SECRET)!;
+    first.scopes!.push('catalog:write');
+    first.name = 'Mallory';
+    expect(callerFromHeader(header, SECRET)).toMatchObject({ name: 'Ada', scopes: ['profile:read'] });
   });
 });
 

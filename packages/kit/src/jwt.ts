@@ -1,5 +1,6 @@
 import { createSecretKey, type KeyObject } from 'node:crypto';
 import jwt from 'jsonwebtoken';
+import { LRUCache } from 'lru-cache';
 import { forbidden, unauthenticated } from './errors';
 
 /** Claims of a Halo access token (spec: sub, name, role, iat, exp). */
@@ -116,6 +117,17 @@ export function callerFromClaims(c: AccessClaims): Caller {
 }
 
 /**
+ * Tokens that verified, by their exact string: the same caller sends the same token on every
+ * request until it expires, and every service (the gateway too) checked it again each time —
+ * the HMAC, base64 and JSON of jsonwebtoken were the largest single cost of a subgraph's request.
+ * A hit still needs the same secret (a rotated secret verifies afresh) and is refused from the
+ * second jsonwebtoken would call it expired (`now >= exp + tolerance`, whole seconds); a token
+ * that did not verify is never kept. Access tokens are stateless (no revocation list): nothing
+ * else could make a verified token invalid before its expiry. Bounded: least recently used out.
+ */
+const verifiedTokens = new LRUCache<string, { secret: string; caller: Caller; expiresAt: number }>({ max: 10_000 });
+
+/**
  * The caller behind an `Authorization` header: null when there is none (anonymous), a Caller when
  * the token verifies, and 401 `Invalid token` otherwise. With no secret configured every token is
  * invalid: a service without JWT_SECRET accepts anonymous calls only.
@@ -124,8 +136,23 @@ export function callerFromHeader(authorization: string | undefined, secret: stri
   const token = bearerToken(authorization);
   if (token === null) return null;
   if (!secret) throw unauthenticated(INVALID_TOKEN);
-  return callerFromClaims(verifyAccessToken(token, secret));
+  const known = verifiedTokens.get(token);
+  if (known !== undefined && known.secret === secret) {
+    if (Math.floor(Date.now() / 1000) < known.expiresAt) return copyOf(known.caller);
+    verifiedTokens.delete(token);
+  }
+  const claims = verifyAccessToken(token, secret);
+  const caller = callerFromClaims(claims);
+  // A token with `nbf` is checked afresh each time (Halo issues none); every other stays valid
+  // until its `exp` plus the tolerance, exactly when jsonwebtoken would start refusing it.
+  if ((claims as { nbf?: unknown }).nbf === undefined) {
+    verifiedTokens.set(token, { secret, caller, expiresAt: claims.exp + CLOCK_TOLERANCE_S });
+  }
+  return copyOf(caller);
 }
+
+/** Each request gets a Caller of its own: what one does to it never reaches the next. */
+const copyOf = (c: Caller): Caller => ({ ...c, scopes: c.scopes && [...c.scopes] });
 
 /**
  * When the bearer token in `authorization` expires (ms since epoch, the verification's clock
