@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { signAccessToken } from '@halo/kit';
 import type { RunningSystem } from '@halo/tools';
+import { nginxIfInstalled, type NginxPeer } from './peers/nginx';
 import { perConnectionHeaders } from './per-connection';
 import { cpuMicros } from './pin';
 import { pairedRatios, perRound, runRounds, spread, type Group, type RoundSamples, type Sample, type Spread } from './rounds';
@@ -54,6 +55,8 @@ export interface Peers {
   apollo: ExtraProcess;
   haloCache: ExtraProcess;
   haloNoDedupe?: ExtraProcess;
+  /** nginx in front of content (S2's reference proxy); absent when nginx is not installed. */
+  nginx?: NginxPeer;
   all: ExtraProcess[];
   stop(): Promise<void>;
 }
@@ -67,6 +70,7 @@ export interface PeersOptions {
   workDir: string;
   /** Every extra process writes its output to `<logDir>/<name>.log`. */
   logDir: string;
+  log?: (line: string) => void;
 }
 
 /** The committed supergraph with each subgraph's URL pointing at the running service. */
@@ -197,7 +201,13 @@ export async function startPeers(opts: PeersOptions): Promise<Peers> {
         })
       : undefined;
 
+    // nginx in front of content, for S2 (src/peers/nginx.ts): skipped with one line when not installed.
+    const nginxAt = { dir: join(opts.workDir, 'nginx'), port: 4989 + portOffset, upstream: services.content!, logDir, log: opts.log };
+    const nginx = nginxIfInstalled(nginxAt);
+    if (nginx) started.push(nginx);
+
     await waitFor(ceiling, async () => (await fetch(`${ceiling.url}/hello`)).ok);
+    if (nginx) await waitFor(nginx, async () => (await fetch(`${nginx.url}${REST_PATHS.post}`)).ok);
     for (const p of [hive, hiveNoDedupe, apollo].filter((p): p is ExtraProcess => p !== undefined)) await waitFor(p, graphqlReady(p.url));
     for (const p of [haloCache, haloNoDedupe].filter((p): p is ExtraProcess => p !== undefined))
       await waitFor(p, async () => (await fetch(`${p.url}/readyz`)).ok);
@@ -208,6 +218,7 @@ export async function startPeers(opts: PeersOptions): Promise<Peers> {
       apollo,
       haloCache,
       ...(haloNoDedupe ? { haloNoDedupe } : {}),
+      ...(nginx ? { nginx } : {}),
       all: [...started],
       stop,
     };
@@ -259,6 +270,8 @@ export interface GatewaysOptions {
   rounds: number;
   warmupS: number;
   log: (line: string) => void;
+  /** Only these comparisons (group ids, e.g. `rest-post`); all when absent. */
+  only?: string[] | undefined;
 }
 
 export interface Ratio {
@@ -367,7 +380,13 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
       cpuPid: g.pid,
     })),
   });
-  const restGroup = (id: string, title: string, path: string, service: string): Group<LoadTarget> & { title: string } => ({
+  const restGroup = (
+    id: string,
+    title: string,
+    path: string,
+    service: string,
+    nginx?: NginxPeer,
+  ): Group<LoadTarget> & { title: string } => ({
     id,
     title,
     targets: [
@@ -379,9 +398,21 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
         init: { method: 'GET' },
         cpuPid: direct(service).child.pid!,
       },
+      // The reference proxy: nginx, one worker (whose CPU is charged), keep-alive upstream, same CPU.
+      ...(nginx
+        ? [
+            {
+              id: `${id}:nginx`,
+              label: 'via nginx (1 worker)',
+              url: `${nginx.url}${path}`,
+              init: { method: 'GET' as const },
+              cpuPid: nginx.workerPid(),
+            },
+          ]
+        : []),
     ],
   });
-  const groups: (Group<LoadTarget> & { title: string })[] = [
+  const allGroups: (Group<LoadTarget> & { title: string })[] = [
     graphqlGroup('me', 'S1 `me { orders { product user } }` (auth → payments → catalog + content), caller token', { authorization }),
     graphqlGroup('nested', 'S1 nested `users { posts { author comments { author } } }`'),
     graphqlGroup('flat', 'S1 flat `posts(first: 10)`'),
@@ -412,9 +443,13 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
         },
       ],
     },
-    restGroup('rest-post', `S2 REST GET ${REST_PATHS.post}`, REST_PATHS.post, 'content'),
+    restGroup('rest-post', `S2 REST GET ${REST_PATHS.post}`, REST_PATHS.post, 'content', peers.nginx),
     restGroup('rest-products', `S2 REST GET ${REST_PATHS.products}`, REST_PATHS.products, 'catalog'),
   ];
+
+  const groups = opts.only ? allGroups.filter((g) => opts.only!.includes(g.id)) : allGroups;
+  if (!groups.length)
+    throw new Error(`BENCH_GROUPS=${opts.only?.join(',')}: no such comparison (${allGroups.map((g) => g.id).join(', ')})`);
 
   // Every answer checked before anything is measured: data without errors, the same from every gateway.
   let ordersOfCaller = 0;
@@ -444,8 +479,9 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
     }
   }
   // The cached gateway must really answer from its cache (a hit carries Age).
-  const hit = await graphqlData(groups.find((g) => g.id === 'products')!.targets[0]!);
-  if (hit.headers.get('age') === null)
+  const products = groups.find((g) => g.id === 'products');
+  const hit = products ? await graphqlData(products.targets[0]!) : null;
+  if (hit && hit.headers.get('age') === null)
     throw new Error(`Halo with its response cache did not answer products from the cache (no Age header)`);
   log(`bench: every query answers the same data without errors through every gateway (caller has ${ordersOfCaller} orders)`);
 
@@ -497,6 +533,11 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
   ratio('products:halo-cache/hive', 'products:halo-cache', 'products:hive');
   ratio('products:halo/hive', 'products:halo', 'products:hive');
   for (const r of ['rest-post', 'rest-products']) ratio(`${r}:gateway/direct`, `${r}:gateway`, `${r}:direct`);
+  if (peers.nginx) {
+    ratio('rest-post:nginx/direct', 'rest-post:nginx', 'rest-post:direct');
+    ratio('rest-post:gateway/nginx', 'rest-post:gateway', 'rest-post:nginx');
+    ratio('rest-post:cpu:gateway/nginx', 'rest-post:gateway', 'rest-post:nginx', cpu);
+  }
 
   const perTarget: GatewaysReport['perTarget'] = {};
   for (const group of groups) {
@@ -516,6 +557,7 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
   const pidName = new Map<number, string>([
     ...system.processes.map((p) => [p.child.pid!, p.name] as const),
     ...peers.all.map((p) => [p.child.pid!, p.name] as const),
+    ...(peers.nginx ? [[peers.nginx.workerPid(), 'nginx worker'] as const] : []),
   ]);
   return {
     groups: groups.map((g) => ({
