@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
-import { signAccessToken } from '@halo/kit';
+import { isEdgeService, signAccessToken } from '@halo/kit';
 import type { RunningSystem } from '@halo/tools';
 import { nginxIfInstalled, type NginxPeer } from './peers/nginx';
 import { perConnectionHeaders } from './per-connection';
@@ -148,7 +148,8 @@ export function environOf(pid: number): Record<string, string> {
 export async function startPeers(opts: PeersOptions): Promise<Peers> {
   const { system, portOffset, logDir } = opts;
   const services = Object.fromEntries(
-    system.processes.filter((p) => p.name !== 'gateway' && p.name !== 'oidc' && !p.replica).map((p) => [p.name, p.url]),
+    // The subgraphs: every service the gateway routes to (not the registry, the gateway, the dev OIDC provider).
+    system.processes.filter((p) => isEdgeService(p.name) && !p.replica).map((p) => [p.name, p.url]),
   );
   const supergraphFile = join(opts.workDir, 'supergraph.bench.graphql');
   writeFileSync(supergraphFile, rewriteSupergraph(readFileSync(SUPERGRAPH, 'utf8'), services));
