@@ -409,7 +409,16 @@ async function main(): Promise<void> {
     });
     const readySecs = (Date.now() - started.getTime()) / 1000;
     if (runs('gateways'))
-      peers = await startPeers({ system, portOffset: PORT_OFFSET, noDedupe: NO_DEDUPE, workDir: dataDir, logDir: LOGS, log });
+      peers = await startPeers({
+        system,
+        portOffset: PORT_OFFSET,
+        noDedupe: NO_DEDUPE,
+        workDir: dataDir,
+        logDir: LOGS,
+        log,
+        // REST comparisons alone need no GraphQL peer.
+        graphql: !GROUPS || GROUPS.some((g) => !g.startsWith('rest-')),
+      });
 
     const servers = [
       ...system.processes.map((p) => ({ name: p.replica ? `${p.name}-${p.replica}` : p.name, pid: p.child.pid! })),

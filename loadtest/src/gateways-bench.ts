@@ -50,10 +50,9 @@ export interface ExtraProcess {
 
 export interface Peers {
   ceiling: ExtraProcess;
-  hive: ExtraProcess;
+  /** The GraphQL peers (S1, S1c): absent when only REST comparisons run (`graphql: false`). */
+  graphql?: { hive: ExtraProcess; apollo: ExtraProcess; haloCache: ExtraProcess };
   hiveNoDedupe?: ExtraProcess;
-  apollo: ExtraProcess;
-  haloCache: ExtraProcess;
   haloNoDedupe?: ExtraProcess;
   /** nginx in front of content (S2's reference proxy); absent when nginx is not installed. */
   nginx?: NginxPeer;
@@ -66,6 +65,8 @@ export interface PeersOptions {
   portOffset: number;
   /** Also Hive and Halo without in-flight dedupe. */
   noDedupe: boolean;
+  /** Start the GraphQL peers (Hive, Apollo, the cached Halo); false when only REST is compared. */
+  graphql?: boolean;
   /** Rewritten supergraph goes here. */
   workDir: string;
   /** Every extra process writes its output to `<logDir>/<name>.log`. */
@@ -175,16 +176,19 @@ export async function startPeers(opts: PeersOptions): Promise<Peers> {
       ],
       { PATH: process.env.PATH, NODE_ENV: 'production' },
     );
+    const graphql = opts.graphql ?? true;
     const hivePort = 4990 + portOffset;
-    const hive = add('hive', hivePort, [resolve(__dirname, 'peers/hive.js')], { ...base, PORT: String(hivePort) });
-    const hiveNoDedupe = opts.noDedupe
-      ? add('hive-no-dedupe', 4991 + portOffset, [resolve(__dirname, 'peers/hive.js')], {
-          ...base,
-          PORT: String(4991 + portOffset),
-          HIVE_DEDUPE: 'false',
-        })
-      : undefined;
-    const apollo = add('apollo', 4992 + portOffset, [resolve(__dirname, 'peers/apollo.js')], { ...base, PORT: String(4992 + portOffset) });
+    const hive = graphql && add('hive', hivePort, [resolve(__dirname, 'peers/hive.js')], { ...base, PORT: String(hivePort) });
+    const hiveNoDedupe =
+      graphql && opts.noDedupe
+        ? add('hive-no-dedupe', 4991 + portOffset, [resolve(__dirname, 'peers/hive.js')], {
+            ...base,
+            PORT: String(4991 + portOffset),
+            HIVE_DEDUPE: 'false',
+          })
+        : undefined;
+    const apollo =
+      graphql && add('apollo', 4992 + portOffset, [resolve(__dirname, 'peers/apollo.js')], { ...base, PORT: String(4992 + portOffset) });
     // Halo's gateway as the system runs it, but with the response cache at its default size.
     const haloEnv: Record<string, string | undefined> = {
       ...environOf(gateway.child.pid!),
@@ -192,15 +196,16 @@ export async function startPeers(opts: PeersOptions): Promise<Peers> {
       METRICS_PORT: '0',
     };
     delete haloEnv.GRAPHQL_RESPONSE_CACHE_MIB;
-    const haloCache = add('gateway-cache', 4993 + portOffset, [resolve(ROOT, 'gateway/dist/main.js')], haloEnv);
-    const haloNoDedupe = opts.noDedupe
-      ? add('gateway-no-dedupe', 4994 + portOffset, [resolve(ROOT, 'gateway/dist/main.js')], {
-          ...environOf(gateway.child.pid!),
-          HTTP_PORT: String(4994 + portOffset),
-          METRICS_PORT: '0',
-          GRAPHQL_DEDUPE_INFLIGHT: 'false',
-        })
-      : undefined;
+    const haloCache = graphql && add('gateway-cache', 4993 + portOffset, [resolve(ROOT, 'gateway/dist/main.js')], haloEnv);
+    const haloNoDedupe =
+      graphql && opts.noDedupe
+        ? add('gateway-no-dedupe', 4994 + portOffset, [resolve(ROOT, 'gateway/dist/main.js')], {
+            ...environOf(gateway.child.pid!),
+            HTTP_PORT: String(4994 + portOffset),
+            METRICS_PORT: '0',
+            GRAPHQL_DEDUPE_INFLIGHT: 'false',
+          })
+        : undefined;
 
     // nginx in front of content, for S2 (src/peers/nginx.ts): skipped with one line when not installed.
     const nginxAt = { dir: join(opts.workDir, 'nginx'), port: 4989 + portOffset, upstream: services.content!, logDir, log: opts.log };
@@ -209,15 +214,13 @@ export async function startPeers(opts: PeersOptions): Promise<Peers> {
 
     await waitFor(ceiling, async () => (await fetch(`${ceiling.url}/hello`)).ok);
     if (nginx) await waitFor(nginx, async () => (await fetch(`${nginx.url}${REST_PATHS.post}`)).ok);
-    for (const p of [hive, hiveNoDedupe, apollo].filter((p): p is ExtraProcess => p !== undefined)) await waitFor(p, graphqlReady(p.url));
-    for (const p of [haloCache, haloNoDedupe].filter((p): p is ExtraProcess => p !== undefined))
-      await waitFor(p, async () => (await fetch(`${p.url}/readyz`)).ok);
+    const present = (p: ExtraProcess | false | undefined): p is ExtraProcess => p !== undefined && p !== false;
+    for (const p of [hive, hiveNoDedupe, apollo].filter(present)) await waitFor(p, graphqlReady(p.url));
+    for (const p of [haloCache, haloNoDedupe].filter(present)) await waitFor(p, async () => (await fetch(`${p.url}/readyz`)).ok);
     return {
       ceiling,
-      hive,
+      ...(hive && apollo && haloCache ? { graphql: { hive, apollo, haloCache } } : {}),
       ...(hiveNoDedupe ? { hiveNoDedupe } : {}),
-      apollo,
-      haloCache,
       ...(haloNoDedupe ? { haloNoDedupe } : {}),
       ...(nginx ? { nginx } : {}),
       all: [...started],
@@ -355,10 +358,15 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
   const authorization = `Bearer ${signAccessToken({ sub: '2', name: 'Alice', role: 'user' }, opts.jwtSecret, 24 * 3600)}`;
   await ensureOrders(gw.url, authorization, log);
 
+  const gql = peers.graphql;
   const gateways = [
     { key: 'halo', label: 'Halo', url: gw.url, pid: gw.child.pid! },
-    { key: 'hive', label: 'Hive Gateway', url: peers.hive.url, pid: peers.hive.child.pid! },
-    { key: 'apollo', label: 'plain @apollo/gateway', url: peers.apollo.url, pid: peers.apollo.child.pid! },
+    ...(gql
+      ? [
+          { key: 'hive', label: 'Hive Gateway', url: gql.hive.url, pid: gql.hive.child.pid! },
+          { key: 'apollo', label: 'plain @apollo/gateway', url: gql.apollo.url, pid: gql.apollo.child.pid! },
+        ]
+      : []),
     ...(peers.haloNoDedupe
       ? [{ key: 'halo-nodedupe', label: 'Halo, no dedupe', url: peers.haloNoDedupe.url, pid: peers.haloNoDedupe.child.pid! }]
       : []),
@@ -413,7 +421,7 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
         : []),
     ],
   });
-  const allGroups: (Group<LoadTarget> & { title: string })[] = [
+  const graphqlGroups = (g: NonNullable<Peers['graphql']>): (Group<LoadTarget> & { title: string })[] => [
     graphqlGroup('me', 'S1 `me { orders { product user } }` (auth → payments → catalog + content), caller token', { authorization }),
     graphqlGroup('nested', 'S1 nested `users { posts { author comments { author } } }`'),
     graphqlGroup('flat', 'S1 flat `posts(first: 10)`'),
@@ -424,9 +432,9 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
         {
           id: 'products:halo-cache',
           label: 'Halo, response cache 32 MiB',
-          url: `${peers.haloCache.url}/graphql`,
+          url: `${g.haloCache.url}/graphql`,
           init: gqlInit(QUERIES.products),
-          cpuPid: peers.haloCache.child.pid!,
+          cpuPid: g.haloCache.child.pid!,
         },
         {
           id: 'products:halo',
@@ -438,12 +446,15 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
         {
           id: 'products:hive',
           label: 'Hive Gateway',
-          url: `${peers.hive.url}/graphql`,
+          url: `${g.hive.url}/graphql`,
           init: gqlInit(QUERIES.products),
-          cpuPid: peers.hive.child.pid!,
+          cpuPid: g.hive.child.pid!,
         },
       ],
     },
+  ];
+  const allGroups: (Group<LoadTarget> & { title: string })[] = [
+    ...(gql ? graphqlGroups(gql) : []),
     restGroup('rest-post', `S2 REST GET ${REST_PATHS.post}`, REST_PATHS.post, 'content', peers.nginx),
     restGroup('rest-products', `S2 REST GET ${REST_PATHS.products}`, REST_PATHS.products, 'catalog'),
   ];
