@@ -44,7 +44,15 @@ const PORT_OFFSET = Number(process.env.BENCH_PORT_OFFSET ?? 300);
 const RESULTS = resolve(ROOT, 'loadtest/results');
 const LOGS = join(RESULTS, 'logs/ab-instructions');
 const GOAL = 0.95;
-const KNOBS = ['BENCH_BASELINE', 'BENCH_ROUNDS', 'BENCH_REQUESTS', 'BENCH_WARMUP_REQUESTS', 'BENCH_CONNECTIONS', 'BENCH_PORT_OFFSET'];
+const KNOBS = [
+  'BENCH_BASELINE',
+  'BENCH_ROWS',
+  'BENCH_ROUNDS',
+  'BENCH_REQUESTS',
+  'BENCH_WARMUP_REQUESTS',
+  'BENCH_CONNECTIONS',
+  'BENCH_PORT_OFFSET',
+];
 const COMMAND = [...KNOBS.filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]}`), 'npm run bench:ab:instructions'].join(' ');
 
 /** The `me` row is ~5× dearer per request: fewer requests keep its rounds as long as the others'. */
@@ -169,7 +177,7 @@ async function main(): Promise<void> {
       title,
       targets: gateways.map((g) => ({ id: `${id}:${g.side}`, label: g.side, side: g.side, cpuPid: g.child.pid!, ...target(g.url) })),
     });
-    const rows: Row[] = [
+    const allRows: Row[] = [
       row('nested', `anonymous nested \`${QUERIES.nested}\``, (url) => ({ url: `${url}/graphql`, init: gqlInit(QUERIES.nested) })),
       row('me', `\`${QUERIES.me}\`, one caller per connection (${CONNECTIONS} distinct users)`, (url) => ({
         url: `${url}/graphql`,
@@ -178,6 +186,10 @@ async function main(): Promise<void> {
       })),
       row('rest', `REST \`GET ${REST_PATHS.post}\``, (url) => ({ url: `${url}${REST_PATHS.post}`, init: { method: 'GET' } })),
     ];
+    // BENCH_ROWS=rest: only those rows, as in src/ab-bench.ts.
+    const only = process.env.BENCH_ROWS?.split(',').map((s) => s.trim());
+    const rows = only ? allRows.filter((r) => only.includes(r.id)) : allRows;
+    if (!rows.length) throw new Error(`BENCH_ROWS=${process.env.BENCH_ROWS}: no such row (nested, me, rest)`);
     await checkSameAnswers(rows, callers, log);
     for (const r of rows) for (const t of r.targets) await send(t, r.id === 'me' ? Math.round(WARMUP / 5) : WARMUP);
     log('bench:ab:instructions: warmed up');

@@ -64,6 +64,8 @@ const MODE = process.env.DATABASE_URL ? 'postgres' : 'embedded';
 /** `gateways`, `payments` or `chat`: only that scenario (and only its sections are rewritten). */
 const ONLY = process.env.BENCH_ONLY === 'gateway' ? 'gateways' : process.env.BENCH_ONLY;
 const runs = (scenario: 'gateways' | 'payments' | 'chat') => ONLY === undefined || ONLY === '' || ONLY === scenario;
+/** Only these comparisons of the gateway scenario (e.g. `rest-post,rest-products`); a partial run leaves docs/benchmarks.md alone. */
+const GROUPS = process.env.BENCH_GROUPS ? process.env.BENCH_GROUPS.split(',').map((s) => s.trim()) : undefined;
 /** Subscribers per fan-out row (BENCH_SUBSCRIBERS=100,500). */
 const SUBSCRIBERS = (process.env.BENCH_SUBSCRIBERS ?? '100,500').split(',').map(Number);
 const LOG_LEVEL = BENCH_LOG_LEVEL;
@@ -71,6 +73,7 @@ const LOG_LEVEL = BENCH_LOG_LEVEL;
 const JWT_SECRET = randomBytes(32).toString('base64url');
 const KNOBS = [
   'BENCH_ONLY',
+  'BENCH_GROUPS',
   'BENCH_ROUNDS',
   'BENCH_DURATION',
   'BENCH_WARMUP',
@@ -136,6 +139,7 @@ function summaryRows(
       flat: 'S1 flat `posts(first: 10)`',
     };
     for (const [q, scenario] of Object.entries(names)) {
+      if (!g.perTarget[`${q}:halo`]) continue; // not measured (BENCH_GROUPS)
       rows.push(ratioRow(scenario, 'Halo ÷ Hive Gateway (defaults), req/s', `${q}:halo/hive`, { text: '≥ 1.0', ok: (v) => v >= 1 }));
       rows.push(ratioRow(scenario, 'Halo ÷ plain @apollo/gateway + Apollo Server 5, req/s', `${q}:halo/apollo`));
       const cpu = (t: string) => int(g.perTarget[`${q}:${t}`]?.cpuUsPerRequest);
@@ -159,17 +163,19 @@ function summaryRows(
       }
     }
     const s1c = 'S1c anonymous public `products` (maxAge 60)';
-    rows.push(
-      ratioRow(s1c, 'Halo with its response cache (32 MiB) ÷ Hive Gateway, req/s', 'products:halo-cache/hive', {
-        text: '≥ 3',
-        ok: (v) => v >= 3,
-      }),
-    );
-    rows.push(ratioRow(s1c, 'Halo, response cache off ÷ Hive Gateway, req/s', 'products:halo/hive'));
+    if (g.perTarget['products:halo'])
+      rows.push(
+        ratioRow(s1c, 'Halo with its response cache (32 MiB) ÷ Hive Gateway, req/s', 'products:halo-cache/hive', {
+          text: '≥ 3',
+          ok: (v) => v >= 3,
+        }),
+      );
+    if (g.perTarget['products:halo']) rows.push(ratioRow(s1c, 'Halo, response cache off ÷ Hive Gateway, req/s', 'products:halo/hive'));
     for (const [id, path] of [
       ['rest-post', REST_PATHS.post],
       ['rest-products', REST_PATHS.products],
     ] as const) {
+      if (!g.perTarget[`${id}:gateway`]) continue;
       const scenario = `S2 REST \`GET ${path}\``;
       rows.push(
         ratioRow(scenario, 'through the gateway ÷ direct to the service, req/s', `${id}:gateway/direct`, {
@@ -187,6 +193,7 @@ function summaryRows(
         goal: '—',
         met: null,
       });
+      if (id === 'rest-post' && g.perTarget[`${id}:nginx`]) rows.push(...nginxRows(g, scenario));
     }
   }
   if (pay) {
@@ -230,6 +237,31 @@ function summaryRows(
     });
   }
   return rows;
+}
+
+/** S2 against nginx (issue 30): its req/s ÷ direct, and the gateway's CPU per request ÷ nginx's, paired per round. */
+function nginxRows(g: GatewaysReport, scenario: string): SummaryRow[] {
+  const r = (key: string) => g.ratios[key];
+  const median = (key: string) => r(key)?.spread.median ?? NaN;
+  const cpu = median('rest-post:cpu:gateway/nginx');
+  return [
+    {
+      scenario,
+      measure: 'through nginx (1 worker) ÷ direct to the service, req/s',
+      value: x(median('rest-post:nginx/direct')),
+      notes: range(r('rest-post:nginx/direct')),
+      goal: '—',
+      met: null,
+    },
+    {
+      scenario,
+      measure: 'CPU µs per proxied request, gateway ÷ nginx',
+      value: x(cpu),
+      notes: `${int(g.perTarget['rest-post:gateway']?.cpuUsPerRequest)} / ${int(g.perTarget['rest-post:nginx']?.cpuUsPerRequest)} µs; ${range(r('rest-post:cpu:gateway/nginx'))}`,
+      goal: '≤ 2',
+      met: Number.isFinite(cpu) && cpu <= 2,
+    },
+  ];
 }
 
 function renderSummary(rows: SummaryRow[]): string {
@@ -292,7 +324,10 @@ function renderGatewaysSection(g: GatewaysReport, rows: SummaryRow[], memory: Me
       (NO_DEDUPE
         ? '; the "no in-flight dedupe" rows compare the engines alone (a third Halo gateway with GRAPHQL_DEDUPE_INFLIGHT=false, a second Hive with `deduplicateInflightRequests: false`).'
         : ' (`BENCH_NO_DEDUPE=1` adds Halo and Hive without it).'),
-    "- Halo checks the caller's JWT at the edge (and the subgraphs again); the peers only forward it to the subgraphs," +
+    (g.perTarget['rest-post:nginx']
+      ? "- S2 reference proxy: Debian's nginx, one worker (its CPU charged), `keepalive` upstream pool to content, access log on, on the servers' CPU (src/peers/nginx.ts).\n"
+      : '- S2 reference proxy: nginx was not installed (`apt-get install -y nginx`), so its rows are missing.\n') +
+      "- Halo checks the caller's JWT at the edge (and the subgraphs again); the peers only forward it to the subgraphs," +
       ' which verify it. `me { orders }` is asked as a demo user with ' +
       `${g.ordersOfCaller} orders (entity fetches to catalog and content); every answer was checked to be the same data without errors from every gateway before measuring.`,
     '',
@@ -374,7 +409,16 @@ async function main(): Promise<void> {
     });
     const readySecs = (Date.now() - started.getTime()) / 1000;
     if (runs('gateways'))
-      peers = await startPeers({ system, portOffset: PORT_OFFSET, noDedupe: NO_DEDUPE, workDir: dataDir, logDir: LOGS });
+      peers = await startPeers({
+        system,
+        portOffset: PORT_OFFSET,
+        noDedupe: NO_DEDUPE,
+        workDir: dataDir,
+        logDir: LOGS,
+        log,
+        // REST comparisons alone need no GraphQL peer.
+        graphql: !GROUPS || GROUPS.some((g) => !g.startsWith('rest-')),
+      });
 
     const servers = [
       ...system.processes.map((p) => ({ name: p.replica ? `${p.name}-${p.replica}` : p.name, pid: p.child.pid! })),
@@ -401,6 +445,7 @@ async function main(): Promise<void> {
         rounds: ROUNDS,
         warmupS: WARMUP_S,
         log,
+        only: GROUPS,
       });
     }
 
@@ -486,7 +531,8 @@ async function main(): Promise<void> {
           2,
         )}\n`,
       );
-      doc = mergeSection(doc, resultsName(), renderGatewaysSection(gateways, rows, memory, info, false), true);
+      if (GROUPS) log(`bench: BENCH_GROUPS=${GROUPS.join(',')}: a partial run, docs/benchmarks.md's gateway section left as it was`);
+      else doc = mergeSection(doc, resultsName(), renderGatewaysSection(gateways, rows, memory, info, false), true);
       log(`bench: wrote ${relative(ROOT, join(RESULTS, resultsName()))}.{json,md}`);
     }
     writeFileSync(OUT, doc);

@@ -2,8 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
-import { signAccessToken } from '@halo/kit';
+import { isEdgeService, signAccessToken } from '@halo/kit';
 import type { RunningSystem } from '@halo/tools';
+import { nginxIfInstalled, type NginxPeer } from './peers/nginx';
 import { perConnectionHeaders } from './per-connection';
 import { cpuMicros } from './pin';
 import { pairedRatios, perRound, runRounds, spread, type Group, type RoundSamples, type Sample, type Spread } from './rounds';
@@ -51,11 +52,12 @@ export interface ExtraProcess {
 
 export interface Peers {
   ceiling: ExtraProcess;
-  hive: ExtraProcess;
+  /** The GraphQL peers (S1, S1c): absent when only REST comparisons run (`graphql: false`). */
+  graphql?: { hive: ExtraProcess; apollo: ExtraProcess; haloCache: ExtraProcess };
   hiveNoDedupe?: ExtraProcess;
-  apollo: ExtraProcess;
-  haloCache: ExtraProcess;
   haloNoDedupe?: ExtraProcess;
+  /** nginx in front of content (S2's reference proxy); absent when nginx is not installed. */
+  nginx?: NginxPeer;
   all: ExtraProcess[];
   stop(): Promise<void>;
 }
@@ -65,10 +67,13 @@ export interface PeersOptions {
   portOffset: number;
   /** Also Hive and Halo without in-flight dedupe. */
   noDedupe: boolean;
+  /** Start the GraphQL peers (Hive, Apollo, the cached Halo); false when only REST is compared. */
+  graphql?: boolean;
   /** Rewritten supergraph goes here. */
   workDir: string;
   /** Every extra process writes its output to `<logDir>/<name>.log`. */
   logDir: string;
+  log?: (line: string) => void;
 }
 
 /** The committed supergraph with each subgraph's URL pointing at the running service. */
@@ -146,7 +151,8 @@ export function environOf(pid: number): Record<string, string> {
 export async function startPeers(opts: PeersOptions): Promise<Peers> {
   const { system, portOffset, logDir } = opts;
   const services = Object.fromEntries(
-    system.processes.filter((p) => p.name !== 'gateway' && p.name !== 'oidc' && !p.replica).map((p) => [p.name, p.url]),
+    // The subgraphs: every service the gateway routes to (not the registry, the gateway, the dev OIDC provider).
+    system.processes.filter((p) => isEdgeService(p.name) && !p.replica).map((p) => [p.name, p.url]),
   );
   const supergraphFile = join(opts.workDir, 'supergraph.bench.graphql');
   writeFileSync(supergraphFile, rewriteSupergraph(readFileSync(SUPERGRAPH, 'utf8'), services));
@@ -172,16 +178,19 @@ export async function startPeers(opts: PeersOptions): Promise<Peers> {
       ],
       { PATH: process.env.PATH, NODE_ENV: 'production' },
     );
+    const graphql = opts.graphql ?? true;
     const hivePort = 4990 + portOffset;
-    const hive = add('hive', hivePort, [resolve(__dirname, 'peers/hive.js')], { ...base, PORT: String(hivePort) });
-    const hiveNoDedupe = opts.noDedupe
-      ? add('hive-no-dedupe', 4991 + portOffset, [resolve(__dirname, 'peers/hive.js')], {
-          ...base,
-          PORT: String(4991 + portOffset),
-          HIVE_DEDUPE: 'false',
-        })
-      : undefined;
-    const apollo = add('apollo', 4992 + portOffset, [resolve(__dirname, 'peers/apollo.js')], { ...base, PORT: String(4992 + portOffset) });
+    const hive = graphql && add('hive', hivePort, [resolve(__dirname, 'peers/hive.js')], { ...base, PORT: String(hivePort) });
+    const hiveNoDedupe =
+      graphql && opts.noDedupe
+        ? add('hive-no-dedupe', 4991 + portOffset, [resolve(__dirname, 'peers/hive.js')], {
+            ...base,
+            PORT: String(4991 + portOffset),
+            HIVE_DEDUPE: 'false',
+          })
+        : undefined;
+    const apollo =
+      graphql && add('apollo', 4992 + portOffset, [resolve(__dirname, 'peers/apollo.js')], { ...base, PORT: String(4992 + portOffset) });
     // Halo's gateway as the system runs it, but with the response cache at its default size.
     const haloEnv: Record<string, string | undefined> = {
       ...environOf(gateway.child.pid!),
@@ -189,27 +198,33 @@ export async function startPeers(opts: PeersOptions): Promise<Peers> {
       METRICS_PORT: '0',
     };
     delete haloEnv.GRAPHQL_RESPONSE_CACHE_MIB;
-    const haloCache = add('gateway-cache', 4993 + portOffset, [resolve(ROOT, 'gateway/dist/main.js')], haloEnv);
-    const haloNoDedupe = opts.noDedupe
-      ? add('gateway-no-dedupe', 4994 + portOffset, [resolve(ROOT, 'gateway/dist/main.js')], {
-          ...environOf(gateway.child.pid!),
-          HTTP_PORT: String(4994 + portOffset),
-          METRICS_PORT: '0',
-          GRAPHQL_DEDUPE_INFLIGHT: 'false',
-        })
-      : undefined;
+    const haloCache = graphql && add('gateway-cache', 4993 + portOffset, [resolve(ROOT, 'gateway/dist/main.js')], haloEnv);
+    const haloNoDedupe =
+      graphql && opts.noDedupe
+        ? add('gateway-no-dedupe', 4994 + portOffset, [resolve(ROOT, 'gateway/dist/main.js')], {
+            ...environOf(gateway.child.pid!),
+            HTTP_PORT: String(4994 + portOffset),
+            METRICS_PORT: '0',
+            GRAPHQL_DEDUPE_INFLIGHT: 'false',
+          })
+        : undefined;
+
+    // nginx in front of content, for S2 (src/peers/nginx.ts): skipped with one line when not installed.
+    const nginxAt = { dir: join(opts.workDir, 'nginx'), port: 4989 + portOffset, upstream: services.content!, logDir, log: opts.log };
+    const nginx = nginxIfInstalled(nginxAt);
+    if (nginx) started.push(nginx);
 
     await waitFor(ceiling, async () => (await fetch(`${ceiling.url}/hello`)).ok);
-    for (const p of [hive, hiveNoDedupe, apollo].filter((p): p is ExtraProcess => p !== undefined)) await waitFor(p, graphqlReady(p.url));
-    for (const p of [haloCache, haloNoDedupe].filter((p): p is ExtraProcess => p !== undefined))
-      await waitFor(p, async () => (await fetch(`${p.url}/readyz`)).ok);
+    if (nginx) await waitFor(nginx, async () => (await fetch(`${nginx.url}${REST_PATHS.post}`)).ok);
+    const present = (p: ExtraProcess | false | undefined): p is ExtraProcess => p !== undefined && p !== false;
+    for (const p of [hive, hiveNoDedupe, apollo].filter(present)) await waitFor(p, graphqlReady(p.url));
+    for (const p of [haloCache, haloNoDedupe].filter(present)) await waitFor(p, async () => (await fetch(`${p.url}/readyz`)).ok);
     return {
       ceiling,
-      hive,
+      ...(hive && apollo && haloCache ? { graphql: { hive, apollo, haloCache } } : {}),
       ...(hiveNoDedupe ? { hiveNoDedupe } : {}),
-      apollo,
-      haloCache,
       ...(haloNoDedupe ? { haloNoDedupe } : {}),
+      ...(nginx ? { nginx } : {}),
       all: [...started],
       stop,
     };
@@ -261,6 +276,8 @@ export interface GatewaysOptions {
   rounds: number;
   warmupS: number;
   log: (line: string) => void;
+  /** Only these comparisons (group ids, e.g. `rest-post`); all when absent. */
+  only?: string[] | undefined;
 }
 
 export interface Ratio {
@@ -343,10 +360,15 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
   const authorization = `Bearer ${signAccessToken({ sub: '2', name: 'Alice', role: 'user' }, opts.jwtSecret, 24 * 3600)}`;
   await ensureOrders(gw.url, authorization, log);
 
+  const gql = peers.graphql;
   const gateways = [
     { key: 'halo', label: 'Halo', url: gw.url, pid: gw.child.pid! },
-    { key: 'hive', label: 'Hive Gateway', url: peers.hive.url, pid: peers.hive.child.pid! },
-    { key: 'apollo', label: 'plain @apollo/gateway', url: peers.apollo.url, pid: peers.apollo.child.pid! },
+    ...(gql
+      ? [
+          { key: 'hive', label: 'Hive Gateway', url: gql.hive.url, pid: gql.hive.child.pid! },
+          { key: 'apollo', label: 'plain @apollo/gateway', url: gql.apollo.url, pid: gql.apollo.child.pid! },
+        ]
+      : []),
     ...(peers.haloNoDedupe
       ? [{ key: 'halo-nodedupe', label: 'Halo, no dedupe', url: peers.haloNoDedupe.url, pid: peers.haloNoDedupe.child.pid! }]
       : []),
@@ -369,7 +391,13 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
       cpuPid: g.pid,
     })),
   });
-  const restGroup = (id: string, title: string, path: string, service: string): Group<LoadTarget> & { title: string } => ({
+  const restGroup = (
+    id: string,
+    title: string,
+    path: string,
+    service: string,
+    nginx?: NginxPeer,
+  ): Group<LoadTarget> & { title: string } => ({
     id,
     title,
     targets: [
@@ -381,9 +409,21 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
         init: { method: 'GET' },
         cpuPid: direct(service).child.pid!,
       },
+      // The reference proxy: nginx, one worker (whose CPU is charged), keep-alive upstream, same CPU.
+      ...(nginx
+        ? [
+            {
+              id: `${id}:nginx`,
+              label: 'via nginx (1 worker)',
+              url: `${nginx.url}${path}`,
+              init: { method: 'GET' as const },
+              cpuPid: nginx.workerPid(),
+            },
+          ]
+        : []),
     ],
   });
-  const groups: (Group<LoadTarget> & { title: string })[] = [
+  const graphqlGroups = (g: NonNullable<Peers['graphql']>): (Group<LoadTarget> & { title: string })[] => [
     graphqlGroup('me', 'S1 `me { orders { product user } }` (auth → payments → catalog + content), caller token', { authorization }),
     graphqlGroup('nested', 'S1 nested `users { posts { author comments { author } } }`'),
     graphqlGroup('flat', 'S1 flat `posts(first: 10)`'),
@@ -394,9 +434,9 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
         {
           id: 'products:halo-cache',
           label: 'Halo, response cache 32 MiB',
-          url: `${peers.haloCache.url}/graphql`,
+          url: `${g.haloCache.url}/graphql`,
           init: gqlInit(QUERIES.products),
-          cpuPid: peers.haloCache.child.pid!,
+          cpuPid: g.haloCache.child.pid!,
         },
         {
           id: 'products:halo',
@@ -408,15 +448,22 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
         {
           id: 'products:hive',
           label: 'Hive Gateway',
-          url: `${peers.hive.url}/graphql`,
+          url: `${g.hive.url}/graphql`,
           init: gqlInit(QUERIES.products),
-          cpuPid: peers.hive.child.pid!,
+          cpuPid: g.hive.child.pid!,
         },
       ],
     },
-    restGroup('rest-post', `S2 REST GET ${REST_PATHS.post}`, REST_PATHS.post, 'content'),
+  ];
+  const allGroups: (Group<LoadTarget> & { title: string })[] = [
+    ...(gql ? graphqlGroups(gql) : []),
+    restGroup('rest-post', `S2 REST GET ${REST_PATHS.post}`, REST_PATHS.post, 'content', peers.nginx),
     restGroup('rest-products', `S2 REST GET ${REST_PATHS.products}`, REST_PATHS.products, 'catalog'),
   ];
+
+  const groups = opts.only ? allGroups.filter((g) => opts.only!.includes(g.id)) : allGroups;
+  if (!groups.length)
+    throw new Error(`BENCH_GROUPS=${opts.only?.join(',')}: no such comparison (${allGroups.map((g) => g.id).join(', ')})`);
 
   // Every answer checked before anything is measured: data without errors, the same from every gateway.
   let ordersOfCaller = 0;
@@ -446,8 +493,9 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
     }
   }
   // The cached gateway must really answer from its cache (a hit carries Age).
-  const hit = await graphqlData(groups.find((g) => g.id === 'products')!.targets[0]!);
-  if (hit.headers.get('age') === null)
+  const products = groups.find((g) => g.id === 'products');
+  const hit = products ? await graphqlData(products.targets[0]!) : null;
+  if (hit && hit.headers.get('age') === null)
     throw new Error(`Halo with its response cache did not answer products from the cache (no Age header)`);
   log(`bench: every query answers the same data without errors through every gateway (caller has ${ordersOfCaller} orders)`);
 
@@ -499,6 +547,11 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
   ratio('products:halo-cache/hive', 'products:halo-cache', 'products:hive');
   ratio('products:halo/hive', 'products:halo', 'products:hive');
   for (const r of ['rest-post', 'rest-products']) ratio(`${r}:gateway/direct`, `${r}:gateway`, `${r}:direct`);
+  if (peers.nginx) {
+    ratio('rest-post:nginx/direct', 'rest-post:nginx', 'rest-post:direct');
+    ratio('rest-post:gateway/nginx', 'rest-post:gateway', 'rest-post:nginx');
+    ratio('rest-post:cpu:gateway/nginx', 'rest-post:gateway', 'rest-post:nginx', cpu);
+  }
 
   const perTarget: GatewaysReport['perTarget'] = {};
   for (const group of groups) {
@@ -518,6 +571,7 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
   const pidName = new Map<number, string>([
     ...system.processes.map((p) => [p.child.pid!, p.name] as const),
     ...peers.all.map((p) => [p.child.pid!, p.name] as const),
+    ...(peers.nginx ? [[peers.nginx.workerPid(), 'nginx worker'] as const] : []),
   ]);
   return {
     groups: groups.map((g) => ({

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { BlockList, isIP } from 'node:net';
 
 /**
@@ -81,4 +82,54 @@ export function clientAddress(header: string | string[] | undefined, peer: strin
   const chain = forwardedFor(header, peer, trusted);
   const comma = chain.lastIndexOf(',');
   return comma === -1 ? chain : chain.slice(comma + 1).trim();
+}
+
+/**
+ * What the gateway judged about a request's client, settled once and read by every stage that
+ * needs it (the rate limits' partition, the proxy's `X-Forwarded-*`).
+ */
+export interface ClientOf {
+  /** The `X-Forwarded-For` the services receive (`forwardedFor`). */
+  readonly forwardedFor: string;
+  /** Its last entry: the client address (`clientAddress`). */
+  readonly address: string;
+  /** The peer (the socket) is a trusted proxy: its `X-Forwarded-*` are appended to, not replaced. */
+  readonly peerTrusted: boolean;
+  /** The rate limits' partition for an anonymous caller, filled in by them on first use. */
+  partition?: string;
+}
+
+/** Per socket (a keep-alive connection serves many requests): its peer, judged once per trust list. */
+interface PeerOf {
+  trusted: TrustedProxies | null;
+  /** The peer itself as the client: what every request without a believed chain gets. */
+  self: ClientOf;
+}
+
+const peers = new WeakMap<object, PeerOf>();
+const believed = new WeakMap<IncomingMessage, ClientOf>();
+
+/**
+ * `forwardedFor` and `clientAddress` of the request, computed once: per connection when the peer
+ * is not trusted (or sent no chain), else once per request.
+ */
+export function clientOf(req: IncomingMessage, trusted: TrustedProxies | null): ClientOf {
+  const socket = req.socket;
+  let peer = peers.get(socket);
+  if (peer === undefined || peer.trusted !== trusted) {
+    const address = socket.remoteAddress ?? '';
+    const peerTrusted = trusted !== null && trusted.has(address);
+    peer = { trusted, self: { forwardedFor: address, address, peerTrusted } };
+    peers.set(socket, peer);
+  }
+  const header = req.headers['x-forwarded-for'];
+  if (!peer.self.peerTrusted || header === undefined) return peer.self;
+  let client = believed.get(req);
+  if (client === undefined) {
+    const chain = forwardedFor(header, peer.self.address, trusted);
+    const comma = chain.lastIndexOf(',');
+    client = { forwardedFor: chain, address: comma === -1 ? chain : chain.slice(comma + 1).trim(), peerTrusted: true };
+    believed.set(req, client);
+  }
+  return client;
 }

@@ -14,6 +14,6 @@ export {
   readBody,
   sendBodyError,
 } from './body';
-export { clientAddress, forwardedFor, parseTrustedProxies, type TrustedProxies } from './forwarded';
+export { clientAddress, clientOf, forwardedFor, parseTrustedProxies, type ClientOf, type TrustedProxies } from './forwarded';
 export { upstreamOrigin, type UpstreamOrigin } from './upstream-origin';
 export { createCors, CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_S, ORIGIN_NOT_ALLOWED, type CorsStage } from './cors';

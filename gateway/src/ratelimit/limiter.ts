@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GraphQLError } from 'graphql';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { addressKey, sendJson, type Caller, type Logger, type Redis } from '@halo/kit';
-import { clientAddress, type TrustedProxies } from '../http';
+import { clientOf, type TrustedProxies } from '../http';
 import { checkPolicyName, limitItem, listOf, policyItem, retryAfter, type RateLimitPolicy } from './headers';
 
 /** The limits (README "Limits"): quotas per window; 0 turns that quota off. */
@@ -62,7 +62,9 @@ export interface RateLimits {
 function partitionOf(req: IncomingMessage, caller: Caller | null, trusted: TrustedProxies | null): string {
   if (caller?.apiKeyId) return `key:${caller.apiKeyId}`;
   if (caller) return `user:${caller.id}`;
-  return `addr:${addressKey(clientAddress(req.headers['x-forwarded-for'], req.socket.remoteAddress ?? '', trusted))}`;
+  // The client as the gateway judged it (once per request, per connection when no chain is believed).
+  const client = clientOf(req, trusted);
+  return (client.partition ??= `addr:${addressKey(client.address)}`);
 }
 
 interface Limiter {
@@ -129,6 +131,15 @@ export function createRateLimits(opts: {
   if (!anonymous && !authenticated && !cost) return null;
 
   const take = failingOpen(logger, counters);
+  // `RateLimit-Policy` by response shape, anonymous [0] or not [1]: the same on every answer, made once.
+  const policyOf = (limiter: Limiter | null, withCost: boolean) => {
+    const policies = [limiter?.policy, withCost ? cost?.policy : undefined].filter((p) => p !== undefined);
+    return policies.length > 0 ? listOf(policies.map(policyItem)) : null;
+  };
+  const policyField: Record<ResponseShape, [string | null, string | null]> = {
+    rest: [policyOf(anonymous, false), policyOf(authenticated, false)],
+    graphql: [policyOf(anonymous, true), policyOf(authenticated, true)],
+  };
 
   const refusal = (policy: RateLimitPolicy, res: RateLimiterRes) => {
     counters?.limited(policy.name);
@@ -147,8 +158,8 @@ export function createRateLimits(opts: {
     async admit(req, res, caller, shape) {
       const key = partitionOf(req, caller, trustedProxies);
       const limiter = caller ? authenticated : anonymous;
-      const policies = [limiter?.policy, shape === 'graphql' ? cost?.policy : undefined].filter((p) => p !== undefined);
-      if (policies.length > 0) res.setHeader('ratelimit-policy', listOf(policies.map(policyItem)));
+      const policy = policyField[shape][caller ? 1 : 0];
+      if (policy !== null) res.setHeader('ratelimit-policy', policy);
       if (!limiter) return { key, requests: null, res };
       const taken = await take(limiter, key, 1);
       if (taken === null) return { key, requests: null, res };

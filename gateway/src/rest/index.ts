@@ -46,7 +46,8 @@ export function createRestStage({ routes: initial, proxies, callers, rateLimits 
   // Counted per caller before anything is proxied; bad credentials count by address (the caller
   // check below answers them: the same promise, verified once).
   const admitThenForward = async (limits: RateLimits, route: RouteDef, req: IncomingMessage, res: ServerResponse) => {
-    const caller = await callers.resolve(req).catch(() => null);
+    // Without credentials the caller is known at once: nobody (no promise to wait for).
+    const caller = hasCredentials(req) ? await callers.resolve(req).catch(() => null) : null;
     if ((await limits.admit(req, res, caller, 'rest')) !== null) forward(route, req, res);
   };
   return {
@@ -78,6 +79,9 @@ export function createRestStage({ routes: initial, proxies, callers, rateLimits 
 }
 
 export type RestStage = ReturnType<typeof createRestStage>;
+
+/** What `callers.resolve` reads: without either, the caller is anonymous. */
+const hasCredentials = (req: IncomingMessage) => req.headers.authorization !== undefined || req.headers['x-api-key'] !== undefined;
 
 /** A HaloError as its REST answer; anything else is logged and answered 500 without details. */
 function sendError(res: ServerResponse, err: unknown, logger: Logger): void {

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerR
 import type { TLSSocket } from 'node:tls';
 import { requestContextOf, REQUEST_ID_HEADER, sendJson, type Logger, type EdgeServiceName } from '@halo/kit';
 import {
-  forwardedFor,
+  clientOf,
   hasBody,
   isEncoded,
   isJsonType,
@@ -96,9 +96,10 @@ export function upstreamHeaders(req: IncomingMessage, trusted: TrustedProxies | 
   const encrypted = (req.socket as TLSSocket).encrypted === true;
   const host = incoming.host;
   const port = host !== undefined ? HOST_PORT.exec(host)?.[1] : undefined;
-  const peer = req.socket.remoteAddress ?? '';
-  out['x-forwarded-for'] = forwardedFor(incoming['x-forwarded-for'], peer, trusted);
-  if (trusted === null || !trusted.has(peer)) {
+  // Judged once per request (the rate limits asked first): the chain, and whether the peer is trusted.
+  const client = clientOf(req, trusted);
+  out['x-forwarded-for'] = client.forwardedFor;
+  if (!client.peerTrusted) {
     // What a client says about the way it came is not believed: only a trusted proxy's is.
     delete out['x-forwarded-port'];
     delete out['x-forwarded-proto'];

@@ -16,6 +16,7 @@ export type AccessLogTarget = 'path' | 'url';
  * that context has ended, so the id is taken now and named on the line.
  */
 export function logRequest(logger: Logger, req: IncomingMessage, res: ServerResponse, key: AccessLogTarget, target: string): void {
+  const lines = accessLoggerOf(logger);
   const requestId = currentRequestId() ?? requestContextOf(req)?.requestId;
   const start = process.hrtime.bigint();
   res.once('close', () => {
@@ -24,6 +25,20 @@ export function logRequest(logger: Logger, req: IncomingMessage, res: ServerResp
       key === 'path'
         ? { requestId, method: req.method, path: target, status: res.statusCode, ms }
         : { requestId, method: req.method, url: target, status: res.statusCode, ms };
-    logger.info(res.writableFinished ? line : { ...line, aborted: true }, 'request');
+    lines.info(res.writableFinished ? line : { ...line, aborted: true }, 'request');
   });
+}
+
+const accessLoggers = new WeakMap<Logger, Logger>();
+
+/**
+ * The logger's twin for access lines: the same name, level, fields and output, without the
+ * redaction pass. An access line holds only the fields above (no headers, no body, nothing the
+ * redact paths name), and walking those paths on every line cost ~3 % of the gateway's CPU per
+ * proxied request.
+ */
+function accessLoggerOf(logger: Logger): Logger {
+  let lines = accessLoggers.get(logger);
+  if (lines === undefined) accessLoggers.set(logger, (lines = logger.child({}, { redact: [] })));
+  return lines;
 }

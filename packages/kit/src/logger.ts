@@ -17,7 +17,7 @@ export function createLogger(name: string, level: string = process.env.LOG_LEVEL
     name,
     level,
     base: { service: name },
-    timestamp: pino.stdTimeFunctions.isoTime,
+    timestamp: isoTime,
     mixin: () => {
       const requestId = currentRequestId();
       return requestId === undefined ? OUTSIDE : { requestId };
@@ -42,6 +42,22 @@ export function createLogger(name: string, level: string = process.env.LOG_LEVEL
     },
   };
   return pino(options, destination ?? bufferedStdout());
+}
+
+let isoMs = NaN;
+let isoField = '';
+
+/**
+ * pino's `stdTimeFunctions.isoTime` (`,"time":"<ISO 8601>"`), formatted once per millisecond:
+ * under load many lines share one, and formatting a Date was ~2 % of the gateway's busy time.
+ */
+export function isoTime(): string {
+  const now = Date.now();
+  if (now !== isoMs) {
+    isoMs = now;
+    isoField = `,"time":"${new Date(now).toISOString()}"`;
+  }
+  return isoField;
 }
 
 /** The most stack frames a logged error keeps: where it was thrown and how it got there. */
@@ -87,19 +103,22 @@ export function errorForLog(err: unknown, nesting = 0): LoggedError | string {
 
 /** How long a log line may wait in the buffer before it is written. */
 const FLUSH_EVERY_MS = 250;
+/** Buffered lines are written once they reach this, else at the next tick of FLUSH_EVERY_MS. */
+const FLUSH_AT_BYTES = 64 * 1024;
 /** Lines beyond this, while the reader does not keep up, are dropped rather than held. */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
 let stdout: DestinationStream | undefined;
 
 /**
- * Standard output through one buffer per process: lines are written in batches of about 4 KiB, and
- * at least every 250 ms, instead of one write system call per line (at the gateway's per-request
- * access log that was ≈6% of its CPU under load). What is buffered is written synchronously when
+ * Standard output through one buffer per process: lines are written in batches of up to 64 KiB,
+ * and at least every 250 ms, instead of one write system call per line (at the gateway's
+ * per-request access log that was ≈6% of its CPU under load; batches of 4 KiB still cost ~7 % of
+ * its busy time on a proxied GET). What is buffered is written synchronously when
  * the process exits; only a SIGKILL can lose the last 250 ms of lines.
  */
 function bufferedStdout(): DestinationStream {
   if (stdout) return stdout;
-  const dest = new LineBuffer(1);
+  const dest = new LineBuffer(1, FLUSH_AT_BYTES);
   setInterval(() => dest.flush(), FLUSH_EVERY_MS).unref();
   process.on('exit', () => dest.flushSync());
   return (stdout = dest);
