@@ -14,14 +14,14 @@ import { startStandaloneServer } from '@apollo/server/standalone';
  * a keep-alive subgraph fetcher (Node's global fetch; Apollo's default fetcher costs ~1.5× the
  * CPU, STACK-NOTES.md), the client's `authorization` forwarded to the subgraphs (which verify
  * it), and nothing sent to Apollo (APOLLO_TELEMETRY_DISABLED, usage and schema reporting off).
- * The supergraph's `@link(… authenticated …, for: SECURITY)` loses its purpose argument, which
- * @apollo/gateway refuses (it does not enforce @authenticated; the subgraphs do).
+ * The supergraph's `@link(… authenticated / requiresScopes …, for: SECURITY)` lose their purpose
+ * argument, which @apollo/gateway refuses (it enforces neither; the subgraphs do).
  * Environment: PORT, SUPERGRAPH_FILE.
  */
 process.env.APOLLO_TELEMETRY_DISABLED = 'true';
 const port = Number(process.env.PORT);
 const supergraphSdl = readFileSync(process.env.SUPERGRAPH_FILE!, 'utf8').replace(
-  /(@link\(url: "https:\/\/specs\.apollo\.dev\/authenticated\/[^"]*"), for: SECURITY\)/,
+  /(@link\(url: "https:\/\/specs\.apollo\.dev\/(?:authenticated|requiresScopes)\/[^"]*"), for: SECURITY\)/g,
   '$1)',
 );
 
