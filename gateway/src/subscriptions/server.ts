@@ -18,6 +18,7 @@ import { createAdmission } from './admission';
 import { closeConnection, openConnection } from './connection';
 import { formatError, type ClientHeaders, type Connection, type OperationContext, type SubscriptionContext } from './context';
 import { EntityResolver } from './entities';
+import { SharedResult, SharingWebSocket } from './sharing';
 import { createStreamHandler } from './sse';
 import { UpstreamSubscriptions } from './upstream';
 
@@ -78,7 +79,7 @@ export interface SubscriptionOptions {
 export function createSubscriptions(opts: SubscriptionOptions) {
   const { callers, policy, logger } = opts;
   const log = logger.child({ component: 'subscriptions' });
-  const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload, WebSocket: SharingWebSocket });
   const connections = new WeakMap<object, Connection>();
   const { planner, admit } = createAdmission(opts);
   const upstreams = new UpstreamSubscriptions(opts.subgraphUrls, new EntityResolver(opts.subgraphUrls, log), log);
@@ -121,7 +122,11 @@ export function createSubscriptions(opts: SubscriptionOptions) {
         })) as unknown as ExecutionResult;
       },
       onError: (_ctx, _id, _payload, errors) => errors.map(formatError),
-      onNext: (_ctx, _id, _payload, _args, result) => (result.errors ? { ...result, errors: result.errors.map(formatError) } : undefined),
+      // A shared result goes as it is: its errors are formatted, and its payload serialised once (./sharing.ts).
+      onNext: (_ctx, _id, _payload, _args, result) => {
+        if ((result as unknown) instanceof SharedResult) return result;
+        return result.errors ? { ...result, errors: result.errors.map(formatError) } : undefined;
+      },
       onClose: (ctx) => {
         const connection = connections.get(ctx);
         if (connection) closeConnection(connection);
@@ -156,6 +161,8 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     serveStream: stream.serve,
     /** Open subscriptions, over either transport (for tests and metrics). */
     activeCount: () => upstreams.active.size,
+    /** Upstream subscriptions open to the subgraphs: a shared one counts once. */
+    upstreamCount: () => upstreams.upstreamCount(),
     /** Closes every socket with 1001 Going away, ends every event stream, and stops accepting new ones. */
     async close(): Promise<void> {
       server?.off('upgrade', onUpgrade);
