@@ -355,9 +355,6 @@ export function planSubscription(
     operationName: operation.name?.value,
     rootKey: rootField.alias?.value ?? rootField.name.value,
     fetches: planner.fetches,
-    sharing:
-      callerIndependent && rootDefinition
-        ? { rootCoordinate, rootField, rootDefinition, document: print(document) }
-        : null,
+    sharing: callerIndependent && rootDefinition ? { rootCoordinate, rootField, rootDefinition, document: print(document) } : null,
   };
 }

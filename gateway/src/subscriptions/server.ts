@@ -84,7 +84,6 @@ export function createSubscriptions(opts: SubscriptionOptions) {
   const { planner, admit } = createAdmission(opts);
   const upstreams = new UpstreamSubscriptions(opts.subgraphUrls, new EntityResolver(opts.subgraphUrls, log), log);
   policy.onLoad((loaded) => planner.judge(loaded, upstreams.active, log));
-  // GraphQL over SSE at /graphql/stream: the same admission, upstreams and entity fetches.
   const stream = createStreamHandler({
     callers,
     admit,
@@ -122,11 +121,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
         })) as unknown as ExecutionResult;
       },
       onError: (_ctx, _id, _payload, errors) => errors.map(formatError),
-      // A shared result goes as it is: its errors are formatted, and its payload serialised once (./sharing.ts).
-      onNext: (_ctx, _id, _payload, _args, result) => {
-        if ((result as unknown) instanceof SharedResult) return result;
-        return result.errors ? { ...result, errors: result.errors.map(formatError) } : undefined;
-      },
+      onNext: (_ctx, _id, _payload, _args, result) => nextMessage(result),
       onClose: (ctx) => {
         const connection = connections.get(ctx);
         if (connection) closeConnection(connection);
@@ -161,7 +156,6 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     serveStream: stream.serve,
     /** Open subscriptions, over either transport (for tests and metrics). */
     activeCount: () => upstreams.active.size,
-    /** Upstream subscriptions open to the subgraphs: a shared one counts once. */
     upstreamCount: () => upstreams.upstreamCount(),
     /** Closes every socket with 1001 Going away, ends every event stream, and stops accepting new ones. */
     async close(): Promise<void> {
@@ -170,6 +164,12 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       await disposable.dispose();
     },
   };
+}
+
+/** A `next` payload: errors formatted; a shared result as it is (formatted, serialised once: ./sharing.ts). */
+function nextMessage(result: ExecutionResult): ExecutionResult | undefined {
+  if ((result as unknown) instanceof SharedResult) return result;
+  return result.errors ? ({ ...result, errors: result.errors.map(formatError) } as unknown as ExecutionResult) : undefined;
 }
 
 const ORIGIN_REFUSED_BODY = JSON.stringify({ error: 'Origin not allowed' });

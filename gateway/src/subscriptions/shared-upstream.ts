@@ -47,6 +47,8 @@ export class SharedUpstream {
   /** The source taking over during a handover. */
   private next: Source | null = null;
   private handoverTimer: NodeJS.Timeout | undefined;
+  /** The owner's token is near its expiry and nobody's outlived it yet: the next one to join takes over. */
+  private handoverDue = false;
   /** Events in upstream order, resolved and delivered one at a time. */
   private delivery: Promise<void> = Promise.resolve();
   private closed = false;
@@ -61,6 +63,7 @@ export class SharedUpstream {
   join(channel: Channel, ctx: SubscriptionContext): void {
     this.members.set(channel, ctx);
     if (!this.source) this.source = this.start(ctx);
+    else if (this.handoverDue) this.handover();
   }
 
   leave(channel: Channel): void {
@@ -86,10 +89,17 @@ export class SharedUpstream {
 
   private armHandover(owner: SubscriptionContext): void {
     clearTimeout(this.handoverTimer);
+    this.handoverDue = false;
     const expires = expiryOf(owner.connection.authorization);
     if (expires === null) return;
     const wait = Math.max(0, expires - HANDOVER_LEAD_MS - Date.now());
-    this.handoverTimer = setTimeout(() => this.handover(), Math.min(wait, 2 ** 31 - 1));
+    this.handoverTimer = setTimeout(
+      () => {
+        this.handoverDue = true;
+        this.handover();
+      },
+      Math.min(wait, 2 ** 31 - 1),
+    );
     this.handoverTimer.unref();
   }
 
@@ -101,7 +111,7 @@ export class SharedUpstream {
   private handover(): void {
     if (this.closed || this.next || !this.source) return;
     const current = this.source;
-    const ownerStays = [...this.members.values()].includes(current.owner);
+    const ownerStays = this.isMember(current.owner);
     let best: SubscriptionContext | undefined;
     let bestExpiry = ownerStays ? (expiryOf(current.owner.connection.authorization) ?? Infinity) : -Infinity;
     for (const ctx of this.members.values()) {
@@ -162,6 +172,13 @@ export class SharedUpstream {
     this.source = next;
     this.next = null;
     for (const { event } of next.held.splice(0)) this.deliver(event);
+    // Its owner left while it opened: on to the next.
+    if (!this.isMember(next.owner)) this.handover();
+  }
+
+  private isMember(ctx: SubscriptionContext): boolean {
+    for (const c of this.members.values()) if (c === ctx) return true;
+    return false;
   }
 
   private ended(source: Source, err: unknown): void {
@@ -177,6 +194,15 @@ export class SharedUpstream {
     }
     if (source === this.source && this.next) return this.switchTo(this.next);
     source.ended = true;
+    if (err !== null && this.members.size > 0 && !this.ownerValid(source.owner)) {
+      // Chat closed it as its owner's token expired before the owner's socket closed here and
+      // the handover ran (a race of timers): open it again for the others (a gap is possible).
+      this.stop(source);
+      this.source = null;
+      this.source = this.start(this.members.values().next().value!);
+      this.handover();
+      return;
+    }
     // The upstream itself ended: every subscriber gets the same end, in order after the events.
     const ctx = source.owner;
     const failure = err === null ? null : this.opener.failure(err, ctx);
@@ -186,6 +212,12 @@ export class SharedUpstream {
         else channel.end();
       }
     });
+  }
+
+  /** Whether the owner still subscribes and its token has not expired. */
+  private ownerValid(owner: SubscriptionContext): boolean {
+    const expiry = expiryOf(owner.connection.authorization);
+    return this.isMember(owner) && (expiry === null || expiry > Date.now());
   }
 
   /** Resolves one event's entity parts once and hands the same result to every subscriber. */

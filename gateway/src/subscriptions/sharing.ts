@@ -49,7 +49,7 @@ export const SSE_PLACEHOLDER_CHUNK = `event: next\ndata: ${JSON.stringify(PLACEH
 const BRACE = Buffer.from('}');
 
 /** The result graphql-ws is stringifying right now (toJSON and send run in one synchronous step). */
-let stringifying: SharedResult | null = null;
+const stringifying: { current: SharedResult | null } = { current: null };
 
 /** One event of a shared subscription: serialised once, whoever and however many receive it. */
 export class SharedResult {
@@ -73,7 +73,7 @@ export class SharedResult {
   }
 
   toJSON(): string {
-    stringifying = this;
+    stringifying.current = this;
     return PLACEHOLDER;
   }
 }
@@ -84,8 +84,8 @@ export class SharedResult {
  */
 export class SharingWebSocket extends WebSocket {
   override send(data: unknown, options?: unknown, cb?: unknown): void {
-    const shared = stringifying;
-    stringifying = null;
+    const shared = stringifying.current;
+    stringifying.current = null;
     if (shared && typeof data === 'string' && data.endsWith(WS_TAIL)) {
       const head = Buffer.from(`${data.slice(0, data.length - WS_TAIL.length)}"payload":`);
       const frame = Buffer.concat([head, shared.payload(), BRACE]);

@@ -79,11 +79,7 @@ export class UpstreamSubscriptions {
   }
 
   /** One event at a time, so the client gets them in the order the subgraph sent them. */
-  private async pipe(
-    upstream: AsyncIterable<unknown>,
-    channel: Channel,
-    ctx: SubscriptionContext,
-  ): Promise<void> {
+  private async pipe(upstream: AsyncIterable<unknown>, channel: Channel, ctx: SubscriptionContext): Promise<void> {
     try {
       for await (const event of upstream) {
         if (channel.closed) return;
