@@ -138,10 +138,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
-    if (!originAllowed(req, opts.origins)) {
-      socket.end(ORIGIN_REFUSED);
-      return;
-    }
+    if (!originAllowed(req, opts.origins)) return void socket.end(ORIGIN_REFUSED);
     wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
   };
   let server: Server | null = null;
@@ -156,6 +153,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     serveStream: stream.serve,
     /** Open subscriptions, over either transport (for tests and metrics). */
     activeCount: () => upstreams.active.size,
+    /** Upstream subscriptions open to the subgraphs: a shared one counts once (docs/adr/0010). */
     upstreamCount: () => upstreams.upstreamCount(),
     /** Closes every socket with 1001 Going away, ends every event stream, and stops accepting new ones. */
     async close(): Promise<void> {
