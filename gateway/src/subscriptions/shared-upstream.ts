@@ -9,6 +9,8 @@ import { SharedResult } from './sharing';
 
 /** How long before its owner's token expires a shared upstream is handed to another subscriber. */
 export const HANDOVER_LEAD_MS = 30_000;
+/** The most events of the old upstream remembered to find the seam of a handover. */
+const MAX_SEAM = 1_000;
 
 /** What the group needs from UpstreamSubscriptions: an upstream socket with one caller's credentials. */
 export interface UpstreamOpener {
@@ -43,6 +45,8 @@ interface Source {
  */
 export class SharedUpstream {
   readonly members = new Map<Channel, SubscriptionContext>();
+  /** Each member's token expiry (ms; Infinity: none), read once. */
+  private readonly expiries = new Map<SubscriptionContext, number>();
   private source: Source | null = null;
   /** The source taking over during a handover. */
   private next: Source | null = null;
@@ -62,6 +66,7 @@ export class SharedUpstream {
 
   join(channel: Channel, ctx: SubscriptionContext): void {
     this.members.set(channel, ctx);
+    this.expiries.set(ctx, expiryOf(ctx.connection.authorization) ?? Infinity);
     if (!this.source) this.source = this.start(ctx);
     else if (this.handoverDue) this.handover();
   }
@@ -69,6 +74,7 @@ export class SharedUpstream {
   leave(channel: Channel): void {
     const ctx = this.members.get(channel);
     if (!ctx || !this.members.delete(channel)) return;
+    this.expiries.delete(ctx);
     if (this.members.size === 0) return this.close();
     if (this.source?.owner === ctx && !this.next) this.handover();
   }
@@ -113,10 +119,10 @@ export class SharedUpstream {
     const current = this.source;
     const ownerStays = this.isMember(current.owner);
     let best: SubscriptionContext | undefined;
-    let bestExpiry = ownerStays ? (expiryOf(current.owner.connection.authorization) ?? Infinity) : -Infinity;
+    let bestExpiry = ownerStays ? (this.expiries.get(current.owner) ?? Infinity) : -Infinity;
     for (const ctx of this.members.values()) {
       if (ctx === current.owner) continue;
-      const expiry = expiryOf(ctx.connection.authorization) ?? Infinity;
+      const expiry = this.expiries.get(ctx) ?? Infinity;
       if (expiry > bestExpiry) [best, bestExpiry] = [ctx, expiry];
     }
     if (!best) return;
@@ -151,7 +157,11 @@ export class SharedUpstream {
       // The old source, while the next one opens: deliver; where it reaches what the next one holds, join.
       this.deliver(event);
       const next = this.next;
-      if (next.held.length === 0) return void source.since?.push(raw);
+      if (next.held.length === 0) {
+        // Bounded: a next source that stays silent this long has missed nothing the old one sent.
+        if (source.since && source.since.push(raw) > MAX_SEAM) source.since.shift();
+        return;
+      }
       if (next.held[0]!.raw !== raw) return;
       next.held.shift();
       return this.switchTo(next);
@@ -176,9 +186,9 @@ export class SharedUpstream {
     if (!this.isMember(next.owner)) this.handover();
   }
 
+  /** Every subscription has its own context: a member's is in `expiries` while it subscribes. */
   private isMember(ctx: SubscriptionContext): boolean {
-    for (const c of this.members.values()) if (c === ctx) return true;
-    return false;
+    return this.expiries.has(ctx);
   }
 
   private ended(source: Source, err: unknown): void {
