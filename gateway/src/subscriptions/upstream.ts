@@ -53,7 +53,14 @@ export class UpstreamSubscriptions {
       joined.leave(channel);
     });
     this.active.set(channel, ctx);
-    joined.join(channel, ctx);
+    try {
+      joined.join(channel, ctx);
+    } catch (err) {
+      // No upstream could be opened (an unknown subgraph): nothing stays behind.
+      this.active.delete(channel);
+      joined.leave(channel);
+      throw err;
+    }
     return channel;
   }
 
