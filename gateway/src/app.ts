@@ -183,13 +183,14 @@ function sharedCounters(config: GatewayConfig, metrics: GatewayMetrics | null, l
 
 /** What the metrics read at every scrape. */
 function watchedBy(
-  subscriptions: { activeCount: () => number },
+  subscriptions: { activeCount: () => number; upstreamCount: () => number },
   graphql: GraphQLHandler,
   source: SupergraphSource,
   usage: UsageReporting | null,
 ): WatchedSources {
   return {
     subscriptions: subscriptions.activeCount,
+    upstreamSubscriptions: subscriptions.upstreamCount,
     dedupe: graphql.dedupe,
     responseCache: graphql.responseCache,
     composition: () => {

@@ -253,6 +253,7 @@ describe('GraphQL', () => {
     // Read at scrape time, present even at rest.
     for (const name of [
       'halo_graphql_subscriptions',
+      'halo_gateway_upstream_subscriptions',
       'halo_graphql_dedupe_in_flight',
       'halo_graphql_dedupe_waiting',
       'halo_graphql_dedupe_shared_total',

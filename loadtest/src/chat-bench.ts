@@ -71,6 +71,8 @@ export async function benchFanout(opts: FanoutOptions): Promise<{ section: strin
       const clients: Client[] = [];
       const latencies: number[] = [];
       const probesSeen = new Set<number>();
+      /** Per message: the first subscriber's latency (the system's path), apart from the fan-out's spread. */
+      const first = new Map<string, number>();
       let delivered = 0;
       try {
         for (let i = 0; i < n; i++) {
@@ -89,7 +91,9 @@ export async function benchFanout(opts: FanoutOptions): Promise<{ section: strin
                 const text = (event.data as { newMessage?: { text?: string } } | null)?.newMessage?.text ?? '';
                 if (text.startsWith('probe:')) return void probesSeen.add(i);
                 if (!text.startsWith('t:')) return;
-                latencies.push(now() - Number(text.slice(2)));
+                const latency = now() - Number(text.slice(2));
+                latencies.push(latency);
+                if (!first.has(text)) first.set(text, latency);
                 delivered++;
               },
               error: (err) => opts.log(`fan-out: subscriber ${i} failed: ${JSON.stringify(err)}`),
@@ -123,7 +127,11 @@ export async function benchFanout(opts: FanoutOptions): Promise<{ section: strin
           p99: pct(latencies, 99),
           max: latencies.at(-1) ?? NaN,
         };
-        opts.log(`fan-out ${label} × ${n}: p95 ${row.p95.toFixed(1)} ms, ${expected - delivered} lost`);
+        const firsts = [...first.values()].sort((a, b) => a - b);
+        opts.log(
+          `fan-out ${label} × ${n}: p95 ${row.p95.toFixed(1)} ms, p50 ${row.p50.toFixed(1)} ms, ${expected - delivered} lost; ` +
+            `first subscriber per message p50 ${pct(firsts, 50).toFixed(1)} ms, p95 ${pct(firsts, 95).toFixed(1)} ms`,
+        );
         rows.push(row);
       } finally {
         await Promise.all(clients.map((c) => Promise.resolve(c.dispose())));

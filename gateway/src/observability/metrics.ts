@@ -41,7 +41,8 @@ export type { WatchedSources };
  * - `halo_gateway_rate_limit_store_errors_total` (rate-limit checks Redis failed; they fail open)
  *   and `halo_gateway_rate_limited_total{policy}` (429s by policy: anonymous, authenticated,
  *   graphql-cost).
- * - `halo_graphql_subscriptions` (open client subscriptions), the in-flight dedupe and the
+ * - `halo_graphql_subscriptions` (open client subscriptions), `halo_gateway_upstream_subscriptions`
+ *   (those open to the subgraphs, a shared one counted once), the in-flight dedupe and the
  *   response cache (read at scrape time), gRPC calls to auth, and the Node runtime's.
  *
  * Per HTTP request the cost is one clock read and one histogram observation when the answer

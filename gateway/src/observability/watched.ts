@@ -3,6 +3,8 @@ import { SUBSCRIPTIONS_GAUGE } from '@halo/kit';
 
 export interface WatchedSources {
   subscriptions?: () => number;
+  /** Subscriptions open to the subgraphs: one shared by many subscribers counts once (docs/adr/0010). */
+  upstreamSubscriptions?: () => number;
   dedupe?: { inFlight(): number; waiting(): number; shared(): number } | null;
   responseCache?: { entries(): number; bytes(): number; hits(): number; misses(): number } | null;
   /** What is served and whether the registry answers (src/supergraph); up is null without one. */
@@ -35,6 +37,14 @@ function graphqlEdgeMetrics(registry: Registry, watched: Watched): void {
     registers: [registry],
     collect() {
       this.set(watched.current.subscriptions?.() ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'halo_gateway_upstream_subscriptions',
+    help: 'Subscriptions the gateway holds open to the subgraphs (one shared by many subscribers counts once)',
+    registers: [registry],
+    collect() {
+      this.set(watched.current.upstreamSubscriptions?.() ?? 0);
     },
   });
   new Gauge({

@@ -103,7 +103,7 @@ export function closeWhenExpired(connection: Connection, expire: () => void): vo
 }
 
 /** The `exp` of a verified JWT (ms since the epoch), if it has one. */
-function expiryOf(authorization: string | undefined): number | null {
+export function expiryOf(authorization: string | undefined): number | null {
   const token = authorization?.startsWith('Bearer ') ? authorization.slice(7) : undefined;
   const payload = token?.split('.')[1];
   if (!payload) return null;

@@ -10,6 +10,7 @@ import {
   type FieldNode,
   type FragmentDefinitionNode,
   type GraphQLCompositeType,
+  type GraphQLField,
   type GraphQLSchema,
   type OperationDefinitionNode,
   type SelectionNode,
@@ -158,6 +159,21 @@ export interface SubscriptionPlan {
   /** The root field's response key. */
   rootKey: string;
   fetches: EntityFetch[];
+  /**
+   * Set when nothing the subscription selects depends on the caller beyond its root field (no
+   * private or `@authenticated` field or type, every entity fetch shared): whether subscribers
+   * then share one upstream subscription is the root field's rule (./sharing.ts).
+   */
+  sharing: PlanSharing | null;
+}
+
+export interface PlanSharing {
+  /** `Subscription.<field>`. */
+  rootCoordinate: string;
+  rootField: FieldNode;
+  rootDefinition: GraphQLField<unknown, unknown>;
+  /** The client's document as printed (whitespace and comments normalised away). */
+  document: string;
 }
 
 export const REPRESENTATIONS_VAR = 'haloRepresentations';
@@ -196,8 +212,8 @@ function unsupported(message: string): GraphQLError {
 
 class Planner {
   readonly fetches: EntityFetch[] = [];
-  /** While checking a part: every coordinate it selects. */
-  private seen: Set<string> | null = null;
+  /** While checking a part (or the whole selection): every coordinate it selects. */
+  seen: Set<string> | null = null;
   constructor(
     private readonly schema: GraphQLSchema,
     private readonly join: JoinMap,
@@ -259,6 +275,7 @@ class Planner {
         .map((k) => k.trim().split(/\s+/))
         .find((fields) => fields.every((f) => /^\w+$/.test(f) && resolves(this.join, type.name, f, origin)));
       if (!keyFields) continue;
+      const outer = this.seen;
       const seen = (this.seen = new Set([type.name]));
       try {
         this.split(part, type, graph, [], false);
@@ -266,7 +283,7 @@ class Planner {
         if (err instanceof Unresolvable) continue;
         throw err;
       } finally {
-        this.seen = null;
+        this.seen = outer;
       }
       const shared = ![...seen].some((c) => this.callerDependent.has(c) || this.join.private.has(c));
       const used = new Set<string>();
@@ -319,7 +336,14 @@ export function planSubscription(
   const [graph] = owners;
   if (graph === undefined || owners.size !== 1) throw unsupported(`No single subgraph owns Subscription.${rootField.name.value}`);
   const planner = new Planner(schema, join, operation.variableDefinitions ?? [], callerDependent);
+  const seen = (planner.seen = new Set<string>());
   const forwarded = planner.split(selectionSet, root, graph, [], true);
+  const rootCoordinate = `${root.name}.${rootField.name.value}`;
+  const rootDefinition = root.getFields()[rootField.name.value];
+  // The root field's own access rules are checked per caller at admission; what it selects is not.
+  const callerIndependent =
+    planner.fetches.every((f) => f.shared) &&
+    ![...seen].some((c) => c !== rootCoordinate && (callerDependent.has(c) || join.private.has(c)));
   // Variables only the fetched parts use are not declared upstream (unused ones fail validation).
   const used = new Set<string>();
   visit(forwarded, { Variable: (v) => void used.add(v.name.value) });
@@ -331,5 +355,6 @@ export function planSubscription(
     operationName: operation.name?.value,
     rootKey: rootField.alias?.value ?? rootField.name.value,
     fetches: planner.fetches,
+    sharing: callerIndependent && rootDefinition ? { rootCoordinate, rootField, rootDefinition, document: print(document) } : null,
   };
 }

@@ -1,10 +1,10 @@
-import { getVariableValues, type DocumentNode, type FormattedExecutionResult, type OperationDefinitionNode } from 'graphql';
+import { getVariableValues, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import type { Logger } from '@halo/kit';
 import type { LoadedSupergraph, OperationPolicy } from '../graphql';
 import { error, type SubscriptionContext } from './context';
 import type { DocumentCache } from './documents';
-import type { EventChannel } from './event-channel';
 import { planSubscription, readJoinMap, type JoinMap, type SubscriptionPlan } from './plan';
+import type { Channel } from './shared-upstream';
 
 /**
  * Subscription plans, per supergraph: made once per document and operation, however many
@@ -34,7 +34,7 @@ export class SubscriptionPlanner {
    * A new supergraph: what still validates stays open (an additive publish ends nothing); the
    * rest ends with SUBSCRIPTION_SCHEMA_RELOAD, and the client subscribes again.
    */
-  judge(loaded: LoadedSupergraph, active: Map<EventChannel<FormattedExecutionResult>, SubscriptionContext>, log: Logger): void {
+  judge(loaded: LoadedSupergraph, active: Map<Channel, SubscriptionContext>, log: Logger): void {
     const seen = new Map<SubscriptionPlan, SubscriptionPlan | null>();
     let ended = 0;
     for (const [channel, ctx] of active) {

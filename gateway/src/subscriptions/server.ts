@@ -18,6 +18,7 @@ import { createAdmission } from './admission';
 import { closeConnection, openConnection } from './connection';
 import { formatError, type ClientHeaders, type Connection, type OperationContext, type SubscriptionContext } from './context';
 import { EntityResolver } from './entities';
+import { SharedResult, SharingWebSocket } from './sharing';
 import { createStreamHandler } from './sse';
 import { UpstreamSubscriptions } from './upstream';
 
@@ -78,12 +79,11 @@ export interface SubscriptionOptions {
 export function createSubscriptions(opts: SubscriptionOptions) {
   const { callers, policy, logger } = opts;
   const log = logger.child({ component: 'subscriptions' });
-  const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload, WebSocket: SharingWebSocket });
   const connections = new WeakMap<object, Connection>();
   const { planner, admit } = createAdmission(opts);
   const upstreams = new UpstreamSubscriptions(opts.subgraphUrls, new EntityResolver(opts.subgraphUrls, log), log);
   policy.onLoad((loaded) => planner.judge(loaded, upstreams.active, log));
-  // GraphQL over SSE at /graphql/stream: the same admission, upstreams and entity fetches.
   const stream = createStreamHandler({
     callers,
     admit,
@@ -121,7 +121,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
         })) as unknown as ExecutionResult;
       },
       onError: (_ctx, _id, _payload, errors) => errors.map(formatError),
-      onNext: (_ctx, _id, _payload, _args, result) => (result.errors ? { ...result, errors: result.errors.map(formatError) } : undefined),
+      onNext: (_ctx, _id, _payload, _args, result) => nextMessage(result),
       onClose: (ctx) => {
         const connection = connections.get(ctx);
         if (connection) closeConnection(connection);
@@ -138,10 +138,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
-    if (!originAllowed(req, opts.origins)) {
-      socket.end(ORIGIN_REFUSED);
-      return;
-    }
+    if (!originAllowed(req, opts.origins)) return void socket.end(ORIGIN_REFUSED);
     wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
   };
   let server: Server | null = null;
@@ -156,6 +153,8 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     serveStream: stream.serve,
     /** Open subscriptions, over either transport (for tests and metrics). */
     activeCount: () => upstreams.active.size,
+    /** Upstream subscriptions open to the subgraphs: a shared one counts once (docs/adr/0010). */
+    upstreamCount: () => upstreams.upstreamCount(),
     /** Closes every socket with 1001 Going away, ends every event stream, and stops accepting new ones. */
     async close(): Promise<void> {
       server?.off('upgrade', onUpgrade);
@@ -163,6 +162,12 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       await disposable.dispose();
     },
   };
+}
+
+/** A `next` payload: errors formatted; a shared result as it is (formatted, serialised once: ./sharing.ts). */
+function nextMessage(result: ExecutionResult): ExecutionResult | undefined {
+  if ((result as unknown) instanceof SharedResult) return result;
+  return result.errors ? ({ ...result, errors: result.errors.map(formatError) } as unknown as ExecutionResult) : undefined;
 }
 
 const ORIGIN_REFUSED_BODY = JSON.stringify({ error: 'Origin not allowed' });

@@ -2,6 +2,7 @@ import { GraphQLError, type FormattedExecutionResult } from 'graphql';
 import type { ExecutionResult } from 'graphql-sse';
 import { formatError } from './context';
 import type { EventChannel } from './event-channel';
+import { SharedResult } from './sharing';
 
 /**
  * What graphql-sse streams for one operation. It iterates an operation's results and, when the
@@ -13,14 +14,23 @@ import type { EventChannel } from './event-channel';
  */
 export class ErrorsAsEvents implements AsyncGenerator<ExecutionResult, undefined, undefined> {
   private ended = false;
+  /**
+   * Shared results yielded and not yet written, in order: graphql-sse writes each as a placeholder
+   * (./sharing.ts) that the stream replaces with the event serialised once (./sse.ts).
+   */
+  readonly shared: SharedResult[] = [];
 
-  constructor(private readonly channel: EventChannel<FormattedExecutionResult>) {}
+  constructor(private readonly channel: EventChannel<FormattedExecutionResult | SharedResult>) {}
 
   async next(): Promise<IteratorResult<ExecutionResult, undefined>> {
     if (this.ended) return { value: undefined, done: true };
     try {
       const r = await this.channel.next();
       if (r.done) return { value: undefined, done: true };
+      if (r.value instanceof SharedResult) {
+        this.shared.push(r.value);
+        return { value: r.value as unknown as ExecutionResult, done: false };
+      }
       const value = r.value.errors ? { ...r.value, errors: r.value.errors.map(formatError) } : r.value;
       return { value: value as ExecutionResult, done: false };
     } catch (err) {

@@ -8,6 +8,7 @@ import { ClientGoneError, isEncoded, isJsonType, parseJson, readBody } from '../
 import type { Admitted, SubscribePayload } from './admission';
 import { closeConnection, closeWhenExpired, resolveConnection } from './connection';
 import { error, formatError, type Connection } from './context';
+import { SSE_PLACEHOLDER_CHUNK } from './sharing';
 import { ErrorsAsEvents, once } from './sse-results';
 import type { UpstreamSubscriptions } from './upstream';
 
@@ -47,6 +48,8 @@ export interface StreamOptions {
 /** What one stream request carries through graphql-sse's hooks. */
 interface StreamState {
   connection: Connection | null;
+  /** The subscription's results, once it is one (shared ones are written from here). */
+  events?: ErrorsAsEvents;
 }
 
 type StreamRequest = Request<IncomingMessage, StreamState>;
@@ -110,7 +113,8 @@ export function createStreamHandler(opts: StreamOptions) {
     res.once('close', () => void body.return());
     for await (const chunk of body) {
       if (!res.writable) break;
-      res.write(chunk);
+      const shared = chunk === SSE_PLACEHOLDER_CHUNK ? state.events?.shared.shift() : undefined;
+      res.write(shared ? shared.sseEvent() : chunk);
     }
     res.end();
   };
@@ -209,7 +213,7 @@ async function subscribe(
   if (connection.caller && typeof raw.headers.authorization === 'string') {
     closeWhenExpired(connection, () => channel.fail(error('Token expired', 'UNAUTHENTICATED')));
   }
-  return new ErrorsAsEvents(channel);
+  return (req.context.events = new ErrorsAsEvents(channel));
 }
 
 function headerOf(req: IncomingMessage, key: string): string | undefined {

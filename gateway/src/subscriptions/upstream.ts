@@ -5,14 +5,20 @@ import type { Logger } from '@halo/kit';
 import { error, type Connection, type SubscriptionContext } from './context';
 import type { EntityResolver } from './entities';
 import { EventChannel } from './event-channel';
+import { SharedUpstream, type Channel } from './shared-upstream';
+import { shareKeyOf } from './sharing';
 
 /**
- * Subscriptions forwarded to the subgraphs that own them: one graphql-ws client per client
- * connection and subgraph, the events passed on in order with their entity parts filled.
+ * Subscriptions forwarded to the subgraphs that own them, the events passed on in order with
+ * their entity parts filled. A subscription whose events do not depend on the caller (./sharing.ts)
+ * joins the one upstream subscription of its equals (./shared-upstream.ts, docs/adr/0010); any
+ * other has its own, on one graphql-ws client per client connection and subgraph.
  */
 export class UpstreamSubscriptions {
   /** Every live subscription, to judge them again on a new supergraph. */
-  readonly active = new Map<EventChannel<FormattedExecutionResult>, SubscriptionContext>();
+  readonly active = new Map<Channel, SubscriptionContext>();
+  /** Shared upstream subscriptions by their key (./sharing.ts). */
+  private readonly shared = new Map<string, SharedUpstream>();
 
   constructor(
     /** Each subgraph's GraphQL URL as served now. */
@@ -21,13 +27,56 @@ export class UpstreamSubscriptions {
     private readonly log: Logger,
   ) {}
 
-  subscribe(ctx: SubscriptionContext): EventChannel<FormattedExecutionResult> {
+  /** Upstream subscriptions open to the subgraphs (a shared one counts once). */
+  upstreamCount(): number {
+    let own = this.active.size;
+    for (const group of this.shared.values()) own -= group.members.size;
+    return own + this.shared.size;
+  }
+
+  subscribe(ctx: SubscriptionContext): Channel {
+    const key = shareKeyOf(ctx);
+    return key === null ? this.subscribeAlone(ctx) : this.subscribeShared(key, ctx);
+  }
+
+  private subscribeShared(key: string, ctx: SubscriptionContext): Channel {
+    let group = this.shared.get(key);
+    if (!group) {
+      const created = new SharedUpstream(this.opener, this.entities, this.log, () => {
+        if (this.shared.get(key) === created) this.shared.delete(key);
+      });
+      this.shared.set(key, (group = created));
+    }
+    const joined = group;
+    const channel: Channel = new EventChannel(() => {
+      this.active.delete(channel);
+      joined.leave(channel);
+    });
+    this.active.set(channel, ctx);
+    try {
+      joined.join(channel, ctx);
+    } catch (err) {
+      // No upstream could be opened (an unknown subgraph): nothing stays behind.
+      this.active.delete(channel);
+      joined.leave(channel);
+      throw err;
+    }
+    return channel;
+  }
+
+  /** A shared upstream's own socket, with one subscriber's credentials and request id. */
+  private readonly opener = {
+    open: (ctx: SubscriptionContext) => this.createUpstreamClient(ctx.connection, ctx.plan.graph),
+    failure: (err: unknown, ctx: SubscriptionContext) => this.failure(err, ctx),
+  };
+
+  private subscribeAlone(ctx: SubscriptionContext): Channel {
     const upstream = this.clientOf(ctx.connection, ctx.plan.graph).iterate({
       query: ctx.plan.query,
       variables: ctx.variables,
       ...(ctx.plan.operationName ? { operationName: ctx.plan.operationName } : {}),
     });
-    const channel: EventChannel<FormattedExecutionResult> = new EventChannel(() => {
+    const channel: Channel = new EventChannel(() => {
       this.active.delete(channel);
       void upstream.return?.();
     });
@@ -37,11 +86,7 @@ export class UpstreamSubscriptions {
   }
 
   /** One event at a time, so the client gets them in the order the subgraph sent them. */
-  private async pipe(
-    upstream: AsyncIterable<unknown>,
-    channel: EventChannel<FormattedExecutionResult>,
-    ctx: SubscriptionContext,
-  ): Promise<void> {
+  private async pipe(upstream: AsyncIterable<unknown>, channel: Channel, ctx: SubscriptionContext): Promise<void> {
     try {
       for await (const event of upstream) {
         if (channel.closed) return;
@@ -56,9 +101,15 @@ export class UpstreamSubscriptions {
   private clientOf(connection: Connection, graph: string): Client {
     let client = connection.upstreams.get(graph);
     if (client) return client;
+    client = this.createUpstreamClient(connection, graph);
+    connection.upstreams.set(graph, client);
+    return client;
+  }
+
+  private createUpstreamClient(connection: Connection, graph: string): Client {
     const url = this.subgraphUrls[graph];
     if (!url) throw error(`No subgraph named ${graph}`, 'INTERNAL_SERVER_ERROR');
-    client = createClient({
+    return createClient({
       url: url.replace(/^http/, 'ws'),
       webSocketImpl: WebSocket,
       connectionParams: {
@@ -73,8 +124,6 @@ export class UpstreamSubscriptions {
       shouldRetry: () => false,
       keepAlive: 10_000,
     });
-    connection.upstreams.set(graph, client);
-    return client;
   }
 
   private failure(err: unknown, ctx: SubscriptionContext): GraphQLError {
