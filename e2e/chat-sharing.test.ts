@@ -6,7 +6,7 @@ import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import { gql, startE2ESystem } from './helpers';
 
 /**
- * Shared upstream subscriptions (docs/adr/0010): subscribers of one public chat with the same
+ * Shared upstream subscriptions (docs/adr/0011): subscribers of one public chat with the same
  * operation share one subscription to chat (chat's own `halo_graphql_subscriptions` counts it
  * once) and each still gets every message exactly once, whoever leaves first and whenever the
  * token of the one whose credentials opened it expires; private chats and resumed subscriptions

@@ -3,7 +3,7 @@ import { SUBSCRIPTIONS_GAUGE } from '@halo/kit';
 
 export interface WatchedSources {
   subscriptions?: () => number;
-  /** Subscriptions open to the subgraphs: one shared by many subscribers counts once (docs/adr/0010). */
+  /** Subscriptions open to the subgraphs: one shared by many subscribers counts once (docs/adr/0011). */
   upstreamSubscriptions?: () => number;
   dedupe?: { inFlight(): number; waiting(): number; shared(): number } | null;
   responseCache?: { entries(): number; bytes(): number; hits(): number; misses(): number } | null;

@@ -153,7 +153,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     serveStream: stream.serve,
     /** Open subscriptions, over either transport (for tests and metrics). */
     activeCount: () => upstreams.active.size,
-    /** Upstream subscriptions open to the subgraphs: a shared one counts once (docs/adr/0010). */
+    /** Upstream subscriptions open to the subgraphs: a shared one counts once (docs/adr/0011). */
     upstreamCount: () => upstreams.upstreamCount(),
     /** Closes every socket with 1001 Going away, ends every event stream, and stops accepting new ones. */
     async close(): Promise<void> {

@@ -37,7 +37,7 @@ interface Source {
 /**
  * Subscribers of one caller-independent subscription (equal document, operation and variables;
  * ./sharing.ts) sharing one upstream subscription, one entity resolution and one serialisation per
- * event (docs/adr/0010). The upstream is opened with one subscriber's credentials (the owner);
+ * event (docs/adr/0011). The upstream is opened with one subscriber's credentials (the owner);
  * when the owner leaves, or its token is about to expire, it is handed over make-before-break to
  * the subscriber whose token lives longest: the new upstream opens while the old one still
  * delivers, and the two are joined where the new one's first event shows in the old one's stream,

@@ -3,7 +3,7 @@ import WebSocket from 'ws';
 import type { SubscriptionContext } from './context';
 
 /**
- * Which subscriptions share one upstream subscription and one serialisation (docs/adr/0010).
+ * Which subscriptions share one upstream subscription and one serialisation (docs/adr/0011).
  *
  * A subscription is shared only when its events are the same for every caller allowed to
  * subscribe: the plan found nothing caller-dependent in its selection (`plan.sharing`), and its

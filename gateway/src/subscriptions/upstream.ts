@@ -11,7 +11,7 @@ import { shareKeyOf } from './sharing';
 /**
  * Subscriptions forwarded to the subgraphs that own them, the events passed on in order with
  * their entity parts filled. A subscription whose events do not depend on the caller (./sharing.ts)
- * joins the one upstream subscription of its equals (./shared-upstream.ts, docs/adr/0010); any
+ * joins the one upstream subscription of its equals (./shared-upstream.ts, docs/adr/0011); any
  * other has its own, on one graphql-ws client per client connection and subgraph.
  */
 export class UpstreamSubscriptions {
