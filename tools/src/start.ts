@@ -64,6 +64,7 @@ async function main(): Promise<void> {
     ...system.processes
       .filter((p) => p.name !== 'gateway')
       .map((p) => `  ${p.name.padEnd(24)}  ${p.url}${p.grpcAddr ? `  (gRPC ${p.grpcAddr})` : ''}`),
+    ...(system.devOidcUrl ? [`  ${'oidc'.padEnd(24)}  ${system.devOidcUrl}  (dev OpenID provider, starts on first use)`] : []),
     '',
     `Try:  curl ${gw}/hello`,
     `      curl ${gw}/posts/2`,
