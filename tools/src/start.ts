@@ -44,6 +44,7 @@ async function main(): Promise<void> {
   const system = await startSystem({
     env: { HALO_ENV: process.env.HALO_ENV ?? 'development' },
     portOffset: offset,
+    compactWhenIdle: true,
     ...(dataDir ? { postgresDataDir: resolve(dataDir, 'postgres') } : {}),
     onLog: printLine,
     // A crashed service is restarted by the launcher; only a crash loop (or a lost database) ends it.

@@ -40,7 +40,7 @@ export async function runService<C extends { LOG_LEVEL: string; SHUTDOWN_TIMEOUT
   try {
     const service = await start(config, logger);
     service?.lifecycle.installSignalHandlers(config.SHUTDOWN_TIMEOUT_MS);
-    if (service) compactOnRequest();
+    if (service) compactOnRequest(logger);
   } catch (err) {
     // A setting that only start-up can judge (keys, tables, the database, a port): the same one
     // line as a bad variable, and an exit code that tells a supervisor not to try again.
