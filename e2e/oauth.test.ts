@@ -1,9 +1,11 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { TestBrowser } from '@halo/kit/testing';
 import { startE2ESystem } from './helpers';
 
 /**
  * Third-party login through the gateway, as `npm start` wires it: the launcher runs the dev
- * OpenID provider and registers it with auth as provider `dev`; a "browser" clicks through.
+ * OpenID provider (started on its first use) and registers it with auth as provider `dev`; a
+ * "browser" clicks through.
  */
 let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 let url: string;
@@ -15,6 +17,38 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sys?.stop();
+});
+
+/** The pids of this test's processes (the launcher runs in it) that run the dev OpenID provider. */
+function devProviderPids(): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        return ppid === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('dev-oidc.js');
+      } catch {
+        return false; // ended while we looked
+      }
+    })
+    .map(Number);
+}
+
+// First in this file: nothing may have used the provider yet.
+it('runs no provider process until the first sign-in, which starts it and answers 302 to the provider', async () => {
+  expect(devProviderPids()).toEqual([]);
+  expect(sys.system.processes.map((p) => p.name)).not.toContain('oidc');
+  expect(sys.system.devOidcUrl).toBe('http://127.0.0.1:4609');
+
+  const start = await new TestBrowser().request(`${url}/auth/oauth/dev/start`);
+  expect(start.status).toBe(302);
+  const location = new URL(start.headers.get('location')!);
+  expect(location.origin).toBe(sys.system.devOidcUrl);
+  expect(devProviderPids()).toHaveLength(1);
+  expect(sys.system.processes.filter((p) => p.name === 'oidc')).toHaveLength(1);
+  const discovery = await fetch(`${sys.system.devOidcUrl}/.well-known/openid-configuration`);
+  expect(((await discovery.json()) as { issuer: string }).issuer).toBe(sys.system.devOidcUrl);
 });
 
 /** /start at the gateway → the provider's login form → "Sign in" as `email` → back at the callback. */

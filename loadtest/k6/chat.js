@@ -31,18 +31,18 @@ export const options = {
       iterations: 1,
       maxDuration: DURATION,
     },
-    sender: {
-      executor: PROFILE === 'stress' ? 'ramping-arrival-rate' : 'constant-arrival-rate',
-      exec: 'sender',
-      // Subscribers connect first.
-      startTime: '5s',
-      timeUnit: '1s',
-      preAllocatedVUs: 5,
-      maxVUs: 50,
-      ...(PROFILE === 'stress'
-        ? { startRate: RATE, stages: [{ target: RATE * 5, duration: DURATION }] }
-        : { rate: RATE, duration: DURATION }),
-    },
+    sender: Object.assign(
+      {
+        executor: PROFILE === 'stress' ? 'ramping-arrival-rate' : 'constant-arrival-rate',
+        exec: 'sender',
+        // Subscribers connect first.
+        startTime: '5s',
+        timeUnit: '1s',
+        preAllocatedVUs: 5,
+        maxVUs: 50,
+      },
+      PROFILE === 'stress' ? { startRate: RATE, stages: [{ target: RATE * 5, duration: DURATION }] } : { rate: RATE, duration: DURATION },
+    ),
   },
   thresholds: {
     fanout_latency: [`p(95)<${PROFILE === 'stress' ? 200 : 50}`],
@@ -72,7 +72,8 @@ export function subscriber(data) {
           }),
         );
       } else if (msg.type === 'next') {
-        const text = msg.payload?.data?.newMessage?.text ?? '';
+        const message = msg.payload && msg.payload.data && msg.payload.data.newMessage;
+        const text = (message && message.text) || '';
         if (text.startsWith('t:')) {
           latency.add(Date.now() - Number(text.slice(2)));
           received.add(1);
@@ -102,7 +103,7 @@ export function sender(data) {
       query: 'mutation($c: ID!, $t: String!) { sendMessage(chatId: $c, text: $t) { id } }',
       variables: { c: CHAT_ID, t: `t:${Date.now()}` },
     }),
-    { headers: { ...JSON_HEADERS, Authorization: `Bearer ${data.token}` }, tags: { name: 'sendMessage' } },
+    { headers: Object.assign({ Authorization: `Bearer ${data.token}` }, JSON_HEADERS), tags: { name: 'sendMessage' } },
   );
   const ok = check(res, { 'sendMessage: no errors': (r) => r.status === 200 && !(/** @type {any} */ (r.json()).errors) }, { step: 'send' });
   if (ok) sent.add(1);
@@ -111,8 +112,8 @@ export function sender(data) {
 /** @param {string} d e.g. `30s`, `2m` */
 function durationMs(d) {
   const m = /^(\d+)(ms|s|m|h)$/.exec(d);
-  if (!m) return 60_000;
-  return Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[/** @type {'ms'|'s'|'m'|'h'} */ (m[2])];
+  if (!m) return 60000;
+  return Number(m[1]) * { ms: 1, s: 1000, m: 60000, h: 3600000 }[/** @type {'ms'|'s'|'m'|'h'} */ (m[2])];
 }
 
 export const handleSummary = summaryWriter('chat');

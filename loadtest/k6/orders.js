@@ -5,17 +5,16 @@
 import http from 'k6/http';
 import { check } from 'k6';
 import { Counter } from 'k6/metrics';
-import { uuidv4 } from 'https://jslib.k6.io/k6-utils/1.4.0/index.js';
 import { BASE_URL, baseThresholds, JSON_HEADERS, login, scenarioFor, summaryWriter } from './lib/common.js';
+import { uuidv4 } from './lib/uuid.js';
 
 const duplicates = new Counter('duplicate_orders');
 
 export const options = {
   scenarios: scenarioFor('orderTwice', { rate: 50 }),
-  thresholds: {
-    ...baseThresholds(300),
+  thresholds: Object.assign(baseThresholds(300), {
     duplicate_orders: ['count==0'],
-  },
+  }),
 };
 
 export function setup() {
@@ -24,7 +23,7 @@ export function setup() {
 
 /** @param {{ token: string }} data */
 export function orderTwice(data) {
-  const params = { headers: { ...JSON_HEADERS, Authorization: `Bearer ${data.token}` }, tags: { name: 'POST /api/orders' } };
+  const params = { headers: Object.assign({ Authorization: `Bearer ${data.token}` }, JSON_HEADERS), tags: { name: 'POST /api/orders' } };
   const body = JSON.stringify({ product_id: 1 + Math.floor(Math.random() * 40), client_order_id: uuidv4() });
   const first = http.post(`${BASE_URL}/api/orders`, body, params);
   if (!check(first, { 'new order 201': (r) => r.status === 201 })) return;

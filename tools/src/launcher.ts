@@ -5,6 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { get as httpGet } from 'node:http';
 import { createInterface } from 'node:readline';
 import {
+  COMPACT_MESSAGE,
   DEV_OIDC_PORT,
   EMBEDDED_CORS_ORIGINS,
   EXIT_CANNOT_START,
@@ -31,6 +32,7 @@ import { LaunchError } from './launch-error';
 import { BUNDLED_ENTRIES, bundleIsFresh, bundlePath } from './bundle';
 import { tracingEnabled } from '@halo/kit/tracing';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres';
+import { listenLazily, type LazyPort } from './lazy-port';
 import { CAN_IDENTIFY, isRunning, readRecord, reap, record, writeRecord, type LauncherRecord } from './process-records';
 
 /**
@@ -100,6 +102,12 @@ export interface LaunchOptions {
    * schema, Redis, keys — on free loopback ports (gRPC on a port of the OS's choosing).
    */
   replicas?: Partial<Record<ServiceName, number>>;
+  /**
+   * `npm start`: once ready and idle, every process collects its start's garbage and gives back
+   * the young generation it grew (kit: compact.ts), ~20 MB RSS each. Off by default, so tests and
+   * benchmarks run exactly as before.
+   */
+  compactWhenIdle?: boolean;
 }
 
 export interface RunningProcess {
@@ -119,6 +127,11 @@ export interface RunningProcess {
 export interface RunningSystem {
   gatewayUrl: string;
   processes: RunningProcess[];
+  /**
+   * The dev OpenID provider's issuer, when it runs: the launcher holds the port, and the provider's
+   * own process (`oidc` in `processes`) starts on the first connection.
+   */
+  devOidcUrl?: string;
   /** Embedded mode only: the server and each service's own DATABASE_URL. */
   postgres?: EmbeddedPostgres & { databaseUrls: Record<ServiceName, string> };
   stop(): Promise<void>;
@@ -136,6 +149,9 @@ export function entryArgs(name: ProcessName, env: NodeJS.ProcessEnv): string[] {
   return [...sourceMaps, bundled ? bundlePath(entry) : entry];
 }
 
+/** The dev OpenID provider answers this once it is ready. */
+const OIDC_READY = '/.well-known/openid-configuration';
+
 // eslint-disable-next-line max-lines-per-function -- the start-up sequence, step by step in the order it runs; to split (issue 26)
 export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSystem> {
   const offset = opts.portOffset ?? 0;
@@ -145,6 +161,7 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
   const running: RunningProcess[] = [];
   let postgres: RunningSystem['postgres'];
   let stopped: Promise<void> | undefined;
+  let devOidc: LazyPort | undefined;
   const log = (line: string) => opts.onLog?.('launcher', line);
   const embedded = !(opts.env?.DATABASE_URL ?? process.env.DATABASE_URL);
   const postgresDataDir = opts.postgresDataDir ?? DEFAULT_POSTGRES_DIR;
@@ -170,6 +187,7 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
   const stop = () =>
     (stopped ??= (async () => {
       supervisor.stopping = true;
+      await devOidc?.close();
       await stopAll(running);
       // Last: the services have drained and closed their pools.
       await postgres?.stop();
@@ -227,22 +245,38 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
   }
 
   try {
-    // The dev OpenID provider and the gateway (which needs only its supergraph file) need no
-    // database, so they boot while Postgres starts; the system is ready when every process is.
+    // The gateway (which needs only its supergraph file) needs no database, so it boots while
+    // Postgres starts; the system is ready when every process is.
     const early: RunningProcess[] = [];
     if (opts.devOidc ?? dev) {
       const port = DEV_OIDC_PORT + offset;
       const issuer = `http://127.0.0.1:${port}`;
       const redirect = `http://127.0.0.1:${gwPort}/auth/oauth/dev/callback`;
-      early.push(
-        launch(
-          'oidc',
-          { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(port), DEV_OIDC_CLIENT_ID, DEV_OIDC_CLIENT_SECRET, DEV_OIDC_REDIRECT_URIS: redirect },
-          issuer,
-          '/.well-known/openid-configuration',
-          o,
-          running,
-        ),
+      // Few starts ever sign in through it: the launcher holds its port, and the first connection
+      // (auth's discovery on the first /auth/oauth/dev/start) starts it behind that port.
+      let provider: RunningProcess | undefined;
+      devOidc = await listenLazily(
+        '127.0.0.1',
+        port,
+        async () => {
+          if (!provider) {
+            const inner = await freePort();
+            if (supervisor.stopping) throw new Error('Halo is stopping');
+            const env = { DEV_OIDC_CLIENT_ID, DEV_OIDC_CLIENT_SECRET, DEV_OIDC_REDIRECT_URIS: redirect, DEV_OIDC_ISSUER: issuer };
+            log(`dev OpenID provider: starting on first use (${issuer})`);
+            provider = launch(
+              'oidc',
+              { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(inner), ...env },
+              `http://127.0.0.1:${inner}`,
+              OIDC_READY,
+              o,
+              running,
+            );
+          }
+          await waitReady(provider, readyTimeoutMs, supervisor);
+          return Number(new URL(provider.url).port);
+        },
+        (err) => log(`dev OpenID provider did not start: ${(err as Error).message}`),
       );
       o.envFor = {
         ...o.envFor,
@@ -312,7 +346,14 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
     }
     await Promise.all([...early, ...services, ...replicas].map((p) => waitReady(p, readyTimeoutMs, supervisor)));
     ready = true;
-    return { gatewayUrl: gateway.url, processes: running, ...(postgres ? { postgres } : {}), stop };
+    if (opts.compactWhenIdle) setTimeout(() => supervisor.stopping || compactAll(running), COMPACT_AFTER_READY_MS).unref();
+    return {
+      gatewayUrl: gateway.url,
+      processes: running,
+      ...(devOidc ? { devOidcUrl: `http://127.0.0.1:${DEV_OIDC_PORT + offset}` } : {}),
+      ...(postgres ? { postgres } : {}),
+      stop,
+    };
   } catch (err) {
     await stop();
     throw err;
@@ -352,6 +393,20 @@ export const GATEWAY_NODE_OPTIONS = '--max-semi-space-size=8';
  * (docs/benchmarks.md, "Gateway memory").
  */
 export const GATEWAY_V8_FLAGS = ['--heap-growing-percent=100'] as const;
+
+/** With `compactWhenIdle`, every process may be asked to compact once the system idles (kit: compact.ts). */
+const v8FlagsFor = (name: ProcessName, compact: boolean | undefined): readonly string[] => [
+  ...(name === 'gateway' ? GATEWAY_V8_FLAGS : []),
+  ...(compact ? ['--expose-gc'] : []),
+];
+
+/** How long after "ready" the launcher asks every process to compact its heap: past the gateway's first supergraph. */
+export const COMPACT_AFTER_READY_MS = 5_000;
+
+/** Each running process collects its garbage once (kit: compact.ts); a process that is gone is skipped. */
+function compactAll(running: readonly RunningProcess[]): void {
+  for (const { child } of running) if (child.connected) child.send(COMPACT_MESSAGE, () => undefined);
+}
 
 function gatewayNodeOptions(opts: LaunchOptions): string {
   return opts.envFor?.gateway?.NODE_OPTIONS ?? opts.env?.NODE_OPTIONS ?? process.env.NODE_OPTIONS ?? GATEWAY_NODE_OPTIONS;
@@ -403,7 +458,7 @@ function launch(
     const env = { ...process.env, ...opts.env, ...opts.envFor?.[name], ...ports };
     // A restart once PostgreSQL runs has its DATABASE_URL already: nothing to wait for.
     if (env.DATABASE_URL) delete env[LATE_ENV_VAR];
-    const child = spawn(process.execPath, [...(name === 'gateway' ? GATEWAY_V8_FLAGS : []), ...entryArgs(name, env)], {
+    const child = spawn(process.execPath, [...v8FlagsFor(name, opts.compactWhenIdle), ...entryArgs(name, env)], {
       cwd: ROOT,
       env,
       // The IPC channel is how a child notices that the launcher died (kit: installSignalHandlers).

@@ -44,6 +44,7 @@ async function main(): Promise<void> {
   const system = await startSystem({
     env: { HALO_ENV: process.env.HALO_ENV ?? 'development' },
     portOffset: offset,
+    compactWhenIdle: true,
     ...(dataDir ? { postgresDataDir: resolve(dataDir, 'postgres') } : {}),
     onLog: printLine,
     // A crashed service is restarted by the launcher; only a crash loop (or a lost database) ends it.
@@ -64,6 +65,7 @@ async function main(): Promise<void> {
     ...system.processes
       .filter((p) => p.name !== 'gateway')
       .map((p) => `  ${p.name.padEnd(24)}  ${p.url}${p.grpcAddr ? `  (gRPC ${p.grpcAddr})` : ''}`),
+    ...(system.devOidcUrl ? [`  ${'oidc'.padEnd(24)}  ${system.devOidcUrl}  (dev OpenID provider, starts on first use)`] : []),
     '',
     `Try:  curl ${gw}/hello`,
     `      curl ${gw}/posts/2`,

@@ -1,7 +1,7 @@
 // @ts-check
 // Shared by every Halo k6 suite: where Halo is, the three load profiles, and the summary file.
-// Runs on k6 v0.48 and later (plain ES modules, no TypeScript at run time); type-checked against
-// @types/k6 by `npm run typecheck:k6`.
+// Runs on k6 v0.48 and later (ES2017 modules, no remote imports, no TypeScript at run time: checked by
+// loadtest/test/k6-syntax.test.ts); type-checked against @types/k6 by `npm run typecheck:k6`.
 import http from 'k6/http';
 import { check, fail } from 'k6';
 
@@ -21,7 +21,7 @@ const DURATION = __ENV.DURATION || '2m';
  * @returns {Record<string, import('k6/options').Scenario>}
  */
 export function scenarioFor(exec, opts = {}) {
-  const rate = opts.rate ?? RATE;
+  const rate = opts.rate === undefined ? RATE : opts.rate;
   if (PROFILE === 'smoke') {
     return { [exec]: { executor: 'constant-vus', exec, vus: 1, duration: __ENV.DURATION || '30s' } };
   }

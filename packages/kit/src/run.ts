@@ -1,3 +1,4 @@
+import { compactOnRequest } from './compact';
 import { ConfigError } from './config';
 import { EXIT_CANNOT_START } from './exit-codes';
 import { receiveLateEnv } from './late-env';
@@ -15,7 +16,8 @@ export interface RunnableService {
 /**
  * A service's `main`: take any environment the launcher hands over late (late-env.ts), load config
  * (a bad value prints one line and exits EXIT_CANNOT_START), create the logger, start the service,
- * and turn SIGTERM/SIGINT into a graceful shutdown.
+ * turn SIGTERM/SIGINT into a graceful shutdown, and collect garbage when the launcher says the
+ * system is idle (compact.ts).
  */
 export async function runService<C extends { LOG_LEVEL: string; SHUTDOWN_TIMEOUT_MS: number }>(
   name: string,
@@ -38,6 +40,7 @@ export async function runService<C extends { LOG_LEVEL: string; SHUTDOWN_TIMEOUT
   try {
     const service = await start(config, logger);
     service?.lifecycle.installSignalHandlers(config.SHUTDOWN_TIMEOUT_MS);
+    if (service) compactOnRequest(logger);
   } catch (err) {
     // A setting that only start-up can judge (keys, tables, the database, a port): the same one
     // line as a bad variable, and an exit code that tells a supervisor not to try again.

@@ -192,7 +192,9 @@ export class OAuthProviders implements OpenIdProviders {
     try {
       const config = await discovery(s.issuer, s.clientId, { client_secret: s.clientSecret }, clientAuth(s.clientSecret), {
         execute: isLoopback(s.issuer) ? [allowInsecureRequests, enableNonRepudiationChecks] : [enableNonRepudiationChecks],
-        timeout: this.opts.timeoutSeconds ?? 10,
+        // A loopback provider is the embedded mode's dev one, which the launcher starts on this
+        // very request (its first use): its answer may take the length of a Node start.
+        timeout: this.opts.timeoutSeconds ?? (isLoopback(s.issuer) ? 30 : 10),
       });
       this.opts.logger?.info({ provider: s.name, issuer: s.issuer.href }, 'OAuth provider discovered');
       return config;
