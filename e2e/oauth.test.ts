@@ -27,7 +27,7 @@ function devProviderPids(): number[] {
       try {
         const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
         const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        return ppid === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('dev-oidc.js');
+        return ppid === process.pid && /dev-oidc(\.bundle)?\.js/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
       } catch {
         return false; // ended while we looked
       }
