@@ -60,7 +60,8 @@ function tree(root: number): number[] {
 
 function nameOf(pid: number): string {
   const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
-  const script = cmd.find((a) => a.endsWith('.js'));
+  // The last script: a bundle run with its code cache comes after tools/dist/code-cache.js (ADR 0012).
+  const script = [...cmd].reverse().find((a) => a.endsWith('.js'));
   if (script) {
     const m = /services\/(\w+)\/dist|(gateway)\/dist|tools\/dist\/(dev-oidc)|tools\/(?:bin|dist)\/(start)/.exec(script);
     return m ? (m[1] ?? m[2] ?? m[3] ?? 'launcher').replace('start', 'launcher') : script;

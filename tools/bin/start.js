@@ -58,17 +58,32 @@ async function build() {
   utimesSync(stamp, startedAt, startedAt);
 }
 
-/** The launcher's one-file bundle when it is fresh (docs/adr/0010-start-up-bundles.md), else its compiled entry. */
-function launcherEntry() {
+/**
+ * The launcher's one-file bundle when it is fresh (docs/adr/0010-start-up-bundles.md), compiled with
+ * the V8 code cache of the start before (docs/adr/0012-v8-code-cache.md) unless HALO_CODE_CACHE=0 or
+ * HALO_SOURCE_MAPS=1; else its compiled entry.
+ */
+function runLauncher() {
   const entry = join(root, 'tools', 'dist', 'start.js');
-  if (process.env.HALO_BUNDLES === '0') return entry;
+  if (process.env.HALO_BUNDLES === '0') return require(entry);
   const { bundleIsFresh, bundlePath } = require('../dist/bundle.js');
-  return bundleIsFresh(entry) ? bundlePath(entry) : entry;
+  if (!bundleIsFresh(entry)) return require(entry);
+  if (process.env.HALO_CODE_CACHE === '0' || process.env.HALO_SOURCE_MAPS === '1') return require(bundlePath(entry));
+  const { runBundle, SYSTEM_READY_EVENT } = require('../dist/code-cache.js');
+  const started = runBundle(bundlePath(entry));
+  // Once Halo is ready (tools/src/start.ts says so), with the functions of the start compiled.
+  process.once(SYSTEM_READY_EVENT, () => {
+    try {
+      started.writeCache();
+    } catch (err) {
+      process.stderr.write(`launcher: V8 code cache not written: ${err.message}\n`);
+    }
+  });
 }
 
 const buildOnly = process.argv.includes('--build-only');
 build().then(
-  () => (buildOnly ? undefined : require(launcherEntry())),
+  () => (buildOnly ? undefined : runLauncher()),
   (err) => {
     process.stderr.write(`Halo could not start: ${err.message}\n`);
     process.exit(1);

@@ -30,6 +30,7 @@ import { DEV_JWT_SECRET, DEV_OIDC_CLIENT_ID, DEV_OIDC_CLIENT_SECRET } from './de
 import { ensureDatabase } from './database-check';
 import { LaunchError } from './launch-error';
 import { BUNDLED_ENTRIES, bundleIsFresh, bundlePath } from './bundle';
+import { CODE_CACHE_REQUEST, isCodeCacheReport, type CodeCacheReport } from './code-cache';
 import { tracingEnabled } from '@halo/kit/tracing';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres';
 import { listenLazily, type LazyPort } from './lazy-port';
@@ -137,16 +138,62 @@ export interface RunningSystem {
   stop(): Promise<void>;
 }
 
+/** Runs a bundle with V8's code cache (tools/src/code-cache.ts, ADR 0012). */
+export const CODE_CACHE_RUNNER = resolve(__dirname, 'code-cache.js');
+
 /**
  * What a process runs: its single-file bundle (tools/src/bundle.ts, ADR 0010) when one is built and
  * newer than every file it was made from, else its compiled entry. `HALO_BUNDLES=0` always runs the
  * compiled entry, and so does tracing: OpenTelemetry hooks `require`, which a bundle bypasses.
+ * A bundle runs through CODE_CACHE_RUNNER, which compiles it with the code cache of the start
+ * before (ADR 0012), unless `HALO_CODE_CACHE=0`, or `HALO_SOURCE_MAPS=1` (Node then maps the
+ * traces of a script it runs itself).
  */
 export function entryArgs(name: ProcessName, env: NodeJS.ProcessEnv): string[] {
   const entry = resolve(ROOT, BUNDLED_ENTRIES[name] ?? `services/${name}/dist/main.js`);
   const bundled = env.HALO_BUNDLES !== '0' && !tracingEnabled(env) && bundleIsFresh(entry);
-  const sourceMaps = bundled && env.HALO_SOURCE_MAPS === '1' ? ['--enable-source-maps'] : [];
-  return [...sourceMaps, bundled ? bundlePath(entry) : entry];
+  if (!bundled) return [entry];
+  if (env.HALO_SOURCE_MAPS === '1') return ['--enable-source-maps', bundlePath(entry)];
+  return env.HALO_CODE_CACHE === '0' ? [bundlePath(entry)] : [CODE_CACHE_RUNNER, bundlePath(entry)];
+}
+
+/** How long the launcher waits for the processes to write their code caches before it says how it went. */
+const CODE_CACHE_REPORT_MS = 30_000;
+
+/**
+ * Once the system is ready, every process started through CODE_CACHE_RUNNER writes its code cache
+ * (unless it started from one), and the launcher says in one line how this start went.
+ */
+export async function requestCodeCaches(running: readonly RunningProcess[], log: (line: string) => void): Promise<void> {
+  const asked = running.filter(({ child }) => child.connected && child.spawnargs.includes(CODE_CACHE_RUNNER));
+  if (!asked.length) return;
+  const reports = await Promise.all(
+    asked.map(
+      ({ child }) =>
+        new Promise<CodeCacheReport | undefined>((done) => {
+          const timer = setTimeout(() => finish(undefined), CODE_CACHE_REPORT_MS).unref();
+          const onMessage = (message: unknown) => isCodeCacheReport(message) && finish(message);
+          const finish = (report: CodeCacheReport | undefined) => {
+            clearTimeout(timer);
+            child.off('message', onMessage).off('exit', onExit);
+            done(report);
+          };
+          const onExit = () => finish(undefined);
+          child.on('message', onMessage).once('exit', onExit);
+          child.send(CODE_CACHE_REQUEST, (err) => err && finish(undefined));
+        }),
+    ),
+  );
+  const count = (outcome: CodeCacheReport['outcome']) => reports.filter((r) => r?.outcome === outcome).length;
+  const written = reports.filter((r) => r?.written).length;
+  const failed = reports.flatMap((r, i) => (r?.error ? [`${asked[i]!.name}: ${r.error}`] : []));
+  const notes = [
+    count('rejected') && `${count('rejected')} rejected by V8`,
+    count('stale') && `${count('stale')} made for another build or damaged`,
+    written && `written for ${written}`,
+    failed.length && `not written: ${failed.join('; ')}`,
+  ].filter(Boolean);
+  log(`V8 code cache: ${count('used')} of ${asked.length} processes started from it${notes.length ? ` (${notes.join(', ')})` : ''}`);
 }
 
 /** The dev OpenID provider answers this once it is ready. */
@@ -346,6 +393,7 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
     }
     await Promise.all([...early, ...services, ...replicas].map((p) => waitReady(p, readyTimeoutMs, supervisor)));
     ready = true;
+    void requestCodeCaches(running, log);
     if (opts.compactWhenIdle) setTimeout(() => supervisor.stopping || compactAll(running), COMPACT_AFTER_READY_MS).unref();
     return {
       gatewayUrl: gateway.url,

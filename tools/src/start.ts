@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { prettyFactory } from 'pino-pretty';
 import { GATEWAY_METRICS_PORT } from '@halo/kit/launch';
 import { startSystem, type ProcessName } from './launcher';
+import { SYSTEM_READY_EVENT } from './code-cache';
 
 /**
  * `npm start`: all of Halo on one machine with nothing but Node. Without DATABASE_URL one embedded
@@ -74,6 +75,8 @@ async function main(): Promise<void> {
     '',
   ];
   process.stdout.write(lines.join('\n') + '\n');
+  // tools/bin/start.js writes the launcher's code cache (ADR 0012).
+  (process as NodeJS.EventEmitter).emit(SYSTEM_READY_EVENT);
 
   let stopping = false;
   const shutdown = () => {
