@@ -139,7 +139,7 @@ export interface RunningSystem {
 }
 
 /** Runs a bundle with V8's code cache (tools/src/code-cache.ts, ADR 0012). */
-export const CODE_CACHE_RUNNER = resolve(__dirname, 'code-cache.js');
+export const CODE_CACHE_RUNNER = resolve(ROOT, 'tools/dist/code-cache.js');
 
 /**
  * What a process runs: its single-file bundle (tools/src/bundle.ts, ADR 0010) when one is built and
