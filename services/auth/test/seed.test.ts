@@ -1,6 +1,6 @@
 import { serviceIdentityFor } from '@halo/kit';
 import { capturingLogger, testIdentityEnv } from '@halo/kit/testing';
-import { seedDemoCredentials } from '../src/db/seed';
+import { DEMO_CREDENTIALS, seedDemoCredentials } from '../src/db/seed';
 import { AuthStore } from '../src/db/store';
 import { contentUsers } from '../src/grpc/clients/content-users';
 import { createPasswordHasher } from '../src/adapters/argon2/passwords';
@@ -44,6 +44,16 @@ describe('demo credentials (SEED_DEMO_DATA)', () => {
     const res = await login(sys.base, email, password);
     expect(res.status).toBe(200);
     expect(decodeJwt(res.body.token).payload).toMatchObject({ name, role });
+  });
+
+  it('stores the demo hashes made beforehand: each verifies its password, with the current parameters and a salt of its own', async () => {
+    const passwords = await createPasswordHasher();
+    for (const demo of DEMO_CREDENTIALS) {
+      expect(await passwords.verify(demo.hash, demo.password)).toBe(true);
+      expect(passwords.needsRehash(demo.hash)).toBe(false);
+    }
+    const stored = (await credentials()).map((c) => c.password_hash);
+    expect([...stored].sort()).toEqual(DEMO_CREDENTIALS.map((d) => d.hash).sort());
   });
 
   it('is idempotent: a restart neither duplicates nor changes credentials', async () => {
