@@ -74,6 +74,8 @@ export interface LeanGraphqlOptions<C extends BaseContext> {
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 const CACHE_POLICY = Symbol('halo.leanCachePolicy');
+/** Answers whose body was refused (400) before any route was matched. */
+const bodyRefused = new WeakSet<ServerResponse>();
 
 /** A document the lean path executes, or `null`: Apollo answers it (it does not parse, validate…). */
 type Prepared = { document: DocumentNode } | null;
@@ -116,7 +118,8 @@ export function leanGraphql<C extends BaseContext>(opts: LeanGraphqlOptions<C>):
   };
 
   const serve = (req: IncomingMessage, res: ServerResponse): void => {
-    metrics?.timeRequest(req, res, '/graphql');
+    // Express names the route only once the body is read: a body it refuses is `unmatched`.
+    metrics?.timeRequest(req, res, () => (bodyRefused.has(res) ? 'unmatched' : '/graphql'));
     const requestId = saneRequestId(req.headers[REQUEST_ID_HEADER]);
     const r = req as IncomingMessage & { id: string; log: Logger };
     r.id = requestId;
@@ -128,7 +131,10 @@ export function leanGraphql<C extends BaseContext>(opts: LeanGraphqlOptions<C>):
   function serveInContext(req: IncomingMessage, res: ServerResponse): void {
     if (logger.isLevelEnabled('info')) logRequest(logger, req, res, 'url', req.url!);
     readBody(req, (err, body) => {
-      if (err) return void sendRestError(res, err);
+      if (err) {
+        bodyRefused.add(res);
+        return void sendRestError(res, err);
+      }
       answer(req, res, body).catch((error: unknown) => {
         logger.error({ err: error }, 'request failed');
         if (res.headersSent) return void res.end();

@@ -16,8 +16,8 @@ export interface ServiceMetrics {
   registry: Registry;
   /** Express middleware timing every request; mount it first. */
   http: RequestHandler;
-  /** Times one request served outside express (the lean `/graphql` path), labelled with `route`. */
-  timeRequest(req: IncomingMessage, res: ServerResponse, route: string): void;
+  /** Times one request served outside express (the lean `/graphql` path), labelled with `route()` when it finishes. */
+  timeRequest(req: IncomingMessage, res: ServerResponse, route: () => string): void;
   /** Records one gRPC call served. */
   grpcServed(method: string, code: string, seconds: number): void;
   /** gRPC calls this process makes to its peers (give it to `callPolicyFor`). */
@@ -83,6 +83,7 @@ export function createMetrics(service: string): ServiceMetrics {
   });
 
   let grpcClient: GrpcClientMetrics | undefined;
+  const timedSeries = new Map<string, ReturnType<typeof httpDuration.labels>>();
 
   return {
     registry,
@@ -97,8 +98,15 @@ export function createMetrics(service: string): ServiceMetrics {
       next();
     },
     timeRequest(req, res, route) {
-      const end = httpDuration.startTimer({ method: req.method });
-      res.once('finish', () => end({ route, status: String(res.statusCode) }));
+      const start = process.hrtime.bigint();
+      res.once('finish', () => {
+        // The series' child kept by its labels: no label object hashed per request.
+        const path = route();
+        const key = `${req.method} ${path} ${res.statusCode}`;
+        let child = timedSeries.get(key);
+        if (child === undefined) timedSeries.set(key, (child = httpDuration.labels(req.method ?? '', path, String(res.statusCode))));
+        child.observe(Number(process.hrtime.bigint() - start) / 1e9);
+      });
     },
     grpcServed(method, code, seconds) {
       grpcDuration.observe({ method, code }, seconds);

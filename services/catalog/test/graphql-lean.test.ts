@@ -188,6 +188,17 @@ async function leanCount(base: string, by: 'lean' | 'apollo'): Promise<number> {
   return line === undefined ? NaN : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
+async function timedCount(base: string, route: string, status: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const line = text
+    .split('\n')
+    .find(
+      (l) =>
+        l.startsWith('halo_http_request_duration_seconds_count{') && l.includes(`route="${route}"`) && l.includes(`status="${status}"`),
+    );
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
 describe('who answers', () => {
   it("the gateway's plain fetch is served by the lean path; a batch, a persisted query and a refused caller by Apollo", async () => {
     const before = { lean: await leanCount(lean.base, 'lean'), apollo: await leanCount(lean.base, 'apollo') };
@@ -200,6 +211,17 @@ describe('who answers', () => {
     await send(lean.base, { headers: withAuth(AS.badToken()), body: op('{ __typename }') }, 'who-4');
     expect(await leanCount(lean.base, 'apollo')).toBe(before.apollo + 3);
     expect(await leanCount(lean.base, 'lean')).toBe(before.lean + 1);
+  });
+
+  it('a request is timed with the same route and status on either path (a refused body: unmatched)', async () => {
+    for (const t of [lean, apollo]) {
+      const ok = await timedCount(t.base, '/graphql', '200');
+      const refused = await timedCount(t.base, 'unmatched', '400');
+      await send(t.base, { body: op('{ product(id: "2") { name } }') }, 'timed-1');
+      await send(t.base, { body: '{"query": ' }, 'timed-2');
+      expect(await timedCount(t.base, '/graphql', '200')).toBe(ok + 1);
+      expect(await timedCount(t.base, 'unmatched', '400')).toBe(refused + 1);
+    }
   });
 
   it('with GRAPHQL_LEAN=false nothing is counted: Apollo answers everything through express', async () => {
