@@ -21,12 +21,15 @@ import {
   openServiceDb,
   serveService,
   startSubgraph,
+  subgraphContext,
   subgraphMiddleware,
   withLifecycle,
   type StartedService,
   type SubgraphSubscriptions,
 } from './service';
 import { runService } from './run';
+import { formatGraphQLError } from './graphql';
+import { leanGraphql, type LeanGraphql } from './graphql-lean';
 import { preloadServiceLibraries } from './lazy';
 import { SERVICES, type ServiceName } from './topology';
 
@@ -48,6 +51,8 @@ export function kitConfigShape(name: ServiceName) {
     REGISTRY_PUBLISH_ON_START: env.flag(),
     /** Publish the contract and exit, serving nothing (the chart's post-install/upgrade hook). */
     HALO_PUBLISH_CONTRACT_ONLY: env.flag(),
+    /** Serve the plain `POST /graphql` on the lean path (ADR 0015); default on, `false` leaves all of it to Apollo Server. */
+    GRAPHQL_LEAN: env.flag(),
   };
 }
 
@@ -240,6 +245,7 @@ export function defineService<X extends z.ZodRawShape = Record<never, never>, C 
       const app = createHttpApp({ logger, lifecycle, ready, bodyLimit: config.BODY_LIMIT, metrics });
       def.configureHttp?.(app, config);
       let subscriptions: SubgraphSubscriptions | undefined;
+      let lean: LeanGraphql | undefined;
       if (def.graphql) {
         const typeDefs = parse(readFileSync(resolve(def.root, 'schema.graphql'), 'utf8'));
         // Before both servers are built from it, so HTTP and WebSocket operations alike refuse NUL
@@ -249,6 +255,17 @@ export function defineService<X extends z.ZodRawShape = Record<never, never>, C 
         const context = def.graphql.context;
         const extra = (req: IncomingMessage) => (context ? context(domain, req) : {});
         app.use('/graphql', subgraphMiddleware(apollo, config.JWT_SECRET, extra));
+        if (config.GRAPHQL_LEAN !== false) {
+          lean = leanGraphql<BaseContext>({
+            apollo,
+            schema,
+            context: subgraphContext<BaseContext>(config.JWT_SECRET, extra) as (req: IncomingMessage) => Promise<BaseContext>,
+            formatError: formatGraphQLError(logger),
+            logger,
+            metrics,
+            bodyLimit: config.BODY_LIMIT,
+          });
+        }
         if (def.graphql.subscriptions ?? schema.getSubscriptionType() != null) {
           subscriptions = { schema, context: extra, jwtSecret: config.JWT_SECRET, maxPayload: config.BODY_LIMIT };
         }
@@ -257,7 +274,7 @@ export function defineService<X extends z.ZodRawShape = Record<never, never>, C 
       if (def.rest) app.use(refuseNulInput(), def.rest(domain, config));
 
       const grpcServices = def.grpc?.(domain, logger) ?? [];
-      const served = await serveService({ app, grpcServices, identity, metrics, config, lifecycle, logger, db, subscriptions });
+      const served = await serveService({ app, lean, grpcServices, identity, metrics, config, lifecycle, logger, db, subscriptions });
       if (config.REGISTRY_PUBLISH_ON_START) publishAfterStart(config, logger, identity, lifecycle, served.httpPort);
       return { ...served, domain };
     });

@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { LeanGraphql } from './graphql-lean';
 import type { ApolloServer, BaseContext } from '@apollo/server';
 import type { Express, RequestHandler } from 'express';
 import type { GraphQLSchema } from 'graphql';
@@ -49,9 +50,27 @@ export function finishHttpApp(app: Express): Express {
 /** Starts an HTTP server and registers its graceful drain on the lifecycle. */
 export async function serveHttp(
   app: Express,
-  opts: { port: number; host: string; lifecycle: Lifecycle; logger: Logger; drainMs: number; timeouts?: HttpTimeouts },
+  opts: {
+    port: number;
+    host: string;
+    lifecycle: Lifecycle;
+    logger: Logger;
+    drainMs: number;
+    timeouts?: HttpTimeouts;
+    /** Serves the plain `POST /graphql` before express sees it (ADR 0015). */
+    lean?: LeanGraphql | undefined;
+  },
 ): Promise<{ server: Server; port: number }> {
-  const server = createServer(CONNECTIONS_CHECKING, app);
+  const lean = opts.lean;
+  const server = createServer(
+    CONNECTIONS_CHECKING,
+    lean
+      ? (req: IncomingMessage, res: ServerResponse): void => {
+          if (lean.claims(req)) lean.serve(req, res);
+          else void app(req, res);
+        }
+      : app,
+  );
   // Keep-alive longer than typical proxy idle timeouts, so the gateway's pooled sockets are not cut mid-request.
   server.keepAliveTimeout = 65_000;
   guardHttpServer(server, opts.timeouts ?? { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000 });
@@ -149,17 +168,26 @@ export async function startSubgraph<C extends BaseContext>(opts: {
   return apollo;
 }
 
+/**
+ * A subgraph's per-request context: the request id and the verified caller (401 if invalid), then
+ * the service's own part. The same function for Apollo's express integration and the lean path.
+ */
+export function subgraphContext<C extends BaseContext>(
+  jwtSecret: string | undefined,
+  extra: (req: IncomingMessage) => Omit<C, 'requestId' | 'caller'>,
+): (req: IncomingMessage & { id: string }) => Promise<C> {
+  // eslint-disable-next-line @typescript-eslint/require-await -- async on purpose: graphqlCaller throws for a bad token, which Apollo must get as a rejection
+  return async (req) => ({ requestId: req.id, caller: graphqlCaller(req.headers.authorization, jwtSecret), ...extra(req) }) as unknown as C;
+}
+
 /** `/graphql` for a subgraph: the context gets the request id and the verified caller (401 if invalid). */
 export function subgraphMiddleware<C extends BaseContext>(
   apollo: ApolloServer<C>,
   jwtSecret: string | undefined,
   extra: (req: IncomingMessage) => Omit<C, 'requestId' | 'caller'>,
 ): RequestHandler {
-  return load.expressIntegration().expressMiddleware(apollo, {
-    // eslint-disable-next-line @typescript-eslint/require-await -- async on purpose: graphqlCaller throws for a bad token, which Apollo must get as a rejection
-    context: async ({ req }) =>
-      ({ requestId: req.id, caller: graphqlCaller(req.headers.authorization, jwtSecret), ...extra(req) }) as unknown as C,
-  });
+  const context = subgraphContext<C>(jwtSecret, extra);
+  return load.expressIntegration().expressMiddleware(apollo, { context: ({ req }) => context(req) });
 }
 
 /** A subgraph's Subscription type, served over WebSocket on the service's HTTP server. */
@@ -179,6 +207,8 @@ export interface SubgraphSubscriptions {
  */
 export async function serveService(opts: {
   app: Express;
+  /** The lean `/graphql` path in front of the app (ADR 0015). */
+  lean?: LeanGraphql | undefined;
   subscriptions?: SubgraphSubscriptions | undefined;
   grpcServices: GrpcServiceBinding[];
   /** Verifies the callers of `grpcServices` (docs/service-identity.md). */
@@ -206,6 +236,7 @@ export async function serveService(opts: {
     lifecycle,
     logger,
     drainMs: config.SHUTDOWN_TIMEOUT_MS,
+    lean: opts.lean,
     timeouts: { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS ?? 10_000, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS ?? 30_000 },
   });
   // Registered after the HTTP server, so closed before it: upgraded sockets would hold its drain.
