@@ -32,6 +32,7 @@ interface Seen {
 
 /**
  * An upstream steered by `x-probe`: `hop` answers with hop-by-hop headers and two cookies,
+ * `hints` sends 103 Early Hints before its answer, `repeat` repeats a header field,
  * `hang` never answers, `die` sends half an answer and drops the connection, `reset` drops the
  * connection at once; anything else reads the body and answers with what it saw.
  */
@@ -72,6 +73,15 @@ async function startProbe() {
           'content-length',
           '2',
         ]);
+        return void res.end('{}');
+      }
+      if (probe === 'hints') {
+        res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '11' });
+        return void res.end('{"ok":true}');
+      }
+      if (probe === 'repeat') {
+        res.writeHead(200, ['content-type', 'application/json', 'x-repeat', 'a', 'x-repeat', 'b', 'content-length', '2']);
         return void res.end('{}');
       }
       if (probe === 'die') {
@@ -187,6 +197,29 @@ describe('hop-by-hop headers (RFC 9110 §7.6.1)', () => {
     expect(res.headers['x-kept']).toBe('yes');
     expect(res.headers['set-cookie']).toEqual(['a=1; Path=/', 'b=2; Path=/']);
     expect(res.body).toBe('{}');
+  });
+
+  it('a field the service repeats reaches the client as one comma-joined value', async () => {
+    const res = await rawRequest(gw.port, { method: 'GET', path: '/hello', headers: { 'x-probe': 'repeat' } });
+    expect(res.status).toBe(200);
+    expect(res.headers['x-repeat']).toBe('a, b');
+    expect(res.body).toBe('{}');
+  });
+
+  it('a service’s 103 Early Hints is not relayed: the client gets the final answer alone', async () => {
+    const informational: number[] = [];
+    const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port: gw.port, path: '/hello', headers: { 'x-probe': 'hints' }, agent: false }, (r) => {
+        let body = '';
+        r.on('data', (c: Buffer) => (body += c.toString()));
+        r.on('end', () => resolve({ status: r.statusCode!, body }));
+      });
+      req.on('information', (info: { statusCode: number }) => informational.push(info.statusCode));
+      req.on('error', reject);
+      req.end();
+    });
+    expect(res).toEqual({ status: 200, body: '{"ok":true}' });
+    expect(informational).toEqual([]);
   });
 });
 

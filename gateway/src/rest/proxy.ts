@@ -218,8 +218,8 @@ export function createServiceProxies({
       );
     },
     /** Drops the pooled upstream connections (after the server has drained). */
-    close(): void {
-      for (const target of byService.values()) void target.pool.destroy().catch(() => undefined);
+    async close(): Promise<void> {
+      await Promise.all([...byService.values()].map((target) => target.pool.destroy()));
     },
   };
 }
