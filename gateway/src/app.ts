@@ -286,10 +286,10 @@ function registerShutdown(lifecycle: Lifecycle, config: GatewayConfig, r: Releas
   lifecycle.register('composed files', () => r.source.stop());
   // After the server drained: what the last requests used is sent too (best effort).
   lifecycle.register('usage', async () => r.usage?.stop());
-  lifecycle.register('upstream pools', () => {
-    r.proxies.close();
+  lifecycle.register('upstream pools', async () => {
     r.callers.close();
     r.redis?.disconnect();
+    await r.proxies.close();
   });
   lifecycle.register('graphql', () => r.graphql.stop());
   lifecycle.register('http server', () => closeHttpServer(r.server, config.SHUTDOWN_TIMEOUT_MS));

@@ -30,8 +30,12 @@ interface Seen {
   abandoned: boolean;
 }
 
+/** An answer far larger than the sockets' buffers, with a pattern that shows any chunk lost or reordered. */
+const BIG = Buffer.from(Array.from({ length: 8 * 1024 * 1024 }, (_, i) => (i * 7919) % 251));
+
 /**
  * An upstream steered by `x-probe`: `hop` answers with hop-by-hop headers and two cookies,
+ * `big` answers BIG, `hints` sends 103 Early Hints before its answer, `repeat` repeats a header field,
  * `hang` never answers, `die` sends half an answer and drops the connection, `reset` drops the
  * connection at once; anything else reads the body and answers with what it saw.
  */
@@ -72,6 +76,19 @@ async function startProbe() {
           'content-length',
           '2',
         ]);
+        return void res.end('{}');
+      }
+      if (probe === 'hints') {
+        res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '11' });
+        return void res.end('{"ok":true}');
+      }
+      if (probe === 'big') {
+        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(BIG.length) });
+        return void res.end(BIG);
+      }
+      if (probe === 'repeat') {
+        res.writeHead(200, ['content-type', 'application/json', 'x-repeat', 'a', 'x-repeat', 'b', 'content-length', '2']);
         return void res.end('{}');
       }
       if (probe === 'die') {
@@ -187,6 +204,29 @@ describe('hop-by-hop headers (RFC 9110 §7.6.1)', () => {
     expect(res.headers['x-kept']).toBe('yes');
     expect(res.headers['set-cookie']).toEqual(['a=1; Path=/', 'b=2; Path=/']);
     expect(res.body).toBe('{}');
+  });
+
+  it('a field the service repeats reaches the client as one comma-joined value', async () => {
+    const res = await rawRequest(gw.port, { method: 'GET', path: '/hello', headers: { 'x-probe': 'repeat' } });
+    expect(res.status).toBe(200);
+    expect(res.headers['x-repeat']).toBe('a, b');
+    expect(res.body).toBe('{}');
+  });
+
+  it('a service’s 103 Early Hints is not relayed: the client gets the final answer alone', async () => {
+    const informational: number[] = [];
+    const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port: gw.port, path: '/hello', headers: { 'x-probe': 'hints' }, agent: false }, (r) => {
+        let body = '';
+        r.on('data', (c: Buffer) => (body += c.toString()));
+        r.on('end', () => resolve({ status: r.statusCode!, body }));
+      });
+      req.on('information', (info: { statusCode: number }) => informational.push(info.statusCode));
+      req.on('error', reject);
+      req.end();
+    });
+    expect(res).toEqual({ status: 200, body: '{"ok":true}' });
+    expect(informational).toEqual([]);
   });
 });
 
@@ -367,6 +407,26 @@ describe('connections', () => {
     expect(res.status).toBe(502);
     expect(JSON.parse(res.body)).toEqual({ error: 'Bad gateway' });
     expect(res.headers.connection).toBe('close');
+  });
+
+  it('a large answer to a client that reads late arrives whole (backpressure both ways, nothing lost)', async () => {
+    const got = await new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port: gw.port, path: '/hello', headers: { 'x-probe': 'big' }, agent: false }, (r) => {
+        const chunks: Buffer[] = [];
+        // Not read for a while: the gateway's buffers fill and it must hold the service back.
+        r.pause();
+        setTimeout(() => {
+          r.on('data', (c: Buffer) => chunks.push(c));
+          r.on('end', () => resolve({ status: r.statusCode!, body: Buffer.concat(chunks) }));
+          r.resume();
+        }, 300);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(got.status).toBe(200);
+    expect(got.body.length).toBe(BIG.length);
+    expect(got.body.equals(BIG)).toBe(true);
   });
 
   it('a service that dies mid-answer → the client’s answer is cut too (never a silent truncation)', async () => {

@@ -1,5 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
+import { Pool, type Dispatcher } from 'undici';
 import { requestContextOf, REQUEST_ID_HEADER, sendJson, type Logger, type EdgeServiceName } from '@halo/kit';
 import {
   clientOf,
@@ -10,15 +12,13 @@ import {
   payloadTooLarge,
   readBody,
   sendBodyError,
-  upstreamOrigin,
   type TrustedProxies,
-  type UpstreamOrigin,
 } from '../http';
 import type { GatewayMetrics } from '../observability';
 
 /**
- * The REST proxy: node:http straight to the service, one keep-alive pool per service, nothing
- * else per request than the outgoing request, its header object and a few listeners.
+ * The REST proxy: undici straight to the service (ADR 0014), one keep-alive pool per service; per
+ * request a header object, one dispatch and its handler, the answer streamed as it arrives.
  *
  * - Headers: hop-by-hop ones (RFC 9110 §7.6.1, and any the Connection header names) are dropped
  *   both ways. `X-Forwarded-*` are the gateway's (src/http/forwarded.ts): from a trusted proxy its
@@ -31,7 +31,8 @@ import type { GatewayMetrics } from '../observability';
  *   upstream request is aborted.
  * - Answers: streamed back with status and headers; an error status or a caller with credentials
  *   is `no-store` whatever the service said (docs/api/conventions.md). No answer within
- *   `timeoutMs` of socket inactivity → 504, nobody listening → 503, anything else → 502.
+ *   `timeoutMs` (to connect, for the answer head, between answer chunks) → 504, nobody listening
+ *   → 503, anything else → 502.
  * - A client that leaves aborts the upstream request (its socket is destroyed, not pooled).
  */
 
@@ -42,7 +43,7 @@ export interface ProxyOptions {
   /** The contract's body limit (`BODY_LIMIT`). */
   bodyLimit: number;
   logger: Logger;
-  /** Sockets per service; requests beyond wait in the agent's queue. */
+  /** Connections per service; requests beyond wait in the pool's queue. */
   maxSockets?: number;
   /** Times each upstream request until the service's answer headers (src/observability/metrics.ts). */
   metrics?: Pick<GatewayMetrics, 'upstream'>;
@@ -116,26 +117,36 @@ function appendForwarded(headers: OutgoingHttpHeaders, name: string, value: stri
   headers[name] = prior ? `${String(prior)},${value}` : value;
 }
 
-/** Copies the service's answer head onto `res`, minus hop-by-hop, with the Cache-Control rule. */
-function copyResponseHead(upstream: IncomingMessage, req: IncomingMessage, res: ServerResponse): void {
-  const status = upstream.statusCode ?? 502;
-  const headers = upstream.headers;
+/**
+ * Copies the service's answer head onto `res`, minus hop-by-hop, with the Cache-Control rule.
+ * Repeated fields are joined as node's own client joins them (Set-Cookie stays a list).
+ */
+function copyResponseHead(
+  status: number,
+  statusMessage: string | undefined,
+  headers: IncomingHttpHeaders,
+  req: IncomingMessage,
+  res: ServerResponse,
+): void {
   const named = connectionTokens(headers.connection);
   for (const name in headers) {
     if (HOP_BY_HOP.has(name) || (named !== null && named.has(name))) continue;
-    res.setHeader(name, headers[name]!);
+    const value = headers[name]!;
+    res.setHeader(name, Array.isArray(value) && name !== 'set-cookie' ? value.join(', ') : value);
   }
   // A service's Cache-Control stands for its public answers; an error, or an answer to a caller
   // with credentials, is never stored. Without one, the gateway's default no-store stays.
   if (status >= 400 || hasCredentials(req.headers)) res.setHeader('cache-control', 'no-store');
   res.statusCode = status;
-  if (upstream.statusMessage) res.statusMessage = upstream.statusMessage;
+  if (statusMessage) res.statusMessage = statusMessage;
 }
 
 const hasCredentials = (headers: IncomingHttpHeaders) => headers.authorization !== undefined || headers['x-api-key'] !== undefined;
 
-interface Target extends UpstreamOrigin {
+interface Target {
   service: EdgeServiceName;
+  /** The service's keep-alive connections (undici: one request at a time on each, no pipelining). */
+  pool: Pool;
   /** The base URL's path, if any (`http://host/base` → `/base`), put before every request path. */
   prefix: string;
 }
@@ -145,7 +156,6 @@ const FAILED_AS = { 502: 'error', 503: 'unreachable', 504: 'timeout' } as const;
 
 /** What every proxied request of one gateway needs, made once. */
 interface Proxying {
-  timeoutMs: number;
   bodyLimit: number;
   logger: Logger;
   metrics: Pick<GatewayMetrics, 'upstream'> | undefined;
@@ -161,11 +171,19 @@ export function createServiceProxies({
   metrics,
   trustedProxies = null,
 }: ProxyOptions) {
-  const p: Proxying = { timeoutMs, bodyLimit, logger, metrics, trustedProxies };
+  const p: Proxying = { bodyLimit, logger, metrics, trustedProxies };
   const byService = new Map<EdgeServiceName, Target>();
   for (const [service, target] of Object.entries(targets) as [EdgeServiceName, string][]) {
     const url = new URL(target);
-    byService.set(service, { ...upstreamOrigin(url, maxSockets), service, prefix: url.pathname.replace(/\/+$/, '') });
+    const pool = new Pool(url.origin, {
+      connections: maxSockets,
+      pipelining: 1,
+      // Each a 504: no connection, no answer head, or silence within the answer body.
+      connectTimeout: timeoutMs,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
+    byService.set(service, { pool, service, prefix: url.pathname.replace(/\/+$/, '') });
   }
 
   return {
@@ -200,8 +218,8 @@ export function createServiceProxies({
       );
     },
     /** Drops the pooled upstream connections (after the server has drained). */
-    close(): void {
-      for (const target of byService.values()) target.agent.destroy();
+    async close(): Promise<void> {
+      await Promise.all([...byService.values()].map((target) => target.pool.destroy()));
     },
   };
 }
@@ -209,36 +227,30 @@ export function createServiceProxies({
 export type ServiceProxies = ReturnType<typeof createServiceProxies>;
 
 /**
- * One proxied request. `body`: bytes already read (JSON); null: stream `req`; undefined: none.
- * Long on purpose: the request's listeners share the `done`/`answered` state, and keeping them in
- * one function keeps that state in one closure context (the REST hot path, measured).
+ * One proxied request, dispatched on the service's undici pool. `body`: bytes already read (JSON);
+ * null: stream `req`; undefined: none. The handler's callbacks share the `done`/`answered` state.
  */
 function exchange(p: Proxying, target: Target, req: IncomingMessage, res: ServerResponse, body: Buffer | null | undefined): void {
-  const { timeoutMs, bodyLimit, logger, metrics } = p;
+  const { bodyLimit, logger, metrics } = p;
   const headers = upstreamHeaders(req, p.trustedProxies);
-  if (body) {
-    headers['content-length'] = String(body.length);
-  } else if (body === null && headers['content-length'] === undefined) {
-    // The incoming Transfer-Encoding is hop-by-hop; the upstream hop is chunked in its turn
-    // (node would not chunk a DELETE or OPTIONS body by default).
-    headers['transfer-encoding'] = 'chunked';
-  }
   // Set once the gateway has answered (413, 5xx) or the client is gone: upstream events are
   // then ignored (an abort's own error is not a 502).
   let done = false;
-  let received = 0;
   // The service's answer head arrived (what the metrics time; a later failure is not counted again).
   let answered = false;
+  let controller: Dispatcher.DispatchController | null = null;
   const sentAt = metrics ? process.hrtime.bigint() : 0n;
-  const upstream = target.send({
-    hostname: target.hostname,
-    port: target.port,
-    method: req.method,
-    path: target.prefix + (req.url ?? '/'),
-    headers,
-    agent: target.agent,
-    timeout: timeoutMs,
-  });
+  // Without a Content-Length undici sends a streamed body chunked (the incoming
+  // Transfer-Encoding is hop-by-hop and not copied).
+  let stream: Readable | null = null;
+  if (body) headers['content-length'] = String(body.length);
+  else if (body === null)
+    stream = countedBody(req, bodyLimit, () => {
+      done = true;
+      controller?.abort(CLIENT_GONE);
+      // The 413 goes out with `Connection: close`; the rest of the body is discarded.
+      sendBodyError(res, payloadTooLarge(), logger);
+    });
 
   const fail = (status: 502 | 503 | 504, message: string, code: string | undefined, err?: Error) => {
     if (done) return;
@@ -248,63 +260,92 @@ function exchange(p: Proxying, target: Target, req: IncomingMessage, res: Server
       { requestId: requestContextOf(req)?.requestId, service: target.service, code, message: err?.message },
       status === 504 ? 'upstream timed out' : 'upstream request failed',
     );
-    upstream.destroy();
     if (res.headersSent || res.destroyed) return void res.destroy();
     // A body still streaming in is not read any further: the connection cannot be reused.
     sendJson(res, status, { error: message }, body === null && !req.complete ? CLOSE : undefined);
   };
 
-  upstream.on('timeout', () => fail(504, 'Gateway timeout', 'ETIMEDOUT'));
-  upstream.on('error', (err: NodeJS.ErrnoException) => {
-    const code = err.code;
-    // Nobody listening (a service down or restarting): say so, and fast (docs/api/conventions.md).
-    if (code !== undefined && UNREACHABLE.has(code)) fail(503, 'Service unavailable', code, err);
-    else fail(502, 'Bad gateway', code, err);
-  });
-  upstream.on('response', (answer: IncomingMessage) => {
-    answered = true;
-    metrics?.upstream(target.service, answer.statusCode ?? 502, sentAt);
-    if (done || res.destroyed) return void answer.resume();
-    relayAnswer(answer, req, res);
-  });
   // 'close' without a finished answer: the client left (or the gateway destroyed the answer).
   res.on('close', () => {
     if (res.writableFinished) return;
     done = true;
-    upstream.destroy();
+    controller?.abort(CLIENT_GONE);
   });
 
-  if (body) return void upstream.end(body);
-  if (body === undefined) return void upstream.end();
-  // A streamed body: counted against the limit, with backpressure both ways.
-  req.on('data', (chunk: Buffer) => {
-    if (done) return;
-    received += chunk.length;
-    if (received > bodyLimit) {
-      done = true;
-      upstream.destroy();
-      // The 413 goes out with `Connection: close`; the rest of the body is discarded.
-      sendBodyError(res, payloadTooLarge(), logger);
-      return;
-    }
-    if (!upstream.write(chunk)) req.pause();
-  });
-  upstream.on('drain', () => {
-    if (!done) req.resume();
-  });
-  req.on('end', () => {
-    if (!done) upstream.end();
-  });
+  target.pool.dispatch(
+    {
+      method: req.method as Dispatcher.HttpMethod,
+      path: target.prefix + (req.url ?? '/'),
+      headers: headers as Record<string, string | string[]>,
+      body: body ?? stream,
+    },
+    {
+      onRequestStart(c) {
+        controller = c;
+        // The client left while the request waited for a connection: it is not sent.
+        if (done) c.abort(CLIENT_GONE);
+      },
+      onResponseStart(c, status, answerHeaders, statusMessage) {
+        // 1xx (103 Early Hints) is not relayed: the gateway's server speaks for itself.
+        if (status < 200) return;
+        answered = true;
+        metrics?.upstream(target.service, status, sentAt);
+        // Ignored from here on: the rest of the answer is read so that the connection is kept.
+        if (done || res.destroyed) return;
+        copyResponseHead(status, statusMessage, answerHeaders, req, res);
+        res.on('drain', () => c.resume());
+      },
+      onResponseData(c, chunk) {
+        if (done || res.destroyed) return;
+        if (!res.write(chunk)) c.pause();
+      },
+      onResponseEnd() {
+        if (!done && !res.destroyed) res.end();
+      },
+      onResponseError(_c, err: NodeJS.ErrnoException) {
+        if (done) return;
+        const code = err.code;
+        // Nobody listening (a service down or restarting): say so, and fast (docs/api/conventions.md).
+        if (code !== undefined && TIMED_OUT.has(code)) fail(504, 'Gateway timeout', 'ETIMEDOUT', err);
+        else if (code !== undefined && UNREACHABLE.has(code)) fail(503, 'Service unavailable', code, err);
+        else fail(502, 'Bad gateway', code, err);
+      },
+    },
+  );
 }
 
-/** The service's answer, streamed back with backpressure: its head (./copyResponseHead), then its body. */
-function relayAnswer(answer: IncomingMessage, req: IncomingMessage, res: ServerResponse): void {
-  copyResponseHead(answer, req, res);
-  answer.on('data', (chunk: Buffer) => {
-    if (!res.write(chunk)) answer.pause();
+/** Why the gateway aborts an upstream request itself (never reported: `done` is set first). */
+const CLIENT_GONE = new Error('the gateway gave the request up');
+
+/** undici's timeouts: connecting, waiting for the answer head, silence within the body. */
+const TIMED_OUT = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+/**
+ * A streamed request body counted against the limit, with backpressure both ways. Over the limit,
+ * `tooLarge` answers and the body ends in an error (undici aborts the upstream request); the
+ * client's own stream is left alone, so that the 413 can still reach it.
+ */
+function countedBody(req: IncomingMessage, bodyLimit: number, tooLarge: () => void): Readable {
+  let received = 0;
+  let over = false;
+  const out = new Readable({
+    read() {
+      req.resume();
+    },
   });
-  answer.on('end', () => res.end());
-  // The service's socket died mid-answer: the client's answer cannot be completed either.
-  answer.on('error', () => res.destroy());
-  res.on('drain', () => answer.resume());
+  req.on('data', (chunk: Buffer) => {
+    if (over) return;
+    received += chunk.length;
+    if (received > bodyLimit) {
+      over = true;
+      tooLarge();
+      out.destroy(payloadTooLarge());
+      return;
+    }
+    if (!out.push(chunk)) req.pause();
+  });
+  req.on('end', () => {
+    if (!over) out.push(null);
+  });
+  return out;
 }
