@@ -2,7 +2,7 @@ import { OperationTypeNode } from 'graphql';
 import { RemoteGraphQLDataSource, type GraphQLDataSourceProcessOptions } from '@apollo/gateway';
 import { REQUEST_ID_HEADER, toGraphQLError, unavailable, type Logger } from '@halo/kit';
 import type { GraphQLContext } from './context';
-import { createHttpFetcher, type FetcherRequestInit } from './http-fetcher';
+import { createHttpFetcher } from './http-fetcher';
 
 /**
  * node:http with a keep-alive pool per subgraph (src/graphql/http-fetcher.ts): Apollo's default fetcher
@@ -73,44 +73,3 @@ export class SubgraphDataSource extends RemoteGraphQLDataSource<GraphQLContext> 
     throw toGraphQLError(unavailable());
   }
 }
-
-type SubgraphRequest = GraphQLDataSourceProcessOptions<GraphQLContext>['request'];
-type SubgraphResponse = Awaited<ReturnType<RemoteGraphQLDataSource['process']>>;
-type FetcherResponse = Awaited<ReturnType<RemoteGraphQLDataSource['fetcher']>>;
-
-/**
- * RemoteGraphQLDataSource's `sendRequest`, step for step, without the node-fetch `Request` it
- * builds for every subgraph fetch only to hand to `parseBody` and `didEncounterError`, which
- * ignore it (Apollo's `parseBody` and ours above): that object parses the URL and copies every
- * header again, and the profile of `me { orders }` with distinct callers showed it per fetch.
- * `sendRequest` is private in @apollo/gateway's types (the dependency is pinned, and the check
- * below refuses to start if a version drops the method), hence set on the prototype.
- */
-async function sendRequest(this: SubgraphDataSource, request: SubgraphRequest, context: GraphQLContext): Promise<SubgraphResponse> {
-  const http = request.http;
-  if (!http) throw new Error("Internal error: Only 'http' requests are supported.");
-  const { http: _http, ...withoutHttp } = request;
-  const init: FetcherRequestInit = {
-    method: http.method,
-    headers: Object.fromEntries(http.headers),
-    body: JSON.stringify(withoutHttp),
-  };
-  let response: FetcherResponse | undefined;
-  try {
-    response = await this.fetcher(http.url, init);
-    if (!response.ok) throw await this.errorFromResponse(response);
-    const body = await this.parseBody(response, undefined, context);
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      throw new Error(`Expected JSON response body, but received: ${String(body)}`);
-    }
-    return { ...body, http: response };
-  } catch (error) {
-    this.didEncounterError(error as Error, undefined, response, context);
-    throw error;
-  }
-}
-
-if (typeof (RemoteGraphQLDataSource.prototype as unknown as Record<string, unknown>).sendRequest !== 'function') {
-  throw new Error('@apollo/gateway: RemoteGraphQLDataSource.sendRequest is gone; see src/graphql/subgraph.ts');
-}
-Object.defineProperty(SubgraphDataSource.prototype, 'sendRequest', { value: sendRequest, writable: true, configurable: true });
