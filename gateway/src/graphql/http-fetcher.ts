@@ -1,6 +1,5 @@
-import type { IncomingMessage } from 'node:http';
 import type { RemoteGraphQLDataSource } from '@apollo/gateway';
-import { upstreamOrigin, type UpstreamOrigin } from '../http';
+import { Pool, type Dispatcher } from 'undici';
 
 /** Apollo's minimal fetch contract (@apollo/utils.fetcher, reached through the gateway's types). */
 export type Fetcher = RemoteGraphQLDataSource['fetcher'];
@@ -141,31 +140,35 @@ export class BufferedResponse implements FetcherResponse {
 }
 
 export interface HttpFetcherOptions {
-  /** Sockets per subgraph origin; requests beyond wait in the agent's queue. */
+  /** Connections per subgraph origin; requests beyond wait in the pool's queue. */
   maxSockets?: number;
-  /** Socket inactivity before a subgraph request is given up (undici's fetch: 300 s). */
+  /** Time without the answer's headers, or between two chunks of its body, before a subgraph request is given up (undici's fetch: 300 s). */
   timeoutMs?: number;
 }
 
-interface Origin extends UpstreamOrigin {
-  path: string;
-}
+const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /**
- * The subgraph fetcher: node:http over one keep-alive pool per origin, the answer read into one
- * string. Node's global fetch does the same job through WHATWG streams, AbortSignals and
- * transferable objects made per request; profiled on the nested query without dedupe, that
- * machinery was about a quarter of the gateway's busy CPU. Apollo reads every subgraph answer
- * whole (JSON) anyway, so nothing streams here. A request that gets no answer (refused, reset,
- * timed out) rejects with a TypeError whose `cause` is the socket error, as fetch's does.
+ * The subgraph fetcher: undici's dispatcher API over one keep-alive pool per origin, the answer
+ * read into one string. Node's global fetch (undici too) wraps the same client in WHATWG streams,
+ * AbortSignals and Request/Response objects made per request; node:http builds a ClientRequest, an
+ * IncomingMessage and their streams per request: both showed in the profiles (the first on the
+ * nested query, about a quarter of the gateway's busy CPU; the second on `me { orders }` with
+ * distinct callers). Here one handler object per request collects status, headers and chunks.
+ * Apollo reads every subgraph answer whole (JSON) anyway, so nothing streams. A request that gets
+ * no answer (refused, reset, timed out) rejects with a TypeError whose `cause` is the socket error
+ * (a timeout's code: ETIMEDOUT), as fetch's does.
  */
 export function createHttpFetcher({ maxSockets = 256, timeoutMs = 300_000 }: HttpFetcherOptions = {}): Fetcher {
-  const origins = new Map<string, Origin>();
-  const originOf = (url: string): Origin => {
+  const origins = new Map<string, { pool: Pool; path: string }>();
+  const originOf = (url: string) => {
     let origin = origins.get(url);
     if (origin) return origin;
     const u = new URL(url);
-    origin = { ...upstreamOrigin(u, maxSockets), path: `${u.pathname}${u.search}` };
+    origin = {
+      pool: new Pool(u.origin, { connections: maxSockets, headersTimeout: timeoutMs, bodyTimeout: timeoutMs }),
+      path: `${u.pathname}${u.search}`,
+    };
     // A gateway talks to a handful of subgraph URLs: one entry (and one pool) each.
     origins.set(url, origin);
     return origin;
@@ -173,42 +176,57 @@ export function createHttpFetcher({ maxSockets = 256, timeoutMs = 300_000 }: Htt
 
   return (url, init = {}) =>
     new Promise<FetcherResponse>((resolve, reject) => {
-      const origin = originOf(url);
-      const body = init.body;
-      const headers: Record<string, string | number> = { ...init.headers };
-      if (body !== undefined) headers['content-length'] = Buffer.byteLength(body);
-      const failed = (err: Error) => reject(Object.assign(new TypeError('fetch failed'), { cause: err }));
-      const req = origin.send({
-        hostname: origin.hostname,
-        port: origin.port,
-        path: origin.path,
-        method: init.method ?? 'GET',
-        headers,
-        agent: origin.agent,
-        timeout: timeoutMs,
-      });
-      req.on('timeout', () => req.destroy(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })));
-      req.on('error', failed);
-      req.on('response', (res: IncomingMessage) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('error', failed);
-        res.on('end', () => {
-          const entries: [string, string][] = [];
-          const raw = res.rawHeaders;
-          for (let i = 0; i < raw.length; i += 2) entries.push([raw[i]!, raw[i + 1]!]);
-          resolve(
+      const { pool, path } = originOf(url);
+      const chunks: Buffer[] = [];
+      const headers: [string, string][] = [];
+      let status = 502;
+      let statusText = '';
+      // The handler interface every undici 7 dispatcher accepts (onConnect … onComplete / onError).
+      const handler: Dispatcher.DispatchHandler = {
+        onConnect() {},
+        onHeaders(statusCode, rawHeaders, _resume, statusMessage) {
+          status = statusCode;
+          statusText = statusMessage;
+          for (let k = 0; k < rawHeaders.length; k += 2)
+            headers.push([rawHeaders[k]!.toString('latin1'), rawHeaders[k + 1]!.toString('latin1')]);
+          return true;
+        },
+        onData(chunk) {
+          chunks.push(chunk);
+          return true;
+        },
+        onComplete() {
+          // After undici has put the connection back (it does so once this returns): the caller's
+          // next request then finds it free instead of opening another.
+          setImmediate(
+            resolve,
             new BufferedResponse({
-              status: res.statusCode ?? 502,
-              statusText: res.statusMessage ?? '',
+              status,
+              statusText,
               url,
               redirected: false,
-              headers: entries,
+              headers,
               body: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8'),
             }),
           );
-        });
-      });
-      req.end(body);
+        },
+        onError(err) {
+          const code = (err as { code?: string }).code;
+          const cause =
+            code !== undefined && TIMEOUTS.has(code)
+              ? Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })
+              : err;
+          reject(Object.assign(new TypeError('fetch failed'), { cause }));
+        },
+      };
+      pool.dispatch(
+        {
+          path,
+          method: init.method ?? 'GET',
+          headers: init.headers ?? {},
+          body: init.body ?? null,
+        },
+        handler,
+      );
     });
 }
