@@ -46,7 +46,7 @@ const JWT_SECRET = randomBytes(32).toString('base64url');
 /** The goal of a refactor: after ÷ before (req/s), and before ÷ after (CPU per request), at least this. */
 const GOAL = 0.95;
 const KNOBS =
-  'BENCH_BASELINE BENCH_ROWS BENCH_ROUNDS BENCH_DURATION BENCH_WARMUP BENCH_CONNECTIONS BENCH_PORT_OFFSET BENCH_GATEWAY_ENV BENCH_B_ENV'.split(
+  'BENCH_BASELINE BENCH_ROWS BENCH_ROUNDS BENCH_DURATION BENCH_WARMUP BENCH_CONNECTIONS BENCH_PORT_OFFSET BENCH_GATEWAY_ENV BENCH_B_ENV BENCH_B_FLAGS'.split(
     ' ',
   );
 const COMMAND = [...KNOBS.filter((k) => process.env[k]).map((k) => `${k}=${JSON.stringify(process.env[k])}`), 'npm run bench:ab'].join(' ');
@@ -156,7 +156,13 @@ async function main(): Promise<void> {
       // A's node flags too (the launcher starts the gateway with V8 heap flags): the same runtime both sides.
       child: spawnLogged(
         'gateway-before',
-        [...nodeFlagsOf(gwA.child.pid!), join(baseline, 'gateway/dist/main.js')],
+        // BENCH_B_FLAGS: extra node flags for B alone (space-separated), e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
+        // to profile the request path under this load (flags NODE_OPTIONS refuses).
+        [
+          ...nodeFlagsOf(gwA.child.pid!),
+          ...(process.env.BENCH_B_FLAGS ?? '').split(/\s+/).filter(Boolean),
+          join(baseline, 'gateway/dist/main.js'),
+        ],
         { ...environOf(gwA.child.pid!), HTTP_PORT: String(portB), METRICS_PORT: '0', ...envList('BENCH_B_ENV') },
         LOGS,
         baseline,

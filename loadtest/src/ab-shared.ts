@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { answerOf, ensureOrders, type LoadTarget } from './gateways-bench';
+import { answerOf, type LoadTarget } from './gateways-bench';
+
+export { registerCallers } from './callers';
 import type { Group } from './rounds';
 
 /**
@@ -46,39 +47,6 @@ export function baselineOrExit(): string {
       throw new Error(`BENCH_BASELINE=${raw}: ${join(dir, need)} does not exist (run npm ci && npm run build there); ${usage}`);
   }
   return dir;
-}
-
-/** N users registered and logged in through the gateway's REST routes, each with 5 orders: N distinct callers. */
-export async function registerCallers(
-  gatewayUrl: string,
-  n: number,
-  log: (line: string) => void,
-): Promise<{ name: string; token: string }[]> {
-  const run = randomBytes(4).toString('hex');
-  const post = async (path: string, body: unknown, want: number) => {
-    const res = await fetch(`${gatewayUrl}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const text = await res.text();
-    if (res.status !== want) throw new Error(`POST ${path} answered ${res.status} (wanted ${want}): ${text.slice(0, 300)}`);
-    return JSON.parse(text) as unknown;
-  };
-  const one = async (i: number) => {
-    const name = `AB Caller ${i}`;
-    const email = `ab-${run}-${i}@bench.halo.test`;
-    const password = randomBytes(12).toString('base64url');
-    await post('/auth/register', { name, email, password }, 201);
-    const { accessToken } = (await post('/auth/login', { email, password }, 200)) as { accessToken: string };
-    await ensureOrders(gatewayUrl, `Bearer ${accessToken}`);
-    return { name, token: accessToken };
-  };
-  const callers: { name: string; token: string }[] = [];
-  // A few at a time: argon2id hashing is the slow part, and every server shares one CPU.
-  for (let i = 0; i < n; i += 4) callers.push(...(await Promise.all(Array.from({ length: Math.min(4, n - i) }, (_, k) => one(i + k)))));
-  log(`bench:ab: ${n} callers registered and logged in through the gateway, 5 orders each`);
-  return callers;
 }
 
 /** Both gateways must give the same bytes for every row (and every caller) before measuring. */

@@ -28,6 +28,7 @@ import {
   type Peers,
   type Ratio,
 } from './gateways-bench';
+import { callerAuthEnv } from './callers';
 import { benchPayments, type PaymentsKey } from './payments-bench';
 import { mergeSection } from './benchmarks-doc';
 import { memOf, pin, pinServers, pinTree, planPinning, type Pinning } from './pin';
@@ -54,6 +55,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const WARMUP_S = Number(process.env.BENCH_WARMUP ?? Math.min(5, DURATION_S));
 const PORT_OFFSET = Number(process.env.BENCH_PORT_OFFSET ?? 200);
+/** The secondary S1 table: the same queries asked by one caller on every connection (BENCH_ONE_CALLER=0 skips it). */
+const ONE_CALLER = process.env.BENCH_ONE_CALLER !== '0' && process.env.BENCH_ONE_CALLER !== 'false';
 /** Also Halo and Hive without in-flight dedupe, engine for engine with plain Apollo (S1). */
 const NO_DEDUPE = process.env.BENCH_NO_DEDUPE === '1' || process.env.BENCH_NO_DEDUPE === 'true';
 const OUT = resolve(ROOT, 'docs/benchmarks.md');
@@ -80,6 +83,7 @@ const KNOBS = [
   'BENCH_CONNECTIONS',
   'BENCH_PORT_OFFSET',
   'BENCH_NO_DEDUPE',
+  'BENCH_ONE_CALLER',
   'BENCH_SUBSCRIBERS',
   'BENCH_MESSAGES',
 ];
@@ -133,34 +137,9 @@ function summaryRows(
       goal: '—',
       met: null,
     });
-    const names = {
-      me: 'S1 `me { orders { product user } }`',
-      nested: 'S1 nested `users { posts { … comments } }`',
-      flat: 'S1 flat `posts(first: 10)`',
-    };
-    for (const [q, scenario] of Object.entries(names)) {
+    for (const [q, scenario] of Object.entries(S1_NAMES)) {
       if (!g.perTarget[`${q}:halo`]) continue; // not measured (BENCH_GROUPS)
-      rows.push(ratioRow(scenario, 'Halo ÷ Hive Gateway (defaults), req/s', `${q}:halo/hive`, { text: '≥ 1.0', ok: (v) => v >= 1 }));
-      rows.push(ratioRow(scenario, 'Halo ÷ plain @apollo/gateway + Apollo Server 5, req/s', `${q}:halo/apollo`));
-      const cpu = (t: string) => int(g.perTarget[`${q}:${t}`]?.cpuUsPerRequest);
-      /** Gateway CPU per request of Halo, Hive and Apollo, with Halo ÷ Apollo paired per round; the goal (Halo ≤ Apollo) only with dedupe. */
-      const cpuRow = (prefix: string, halo: string, hive: string, hasGoal: boolean): SummaryRow => {
-        const c = g.ratios[`${q}:cpu:${halo}/apollo`];
-        return {
-          scenario,
-          measure: `${prefix}gateway CPU µs/request, Halo / Hive / Apollo`,
-          value: `${cpu(halo)} / ${cpu(hive)} / ${cpu('apollo')}`,
-          notes: `Halo ÷ Apollo ${x(c?.spread.median ?? NaN)}, ${range(c)}`,
-          goal: hasGoal ? 'Halo ≤ Apollo' : '—',
-          met: !hasGoal ? null : c ? c.spread.median <= 1 : false,
-        };
-      };
-      rows.push(cpuRow('', 'halo', 'hive', true));
-      if (g.ratios[`${q}:halo-nodedupe/hive-nodedupe`]) {
-        rows.push(ratioRow(scenario, 'no in-flight dedupe: Halo ÷ Hive Gateway, req/s', `${q}:halo-nodedupe/hive-nodedupe`));
-        rows.push(ratioRow(scenario, 'no in-flight dedupe: Halo ÷ plain Apollo, req/s', `${q}:halo-nodedupe/apollo`));
-        rows.push(cpuRow('no in-flight dedupe: ', 'halo-nodedupe', 'hive-nodedupe', false));
-      }
+      rows.push(...s1Rows(g, q, `${scenario}, ${g.callers} distinct callers`, true));
     }
     const s1c = 'S1c anonymous public `products` (maxAge 60)';
     if (g.perTarget['products:halo'])
@@ -226,7 +205,9 @@ function summaryRows(
   }
   const gwMem = memory.find((m) => m.name === 'gateway');
   if (gwMem && (g || chat)) {
-    const peers = memory.filter((m) => ['gateway-cache', 'gateway-no-dedupe', 'hive', 'hive-no-dedupe', 'apollo'].includes(m.name));
+    const peers = memory.filter((m) =>
+      ['gateway-cache', 'gateway-no-dedupe', 'hive', 'hive-rust', 'hive-no-dedupe', 'apollo'].includes(m.name),
+    );
     rows.push({
       scenario: 'memory',
       measure: 'Halo gateway peak RSS under load (VmHWM, whole run)',
@@ -237,6 +218,64 @@ function summaryRows(
     });
   }
   return rows;
+}
+
+const S1_NAMES = {
+  me: 'S1 `me { orders { product user } }`',
+  nested: 'S1 nested `users { posts { … comments } }`',
+  flat: 'S1 flat `posts(first: 10)`',
+};
+
+/**
+ * One S1 query's rows: Halo's req/s ÷ each peer's, and each gateway process's CPU per request with
+ * Halo's ÷ plain Apollo's and ÷ Hive + Rust planner's, paired per round. Goals (issue 30) only on
+ * the distinct-caller rows: req/s ≥ Hive's, CPU ≤ 0.5 × Apollo's and ≤ 0.35 × Hive + Rust's.
+ */
+function s1Rows(g: GatewaysReport, q: string, scenario: string, goals: boolean): SummaryRow[] {
+  const rows: SummaryRow[] = [];
+  const r = (key: string) => g.ratios[key];
+  const median = (key: string) => r(key)?.spread.median ?? NaN;
+  const ratioRow = (measure: string, key: string, goal?: { text: string; ok: (v: number) => boolean }): SummaryRow => ({
+    scenario,
+    measure,
+    value: x(median(key)),
+    notes: range(r(key)),
+    goal: goals && goal ? goal.text : '—',
+    met: goals && goal ? Number.isFinite(median(key)) && goal.ok(median(key)) : null,
+  });
+  rows.push(ratioRow('Halo ÷ Hive Gateway (defaults), req/s', `${q}:halo/hive`, { text: '≥ 1.0', ok: (v) => v >= 1 }));
+  if (g.perTarget[`${q}:hive-rust`]) rows.push(ratioRow('Halo ÷ Hive Gateway + Rust query planner, req/s', `${q}:halo/hive-rust`));
+  rows.push(ratioRow('Halo ÷ plain @apollo/gateway + Apollo Server 5, req/s', `${q}:halo/apollo`));
+  const cpu = (t: string) => int(g.perTarget[`${q}:${t}`]?.cpuUsPerRequest);
+  rows.push({
+    scenario,
+    measure: 'gateway CPU µs/request, Halo / Hive / Hive + Rust / Apollo',
+    value: `${cpu('halo')} / ${cpu('hive')} / ${cpu('hive-rust')} / ${cpu('apollo')}`,
+    notes: 'each gateway process, same run',
+    goal: '—',
+    met: null,
+  });
+  rows.push(ratioRow('gateway CPU per request, Halo ÷ plain Apollo', `${q}:cpu:halo/apollo`, { text: '≤ 0.5', ok: (v) => v <= 0.5 }));
+  if (g.perTarget[`${q}:hive-rust`])
+    rows.push(
+      ratioRow('gateway CPU per request, Halo ÷ Hive + Rust planner', `${q}:cpu:halo/hive-rust`, { text: '≤ 0.35', ok: (v) => v <= 0.35 }),
+    );
+  if (r(`${q}:halo-nodedupe/hive-nodedupe`)?.values.length) {
+    rows.push(ratioRow('no in-flight dedupe: Halo ÷ Hive Gateway, req/s', `${q}:halo-nodedupe/hive-nodedupe`));
+    rows.push(ratioRow('no in-flight dedupe: Halo ÷ plain Apollo, req/s', `${q}:halo-nodedupe/apollo`));
+    rows.push(ratioRow('no in-flight dedupe: gateway CPU per request, Halo ÷ plain Apollo', `${q}:cpu:halo-nodedupe/apollo`));
+  }
+  return rows;
+}
+
+/** The secondary S1 table: the same queries by ONE caller on every connection (in-flight dedupe shares the work). */
+function oneCallerRows(g: GatewaysReport): SummaryRow[] {
+  const names: Record<string, string> = {
+    'me-1caller': `${S1_NAMES.me}, one token on every connection`,
+    'nested-1caller': `${S1_NAMES.nested}, anonymous, the same request on every connection`,
+    'flat-1caller': `${S1_NAMES.flat}, anonymous, the same request on every connection`,
+  };
+  return Object.entries(names).flatMap(([q, scenario]) => (g.perTarget[`${q}:halo`] ? s1Rows(g, q, scenario, false) : []));
 }
 
 /** S2 against nginx (issue 30): its req/s ÷ direct, and the gateway's CPU per request ÷ nginx's, paired per round. */
@@ -297,6 +336,22 @@ function machine(): string {
 
 const loadText = (l: number[]) => l.map((v) => v.toFixed(2)).join(' / ');
 
+/** How S1 is asked: distinct callers, and what the secondary one-caller table is. */
+function callersText(g: GatewaysReport): string {
+  return (
+    `- Callers: the S1 rows are asked by ${g.callers} distinct users (registered and logged in through the gateway, 5 orders each),` +
+    ' one token per connection, as real traffic has many callers: in-flight dedupe never crosses callers in any gateway, so' +
+    ' none can share a fetch between connections. nested and flat are public queries, asked here as signed-in users too (an' +
+    " app's feed is read by its signed-in users; anonymous identical requests could legitimately share fetches). The" +
+    ' secondary table below asks the same queries as ONE caller on every connection (one token for `me`, anonymous nested' +
+    " and flat): there Halo's and Hive's dedupe share most subgraph fetches among concurrent requests and plain Apollo has none" +
+    (NO_DEDUPE
+      ? '; the "no in-flight dedupe" rows compare the engines alone (a third Halo gateway with GRAPHQL_DEDUPE_INFLIGHT=false, a second Hive with `deduplicateInflightRequests: false`).'
+      : ' (`BENCH_NO_DEDUPE=1` adds Halo and Hive without it).') +
+    (ONE_CALLER ? '' : ' Skipped in this run (BENCH_ONE_CALLER=0).')
+  );
+}
+
 function renderGatewaysSection(g: GatewaysReport, rows: SummaryRow[], memory: MemoryRow[], info: RunInfo, detailed: boolean): string {
   const targets = g.groups.flatMap((grp) => grp.targets.map((t) => ({ grp, t })));
   const lines = [
@@ -316,22 +371,25 @@ function renderGatewaysSection(g: GatewaysReport, rows: SummaryRow[], memory: Me
       ' (GRAPHQL_RESPONSE_CACHE_MIB=0) except for the second Halo gateway of S1c (its default 32 MiB), which has the same' +
       ' environment otherwise. Hive Gateway 2.12 (`@graphql-hive/gateway-runtime`, node:http): its defaults, in-flight' +
       ' dedupe of identical subgraph requests on (`deduplicateInflightRequests` of its HTTP transport), no usage reporting,' +
-      ' `authorization` propagated to subgraphs. Plain Apollo: @apollo/gateway 2.14 + Apollo Server 5 standalone, keep-alive' +
+      ' `authorization` propagated to subgraphs; "Hive + Rust": the same with Hive Router\'s runtime (`@graphql-hive/router-runtime`' +
+      ' 1.4, `unifiedGraphHandler`: the Rust query planner as a native addon and its executor). Plain Apollo: @apollo/gateway 2.14 + Apollo Server 5 standalone, keep-alive' +
       ' fetch, `authorization` forwarded, telemetry and reporting off. All on the same running subgraphs.',
-    "- In-flight dedupe: all connections send the same query with the same credentials, so Halo's and Hive's dedupe" +
-      ' (never across callers) shares most subgraph fetches among concurrent requests; plain Apollo has none. The S1 ratios' +
-      ' against plain Apollo measure that as much as the engines' +
-      (NO_DEDUPE
-        ? '; the "no in-flight dedupe" rows compare the engines alone (a third Halo gateway with GRAPHQL_DEDUPE_INFLIGHT=false, a second Hive with `deduplicateInflightRequests: false`).'
-        : ' (`BENCH_NO_DEDUPE=1` adds Halo and Hive without it).'),
+    callersText(g),
     (g.perTarget['rest-post:nginx']
       ? "- S2 reference proxy: Debian's nginx, one worker (its CPU charged), `keepalive` upstream pool to content, access log on, on the servers' CPU (src/peers/nginx.ts).\n"
       : '- S2 reference proxy: nginx was not installed (`apt-get install -y nginx`), so its rows are missing.\n') +
       "- Halo checks the caller's JWT at the edge (and the subgraphs again); the peers only forward it to the subgraphs," +
-      ' which verify it. `me { orders }` is asked as a demo user with ' +
-      `${g.ordersOfCaller} orders (entity fetches to catalog and content); every answer was checked to be the same data without errors from every gateway before measuring.`,
+      ' which verify it. `me { orders }`: each caller has ' +
+      `${g.ordersOfCaller} orders (entity fetches to catalog and content); every answer (for every caller) was checked to be the same data without errors from every gateway before measuring.`,
     '',
     renderSummary(rows),
+    ...(oneCallerRows(g).length
+      ? [
+          '### Secondary: one caller on every connection (in-flight dedupe shares the work; not real traffic)',
+          '',
+          renderSummary(oneCallerRows(g)),
+        ]
+      : []),
     '### Per target (medians over the rounds)',
     '',
     '| comparison | target | req/s | p50 ms | p99 ms | CPU µs/req (process) | failed requests (timed out), all rounds |',
@@ -403,6 +461,8 @@ async function main(): Promise<void> {
         ),
         // S1 compares engines: the edge response cache only in S1c's second gateway.
         gateway: { GRAPHQL_RESPONSE_CACHE_MIB: '0' },
+        // S1's distinct callers (one per connection) register from this one address; their tokens outlive the run.
+        auth: { DB_SCHEMA: MODE === 'postgres' ? `${benchSchema}_auth` : undefined, ...callerAuthEnv(CONNECTIONS) },
       },
       logDir: LOGS,
       onLog: (name, line) => writeSync(launcherLog, `${name}| ${line}\n`),
@@ -446,6 +506,7 @@ async function main(): Promise<void> {
         warmupS: WARMUP_S,
         log,
         only: GROUPS,
+        oneCaller: ONE_CALLER,
       });
     }
 
@@ -545,6 +606,9 @@ async function main(): Promise<void> {
         `${pinning.describe}; load average ${loadText(load.start)} → ${loadText(load.end)}${errors ? `; ${errors} REQUEST ERRORS while measuring` : ''}`,
         '',
         renderSummary(rows),
+        ...(gateways && oneCallerRows(gateways).length
+          ? ['one caller on every connection (secondary):', '', renderSummary(oneCallerRows(gateways))]
+          : []),
       ].join('\n'),
     );
   } finally {

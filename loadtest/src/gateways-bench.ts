@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { isEdgeService, signAccessToken } from '@halo/kit';
 import type { RunningSystem } from '@halo/tools';
+import { ensureOrders, registerCallers, type Caller } from './callers';
 import { nginxIfInstalled, type NginxPeer } from './peers/nginx';
 import { perConnectionHeaders } from './per-connection';
 import { cpuMicros } from './pin';
@@ -15,13 +16,19 @@ import { pairedRatios, perRound, runRounds, spread, type Group, type RoundSample
  * the gateway against the service directly (S2), with the raw node:http ceiling, measured in
  * paired rounds (src/rounds.ts) with the gateway process's CPU per request from /proc.
  *
- * Extra processes started here, beside the system: the ceiling server, Hive Gateway
- * (src/peers/hive.ts), plain Apollo (src/peers/apollo.ts) and a second Halo gateway with its edge
+ * Extra processes started here, beside the system: the ceiling server, Hive Gateway twice
+ * (src/peers/hive.ts: its default stitching runtime, and Hive Router's runtime with the Rust query
+ * planner, `@graphql-hive/router-runtime`), plain Apollo (src/peers/apollo.ts) and a second Halo gateway with its edge
  * response cache at the default size (the system's own runs with GRAPHQL_RESPONSE_CACHE_MIB=0):
  * same environment, copied from the running gateway's /proc/<pid>/environ, another port. With
  * BENCH_NO_DEDUPE=1 also Hive and Halo each without in-flight dedupe, for the engine-for-engine
- * comparison with plain Apollo (which has none): on this load every connection sends the same
- * query with the same credentials, so dedupe shares most subgraph fetches.
+ * comparison with plain Apollo (which has none).
+ *
+ * The S1 rows (me, nested, flat) are asked by distinct callers: N users registered and logged in
+ * through the gateway (src/callers.ts), one token per connection, so no gateway can share a fetch
+ * between two connections, as with real traffic. The `-1caller` rows ask the same queries as one
+ * caller on every connection (one token for `me`, anonymous nested and flat): there in-flight
+ * dedupe shares most subgraph fetches among concurrent requests; a secondary table, labelled so.
  */
 const ROOT = resolve(__dirname, '../..');
 
@@ -53,7 +60,7 @@ export interface ExtraProcess {
 export interface Peers {
   ceiling: ExtraProcess;
   /** The GraphQL peers (S1, S1c): absent when only REST comparisons run (`graphql: false`). */
-  graphql?: { hive: ExtraProcess; apollo: ExtraProcess; haloCache: ExtraProcess };
+  graphql?: { hive: ExtraProcess; hiveRust: ExtraProcess; apollo: ExtraProcess; haloCache: ExtraProcess };
   hiveNoDedupe?: ExtraProcess;
   haloNoDedupe?: ExtraProcess;
   /** nginx in front of content (S2's reference proxy); absent when nginx is not installed. */
@@ -148,6 +155,7 @@ export function environOf(pid: number): Record<string, string> {
   return env;
 }
 
+// eslint-disable-next-line max-lines-per-function -- the peers' start-up, one after the other, in port order
 export async function startPeers(opts: PeersOptions): Promise<Peers> {
   const { system, portOffset, logDir } = opts;
   const services = Object.fromEntries(
@@ -189,6 +197,14 @@ export async function startPeers(opts: PeersOptions): Promise<Peers> {
             HIVE_DEDUPE: 'false',
           })
         : undefined;
+    // Hive Gateway on Hive Router's runtime (the Rust query planner), otherwise the same.
+    const hiveRust =
+      graphql &&
+      add('hive-rust', 4995 + portOffset, [resolve(__dirname, 'peers/hive.js')], {
+        ...base,
+        PORT: String(4995 + portOffset),
+        HIVE_ROUTER_RUNTIME: 'true',
+      });
     const apollo =
       graphql && add('apollo', 4992 + portOffset, [resolve(__dirname, 'peers/apollo.js')], { ...base, PORT: String(4992 + portOffset) });
     // Halo's gateway as the system runs it, but with the response cache at its default size.
@@ -217,11 +233,11 @@ export async function startPeers(opts: PeersOptions): Promise<Peers> {
     await waitFor(ceiling, async () => (await fetch(`${ceiling.url}/hello`)).ok);
     if (nginx) await waitFor(nginx, async () => (await fetch(`${nginx.url}${REST_PATHS.post}`)).ok);
     const present = (p: ExtraProcess | false | undefined): p is ExtraProcess => p !== undefined && p !== false;
-    for (const p of [hive, hiveNoDedupe, apollo].filter(present)) await waitFor(p, graphqlReady(p.url));
+    for (const p of [hive, hiveRust, hiveNoDedupe, apollo].filter(present)) await waitFor(p, graphqlReady(p.url));
     for (const p of [haloCache, haloNoDedupe].filter(present)) await waitFor(p, async () => (await fetch(`${p.url}/readyz`)).ok);
     return {
       ceiling,
-      ...(hive && apollo && haloCache ? { graphql: { hive, apollo, haloCache } } : {}),
+      ...(hive && hiveRust && apollo && haloCache ? { graphql: { hive, hiveRust, apollo, haloCache } } : {}),
       ...(hiveNoDedupe ? { hiveNoDedupe } : {}),
       ...(haloNoDedupe ? { haloNoDedupe } : {}),
       ...(nginx ? { nginx } : {}),
@@ -278,6 +294,8 @@ export interface GatewaysOptions {
   log: (line: string) => void;
   /** Only these comparisons (group ids, e.g. `rest-post`); all when absent. */
   only?: string[] | undefined;
+  /** Also the S1 queries asked by one caller on every connection (`me-1caller`, …): the secondary table. */
+  oneCaller: boolean;
 }
 
 export interface Ratio {
@@ -298,6 +316,8 @@ export interface GatewaysReport {
     { rps: number; p50: number; p99: number; cpuUsPerRequest: number | null; errors: number; timeouts: number; requests: number }
   >;
   ordersOfCaller: number;
+  /** How many distinct callers (one per connection) asked the S1 rows. */
+  callers: number;
 }
 
 export async function measure(t: LoadTarget, connections: number, durationS: number): Promise<Sample> {
@@ -338,27 +358,17 @@ export async function graphqlData(t: LoadTarget): Promise<{ data: unknown; heade
   return { data: parsed.data, headers };
 }
 
-/** The bench caller's orders: created through the gateway so `me { orders }` fetches products and users. */
-export async function ensureOrders(gatewayUrl: string, authorization: string, log?: (line: string) => void): Promise<void> {
-  for (const productId of [1, 2, 3, 4, 5]) {
-    const res = await fetch(`${gatewayUrl}/api/orders`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization },
-      body: JSON.stringify({ product_id: productId, client_order_id: `bench-${productId}` }),
-    });
-    if (res.status !== 201 && res.status !== 200) throw new Error(`POST /api/orders answered ${res.status}: ${await res.text()}`);
-  }
-  log?.('bench: the caller has 5 orders');
-}
-
 // eslint-disable-next-line max-lines-per-function -- a benchmark: its steps in the order they run
 export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysReport> {
   const { system, peers, log } = opts;
   const gw = system.processes.find((p) => p.name === 'gateway')!;
   const direct = (name: string) => system.processes.find((p) => p.name === name && !p.replica)!;
-  // Alice of the demo data (content user 2): a real user, so `user { name }` resolves.
+  // Alice of the demo data (content user 2): a real user, so `user { name }` resolves; the one caller of the `-1caller` rows.
   const authorization = `Bearer ${signAccessToken({ sub: '2', name: 'Alice', role: 'user' }, opts.jwtSecret, 24 * 3600)}`;
   await ensureOrders(gw.url, authorization, log);
+  // The distinct callers of the S1 rows: one per connection.
+  const callers: Caller[] = peers.graphql ? await registerCallers(gw.url, opts.connections, log, 'bench') : [];
+  const perConnection = callers.map((c) => ({ authorization: `Bearer ${c.token}` }));
 
   const gql = peers.graphql;
   const gateways = [
@@ -366,6 +376,7 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
     ...(gql
       ? [
           { key: 'hive', label: 'Hive Gateway', url: gql.hive.url, pid: gql.hive.child.pid! },
+          { key: 'hive-rust', label: 'Hive Gateway + Rust query planner', url: gql.hiveRust.url, pid: gql.hiveRust.child.pid! },
           { key: 'apollo', label: 'plain @apollo/gateway', url: gql.apollo.url, pid: gql.apollo.child.pid! },
         ]
       : []),
@@ -376,10 +387,12 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
       ? [{ key: 'hive-nodedupe', label: 'Hive Gateway, no dedupe', url: peers.hiveNoDedupe.url, pid: peers.hiveNoDedupe.child.pid! }]
       : []),
   ];
+  /** S1: `query` through every gateway, by the distinct callers (one per connection) or by one caller (`headers`: the same on every connection). */
   const graphqlGroup = (
-    id: keyof typeof QUERIES,
+    id: string,
+    query: keyof typeof QUERIES,
     title: string,
-    headers?: Record<string, string>,
+    who: { distinct: true } | { distinct: false; headers?: Record<string, string> },
   ): Group<LoadTarget> & { title: string } => ({
     id,
     title,
@@ -387,7 +400,8 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
       id: `${id}:${g.key}`,
       label: g.label,
       url: `${g.url}/graphql`,
-      init: gqlInit(QUERIES[id], headers),
+      init: gqlInit(QUERIES[query], who.distinct ? {} : who.headers),
+      ...(who.distinct ? { perConnection } : {}),
       cpuPid: g.pid,
     })),
   });
@@ -424,9 +438,23 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
     ],
   });
   const graphqlGroups = (g: NonNullable<Peers['graphql']>): (Group<LoadTarget> & { title: string })[] => [
-    graphqlGroup('me', 'S1 `me { orders { product user } }` (auth → payments → catalog + content), caller token', { authorization }),
-    graphqlGroup('nested', 'S1 nested `users { posts { author comments { author } } }`'),
-    graphqlGroup('flat', 'S1 flat `posts(first: 10)`'),
+    graphqlGroup('me', 'me', 'S1 `me { orders { product user } }` (auth → payments → catalog + content), one caller per connection', {
+      distinct: true,
+    }),
+    graphqlGroup('nested', 'nested', 'S1 nested `users { posts { author comments { author } } }`, one signed-in caller per connection', {
+      distinct: true,
+    }),
+    graphqlGroup('flat', 'flat', 'S1 flat `posts(first: 10)`, one signed-in caller per connection', { distinct: true }),
+    ...(opts.oneCaller
+      ? [
+          graphqlGroup('me-1caller', 'me', 'S1 `me { orders { product user } }`, ONE caller (one token) on every connection', {
+            distinct: false,
+            headers: { authorization },
+          }),
+          graphqlGroup('nested-1caller', 'nested', 'S1 nested, anonymous: the same request on every connection', { distinct: false }),
+          graphqlGroup('flat-1caller', 'flat', 'S1 flat, anonymous: the same request on every connection', { distinct: false }),
+        ]
+      : []),
     {
       id: 'products',
       title: 'S1c anonymous public `products(page: 1, limit: 10)` (catalog maxAge 60)',
@@ -466,30 +494,39 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
     throw new Error(`BENCH_GROUPS=${opts.only?.join(',')}: no such comparison (${allGroups.map((g) => g.id).join(', ')})`);
 
   // Every answer checked before anything is measured: data without errors, the same from every gateway.
+  // Distinct-caller rows: checked for every caller (`me` must name the caller itself).
   let ordersOfCaller = 0;
   for (const group of groups) {
     const rest = group.id.startsWith('rest-');
-    const answers: string[] = [];
-    for (const t of group.targets) {
-      if (rest) {
-        answers.push((await answerOf(t)).body);
-        continue;
-      }
-      const { data } = await graphqlData(t);
-      answers.push(JSON.stringify(data));
-      if (group.id === 'me') {
-        const orders = (data as { me: { orders: { product: { name: string } | null; user: { name: string } | null }[] } }).me.orders;
-        if (!orders.length || orders.some((o) => !o.product?.name || !o.user?.name)) {
-          throw new Error(`${t.label}: me { orders } lacks orders, products or users: ${JSON.stringify(data).slice(0, 500)}`);
+    const variants: { name?: string; headers: Record<string, string> }[] = group.targets[0]?.perConnection
+      ? callers.map((c, i) => ({ name: c.name, headers: perConnection[i]! }))
+      : [{ headers: {} }];
+    for (const v of variants) {
+      const answers: string[] = [];
+      for (const target of group.targets) {
+        const t = { ...target, init: { ...target.init, headers: { ...target.init.headers, ...v.headers } } };
+        if (rest) {
+          answers.push((await answerOf(t)).body);
+          continue;
         }
-        ordersOfCaller = orders.length;
+        const { data } = await graphqlData(t);
+        answers.push(JSON.stringify(data));
+        if (group.id.startsWith('me')) {
+          const orders = (data as { me: { orders: { product: { name: string } | null; user: { name: string } | null }[] } }).me.orders;
+          if (!orders.length || orders.some((o) => !o.product?.name || !o.user?.name || (v.name && o.user.name !== v.name))) {
+            throw new Error(
+              `${t.label}: me { orders }${v.name ? ` as ${v.name}` : ''} lacks orders, products or the caller's name: ${JSON.stringify(data).slice(0, 500)}`,
+            );
+          }
+          ordersOfCaller = orders.length;
+        }
       }
-    }
-    const differing = group.targets.filter((_, i) => answers[i] !== answers[0]);
-    if (differing.length) {
-      throw new Error(
-        `${group.id}: ${differing.map((t) => t.label).join(', ')} answered differently from ${group.targets[0]!.label}:\n${answers.map((a) => a.slice(0, 300)).join('\n')}`,
-      );
+      const differing = group.targets.filter((_, i) => answers[i] !== answers[0]);
+      if (differing.length) {
+        throw new Error(
+          `${group.id}${v.name ? ` (${v.name})` : ''}: ${differing.map((t) => t.label).join(', ')} answered differently from ${group.targets[0]!.label}:\n${answers.map((a) => a.slice(0, 300)).join('\n')}`,
+        );
+      }
     }
   }
   // The cached gateway must really answer from its cache (a hit carries Age).
@@ -497,7 +534,9 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
   const hit = products ? await graphqlData(products.targets[0]!) : null;
   if (hit && hit.headers.get('age') === null)
     throw new Error(`Halo with its response cache did not answer products from the cache (no Age header)`);
-  log(`bench: every query answers the same data without errors through every gateway (caller has ${ordersOfCaller} orders)`);
+  log(
+    `bench: every query answers the same data without errors through every gateway (S1: for each of ${callers.length} callers, ${ordersOfCaller} orders each)`,
+  );
 
   // Warm-up: every target once at full load (JIT, pools, query plans), then the ceiling once.
   for (const group of groups) {
@@ -533,11 +572,13 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
     ratios[name] = { values, spread: spread(values) };
   };
   const cpu = (s: Sample) => s.cpuUsPerRequest;
-  for (const q of ['me', 'nested', 'flat']) {
+  for (const q of ['me', 'nested', 'flat', 'me-1caller', 'nested-1caller', 'flat-1caller']) {
     ratio(`${q}:halo/hive`, `${q}:halo`, `${q}:hive`);
+    ratio(`${q}:halo/hive-rust`, `${q}:halo`, `${q}:hive-rust`);
     ratio(`${q}:halo/apollo`, `${q}:halo`, `${q}:apollo`);
     ratio(`${q}:cpu:halo/apollo`, `${q}:halo`, `${q}:apollo`, cpu);
     ratio(`${q}:cpu:halo/hive`, `${q}:halo`, `${q}:hive`, cpu);
+    ratio(`${q}:cpu:halo/hive-rust`, `${q}:halo`, `${q}:hive-rust`, cpu);
     if (peers.haloNoDedupe && peers.hiveNoDedupe) {
       ratio(`${q}:halo-nodedupe/hive-nodedupe`, `${q}:halo-nodedupe`, `${q}:hive-nodedupe`);
       ratio(`${q}:halo-nodedupe/apollo`, `${q}:halo-nodedupe`, `${q}:apollo`);
@@ -589,5 +630,6 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
     ratios,
     perTarget,
     ordersOfCaller,
+    callers: callers.length,
   };
 }

@@ -47,6 +47,8 @@ export function dedupingFetcher(fetcher: Fetcher): DedupingFetcher {
 
   async function fetchAndRead(url: string, init: FetcherRequestInit | undefined): Promise<BufferedAnswer> {
     const res = await fetcher(url, init);
+    // The subgraph fetcher's own responses (src/graphql/http-fetcher.ts) are already read: kept as they are.
+    if (res instanceof BufferedResponse) return res.takeAnswer();
     const body = await res.text();
     return {
       status: res.status,

@@ -1,6 +1,5 @@
-import type { IncomingMessage } from 'node:http';
 import type { RemoteGraphQLDataSource } from '@apollo/gateway';
-import { upstreamOrigin, type UpstreamOrigin } from '../http';
+import { Pool, type Dispatcher } from 'undici';
 
 /** Apollo's minimal fetch contract (@apollo/utils.fetcher, reached through the gateway's types). */
 export type Fetcher = RemoteGraphQLDataSource['fetcher'];
@@ -16,6 +15,67 @@ export interface BufferedAnswer {
   redirected: boolean;
   headers: [string, string][];
   body: string;
+}
+
+/**
+ * A subgraph answer's headers as fetch's `Headers` show them (names case-insensitive, repeated
+ * names joined with ", ", iterated lower-case in name order), over a plain Map. Built per subgraph
+ * answer, so it must be cheap: WHATWG `Headers` validates every name and value through WebIDL
+ * converters, which the profile of `me { orders }` with distinct callers showed (two per
+ * subgraph fetch with dedupe) for answers node:http has already parsed and validated.
+ */
+export class AnswerHeaders implements FetcherHeaders {
+  readonly #map = new Map<string, string>();
+
+  constructor(entries: readonly (readonly [string, string])[] = []) {
+    for (const [name, value] of entries) this.append(name, value);
+  }
+
+  append(name: string, value: string): void {
+    const key = name.toLowerCase();
+    const had = this.#map.get(key);
+    this.#map.set(key, had === undefined ? value : `${had}, ${value}`);
+  }
+
+  delete(name: string): void {
+    this.#map.delete(name.toLowerCase());
+  }
+
+  get(name: string): string | null {
+    return this.#map.get(name.toLowerCase()) ?? null;
+  }
+
+  has(name: string): boolean {
+    return this.#map.has(name.toLowerCase());
+  }
+
+  set(name: string, value: string): void {
+    this.#map.set(name.toLowerCase(), value);
+  }
+
+  #sorted(): [string, string][] {
+    return [...this.#map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  entries(): IterableIterator<[string, string]> {
+    return this.#sorted()[Symbol.iterator]();
+  }
+
+  keys(): IterableIterator<string> {
+    return this.#sorted()
+      .map(([k]) => k)
+      [Symbol.iterator]();
+  }
+
+  values(): IterableIterator<string> {
+    return this.#sorted()
+      .map(([, v]) => v)
+      [Symbol.iterator]();
+  }
+
+  [Symbol.iterator](): IterableIterator<[string, string]> {
+    return this.entries();
+  }
 }
 
 /**
@@ -38,7 +98,13 @@ export class BufferedResponse implements FetcherResponse {
     this.url = answer.url;
     this.redirected = answer.redirected;
     this.ok = answer.status >= 200 && answer.status < 300;
-    this.headers = new Headers(answer.headers);
+    this.headers = new AnswerHeaders(answer.headers);
+  }
+
+  /** The answer itself, the body counted as read: how in-flight dedupe keeps an answer without copying it. */
+  takeAnswer(): BufferedAnswer {
+    this.#read();
+    return this.answer;
   }
 
   get bodyUsed(): boolean {
@@ -74,31 +140,35 @@ export class BufferedResponse implements FetcherResponse {
 }
 
 export interface HttpFetcherOptions {
-  /** Sockets per subgraph origin; requests beyond wait in the agent's queue. */
+  /** Connections per subgraph origin; requests beyond wait in the pool's queue. */
   maxSockets?: number;
-  /** Socket inactivity before a subgraph request is given up (undici's fetch: 300 s). */
+  /** Time without the answer's headers, or between two chunks of its body, before a subgraph request is given up (undici's fetch: 300 s). */
   timeoutMs?: number;
 }
 
-interface Origin extends UpstreamOrigin {
-  path: string;
-}
+const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /**
- * The subgraph fetcher: node:http over one keep-alive pool per origin, the answer read into one
- * string. Node's global fetch does the same job through WHATWG streams, AbortSignals and
- * transferable objects made per request; profiled on the nested query without dedupe, that
- * machinery was about a quarter of the gateway's busy CPU. Apollo reads every subgraph answer
- * whole (JSON) anyway, so nothing streams here. A request that gets no answer (refused, reset,
- * timed out) rejects with a TypeError whose `cause` is the socket error, as fetch's does.
+ * The subgraph fetcher: undici's dispatcher API over one keep-alive pool per origin, the answer
+ * read into one string. Node's global fetch (undici too) wraps the same client in WHATWG streams,
+ * AbortSignals and Request/Response objects made per request; node:http builds a ClientRequest, an
+ * IncomingMessage and their streams per request: both showed in the profiles (the first on the
+ * nested query, about a quarter of the gateway's busy CPU; the second on `me { orders }` with
+ * distinct callers). Here one handler object per request collects status, headers and chunks.
+ * Apollo reads every subgraph answer whole (JSON) anyway, so nothing streams. A request that gets
+ * no answer (refused, reset, timed out) rejects with a TypeError whose `cause` is the socket error
+ * (a timeout's code: ETIMEDOUT), as fetch's does.
  */
 export function createHttpFetcher({ maxSockets = 256, timeoutMs = 300_000 }: HttpFetcherOptions = {}): Fetcher {
-  const origins = new Map<string, Origin>();
-  const originOf = (url: string): Origin => {
+  const origins = new Map<string, { pool: Pool; path: string }>();
+  const originOf = (url: string) => {
     let origin = origins.get(url);
     if (origin) return origin;
     const u = new URL(url);
-    origin = { ...upstreamOrigin(u, maxSockets), path: `${u.pathname}${u.search}` };
+    origin = {
+      pool: new Pool(u.origin, { connections: maxSockets, headersTimeout: timeoutMs, bodyTimeout: timeoutMs }),
+      path: `${u.pathname}${u.search}`,
+    };
     // A gateway talks to a handful of subgraph URLs: one entry (and one pool) each.
     origins.set(url, origin);
     return origin;
@@ -106,42 +176,57 @@ export function createHttpFetcher({ maxSockets = 256, timeoutMs = 300_000 }: Htt
 
   return (url, init = {}) =>
     new Promise<FetcherResponse>((resolve, reject) => {
-      const origin = originOf(url);
-      const body = init.body;
-      const headers: Record<string, string | number> = { ...init.headers };
-      if (body !== undefined) headers['content-length'] = Buffer.byteLength(body);
-      const failed = (err: Error) => reject(Object.assign(new TypeError('fetch failed'), { cause: err }));
-      const req = origin.send({
-        hostname: origin.hostname,
-        port: origin.port,
-        path: origin.path,
-        method: init.method ?? 'GET',
-        headers,
-        agent: origin.agent,
-        timeout: timeoutMs,
-      });
-      req.on('timeout', () => req.destroy(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })));
-      req.on('error', failed);
-      req.on('response', (res: IncomingMessage) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('error', failed);
-        res.on('end', () => {
-          const entries: [string, string][] = [];
-          const raw = res.rawHeaders;
-          for (let i = 0; i < raw.length; i += 2) entries.push([raw[i]!, raw[i + 1]!]);
-          resolve(
+      const { pool, path } = originOf(url);
+      const chunks: Buffer[] = [];
+      const headers: [string, string][] = [];
+      let status = 502;
+      let statusText = '';
+      // The handler interface every undici 7 dispatcher accepts (onConnect … onComplete / onError).
+      const handler: Dispatcher.DispatchHandler = {
+        onConnect() {},
+        onHeaders(statusCode, rawHeaders, _resume, statusMessage) {
+          status = statusCode;
+          statusText = statusMessage;
+          for (let k = 0; k < rawHeaders.length; k += 2)
+            headers.push([rawHeaders[k]!.toString('latin1'), rawHeaders[k + 1]!.toString('latin1')]);
+          return true;
+        },
+        onData(chunk) {
+          chunks.push(chunk);
+          return true;
+        },
+        onComplete() {
+          // After undici has put the connection back (it does so once this returns): the caller's
+          // next request then finds it free instead of opening another.
+          setImmediate(
+            resolve,
             new BufferedResponse({
-              status: res.statusCode ?? 502,
-              statusText: res.statusMessage ?? '',
+              status,
+              statusText,
               url,
               redirected: false,
-              headers: entries,
+              headers,
               body: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8'),
             }),
           );
-        });
-      });
-      req.end(body);
+        },
+        onError(err) {
+          const code = (err as { code?: string }).code;
+          const cause =
+            code !== undefined && TIMEOUTS.has(code)
+              ? Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })
+              : err;
+          reject(Object.assign(new TypeError('fetch failed'), { cause }));
+        },
+      };
+      pool.dispatch(
+        {
+          path,
+          method: init.method ?? 'GET',
+          headers: init.headers ?? {},
+          body: init.body ?? null,
+        },
+        handler,
+      );
     });
 }

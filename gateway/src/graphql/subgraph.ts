@@ -5,9 +5,10 @@ import type { GraphQLContext } from './context';
 import { createHttpFetcher } from './http-fetcher';
 
 /**
- * node:http with a keep-alive pool per subgraph (src/graphql/http-fetcher.ts): Apollo's default fetcher
- * costs about 1.5× the CPU of Node's global fetch (STACK-NOTES.md), and the global fetch's
- * WHATWG-stream machinery costs more than the plain request and one string read.
+ * undici's dispatcher with a keep-alive pool per subgraph (src/graphql/http-fetcher.ts): Apollo's
+ * default fetcher costs about 1.5× the CPU of Node's global fetch (STACK-NOTES.md), the global
+ * fetch's WHATWG-stream machinery and node:http's ClientRequest more than one handler object and
+ * one string read.
  */
 export const keepAliveFetcher = createHttpFetcher();
 
