@@ -82,6 +82,7 @@ const KNOBS = [
   'BENCH_NO_DEDUPE',
   'BENCH_SUBSCRIBERS',
   'BENCH_MESSAGES',
+  'BENCH_FANOUT_CLIENT',
 ];
 const COMMAND = [
   ...KNOBS.filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]}`),
@@ -489,6 +490,8 @@ async function main(): Promise<void> {
         pubsub: `${pubsub} pub/sub, ${MODE === 'postgres' ? 'PostgreSQL' : 'embedded PostgreSQL'}`,
         log,
         pinning: pinning.describe,
+        client: process.env.BENCH_FANOUT_CLIENT === 'graphql-ws' ? 'graphql-ws' : 'ws',
+        gatewayPid: system.processes.find((p) => p.name === 'gateway')?.child.pid,
       });
       chat = key;
       doc = mergeSection(doc, `chat-${MODE}-${pubsub}`, section);
