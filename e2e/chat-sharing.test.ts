@@ -272,3 +272,155 @@ describe('not shared', () => {
     }
   });
 });
+
+/**
+ * A graphql-transport-ws client written out by hand over `ws`, to see the exact bytes of every
+ * message (graphql-ws's client parses them away) and to stop reading like a stalled client.
+ */
+interface RawClient {
+  /** Every message received, as sent. */
+  messages: string[];
+  subscribe(id: string, query: string, variables: Record<string, unknown>): void;
+  complete(id: string): void;
+  /** The `next` messages of one subscription, as sent. */
+  nexts(id: string): string[];
+  socket: WebSocket;
+  close(): Promise<void>;
+}
+
+async function rawClient(t: string): Promise<RawClient> {
+  const socket = new WebSocket(`${gateway.replace(/^http/, 'ws')}/graphql`, 'graphql-transport-ws');
+  const messages: string[] = [];
+  const acked = new Promise<void>((resolve, reject) => {
+    socket.on('error', reject);
+    socket.on('message', (data: Buffer) => {
+      const text = data.toString();
+      messages.push(text);
+      const message = JSON.parse(text);
+      if (message.type === 'connection_ack') resolve();
+      if (message.type === 'ping') socket.send('{"type":"pong"}');
+    });
+  });
+  await new Promise((resolve) => socket.once('open', resolve));
+  socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${t}` } }));
+  await acked;
+  const send = (message: unknown) => socket.send(JSON.stringify(message));
+  return {
+    messages,
+    socket,
+    subscribe: (id, query, variables) => send({ id, type: 'subscribe', payload: { query, variables } }),
+    complete: (id) => send({ id, type: 'complete' }),
+    nexts: (id) => messages.filter((m) => m.includes('"type":"next"') && JSON.parse(m).id === id),
+    close: () =>
+      new Promise((resolve) => {
+        if (socket.readyState === WebSocket.CLOSED) return resolve();
+        socket.once('close', () => resolve());
+        socket.terminate();
+      }),
+  };
+}
+
+/** The text of a raw `next` message. */
+const textOfRaw = (m: string) => JSON.parse(m).payload.data?.newMessage?.text as string | undefined;
+
+describe('the frames of a shared subscription (docs/adr/0013)', () => {
+  it('every subscription gets the same payload bytes under its own id, and stops at its complete', async () => {
+    const room = `e2e-share-frames-${Date.now()}`;
+    const a = await rawClient(token(ALICE));
+    const b = await rawClient(token(BOB));
+    // An id that JSON must escape, and two subscriptions on one socket.
+    const subs: [RawClient, string][] = [
+      [a, 'a "1" \\ é'],
+      [b, 'b1'],
+      [b, 'b2'],
+    ];
+    try {
+      for (const [client, id] of subs) client.subscribe(id, NEW, { c: room });
+      for (let i = 0; ; i++) {
+        await send(token(CAROL), room, `probe ${i}`);
+        await new Promise((r) => setTimeout(r, 100));
+        if (subs.every(([client, id]) => client.nexts(id).some((m) => textOfRaw(m) === `probe ${i}`))) break;
+        if (i > 40) throw new Error('the subscriptions never became live');
+      }
+      expect(await atChat()).toBe(1);
+      // A short message, and one of 6,000 bytes (a frame with a 16-bit length).
+      const long = '€'.repeat(2000);
+      for (const text of ['short', long]) await send(token(BOB), room, text);
+      const heard = (id: string, client: RawClient) => client.nexts(id).filter((m) => !textOfRaw(m)?.startsWith('probe '));
+      await until('every message on every subscription', () => subs.every(([client, id]) => heard(id, client).length === 2));
+      const payloads = subs.map(([client, id]) =>
+        heard(id, client).map((m) => {
+          const head = `{"id":${JSON.stringify(id)},"type":"next","payload":`;
+          expect(m.startsWith(head)).toBe(true);
+          expect(m.endsWith('}')).toBe(true);
+          expect(JSON.parse(m).id).toBe(id);
+          return m.slice(head.length, -1);
+        }),
+      );
+      expect(payloads[1]).toEqual(payloads[0]);
+      expect(payloads[2]).toEqual(payloads[0]);
+      expect(payloads[0]!.map((p) => JSON.parse(p).data.newMessage.text)).toEqual(['short', long]);
+      expect(JSON.parse(payloads[0]![0]!).data.newMessage.author).toEqual({ name: 'Bob' });
+
+      // b2 completes: b1 and Alice still hear, b2 nothing more, and the same socket stays open.
+      b.complete('b2');
+      await until('b2 to be gone', async () => (await gauge(sys.gatewayMetricsUrl, 'halo_graphql_subscriptions')) === 2);
+      await send(token(CAROL), room, 'after b2');
+      await until('Alice and b1 hear', () => heard('b1', b).length === 3 && heard('a "1" \\ é', a).length === 3);
+      expect(heard('b2', b)).toHaveLength(2);
+      expect([...a.messages, ...b.messages].filter((m) => JSON.parse(m).type === 'error')).toEqual([]);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+    await until('chat to serve none', async () => (await atChat()) === 0);
+  });
+
+  it('a subscriber that stops reading ends with SLOW_CONSUMER, and the others still get every message', async () => {
+    const room = `e2e-share-slow-${Date.now()}`;
+    // 14 copies of each text (aliases): ~84 KB per event, so the socket buffers fill in a few dozen.
+    const BIG = `subscription($c: ID!) { newMessage(chatId: $c) { id ${Array.from({ length: 14 }, (_, i) => `t${i}: text`).join(' ')} } }`;
+    const textOf = (m: string) => JSON.parse(m).payload.data?.newMessage?.t0 as string | undefined;
+    const fast = await rawClient(token(ALICE));
+    const slow = await rawClient(token(BOB));
+    const subscriptions = () => gauge(sys.gatewayMetricsUrl, 'halo_graphql_subscriptions');
+    try {
+      fast.subscribe('fast', BIG, { c: room });
+      slow.subscribe('slow', BIG, { c: room });
+      for (let i = 0; ; i++) {
+        await send(token(CAROL), room, `probe ${i}`);
+        await new Promise((r) => setTimeout(r, 100));
+        const heard = (c: RawClient, id: string) => c.nexts(id).some((m) => textOf(m) === `probe ${i}`);
+        if (heard(fast, 'fast') && heard(slow, 'slow')) break;
+        if (i > 40) throw new Error('the subscriptions never became live');
+      }
+      expect(await atChat()).toBe(1);
+      const probes = slow.nexts('slow').length;
+      slow.socket.pause();
+      const sent: string[] = [];
+      const filler = '€'.repeat(1990);
+      while ((await subscriptions()) > 1) {
+        if (sent.length >= 600) throw new Error('the subscriber that stopped reading was never ended');
+        for (let i = 0; i < 5; i++) sent.push((await send(token(CAROL), room, `${sent.length} ${filler}`)).text);
+      }
+      const measured = (c: RawClient, id: string) => c.nexts(id).slice(probes).map(textOf);
+      await until('the fast subscriber to hear every message', () => measured(fast, 'fast').length >= sent.length);
+      expect(measured(fast, 'fast')).toEqual(sent);
+      // The slow one, reading again: what it was sent in order, then SLOW_CONSUMER, and nothing more.
+      slow.socket.resume();
+      const ended = () => slow.messages.map((m) => JSON.parse(m)).find((m) => m.type === 'error' && m.id === 'slow');
+      await until('SLOW_CONSUMER', () => ended() !== undefined);
+      expect(ended().payload[0].extensions.code).toBe('SLOW_CONSUMER');
+      const got = measured(slow, 'slow');
+      expect(got.length).toBeLessThan(sent.length);
+      expect(got).toEqual(sent.slice(0, got.length));
+      // The socket itself stays open: a new subscription on it works.
+      slow.subscribe('again', NEW, { c: room });
+      await until('two subscriptions', async () => (await subscriptions()) === 2);
+      await send(token(CAROL), room, 'again');
+      await until('the new subscription to hear', () => slow.nexts('again').some((m) => textOfRaw(m) === 'again'));
+    } finally {
+      await Promise.all([fast.close(), slow.close()]);
+    }
+    await until('chat to serve none', async () => (await atChat()) === 0);
+  }, 120_000);
+});

@@ -86,6 +86,7 @@ const KNOBS = [
   'BENCH_ONE_CALLER',
   'BENCH_SUBSCRIBERS',
   'BENCH_MESSAGES',
+  'BENCH_FANOUT_CLIENT',
 ];
 const COMMAND = [
   ...KNOBS.filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]}`),
@@ -550,6 +551,8 @@ async function main(): Promise<void> {
         pubsub: `${pubsub} pub/sub, ${MODE === 'postgres' ? 'PostgreSQL' : 'embedded PostgreSQL'}`,
         log,
         pinning: pinning.describe,
+        client: process.env.BENCH_FANOUT_CLIENT === 'graphql-ws' ? 'graphql-ws' : 'ws',
+        gatewayPid: system.processes.find((p) => p.name === 'gateway')?.child.pid,
       });
       chat = key;
       doc = mergeSection(doc, `chat-${MODE}-${pubsub}`, section);

@@ -1,9 +1,9 @@
-import { createClient, type Client } from 'graphql-ws';
-import WebSocket from 'ws';
 import { signAccessToken } from '@halo/kit';
+import { openSubscriber, type FanoutClient, type Subscriber } from './fanout-clients';
+import { cpuMicros } from './pin';
 
 /**
- * Subscription fan-out through the gateway: N graphql-ws clients (each its own connection and
+ * Subscription fan-out through the gateway: N subscribers (./fanout-clients.ts; each its own connection and
  * user, as N people in one chat would be) subscribe to one chat through the gateway; one sender
  * posts messages over HTTP through the gateway at a steady pace; each message carries its send
  * time, and every subscriber records publish → receive latency. Lost events are counted.
@@ -22,6 +22,10 @@ export interface FanoutOptions {
   log: (line: string) => void;
   /** One line on how load generator and servers shared the CPUs, for the section. */
   pinning?: string;
+  /** Which client the subscribers are (./fanout-clients.ts); `ws` unless told. */
+  client?: FanoutClient;
+  /** The gateway's pid: its CPU time over the measured messages is logged (per message, all subscribers). */
+  gatewayPid?: number;
 }
 
 /** The figure the summary table of `npm run bench` shows: the largest row with `author { name }`. */
@@ -47,13 +51,35 @@ const SELECTIONS = {
   'with author { name } from content': 'id text author { name }',
 } as const;
 
+/** A `newMessage` event with chat's fields: an id, a text and a time. */
+function checkChatFields(event: unknown): string | null {
+  const m = (event as { data?: { newMessage?: Record<string, unknown> } } | null)?.data?.newMessage;
+  if (!m || typeof m.id !== 'string' || typeof m.text !== 'string' || typeof m.createdAt !== 'string')
+    return `incomplete: ${JSON.stringify(event)}`;
+  return (event as { errors?: unknown }).errors ? `errors: ${JSON.stringify(event)}` : null;
+}
+
+/** A `newMessage` event with its author's name from content. */
+function checkWithAuthor(event: unknown): string | null {
+  const m = (event as { data?: { newMessage?: { id?: unknown; text?: unknown; author?: { name?: unknown } } } } | null)?.data?.newMessage;
+  if (!m || typeof m.id !== 'string' || typeof m.text !== 'string' || typeof m.author?.name !== 'string')
+    return `incomplete: ${JSON.stringify(event)}`;
+  return (event as { errors?: unknown }).errors ? `errors: ${JSON.stringify(event)}` : null;
+}
+
 const SEND = 'mutation($c: ID!, $t: String!) { sendMessage(chatId: $c, text: $t) { id } }';
 const now = () => performance.timeOrigin + performance.now();
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
+const CLIENT_NOTE: Record<FanoutClient, string> = {
+  ws: '`ws` with its own graphql-transport-ws handshake; the first copy of each message parsed and checked, every other copy compared byte for byte (since 2026-11-26; earlier rows used the graphql-ws client and are not comparable)',
+  'graphql-ws': "the graphql-ws library's client, every copy parsed (as before 2026-11-26)",
+};
+
 // eslint-disable-next-line max-lines-per-function -- a benchmark: its steps in the order they run
 export async function benchFanout(opts: FanoutOptions): Promise<{ section: string; key: FanoutKey | null }> {
   const rows: FanoutRow[] = [];
+  const client = opts.client ?? 'ws';
   const sender = signAccessToken({ sub: '1', name: 'bench', role: 'user' }, opts.jwtSecret, 3600);
   const send = async (chatId: string, text: string) => {
     const res = await fetch(`${opts.gatewayUrl}/graphql`, {
@@ -68,7 +94,11 @@ export async function benchFanout(opts: FanoutOptions): Promise<{ section: strin
   for (const [label, selection] of Object.entries(SELECTIONS)) {
     for (const n of opts.subscriberCounts) {
       const chatId = `bench-${label.length}-${n}-${Date.now()}`;
-      const clients: Client[] = [];
+      const subscribers: Subscriber[] = [];
+      const open = (o: Parameters<typeof openSubscriber>[1]) => openSubscriber(client, o);
+      /** Per message: the first copy received, checked; every other copy must be the same bytes. */
+      const references = new Map<string, Buffer>();
+      let wrong = 0;
       const latencies: number[] = [];
       const probesSeen = new Set<number>();
       /** Per message: the first subscriber's latency (the system's path), apart from the fan-out's spread. */
@@ -77,28 +107,28 @@ export async function benchFanout(opts: FanoutOptions): Promise<{ section: strin
       try {
         for (let i = 0; i < n; i++) {
           const token = signAccessToken({ sub: String(2 + (i % 5000)), name: `subscriber ${i}`, role: 'user' }, opts.jwtSecret, 3600);
-          const client = createClient({
-            url: `${opts.gatewayUrl.replace(/^http/, 'ws')}/graphql`,
-            webSocketImpl: WebSocket,
-            connectionParams: { authorization: `Bearer ${token}` },
-            retryAttempts: 0,
-          });
-          clients.push(client);
-          client.subscribe(
-            { query: `subscription($c: ID!) { newMessage(chatId: $c) { ${selection} } }`, variables: { c: chatId } },
-            {
-              next: (event) => {
-                const text = (event.data as { newMessage?: { text?: string } } | null)?.newMessage?.text ?? '';
-                if (text.startsWith('probe:')) return void probesSeen.add(i);
-                if (!text.startsWith('t:')) return;
-                const latency = now() - Number(text.slice(2));
-                latencies.push(latency);
-                if (!first.has(text)) first.set(text, latency);
-                delivered++;
+          subscribers.push(
+            open({
+              url: `${opts.gatewayUrl.replace(/^http/, 'ws')}/graphql`,
+              token,
+              query: `subscription($c: ID!) { newMessage(chatId: $c) { ${selection} } }`,
+              chatId,
+              check: selection.includes('author') ? checkWithAuthor : checkChatFields,
+              references,
+              on: {
+                probe: () => void probesSeen.add(i),
+                message: (text, at) => {
+                  const latency = at - Number(text.slice(2));
+                  latencies.push(latency);
+                  if (!first.has(text)) first.set(text, latency);
+                  delivered++;
+                },
+                wrong: (why) => {
+                  if (wrong++ < 5) opts.log(`fan-out: subscriber ${i}: ${why}`);
+                },
+                failed: (why) => opts.log(`fan-out: subscriber ${i} failed: ${why}`),
               },
-              error: (err) => opts.log(`fan-out: subscriber ${i} failed: ${JSON.stringify(err)}`),
-              complete: () => undefined,
-            },
+            }),
           );
         }
         // Every subscriber live before measuring: probes until each has heard one.
@@ -109,6 +139,7 @@ export async function benchFanout(opts: FanoutOptions): Promise<{ section: strin
           await new Promise((r) => setTimeout(r, 100));
         }
         await new Promise((r) => setTimeout(r, 200));
+        const cpuAtStart = { gateway: opts.gatewayPid ? cpuMicros(opts.gatewayPid) : NaN, bench: process.cpuUsage() };
         for (let m = 0; m < opts.messages; m++) {
           await send(chatId, `t:${now()}`);
           await new Promise((r) => setTimeout(r, opts.intervalMs));
@@ -116,6 +147,14 @@ export async function benchFanout(opts: FanoutOptions): Promise<{ section: strin
         const expected = n * opts.messages;
         const settle = Date.now() + 10_000;
         while (delivered < expected && Date.now() < settle) await new Promise((r) => setTimeout(r, 50));
+        // CPU per message (all its copies), sending included: from the first send until the last copy or the settle deadline.
+        const benchCpu = process.cpuUsage(cpuAtStart.bench);
+        const cpu = {
+          gateway: (opts.gatewayPid ? cpuMicros(opts.gatewayPid) - cpuAtStart.gateway : NaN) / opts.messages / 1000,
+          bench: (benchCpu.user + benchCpu.system) / opts.messages / 1000,
+        };
+        if (wrong > 0) throw new Error(`fan-out: ${wrong} wrong messages (see above)`);
+        if (delivered > expected) throw new Error(`fan-out: ${delivered - expected} messages delivered twice`);
         latencies.sort((a, b) => a - b);
         const row = {
           selection: label,
@@ -129,12 +168,13 @@ export async function benchFanout(opts: FanoutOptions): Promise<{ section: strin
         };
         const firsts = [...first.values()].sort((a, b) => a - b);
         opts.log(
-          `fan-out ${label} × ${n}: p95 ${row.p95.toFixed(1)} ms, p50 ${row.p50.toFixed(1)} ms, ${expected - delivered} lost; ` +
-            `first subscriber per message p50 ${pct(firsts, 50).toFixed(1)} ms, p95 ${pct(firsts, 95).toFixed(1)} ms`,
+          `fan-out ${label} × ${n} (${client} client): p95 ${row.p95.toFixed(1)} ms, p50 ${row.p50.toFixed(1)} ms, ${expected - delivered} lost; ` +
+            `first subscriber per message p50 ${pct(firsts, 50).toFixed(1)} ms, p95 ${pct(firsts, 95).toFixed(1)} ms; ` +
+            `CPU per message: gateway ${cpu.gateway.toFixed(2)} ms, load generator ${cpu.bench.toFixed(2)} ms`,
         );
         rows.push(row);
       } finally {
-        await Promise.all(clients.map((c) => Promise.resolve(c.dispose())));
+        await Promise.all(subscribers.map((c) => c.close()));
       }
     }
   }
@@ -150,6 +190,7 @@ export async function benchFanout(opts: FanoutOptions): Promise<{ section: strin
     `- ${opts.messages} messages per row, one every ${opts.intervalMs} ms, sent with sendMessage over HTTP through the gateway; every subscriber its own WebSocket and user; goal p95 < 50 ms at 500 subscribers, 0 lost`,
     `- Date: ${new Date().toISOString()}`,
     ...(opts.pinning ? [`- CPUs: ${opts.pinning}`] : []),
+    `- Subscribers: ${CLIENT_NOTE[client]} (BENCH_FANOUT_CLIENT=${client}; src/fanout-clients.ts)`,
     '',
     '| selection | subscribers | p50 ms | p95 ms | p99 ms | max ms | lost |',
     '|---|---:|---:|---:|---:|---:|---:|',

@@ -3,6 +3,7 @@ import { GraphQLError, type DocumentNode, type GraphQLFormattedError, type Opera
 import type { Caller, RequestContext } from '@halo/kit';
 import type { OperationRequestText } from '../graphql';
 import type { SubscriptionPlan } from './plan';
+import type { DirectNext } from './ws-frames';
 
 /** The client names a socket gave (its `connection_init` payload, else its upgrade request). */
 export interface ClientHeaders {
@@ -43,6 +44,8 @@ export interface SubscriptionContext {
   variables: Record<string, unknown>;
   document: DocumentNode;
   operation: OperationDefinitionNode;
+  /** Over WebSocket: this subscription's `next` messages of a shared subscription, written straight to its socket (./ws-frames.ts). */
+  direct?: DirectNext;
 }
 
 export const error = (message: string, code: string, more: Record<string, unknown> = {}) =>

@@ -9,18 +9,19 @@ import type {
   OperationDefinitionNode,
   ValidationRule,
 } from 'graphql';
-import { WebSocketServer } from 'ws';
+import { WebSocketServer, type WebSocket } from 'ws';
 import type { Logger, OriginList } from '@halo/kit';
 import type { CallerResolver } from '../auth';
 import type { GraphQLContext, OperationPolicy, OperationRequestText } from '../graphql';
 import type { RateLimits } from '../ratelimit';
-import { createAdmission } from './admission';
+import { createAdmission, type Admitted } from './admission';
 import { closeConnection, openConnection } from './connection';
 import { formatError, type ClientHeaders, type Connection, type OperationContext, type SubscriptionContext } from './context';
 import { EntityResolver } from './entities';
 import { SharedResult, SharingWebSocket } from './sharing';
 import { createStreamHandler } from './sse';
 import { UpstreamSubscriptions } from './upstream';
+import { DirectNext } from './ws-frames';
 
 /**
  * GraphQL over WebSocket at the gateway (`graphql-transport-ws`, the graphql-ws library) on the
@@ -79,7 +80,7 @@ export interface SubscriptionOptions {
 export function createSubscriptions(opts: SubscriptionOptions) {
   const { callers, policy, logger } = opts;
   const log = logger.child({ component: 'subscriptions' });
-  const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload, WebSocket: SharingWebSocket });
+  const { wss, rawSockets, accept } = socketServer(opts.maxPayload);
   const connections = new WeakMap<object, Connection>();
   const { planner, admit } = createAdmission(opts);
   const upstreams = new UpstreamSubscriptions(opts.subgraphUrls, new EntityResolver(opts.subgraphUrls, log), log);
@@ -108,7 +109,8 @@ export function createSubscriptions(opts: SubscriptionOptions) {
         connections.set(ctx, connection);
         return true;
       },
-      onSubscribe: (ctx, _id, payload) => admit(connections.get(ctx)!, payload),
+      onSubscribe: async (ctx, id, payload) =>
+        directNext(await admit(connections.get(ctx)!, payload), ctx.extra.socket, rawSockets.get(ctx.extra.socket), id),
       // graphql-ws sends formatted results as they are (errors already plain objects).
       subscribe: (args) => upstreams.subscribe(args.contextValue as SubscriptionContext) as unknown as AsyncGenerator<ExecutionResult>,
       execute: async (args) => {
@@ -139,7 +141,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       return;
     }
     if (!originAllowed(req, opts.origins)) return void socket.end(ORIGIN_REFUSED);
-    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+    accept(req, socket, head);
   };
   let server: Server | null = null;
 
@@ -162,6 +164,27 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       await disposable.dispose();
     },
   };
+}
+
+/** The WebSocket server, and each client socket's TCP stream for the frames of shared events (./ws-frames.ts). */
+function socketServer(maxPayload: number) {
+  // Never compressed: the gateway frames shared events itself.
+  const wss = new WebSocketServer({ noServer: true, maxPayload, WebSocket: SharingWebSocket, perMessageDeflate: false });
+  const rawSockets = new WeakMap<WebSocket, Duplex>();
+  const accept = (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      rawSockets.set(ws, socket);
+      wss.emit('connection', ws, req);
+    });
+  return { wss, rawSockets, accept };
+}
+
+/** A subscription admitted over WebSocket: its shared events are framed for its socket (./ws-frames.ts). */
+function directNext(admitted: Admitted, socket: WebSocket, raw: Duplex | undefined, id: string): Admitted {
+  if (raw && 'contextValue' in admitted && admitted.contextValue.kind === 'subscription') {
+    admitted.contextValue.direct = new DirectNext(socket, raw, id);
+  }
+  return admitted;
 }
 
 /** A `next` payload: errors formatted; a shared result as it is (formatted, serialised once: ./sharing.ts). */

@@ -2,7 +2,7 @@ import type { Client } from 'graphql-ws';
 import type { FormattedExecutionResult, GraphQLError } from 'graphql';
 import type { Logger } from '@halo/kit';
 import { expiryOf } from './connection';
-import { formatError, type SubscriptionContext } from './context';
+import { error, formatError, type SubscriptionContext } from './context';
 import type { EntityResolver } from './entities';
 import type { EventChannel } from './event-channel';
 import { SharedResult } from './sharing';
@@ -11,6 +11,9 @@ import { SharedResult } from './sharing';
 export const HANDOVER_LEAD_MS = 30_000;
 /** The most events of the old upstream remembered to find the seam of a handover. */
 const MAX_SEAM = 1_000;
+
+/** A subscriber that let MAX_BEHIND_BYTES pile up for it (./ws-frames.ts): it ends, the others go on. */
+const SLOW_CONSUMER = () => error('Too far behind this subscription: subscribe again', 'SLOW_CONSUMER');
 
 /** What the group needs from UpstreamSubscriptions: an upstream socket with one caller's credentials. */
 export interface UpstreamOpener {
@@ -237,7 +240,12 @@ export class SharedUpstream {
       if (!first || this.closed) return;
       const resolved = await this.entities.resolve(event as FormattedExecutionResult, first);
       const result = new SharedResult(resolved.errors ? { ...resolved, errors: resolved.errors.map(formatError) } : resolved);
-      for (const channel of this.members.keys()) channel.push(result);
+      // Over WebSocket each subscriber's frame is written to its socket here, one after the other
+      // in one go (./ws-frames.ts); over SSE the stream writes the event serialised once.
+      for (const [channel, ctx] of this.members) {
+        if (!ctx.direct) channel.push(result);
+        else if (ctx.direct.write(result) === 'slow') channel.fail(SLOW_CONSUMER());
+      }
     });
   }
 
