@@ -15,7 +15,7 @@ let bundle: string;
 const source = (word: string) =>
   [
     `const sibling = require('./sibling.js');`,
-    `console.log(JSON.stringify({ word: '${word}', sibling, filename: __filename, dirname: __dirname, argv1: process.argv[1], stack: new Error('x').stack.split('\\n')[1] }));`,
+    `console.log(JSON.stringify({ word: '${word}', sibling, main: require.main === module, filename: __filename, dirname: __dirname, argv1: process.argv[1], stack: new Error('x').stack.split('\\n')[1] }));`,
     // Keeps the process alive until the test disconnects, as a server would.
     `process.on('message', () => undefined);`,
   ].join('\n');
@@ -51,6 +51,7 @@ it('runs the bundle as the main script, and the next start uses the cache writte
   expect(first.printed).toEqual({
     word: 'alpha',
     sibling: 42,
+    main: true,
     filename: bundle,
     dirname: dir,
     argv1: bundle,

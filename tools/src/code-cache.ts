@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import Module, { createRequire } from 'node:module';
-import { dirname } from 'node:path';
+import { dirname, resolve as resolvePath } from 'node:path';
 import { cachedDataVersionTag } from 'node:v8';
 import { constants as vmConstants, Script } from 'node:vm';
 
@@ -128,6 +128,10 @@ export function runBundle(bundle: string): CachedBundle {
   mod.filename = bundle;
   const require = createRequire(bundle);
   mod.paths = require.resolve.paths('x') ?? [];
+  // The bundle is the main module, as when run directly: `require.main === module` guards a
+  // script's `main()` (the dev OpenID provider's, for one).
+  require.main = mod;
+  process.mainModule = mod;
   wrapper.call(mod.exports, mod.exports, require, mod, bundle, dirname(bundle));
   mod.loaded = true;
   return {
@@ -146,8 +150,9 @@ export function runBundle(bundle: string): CachedBundle {
  * if it were the main script, and writes its code cache when the launcher says it is ready.
  */
 function main(): void {
-  const bundle = process.argv[2];
-  if (!bundle) throw new Error('usage: code-cache.js <bundle.js>');
+  const given = process.argv[2];
+  if (!given) throw new Error('usage: code-cache.js <bundle.js>');
+  const bundle = resolvePath(given);
   // The bundle sees the command line it would have had run directly: node <bundle> [args].
   process.argv.splice(1, 1);
   const started = runBundle(bundle);
