@@ -100,9 +100,15 @@ it('a login is one trace: gateway → auth → content over gRPC → PostgreSQL,
   // The hop from auth to content is gRPC: a client span in auth, a server span in content.
   expect(inTrace().some((s) => s.service === 'halo-auth' && s.kind === 3 && s.name.includes('UserService'))).toBe(true);
   expect(inTrace().some((s) => s.service === 'halo-content' && s.kind === 2 && s.name.includes('UserService'))).toBe(true);
-  // Every span of the trace hangs off another one of it (one tree, one root).
-  const ids = new Set(inTrace().map((s) => s.spanId));
-  expect(inTrace().filter((s) => !s.parentSpanId || !ids.has(s.parentSpanId))).toHaveLength(1);
+  // Every span of the trace hangs off another one of it (one tree, one root). Each process exports
+  // its spans in batches as they end, so a parent (auth's server span, the gateway's client span)
+  // can arrive a batch after its children: wait for the tree to close, then check it.
+  const unparented = () => {
+    const ids = new Set(inTrace().map((s) => s.spanId));
+    return inTrace().filter((s) => !s.parentSpanId || !ids.has(s.parentSpanId));
+  };
+  await until(() => unparented().length === 1, 'every span of the trace to hang off another');
+  expect(unparented()).toHaveLength(1);
 
   // The gateway's access log line for this request carries the trace id.
   await until(
