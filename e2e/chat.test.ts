@@ -242,6 +242,25 @@ describe('refusals', () => {
     });
   }
 
+  it('variables nested deeper than 64 levels are refused with VARIABLES_DEPTH_LIMIT, as over HTTP; the socket stays usable', async () => {
+    const nested = (levels: number) => Array.from({ length: levels }).reduce<unknown>((value) => ({ v: value }), 1);
+    const client = connect(gateway, tokenFor('2'));
+    try {
+      const code = { code: 'VARIABLES_DEPTH_LIMIT', maxVariablesDepth: 64 };
+      const refused = [{ message: 'variables are nested deeper than 64 levels', extensions: code }];
+      // The variables object is level 1, so `deep` adds 64 levels below it: 65 in all.
+      expect(await firstError(client, NEW, { c: 'x', deep: nested(64) })).toEqual(refused);
+      // A thousand levels (as deep as JSON.stringify goes comfortably): refused the same way.
+      expect(await firstError(client, NEW, { c: 'x', deep: nested(1000) })).toEqual(refused);
+      const atLimit = listen(client, NEW, { c: 'x', deep: nested(63) }); // 64 levels in all still run
+      await new Promise((r) => setTimeout(r, 300));
+      expect(atLimit.errors).toEqual([]);
+      atLimit.stop();
+    } finally {
+      await client.dispose();
+    }
+  });
+
   it('an anonymous subscriber is refused with UNAUTHENTICATED; a bad token closes the socket with 4401', async () => {
     const anonymous = connect(gateway);
     try {

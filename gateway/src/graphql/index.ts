@@ -15,7 +15,7 @@ export { INTROSPECTION_DISABLED, formatGatewayError } from './rules';
 export { OperationPolicy, type LoadedSupergraph, type OperationLimits, type SupergraphPolicy } from './operation-policy';
 export { loadTrustedDocuments, RedisQueryCache, sha256, type TrustedDocuments } from './persisted';
 export { RedisResponseTier, ResponseCacheStore } from './response-cache';
-export { operationRequestError } from './request-checks';
+export { deeperThan, MAX_VARIABLES_DEPTH, operationRequestError } from './request-checks';
 export { analyse, readCostDirectives, type CostDirectives } from './limits';
 export { dedupingFetcher } from './dedupe';
 export { createHttpFetcher } from './http-fetcher';

@@ -8,7 +8,7 @@ import {
   type OperationDefinitionNode,
 } from 'graphql';
 import type { ValidationRule } from 'graphql';
-import type { LoadedSupergraph, OperationPolicy } from '../graphql';
+import { deeperThan, MAX_VARIABLES_DEPTH, type LoadedSupergraph, type OperationPolicy } from '../graphql';
 import type { RateLimits } from '../ratelimit';
 import { error, type ClientHeaders, type Connection, type OperationContext, type SubscriptionContext } from './context';
 import { DocumentCache } from './documents';
@@ -61,6 +61,15 @@ export function admitOperation(loaded: LoadedSupergraph, connection: Connection,
   const operation = getOperationAST(document, operationName);
   if (!operation) return [error('Unable to identify the operation', 'BAD_REQUEST')];
   const inputs = payload.variables ?? {};
+  // As over HTTP (graphql/request-checks.ts): coercion walks variables recursively, so a socket's
+  // message of thousands of nested levels would overflow the stack.
+  if (deeperThan(inputs, MAX_VARIABLES_DEPTH)) {
+    return [
+      error(`variables are nested deeper than ${MAX_VARIABLES_DEPTH} levels`, 'VARIABLES_DEPTH_LIMIT', {
+        maxVariablesDepth: MAX_VARIABLES_DEPTH,
+      }),
+    ];
+  }
   const coerced = getVariableValues(loaded.apiSchema, operation.variableDefinitions ?? [], inputs);
   if (coerced.errors) return coerced.errors.map((e) => error(e.message, 'BAD_USER_INPUT'));
   let cost: number;
