@@ -196,6 +196,17 @@ async function main(): Promise<void> {
         init: gqlInit(QUERIES.me),
         perConnection: callers.map((c) => ({ authorization: `Bearer ${c.token}` })),
       })),
+      // The nested and flat queries asked by distinct callers, as gateways-bench's issue-30 rows ask them.
+      row('nested-callers', `\`${QUERIES.nested}\`, one caller per connection`, (url) => ({
+        url: `${url}/graphql`,
+        init: gqlInit(QUERIES.nested),
+        perConnection: callers.map((c) => ({ authorization: `Bearer ${c.token}` })),
+      })),
+      row('flat', `\`${QUERIES.flat}\`, one caller per connection`, (url) => ({
+        url: `${url}/graphql`,
+        init: gqlInit(QUERIES.flat),
+        perConnection: callers.map((c) => ({ authorization: `Bearer ${c.token}` })),
+      })),
       row('rest', `REST \`GET ${REST_PATHS.post}\` through the gateway`, (url) => ({
         url: `${url}${REST_PATHS.post}`,
         init: { method: 'GET' },
@@ -204,7 +215,7 @@ async function main(): Promise<void> {
     // BENCH_ROWS=rest: one row for longer, tighter runs (more rounds in the same time).
     const only = process.env.BENCH_ROWS?.split(',').map((s) => s.trim());
     const rows = only ? allRows.filter((r) => only.includes(r.id)) : allRows;
-    if (!rows.length) throw new Error(`BENCH_ROWS=${process.env.BENCH_ROWS}: no such row (nested, me, rest)`);
+    if (!rows.length) throw new Error(`BENCH_ROWS=${process.env.BENCH_ROWS}: no such row (nested, me, nested-callers, flat, rest)`);
     await checkSameAnswers(rows, callers, log);
 
     for (const r of rows) {
