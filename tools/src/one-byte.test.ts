@@ -86,7 +86,12 @@ describe('oneByteRegExps (esbuild)', () => {
     const before = run(plain) as { alpha: Record<string, RegExp>; word: string };
     const after = run(made) as typeof before;
     expect(after.word).toBe('Привет');
-    for (const [locale, sample] of [['bg-BG', 'ПРИВЕТ'], ['el-GR', 'ΚΑΛΗΜΈΡΑ'], ['tr-TR', 'İSTANBUL'], ['tr-TR', 'Çığ']] as const) {
+    for (const [locale, sample] of [
+      ['bg-BG', 'ПРИВЕТ'],
+      ['el-GR', 'ΚΑΛΗΜΈΡΑ'],
+      ['tr-TR', 'İSTANBUL'],
+      ['tr-TR', 'Çığ'],
+    ] as const) {
       expect(after.alpha[locale]!.test(sample)).toBe(before.alpha[locale]!.test(sample));
       expect(after.alpha[locale]!.test(sample)).toBe(true);
     }
