@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { answerOf, type LoadTarget } from './gateways-bench';
+export { nodeFlagsOf } from './pin';
 
 export { registerCallers } from './callers';
 import type { Group } from './rounds';
@@ -86,11 +87,4 @@ export async function checkSameAnswers(
     }
   }
   log(`bench:ab: every row answers the same bytes from both gateways (me: for each of ${callers.length} callers)`);
-}
-
-/** The node flags a process was started with: its command line between the executable and the script. */
-export function nodeFlagsOf(pid: number): string[] {
-  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
-  const script = argv.findIndex((a, i) => i > 0 && !a.startsWith('-'));
-  return script === -1 ? [] : argv.slice(1, script);
 }

@@ -7,7 +7,7 @@ import type { RunningSystem } from '@halo/tools';
 import { ensureOrders, registerCallers, type Caller } from './callers';
 import { nginxIfInstalled, type NginxPeer } from './peers/nginx';
 import { perConnectionHeaders } from './per-connection';
-import { cpuMicros } from './pin';
+import { cpuMicros, nodeFlagsOf } from './pin';
 import { pairedRatios, perRound, runRounds, spread, type Group, type RoundSamples, type Sample, type Spread } from './rounds';
 
 /**
@@ -214,10 +214,12 @@ export async function startPeers(opts: PeersOptions): Promise<Peers> {
       METRICS_PORT: '0',
     };
     delete haloEnv.GRAPHQL_RESPONSE_CACHE_MIB;
-    const haloCache = graphql && add('gateway-cache', 4993 + portOffset, [resolve(ROOT, 'gateway/dist/main.js')], haloEnv);
+    // With the V8 flags the launcher gave the measured gateway (its heap growth), so only the option differs.
+    const gatewayArgs = [...nodeFlagsOf(gateway.child.pid!), resolve(ROOT, 'gateway/dist/main.js')];
+    const haloCache = graphql && add('gateway-cache', 4993 + portOffset, gatewayArgs, haloEnv);
     const haloNoDedupe =
       graphql && opts.noDedupe
-        ? add('gateway-no-dedupe', 4994 + portOffset, [resolve(ROOT, 'gateway/dist/main.js')], {
+        ? add('gateway-no-dedupe', 4994 + portOffset, gatewayArgs, {
             ...environOf(gateway.child.pid!),
             HTTP_PORT: String(4994 + portOffset),
             METRICS_PORT: '0',

@@ -161,3 +161,10 @@ export function memOf(pid: number): { rss: number; peak: number } {
   const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 }
+
+/** The node flags a process was started with: its command line between the executable and the script. */
+export function nodeFlagsOf(pid: number): string[] {
+  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  const script = argv.findIndex((a, i) => i > 0 && !a.startsWith('-'));
+  return script === -1 ? [] : argv.slice(1, script);
+}
