@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { AnswerHeaders, createHttpFetcher } from '../src/graphql/http-fetcher';
 
 /** The subgraph fetcher against a real local HTTP server: what Apollo reads of an answer. */
@@ -63,6 +63,22 @@ describe('createHttpFetcher', () => {
     for (let i = 0; i < 10; i++) await (await fetcher(`${base}/graphql`, { method: 'POST', body: '{}' })).text();
     expect(seen).toHaveLength(10);
     expect(new Set(seen.map((s) => s.socket)).size).toBeLessThanOrEqual(2);
+  });
+
+  it('close() ends its keep-alive connections once the answers are in, and later fetches fail', async () => {
+    const fetcher = createHttpFetcher();
+    const answers = await Promise.all([1, 2, 3].map(() => fetcher(`${base}/graphql`, { method: 'POST', body: '{}' })));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+    // The server's side of this fetcher's connections (earlier tests' fetchers keep theirs).
+    const sockets = [...new Set(seen.map((s) => s.socket as Socket))];
+    const open = () => sockets.filter((socket) => !socket.destroyed).length;
+    expect(open()).toBeGreaterThan(0);
+    await fetcher.close();
+    for (let i = 0; i < 50 && open() > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(open()).toBe(0);
+    const err = (await fetcher(`${base}/graphql`, { method: 'POST', body: '{}' }).catch((e: unknown) => e)) as TypeError;
+    expect(err).toBeInstanceOf(TypeError);
+    expect(err.message).toBe('fetch failed');
   });
 
   it('hands an error status to the caller as a response, not a rejection', async () => {

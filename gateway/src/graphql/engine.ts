@@ -18,7 +18,8 @@ import { RedisResponseTier, responseCachePlugin, ResponseCacheStore } from './re
 import { trustedDocumentsCache, trustedDocumentsPlugin, type TrustedDocuments } from './persisted';
 import { operationChoicePlugin } from './request-checks';
 import { aliasLimitRule, formatGatewayError, noIntrospectionRule } from './rules';
-import { keepAliveFetcher, SubgraphDataSource } from './subgraph';
+import { createHttpFetcher, type HttpFetcher } from './http-fetcher';
+import { SubgraphDataSource } from './subgraph';
 
 /** The limits every operation is held to (README "GraphQL at the edge"). */
 export interface GraphQLLimits {
@@ -97,9 +98,11 @@ export function createGraphQL(opts: GraphQLOptions) {
   const policy = new OperationPolicy(limits, logger);
   // Halo sends nothing to Apollo's servers (STACK-NOTES.md); read by the gateway's constructor.
   process.env.APOLLO_TELEMETRY_DISABLED ??= 'true';
+  // This gateway's keep-alive pools to the subgraphs, closed when it stops.
+  const fetcher = createHttpFetcher();
   // One in-flight table for every subgraph (the URL is part of the key).
-  const dedupe = (opts.dedupeInflight ?? true) ? dedupingFetcher(keepAliveFetcher) : null;
-  const gateway = apolloGateway(opts, dedupe);
+  const dedupe = (opts.dedupeInflight ?? true) ? dedupingFetcher(fetcher) : null;
+  const gateway = apolloGateway(opts, fetcher, dedupe);
   const validationRules = [aliasLimitRule(limits.maxAliases), ...(opts.introspection === false ? [noIntrospectionRule] : [])];
   const responseCache = opts.responseCacheMiB ? new ResponseCacheStore(opts.responseCacheMiB * 1024 * 1024) : null;
   const server = apolloServer(opts, gateway, validationRules, edgePlugins(opts, policy, responseCache));
@@ -137,7 +140,7 @@ export function createGraphQL(opts: GraphQLOptions) {
     handle(req: IncomingMessage, res: ServerResponse): void {
       handleGraphQLRequest(http, req, res);
     },
-    stop: () => stopApollo(server, gateway, state),
+    stop: () => stopApollo(server, gateway, fetcher, state),
   };
 }
 
@@ -158,12 +161,20 @@ async function startApollo(server: ApolloServer<GraphQLContext>, state: ApolloSt
   state.started = state.startedOnce = true;
 }
 
-async function stopApollo(server: ApolloServer<GraphQLContext>, gateway: ApolloGateway, state: ApolloState): Promise<void> {
+async function stopApollo(
+  server: ApolloServer<GraphQLContext>,
+  gateway: ApolloGateway,
+  fetcher: HttpFetcher,
+  state: ApolloState,
+): Promise<void> {
   state.started = false;
-  if (!state.startedOnce) return;
-  // Apollo stops the gateway too (which unwatches the file); the second stop is a no-op guard.
-  await server.stop();
-  await gateway.stop();
+  if (state.startedOnce) {
+    // Apollo stops the gateway too (which unwatches the file); the second stop is a no-op guard.
+    await server.stop();
+    await gateway.stop();
+  }
+  // Once no operation runs: no keep-alive socket to a subgraph outlives the gateway.
+  await fetcher.close();
 }
 
 async function executeOperation(
@@ -177,7 +188,7 @@ async function executeOperation(
 }
 
 /** The query planner over the supergraph, one SubgraphDataSource per subgraph. */
-function apolloGateway(opts: GraphQLOptions, dedupe: DedupingFetcher | null): ApolloGateway {
+function apolloGateway(opts: GraphQLOptions, fetcher: HttpFetcher, dedupe: DedupingFetcher | null): ApolloGateway {
   const { logger } = opts;
   return new ApolloGateway({
     // The gateway's policy (@authenticated, @cost, @listSize) is read from each loaded supergraph
@@ -186,7 +197,7 @@ function apolloGateway(opts: GraphQLOptions, dedupe: DedupingFetcher | null): Ap
     logger: logger.child({ component: 'apollo' }),
     // An explicit `<SERVICE>_URL` wins over the URL the service published (src/supergraph), so
     // it moves REST and GraphQL together.
-    buildService: ({ name, url }) => new SubgraphDataSource(name, opts.subgraphUrl(name, url), logger, dedupe?.fetcher),
+    buildService: ({ name, url }) => new SubgraphDataSource(name, opts.subgraphUrl(name, url), logger, fetcher, dedupe?.fetcher),
     experimental_approximateQueryPlanStoreMiB: opts.queryPlanCacheMiB,
   });
 }

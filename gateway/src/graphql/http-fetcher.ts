@@ -148,6 +148,9 @@ export interface HttpFetcherOptions {
 
 const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 
+/** The fetcher, and `close()`: its keep-alive pools closed (requests in flight finish first); later fetches fail. */
+export type HttpFetcher = Fetcher & { close(): Promise<void> };
+
 /**
  * The subgraph fetcher: undici's dispatcher API over one keep-alive pool per origin, the answer
  * read into one string. Node's global fetch (undici too) wraps the same client in WHATWG streams,
@@ -157,11 +160,14 @@ const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UN
  * distinct callers). Here one handler object per request collects status, headers and chunks.
  * Apollo reads every subgraph answer whole (JSON) anyway, so nothing streams. A request that gets
  * no answer (refused, reset, timed out) rejects with a TypeError whose `cause` is the socket error
- * (a timeout's code: ETIMEDOUT), as fetch's does.
+ * (a timeout's code: ETIMEDOUT), as fetch's does. One per gateway: its stop closes the pools, so
+ * no keep-alive socket outlives it.
  */
-export function createHttpFetcher({ maxSockets = 256, timeoutMs = 300_000 }: HttpFetcherOptions = {}): Fetcher {
+export function createHttpFetcher({ maxSockets = 256, timeoutMs = 300_000 }: HttpFetcherOptions = {}): HttpFetcher {
   const origins = new Map<string, { pool: Pool; path: string }>();
+  let closed = false;
   const originOf = (url: string) => {
+    if (closed) throw Object.assign(new TypeError('fetch failed'), { cause: new Error('the gateway is stopping') });
     let origin = origins.get(url);
     if (origin) return origin;
     const u = new URL(url);
@@ -174,7 +180,7 @@ export function createHttpFetcher({ maxSockets = 256, timeoutMs = 300_000 }: Htt
     return origin;
   };
 
-  return (url, init = {}) =>
+  const fetcher: Fetcher = (url, init = {}) =>
     new Promise<FetcherResponse>((resolve, reject) => {
       const { pool, path } = originOf(url);
       const chunks: Buffer[] = [];
@@ -229,4 +235,12 @@ export function createHttpFetcher({ maxSockets = 256, timeoutMs = 300_000 }: Htt
         handler,
       );
     });
+  return Object.assign(fetcher, {
+    async close(): Promise<void> {
+      closed = true;
+      const pools = [...origins.values()].map((origin) => origin.pool);
+      origins.clear();
+      await Promise.all(pools.map((pool) => pool.close()));
+    },
+  });
 }

@@ -2,15 +2,6 @@ import { OperationTypeNode } from 'graphql';
 import { RemoteGraphQLDataSource, type GraphQLDataSourceProcessOptions } from '@apollo/gateway';
 import { REQUEST_ID_HEADER, toGraphQLError, unavailable, type Logger } from '@halo/kit';
 import type { GraphQLContext } from './context';
-import { createHttpFetcher } from './http-fetcher';
-
-/**
- * undici's dispatcher with a keep-alive pool per subgraph (src/graphql/http-fetcher.ts): Apollo's
- * default fetcher costs about 1.5× the CPU of Node's global fetch (STACK-NOTES.md), the global
- * fetch's WHATWG-stream machinery and node:http's ClientRequest more than one handler object and
- * one string read.
- */
-export const keepAliveFetcher = createHttpFetcher();
 
 /**
  * A subgraph request that may share an identical in-flight one: it belongs to an incoming query
@@ -29,7 +20,10 @@ function isShareable(options: GraphQLDataSourceProcessOptions<GraphQLContext>): 
 }
 
 /**
- * One subgraph: the keep-alive fetcher, the caller's credentials and the request id forwarded. With
+ * One subgraph: the gateway's keep-alive fetcher (undici's dispatcher with a pool per subgraph,
+ * src/graphql/http-fetcher.ts: Apollo's default fetcher costs about 1.5× the CPU of Node's global
+ * fetch, STACK-NOTES.md, and the global fetch's WHATWG streams more than one handler object and one
+ * string read), the caller's credentials and the request id forwarded. With
  * a deduping fetcher, shareable requests go through a twin that uses it, the rest (mutations,
  * health checks) through the plain one: RemoteGraphQLDataSource's fetch path is private, and the
  * fetcher alone cannot tell a query's fetch from a mutation's.
@@ -41,10 +35,11 @@ export class SubgraphDataSource extends RemoteGraphQLDataSource<GraphQLContext> 
     private readonly subgraph: string,
     url: string,
     private readonly logger: Logger,
+    fetcher: RemoteGraphQLDataSource['fetcher'],
     sharedFetcher?: RemoteGraphQLDataSource['fetcher'],
   ) {
-    super({ url, fetcher: keepAliveFetcher });
-    this.shared = sharedFetcher ? Object.assign(new SubgraphDataSource(subgraph, url, logger), { fetcher: sharedFetcher }) : null;
+    super({ url, fetcher });
+    this.shared = sharedFetcher ? new SubgraphDataSource(subgraph, url, logger, sharedFetcher) : null;
   }
 
   override process(options: GraphQLDataSourceProcessOptions<GraphQLContext>): ReturnType<RemoteGraphQLDataSource['process']> {
