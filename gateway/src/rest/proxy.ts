@@ -60,6 +60,8 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_A
  */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'transfer-encoding', 'upgrade', 'trailer']);
 const HOP_BY_HOP_REQUEST = new Set([...HOP_BY_HOP, 'expect']);
+/** From a peer that is not a trusted proxy, its `X-Forwarded-*` are not copied either (replaced below). */
+const HOP_BY_HOP_UNTRUSTED = new Set([...HOP_BY_HOP_REQUEST, 'x-forwarded-port', 'x-forwarded-proto', 'x-forwarded-host']);
 
 /** A Connection header that names nothing beyond the usual two tokens (the common case). */
 const PLAIN_CONNECTION = /^\s*(?:keep-alive|close)\s*$/i;
@@ -87,9 +89,13 @@ const CLOSE = Object.freeze({ connection: 'close' });
 export function upstreamHeaders(req: IncomingMessage, trusted: TrustedProxies | null = null): OutgoingHttpHeaders {
   const incoming = req.headers;
   const named = connectionTokens(incoming.connection);
+  // Judged once per request (the rate limits asked first): the chain, and whether the peer is trusted.
+  const client = clientOf(req, trusted);
+  // What a client says about the way it came is not believed: only a trusted proxy's is.
+  const dropped = client.peerTrusted ? HOP_BY_HOP_REQUEST : HOP_BY_HOP_UNTRUSTED;
   const out: OutgoingHttpHeaders = {};
   for (const name in incoming) {
-    if (HOP_BY_HOP_REQUEST.has(name) || (named !== null && named.has(name))) continue;
+    if (dropped.has(name) || (named !== null && named.has(name))) continue;
     out[name] = incoming[name];
   }
   const requestId = requestContextOf(req)?.requestId;
@@ -97,15 +103,7 @@ export function upstreamHeaders(req: IncomingMessage, trusted: TrustedProxies | 
   const encrypted = (req.socket as TLSSocket).encrypted === true;
   const host = incoming.host;
   const port = host !== undefined ? HOST_PORT.exec(host)?.[1] : undefined;
-  // Judged once per request (the rate limits asked first): the chain, and whether the peer is trusted.
-  const client = clientOf(req, trusted);
   out['x-forwarded-for'] = client.forwardedFor;
-  if (!client.peerTrusted) {
-    // What a client says about the way it came is not believed: only a trusted proxy's is.
-    delete out['x-forwarded-port'];
-    delete out['x-forwarded-proto'];
-    delete out['x-forwarded-host'];
-  }
   appendForwarded(out, 'x-forwarded-port', port ?? (encrypted ? '443' : '80'));
   appendForwarded(out, 'x-forwarded-proto', encrypted ? 'https' : 'http');
   if (out['x-forwarded-host'] === undefined) out['x-forwarded-host'] = host ?? '';
