@@ -92,6 +92,7 @@ export default defineConfig(
       // Suites over one REST surface (catalog's v1/v2 routes, the gateway's REST proxy).
       'services/catalog/test/rest.test.ts',
       'gateway/test/rest-proxy.test.ts',
+      'gateway/test/rest-proxy-stream.test.ts',
       // The local launcher: process supervision and its start-up order in one place.
       'tools/src/launcher.ts',
     ],

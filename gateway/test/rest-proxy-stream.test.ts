@@ -33,8 +33,11 @@ interface Seen {
 /** An answer far larger than the sockets' buffers, with a pattern that shows any chunk lost or reordered. */
 const BIG = Buffer.from(Array.from({ length: 8 * 1024 * 1024 }, (_, i) => (i * 7919) % 251));
 
+/** Sends the second half of a `halves` answer at once. */
+let halvesRelease: (() => void) | null = null;
+
 /**
- * An upstream steered by `x-probe`: `hop` answers with hop-by-hop headers and two cookies,
+ * An upstream steered by `x-probe`: `halves` sends half its body and the rest later, `hop` answers with hop-by-hop headers and two cookies,
  * `big` answers BIG, `hints` sends 103 Early Hints before its answer, `repeat` repeats a header field,
  * `hang` never answers, `die` sends half an answer and drops the connection, `reset` drops the
  * connection at once; anything else reads the body and answers with what it saw.
@@ -90,6 +93,19 @@ async function startProbe() {
       if (probe === 'repeat') {
         res.writeHead(200, ['content-type', 'application/json', 'x-repeat', 'a', 'x-repeat', 'b', 'content-length', '2']);
         return void res.end('{}');
+      }
+      if (probe === 'halves') {
+        // Half the body, then the rest only once the test has seen the first half (or after 1 s).
+        res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '20' });
+        res.write('0123456789');
+        const release = () => {
+          halvesRelease = null;
+          clearTimeout(late);
+          res.end('abcdefghij');
+        };
+        const late = setTimeout(release, 1000);
+        halvesRelease = release;
+        return;
       }
       if (probe === 'die') {
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
@@ -427,6 +443,27 @@ describe('connections', () => {
     expect(got.status).toBe(200);
     expect(got.body.length).toBe(BIG.length);
     expect(got.body.equals(BIG)).toBe(true);
+  });
+
+  it('an answer that arrives in parts is relayed as it arrives: the first part before the service sends the rest', async () => {
+    const got = await new Promise<{ firstBeforeRest: boolean; body: string; length: string | undefined }>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port: gw.port, path: '/hello', headers: { 'x-probe': 'halves' }, agent: false }, (r) => {
+        let body = '';
+        let firstBeforeRest: boolean | null = null;
+        r.setEncoding('utf8');
+        r.on('data', (c: string) => {
+          if (firstBeforeRest === null) {
+            firstBeforeRest = halvesRelease !== null && c === '0123456789';
+            halvesRelease?.();
+          }
+          body += c;
+        });
+        r.on('end', () => resolve({ firstBeforeRest: firstBeforeRest === true, body, length: r.headers['content-length'] }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(got).toEqual({ firstBeforeRest: true, body: '0123456789abcdefghij', length: '20' });
   });
 
   it('a service that dies mid-answer → the client’s answer is cut too (never a silent truncation)', async () => {

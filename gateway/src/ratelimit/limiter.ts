@@ -89,22 +89,29 @@ function limiterFor(config: RateLimitConfig, redis: Redis | null, name: string, 
  */
 function failingOpen(logger: Logger, counters: RateLimitCounters | undefined) {
   let storeDown = false;
-  return async (limiter: Limiter, key: string, points: number): Promise<{ res: RateLimiterRes; allowed: boolean } | null> => {
+  type Taken = { res: RateLimiterRes; allowed: boolean } | null;
+  const allowed = (res: RateLimiterRes): Taken => {
+    if (storeDown) {
+      storeDown = false;
+      logger.info('rate-limit store answers again; requests are counted');
+    }
+    return { res, allowed: true };
+  };
+  const refusedOrFailed = (err: unknown): Taken => {
+    if (err instanceof RateLimiterRes) return { res: err, allowed: false };
+    counters?.storeError();
+    if (!storeDown) {
+      storeDown = true;
+      logger.warn({ err: (err as Error).message }, 'rate-limit store unavailable; requests go through uncounted until it answers');
+    }
+    return null;
+  };
+  // Chained rather than async/await: one promise per request less on every proxied request.
+  return (limiter: Limiter, key: string, points: number): Promise<Taken> => {
     try {
-      const res = await limiter.store.consume(key, points);
-      if (storeDown) {
-        storeDown = false;
-        logger.info('rate-limit store answers again; requests are counted');
-      }
-      return { res, allowed: true };
+      return limiter.store.consume(key, points).then(allowed, refusedOrFailed);
     } catch (err) {
-      if (err instanceof RateLimiterRes) return { res: err, allowed: false };
-      counters?.storeError();
-      if (!storeDown) {
-        storeDown = true;
-        logger.warn({ err: (err as Error).message }, 'rate-limit store unavailable; requests go through uncounted until it answers');
-      }
-      return null;
+      return Promise.resolve(refusedOrFailed(err));
     }
   };
 }

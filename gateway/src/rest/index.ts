@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { requestContextOf, sendJson, TOKEN_REQUIRED, toRestError, type EdgeServiceName, type Logger } from '@halo/kit';
 import type { CallerResolver } from '../auth';
 import type { GatewayResponse } from '../observability';
-import type { RateLimits } from '../ratelimit';
+import type { RateLimits, RateLimitTicket } from '../ratelimit';
 import type { ServiceProxies } from './proxy';
 import type { RouteDef } from './routes';
 import type { Versioning } from './versioning';
@@ -45,10 +45,17 @@ export function createRestStage({ routes: initial, proxies, callers, rateLimits 
   };
   // Counted per caller before anything is proxied; bad credentials count by address (the caller
   // check below answers them: the same promise, verified once).
-  const admitThenForward = async (limits: RateLimits, route: RouteDef, req: IncomingMessage, res: ServerResponse) => {
+  const admitThenForward = (limits: RateLimits, route: RouteDef, req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const forwardIfAdmitted = (ticket: RateLimitTicket | null) => {
+      if (ticket !== null) forward(route, req, res);
+    };
     // Without credentials the caller is known at once: nobody (no promise to wait for).
-    const caller = hasCredentials(req) ? await callers.resolve(req).catch(() => null) : null;
-    if ((await limits.admit(req, res, caller, 'rest')) !== null) forward(route, req, res);
+    if (!hasCredentials(req)) return limits.admit(req, res, null, 'rest').then(forwardIfAdmitted);
+    return callers
+      .resolve(req)
+      .catch(() => null)
+      .then((caller) => limits.admit(req, res, caller, 'rest'))
+      .then(forwardIfAdmitted);
   };
   return {
     setRoutes(next: Versioning): void {

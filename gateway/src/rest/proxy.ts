@@ -60,6 +60,8 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_A
  */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'transfer-encoding', 'upgrade', 'trailer']);
 const HOP_BY_HOP_REQUEST = new Set([...HOP_BY_HOP, 'expect']);
+/** From a peer that is not a trusted proxy, its `X-Forwarded-*` are not copied either (replaced below). */
+const HOP_BY_HOP_UNTRUSTED = new Set([...HOP_BY_HOP_REQUEST, 'x-forwarded-port', 'x-forwarded-proto', 'x-forwarded-host']);
 
 /** A Connection header that names nothing beyond the usual two tokens (the common case). */
 const PLAIN_CONNECTION = /^\s*(?:keep-alive|close)\s*$/i;
@@ -87,9 +89,13 @@ const CLOSE = Object.freeze({ connection: 'close' });
 export function upstreamHeaders(req: IncomingMessage, trusted: TrustedProxies | null = null): OutgoingHttpHeaders {
   const incoming = req.headers;
   const named = connectionTokens(incoming.connection);
+  // Judged once per request (the rate limits asked first): the chain, and whether the peer is trusted.
+  const client = clientOf(req, trusted);
+  // What a client says about the way it came is not believed: only a trusted proxy's is.
+  const dropped = client.peerTrusted ? HOP_BY_HOP_REQUEST : HOP_BY_HOP_UNTRUSTED;
   const out: OutgoingHttpHeaders = {};
   for (const name in incoming) {
-    if (HOP_BY_HOP_REQUEST.has(name) || (named !== null && named.has(name))) continue;
+    if (dropped.has(name) || (named !== null && named.has(name))) continue;
     out[name] = incoming[name];
   }
   const requestId = requestContextOf(req)?.requestId;
@@ -97,15 +103,7 @@ export function upstreamHeaders(req: IncomingMessage, trusted: TrustedProxies | 
   const encrypted = (req.socket as TLSSocket).encrypted === true;
   const host = incoming.host;
   const port = host !== undefined ? HOST_PORT.exec(host)?.[1] : undefined;
-  // Judged once per request (the rate limits asked first): the chain, and whether the peer is trusted.
-  const client = clientOf(req, trusted);
   out['x-forwarded-for'] = client.forwardedFor;
-  if (!client.peerTrusted) {
-    // What a client says about the way it came is not believed: only a trusted proxy's is.
-    delete out['x-forwarded-port'];
-    delete out['x-forwarded-proto'];
-    delete out['x-forwarded-host'];
-  }
   appendForwarded(out, 'x-forwarded-port', port ?? (encrypted ? '443' : '80'));
   appendForwarded(out, 'x-forwarded-proto', encrypted ? 'https' : 'http');
   if (out['x-forwarded-host'] === undefined) out['x-forwarded-host'] = host ?? '';
@@ -228,50 +226,17 @@ export type ServiceProxies = ReturnType<typeof createServiceProxies>;
 
 /**
  * One proxied request, dispatched on the service's undici pool. `body`: bytes already read (JSON);
- * null: stream `req`; undefined: none. The handler's callbacks share the `done`/`answered` state.
+ * null: stream `req`; undefined: none.
  */
 function exchange(p: Proxying, target: Target, req: IncomingMessage, res: ServerResponse, body: Buffer | null | undefined): void {
-  const { bodyLimit, logger, metrics } = p;
   const headers = upstreamHeaders(req, p.trustedProxies);
-  // Set once the gateway has answered (413, 5xx) or the client is gone: upstream events are
-  // then ignored (an abort's own error is not a 502).
-  let done = false;
-  // The service's answer head arrived (what the metrics time; a later failure is not counted again).
-  let answered = false;
-  let controller: Dispatcher.DispatchController | null = null;
-  const sentAt = metrics ? process.hrtime.bigint() : 0n;
   // Without a Content-Length undici sends a streamed body chunked (the incoming
   // Transfer-Encoding is hop-by-hop and not copied).
-  let stream: Readable | null = null;
   if (body) headers['content-length'] = String(body.length);
-  else if (body === null)
-    stream = countedBody(req, bodyLimit, () => {
-      done = true;
-      controller?.abort(CLIENT_GONE);
-      // The 413 goes out with `Connection: close`; the rest of the body is discarded.
-      sendBodyError(res, payloadTooLarge(), logger);
-    });
-
-  const fail = (status: 502 | 503 | 504, message: string, code: string | undefined, err?: Error) => {
-    if (done) return;
-    done = true;
-    if (!answered) metrics?.upstream(target.service, FAILED_AS[status], sentAt);
-    logger.error(
-      { requestId: requestContextOf(req)?.requestId, service: target.service, code, message: err?.message },
-      status === 504 ? 'upstream timed out' : 'upstream request failed',
-    );
-    if (res.headersSent || res.destroyed) return void res.destroy();
-    // A body still streaming in is not read any further: the connection cannot be reused.
-    sendJson(res, status, { error: message }, body === null && !req.complete ? CLOSE : undefined);
-  };
-
+  const handler = new Exchange(p, target, req, res, body === null);
+  const stream = body === null ? countedBody(req, p.bodyLimit, () => handler.tooLarge()) : null;
   // 'close' without a finished answer: the client left (or the gateway destroyed the answer).
-  res.on('close', () => {
-    if (res.writableFinished) return;
-    done = true;
-    controller?.abort(CLIENT_GONE);
-  });
-
+  res.on('close', () => handler.closed());
   target.pool.dispatch(
     {
       method: req.method as Dispatcher.HttpMethod,
@@ -279,39 +244,121 @@ function exchange(p: Proxying, target: Target, req: IncomingMessage, res: Server
       headers: headers as Record<string, string | string[]>,
       body: body ?? stream,
     },
-    {
-      onRequestStart(c) {
-        controller = c;
-        // The client left while the request waited for a connection: it is not sent.
-        if (done) c.abort(CLIENT_GONE);
-      },
-      onResponseStart(c, status, answerHeaders, statusMessage) {
-        // 1xx (103 Early Hints) is not relayed: the gateway's server speaks for itself.
-        if (status < 200) return;
-        answered = true;
-        metrics?.upstream(target.service, status, sentAt);
-        // Ignored from here on: the rest of the answer is read so that the connection is kept.
-        if (done || res.destroyed) return;
-        copyResponseHead(status, statusMessage, answerHeaders, req, res);
-        res.on('drain', () => c.resume());
-      },
-      onResponseData(c, chunk) {
-        if (done || res.destroyed) return;
-        if (!res.write(chunk)) c.pause();
-      },
-      onResponseEnd() {
-        if (!done && !res.destroyed) res.end();
-      },
-      onResponseError(_c, err: NodeJS.ErrnoException) {
-        if (done) return;
-        const code = err.code;
-        // Nobody listening (a service down or restarting): say so, and fast (docs/api/conventions.md).
-        if (code !== undefined && TIMED_OUT.has(code)) fail(504, 'Gateway timeout', 'ETIMEDOUT', err);
-        else if (code !== undefined && UNREACHABLE.has(code)) fail(503, 'Service unavailable', code, err);
-        else fail(502, 'Bad gateway', code, err);
-      },
-    },
+    handler,
   );
+}
+
+/**
+ * The state of one proxied request and undici's handler for it: one object per request (its
+ * methods shared), where a closure per callback would be eight.
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  /**
+   * Set once the gateway has answered (413, 5xx) or the client is gone: upstream events are then
+   * ignored (an abort's own error is not a 502).
+   */
+  private done = false;
+  /** The service's answer head arrived (what the metrics time; a later failure is not counted again). */
+  private answered = false;
+  private controller: Dispatcher.DispatchController | null = null;
+  /** Resumes the upstream answer once the client's buffer drains: made on the first pause only. */
+  private onDrain: (() => void) | null = null;
+  /** The answer's Content-Length (-1: none, or chunked). */
+  private declared = -1;
+  /** The whole answer body, when it came in one chunk: written by `end`. */
+  private held: Buffer | null = null;
+  private readonly sentAt: bigint;
+
+  constructor(
+    private readonly p: Proxying,
+    private readonly target: Target,
+    private readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+    /** The request body streams (rather than having been read whole, or there being none). */
+    private readonly streamed: boolean,
+  ) {
+    this.sentAt = p.metrics ? process.hrtime.bigint() : 0n;
+  }
+
+  /** The streamed body went over the limit: 413 (with `Connection: close`; the rest is discarded). */
+  tooLarge(): void {
+    this.done = true;
+    this.controller?.abort(CLIENT_GONE);
+    sendBodyError(this.res, payloadTooLarge(), this.p.logger);
+  }
+
+  /** The client's response closed. */
+  closed(): void {
+    if (this.res.writableFinished) return;
+    this.done = true;
+    this.controller?.abort(CLIENT_GONE);
+  }
+
+  onRequestStart(c: Dispatcher.DispatchController): void {
+    this.controller = c;
+    // The client left while the request waited for a connection: it is not sent.
+    if (this.done) c.abort(CLIENT_GONE);
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders, statusMessage?: string): void {
+    // 1xx (103 Early Hints) is not relayed: the gateway's server speaks for itself.
+    if (status < 200) return;
+    this.answered = true;
+    this.p.metrics?.upstream(this.target.service, status, this.sentAt);
+    // Ignored from here on: the rest of the answer is read so that the connection is kept.
+    if (this.done || this.res.destroyed) return;
+    copyResponseHead(status, statusMessage, headers, this.req, this.res);
+    const length = headers['content-length'];
+    this.declared = typeof length === 'string' && headers['transfer-encoding'] === undefined ? Number(length) : -1;
+  }
+
+  onResponseData(c: Dispatcher.DispatchController, chunk: Buffer): void {
+    const res = this.res;
+    if (this.done || res.destroyed) return;
+    if (this.held !== null) {
+      // More than the declared length (undici's parser would have refused it): relayed as it comes.
+      res.write(this.held);
+      this.held = null;
+    } else if (chunk.length === this.declared) {
+      // The whole body in one chunk (a small answer): kept for `end`, so that the head and the
+      // body go out in one call.
+      this.held = chunk;
+      return;
+    }
+    if (res.write(chunk)) return;
+    c.pause();
+    if (this.onDrain === null) res.on('drain', (this.onDrain = () => c.resume()));
+  }
+
+  onResponseEnd(): void {
+    const held = this.held;
+    this.held = null;
+    if (this.done || this.res.destroyed) return;
+    if (held !== null) this.res.end(held);
+    else this.res.end();
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, err: NodeJS.ErrnoException): void {
+    if (this.done) return;
+    const code = err.code;
+    // Nobody listening (a service down or restarting): say so, and fast (docs/api/conventions.md).
+    if (code !== undefined && TIMED_OUT.has(code)) this.fail(504, 'Gateway timeout', 'ETIMEDOUT', err);
+    else if (code !== undefined && UNREACHABLE.has(code)) this.fail(503, 'Service unavailable', code, err);
+    else this.fail(502, 'Bad gateway', code, err);
+  }
+
+  private fail(status: 502 | 503 | 504, message: string, code: string | undefined, err: Error): void {
+    this.done = true;
+    const { req, res, target } = this;
+    if (!this.answered) this.p.metrics?.upstream(target.service, FAILED_AS[status], this.sentAt);
+    this.p.logger.error(
+      { requestId: requestContextOf(req)?.requestId, service: target.service, code, message: err.message },
+      status === 504 ? 'upstream timed out' : 'upstream request failed',
+    );
+    if (res.headersSent || res.destroyed) return void res.destroy();
+    // A body still streaming in is not read any further: the connection cannot be reused.
+    sendJson(res, status, { error: message }, this.streamed && !req.complete ? CLOSE : undefined);
+  }
 }
 
 /** Why the gateway aborts an upstream request itself (never reported: `done` is set first). */

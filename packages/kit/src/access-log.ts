@@ -19,7 +19,8 @@ export function logRequest(logger: Logger, req: IncomingMessage, res: ServerResp
   const lines = accessLoggerOf(logger);
   const requestId = currentRequestId() ?? requestContextOf(req)?.requestId;
   const start = process.hrtime.bigint();
-  res.once('close', () => {
+  // 'close' fires once per response: `on` spares the once-wrapper `once` makes per request.
+  res.on('close', () => {
     const ms = Number(process.hrtime.bigint() - start) / 1e6;
     const line =
       key === 'path'
