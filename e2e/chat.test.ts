@@ -429,7 +429,10 @@ describe('resources', () => {
     } finally {
       await client.dispose();
     }
-  });
+    // Its own waits (a live stream, the error, the restart, a live stream again) are bounded at
+    // 15 + 10 + 30 + 15 s and each says what it waited for; jest's 30 s default would cut them off
+    // first, on a loaded CI machine, with no cause.
+  }, 90_000);
 
   it('a gateway shutting down closes its sockets with 1001 Going away', async () => {
     const client = connect(gateway, tokenFor('2'));
