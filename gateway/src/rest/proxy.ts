@@ -263,10 +263,6 @@ class Exchange implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | null = null;
   /** Resumes the upstream answer once the client's buffer drains: made on the first pause only. */
   private onDrain: (() => void) | null = null;
-  /** The answer's Content-Length (-1: none, or chunked). */
-  private declared = -1;
-  /** The whole answer body, when it came in one chunk: written by `end`. */
-  private held: Buffer | null = null;
   private readonly sentAt: bigint;
 
   constructor(
@@ -308,34 +304,18 @@ class Exchange implements Dispatcher.DispatchHandler {
     // Ignored from here on: the rest of the answer is read so that the connection is kept.
     if (this.done || this.res.destroyed) return;
     copyResponseHead(status, statusMessage, headers, this.req, this.res);
-    const length = headers['content-length'];
-    this.declared = typeof length === 'string' && headers['transfer-encoding'] === undefined ? Number(length) : -1;
   }
 
   onResponseData(c: Dispatcher.DispatchController, chunk: Buffer): void {
     const res = this.res;
     if (this.done || res.destroyed) return;
-    if (this.held !== null) {
-      // More than the declared length (undici's parser would have refused it): relayed as it comes.
-      res.write(this.held);
-      this.held = null;
-    } else if (chunk.length === this.declared) {
-      // The whole body in one chunk (a small answer): kept for `end`, so that the head and the
-      // body go out in one call.
-      this.held = chunk;
-      return;
-    }
     if (res.write(chunk)) return;
     c.pause();
     if (this.onDrain === null) res.on('drain', (this.onDrain = () => c.resume()));
   }
 
   onResponseEnd(): void {
-    const held = this.held;
-    this.held = null;
-    if (this.done || this.res.destroyed) return;
-    if (held !== null) this.res.end(held);
-    else this.res.end();
+    if (!this.done && !this.res.destroyed) this.res.end();
   }
 
   onResponseError(_c: Dispatcher.DispatchController, err: NodeJS.ErrnoException): void {
