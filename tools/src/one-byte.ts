@@ -18,9 +18,9 @@ import type { Plugin } from 'esbuild';
  * a non-ASCII identity escape (`\ж`, allowed only without `u`/`v`) is the character itself too.
  * Everything outside regular expressions is left to esbuild.
  */
-export function escapeRegExpLiterals(source: string, ecmaVersion: 'latest' = 'latest'): { code: string; escaped: number } {
+export function escapeRegExpLiterals(source: string): { code: string; escaped: number } {
   const edits: { start: number; end: number; text: string }[] = [];
-  const tokens = tokenizer(source, { ecmaVersion, sourceType: 'script', allowHashBang: true, allowReturnOutsideFunction: true });
+  const tokens = tokenizer(source, { ecmaVersion: 'latest', sourceType: 'script', allowHashBang: true, allowReturnOutsideFunction: true });
   for (const token of tokens as Iterable<Token>) {
     if (token.type.label !== 'regexp') continue;
     const literal = source.slice(token.start, token.end);
