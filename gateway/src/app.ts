@@ -258,6 +258,8 @@ function graphqlStage(config: GatewayConfig, { callers, source, redis, rateLimit
     responseCacheMiB: config.GRAPHQL_RESPONSE_CACHE_MIB,
     ...(redis ? { sharedResponseCache: new RedisResponseTier(redis, config.REDIS_KEY_PREFIX, logger) } : {}),
     plugins: [...(metrics ? [metrics.graphqlPlugin()] : []), ...(usage ? [usage.plugin()] : [])],
+    observers: [...(metrics ? [metrics.observeOperation] : []), ...(usage ? [usage.observe] : [])],
+    lean: config.GRAPHQL_LEAN,
   });
 }
 

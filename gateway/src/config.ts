@@ -125,6 +125,11 @@ export const gatewayConfigShape = {
   GRAPHQL_QUERY_PLAN_CACHE_MIB: env.int(30, 1),
   /** Identical subgraph fetches of queries (same caller) share one request while it is in flight. */
   GRAPHQL_DEDUPE_INFLIGHT: env.bool(true),
+  /**
+   * Plain POST operations answered by the lean path (ADR 0016): the same edge rules and answers,
+   * without Apollo Server's per-request pipeline. `false`: Apollo Server answers everything.
+   */
+  GRAPHQL_LEAN: env.bool(true),
   /** Memory for the edge response cache of anonymous public queries, in MiB; 0 turns it off. */
   GRAPHQL_RESPONSE_CACHE_MIB: env.int(32, 0),
   /** The APQ store, response cache tier and rate-limit counters shared by every replica; unset (the embedded mode): each process keeps its own. */

@@ -12,6 +12,7 @@ import type { CallerResolver } from '../auth';
 import type { GraphQLContext, OperationRequestText } from './context';
 import { dedupingFetcher, type DedupingFetcher } from './dedupe';
 import { handleGraphQLRequest, type HttpGraphQL } from './http';
+import { leanGraphQL, type OperationObserver } from './lean';
 import { OperationPolicy } from './operation-policy';
 import type { RateLimits } from '../ratelimit';
 import { RedisResponseTier, responseCachePlugin, ResponseCacheStore } from './response-cache';
@@ -66,6 +67,13 @@ export interface GraphQLOptions {
   rateLimits?: RateLimits | null;
   /** More Apollo Server plugins, first in line (the gateway's metrics: src/observability). */
   plugins?: ApolloServerPlugin<GraphQLContext>[];
+  /**
+   * What those plugins observe of an answered operation, called by the lean path (their Apollo
+   * hooks call the same functions): the metrics, the usage.
+   */
+  observers?: OperationObserver[];
+  /** The lean path for plain POST operations (ADR 0016, `GRAPHQL_LEAN`, default on). */
+  lean?: boolean;
 }
 
 /**
@@ -103,10 +111,29 @@ export function createGraphQL(opts: GraphQLOptions) {
   // One in-flight table for every subgraph (the URL is part of the key).
   const dedupe = (opts.dedupeInflight ?? true) ? dedupingFetcher(fetcher) : null;
   const gateway = apolloGateway(opts, fetcher, dedupe);
+  // The logger Apollo Server hands the gateway's executor (the lean path hands it the same one).
+  const apolloLogger = logger.child({ component: 'apollo' });
   const validationRules = [aliasLimitRule(limits.maxAliases), ...(opts.introspection === false ? [noIntrospectionRule] : [])];
   const responseCache = opts.responseCacheMiB ? new ResponseCacheStore(opts.responseCacheMiB * 1024 * 1024) : null;
-  const server = apolloServer(opts, gateway, validationRules, edgePlugins(opts, policy, responseCache));
+  const server = apolloServer(opts, apolloLogger, gateway, validationRules, edgePlugins(opts, policy, responseCache));
+  // Trusted documents mode stays on Apollo Server's path entirely (its plugin decides what runs).
+  const lean =
+    (opts.lean ?? true) && !opts.persistedQueries.trusted
+      ? leanGraphQL({
+          gateway,
+          policy,
+          callers: opts.callers,
+          spend: spendCost(opts.rateLimits ?? null),
+          maxTokens: limits.maxTokens,
+          validationRules,
+          formatError: formatGatewayError(logger),
+          observers: opts.observers ?? [],
+          responseCache: responseCache !== null,
+          logger: apolloLogger,
+        })
+      : null;
   const http: HttpGraphQL = {
+    lean,
     server,
     callers: opts.callers,
     rateLimits: opts.rateLimits ?? null,
@@ -234,6 +261,7 @@ function edgePlugins(
 
 function apolloServer(
   opts: GraphQLOptions,
+  logger: Logger,
   gateway: ApolloGateway,
   validationRules: ReturnType<typeof aliasLimitRule>[],
   plugins: ApolloServerPlugin<GraphQLContext>[],
@@ -241,7 +269,7 @@ function apolloServer(
   const trusted = opts.persistedQueries.trusted;
   return new ApolloServer<GraphQLContext>({
     gateway,
-    logger: opts.logger.child({ component: 'apollo' }),
+    logger,
     allowBatchedHttpRequests: true,
     // /graphql authenticates by the Authorization header only, never by cookies (docs/api/graphql.md).
     csrfPrevention: false,

@@ -7,7 +7,7 @@ import {
   type Server,
 } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
-import type { FormattedExecutionResult } from 'graphql';
+import type { OperationObserver } from '../graphql/lean';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import {
   createProcessRegistry,
@@ -130,6 +130,8 @@ export interface GatewayMetrics {
   upstream(service: string, outcome: UpstreamOutcome, startedAt: bigint): void;
   /** The Apollo Server plugin that times every operation. */
   graphqlPlugin<C extends object>(): ApolloServerPlugin<C>;
+  /** What that plugin records of an answered operation (the lean path calls it too, ADR 0016). */
+  observeOperation: OperationObserver;
   /** The rate limits' counters (src/ratelimit): store failures (failed open) and refusals by policy. */
   rateLimit: { storeError(): void; limited(policy: string): void };
   /** gRPC calls the gateway makes (auth's API-key exchange). */
@@ -193,6 +195,23 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
   }
 
   const reject = (code: unknown) => rejections.inc({ code: typeof code === 'string' ? codes.of(code) : 'UNKNOWN' });
+  /** One answered operation, timed; a refused one (errors, no `data`, nothing crashed) counted by its code. */
+  const observeOperation: OperationObserver = ({ operation, requestedName, result, crashed, startedAt }) => {
+    // A request error (GraphQL spec): errors and no `data`, nothing was executed.
+    const rejected = result.errors !== undefined && !('data' in result) && !crashed;
+    const outcome = rejected ? 'rejected' : result.errors?.length ? 'error' : 'ok';
+    if (rejected) reject(result.errors![0]?.extensions?.code);
+    // A resolved operation's own name; otherwise the name the client sent, if any.
+    const name = operation ? operation.name?.value : requestedName;
+    operations.observe(
+      {
+        operation_type: operation?.operation ?? 'unknown',
+        operation_name: name ? names.of(name) : operation ? 'anonymous' : 'unknown',
+        outcome,
+      },
+      seconds(startedAt),
+    );
+  };
 
   return {
     grpcClient,
@@ -204,7 +223,8 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
     upstream(service, outcome, startedAt) {
       upstream.observe({ service, status: typeof outcome === 'number' ? statusLabel(outcome) : outcome }, seconds(startedAt));
     },
-    graphqlPlugin: () => operationMetricsPlugin(operations, names, reject),
+    graphqlPlugin: () => operationMetricsPlugin(observeOperation, reject),
+    observeOperation,
     watch: (next) => watch(registry, watched, next),
     listen: (host, port) => serveMetrics(registry, logger, host, port),
     text: () => registry.metrics(),
@@ -235,11 +255,7 @@ async function serveMetrics(registry: Registry, logger: Logger, host: string, po
 }
 
 /** The Apollo Server plugin that times every operation and counts the refused ones by code. */
-function operationMetricsPlugin<C extends object>(
-  operations: Histogram<'operation_type' | 'operation_name' | 'outcome'>,
-  names: BoundedLabel,
-  reject: (code: unknown) => void,
-): ApolloServerPlugin<C> {
+function operationMetricsPlugin<C extends object>(observe: OperationObserver, reject: (code: unknown) => void): ApolloServerPlugin<C> {
   /* eslint-disable @typescript-eslint/require-await -- Apollo Server types every plugin hook as returning a
      promise; written async, a hook that throws rejects as Apollo expects. */
   return {
@@ -263,23 +279,18 @@ function operationMetricsPlugin<C extends object>(
             },
           };
         },
-        async willSendResponse({ operation, request, response }) {
+        async willSendResponse({ schema, document, operation, request, response }) {
           const body = response.body;
-          const result: FormattedExecutionResult = body.kind === 'single' ? body.singleResult : body.initialResult;
-          // A request error (GraphQL spec): errors and no `data`, nothing was executed.
-          const rejected = result.errors !== undefined && !('data' in result) && !(executed && crashed);
-          const outcome = rejected ? 'rejected' : result.errors?.length ? 'error' : 'ok';
-          if (rejected) reject(result.errors![0]?.extensions?.code);
-          // A resolved operation's own name; otherwise the name the client sent, if any.
-          const name = operation ? operation.name?.value : request.operationName;
-          operations.observe(
-            {
-              operation_type: operation?.operation ?? 'unknown',
-              operation_name: name ? names.of(name) : operation ? 'anonymous' : 'unknown',
-              outcome,
-            },
-            seconds(startedAt),
-          );
+          observe({
+            schema,
+            document,
+            operation,
+            requestedName: request.operationName,
+            result: body.kind === 'single' ? body.singleResult : body.initialResult,
+            crashed: executed && crashed,
+            startedAt,
+            header: (name) => request.http?.headers.get(name),
+          });
         },
       };
     },

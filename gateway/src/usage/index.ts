@@ -1,6 +1,7 @@
 import type { ApolloServerPlugin, GraphQLRequestContextWillSendResponse, GraphQLRequestListener } from '@apollo/server';
 import type { Logger, ServiceIdentity } from '@halo/kit';
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
+import type { OperationObserver } from '../graphql/lean';
 import { clientNameOf } from './coordinates';
 import { UsageRecorder } from './recorder';
 import { createUsageSender, type ReportStats } from './reporter';
@@ -23,6 +24,8 @@ export interface UsageOptions {
 export interface UsageReporting {
   /** The Apollo Server plugin that counts executed operations. */
   plugin<C extends object>(): ApolloServerPlugin<C>;
+  /** What that plugin records of an answered operation (the lean path calls it too, ADR 0016). */
+  observe: OperationObserver;
   /** One operation that came another way (a subscription over WebSocket). */
   record(
     schema: GraphQLSchema,
@@ -72,16 +75,27 @@ export function createUsageReporting(opts: UsageOptions): UsageReporting {
   });
   const nameOf = clientNames();
   // One listener object for every request: no closure per request.
+  /** One answered operation: an executed one (it has `data`) is recorded. */
+  const observe: OperationObserver = ({ schema, document, operation, result, header }) => {
+    if (!document || !operation) return;
+    // Refused before execution (limits, auth): a request error has no `data` (GraphQL spec).
+    if (!('data' in result)) return;
+    recorder.record(schema, document, operation, nameOf(header('apollographql-client-name'), header('x-client-name')));
+  };
   const listener: GraphQLRequestListener<object> = {
     // eslint-disable-next-line @typescript-eslint/require-await -- Apollo Server types the hook as returning a promise; a throw rejects.
     async willSendResponse({ schema, document, operation, request, response }: GraphQLRequestContextWillSendResponse<object>) {
-      if (!document || !operation) return;
       const body = response.body;
-      const result = body.kind === 'single' ? body.singleResult : body.initialResult;
-      // Refused before execution (limits, auth): a request error has no `data` (GraphQL spec).
-      if (!('data' in result)) return;
-      const headers = request.http?.headers;
-      recorder.record(schema, document, operation, nameOf(headers?.get('apollographql-client-name'), headers?.get('x-client-name')));
+      observe({
+        schema,
+        document,
+        operation,
+        requestedName: request.operationName,
+        result: body.kind === 'single' ? body.singleResult : body.initialResult,
+        crashed: false,
+        startedAt: 0n,
+        header: (name) => request.http?.headers.get(name),
+      });
     },
   };
   let flushing: Promise<void> | null = null;
@@ -92,6 +106,7 @@ export function createUsageReporting(opts: UsageOptions): UsageReporting {
   const timer = setInterval(() => void flush(), opts.flushMs).unref();
   return {
     plugin: () => ({ requestDidStart: () => Promise.resolve(listener) }),
+    observe,
     record: (schema, document, operation, client) => recorder.record(schema, document, operation, nameOf(client.apollo, client.halo)),
     stats: () => ({ dropped: recorder.dropped, reports: sender.stats() }),
     flush: async () => {

@@ -1,0 +1,344 @@
+import { createHash } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ApolloGateway } from '@apollo/gateway';
+import { requestContextOf, type Logger } from '@halo/kit';
+import {
+  BREAK,
+  getOperationAST,
+  GraphQLError,
+  OperationTypeNode,
+  parse,
+  specifiedRules,
+  validate,
+  visit,
+  type DocumentNode,
+  type FormattedExecutionResult,
+  type GraphQLFormattedError,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type ValidationRule,
+} from 'graphql';
+import { getVariableValues } from 'graphql/execution/values';
+import { LRUCache } from 'lru-cache';
+import type { CallerResolver } from '../auth';
+import type { RateLimitTicket } from '../ratelimit';
+import type { GraphQLContext } from './context';
+import type { OperationPolicy } from './operation-policy';
+
+/**
+ * One operation answered, as the metrics and usage observe it: the same function is called by
+ * their Apollo Server plugins and by the lean path (ADR 0016).
+ */
+export interface ObservedOperation {
+  schema: GraphQLSchema;
+  document: DocumentNode | undefined;
+  operation: OperationDefinitionNode | undefined;
+  /** The name the client sent (used when no operation was resolved). */
+  requestedName: string | undefined;
+  /** The answer as sent (errors formatted). */
+  result: FormattedExecutionResult;
+  /** Execution started and threw (a crash, not a refusal). */
+  crashed: boolean;
+  /** `process.hrtime.bigint()` when the request started. */
+  startedAt: bigint;
+  header(name: string): string | undefined;
+}
+
+export type OperationObserver = (observed: ObservedOperation) => void;
+
+export interface LeanGraphQLOptions {
+  gateway: ApolloGateway;
+  policy: OperationPolicy;
+  callers: CallerResolver;
+  /** The cost spend (engine.ts `spendCost`): throws the GraphQLError that refuses. */
+  spend: ((cost: number, context: GraphQLContext) => Promise<void>) | undefined;
+  maxTokens: number;
+  /** What Apollo Server is given as `validationRules` (alias cap, introspection rule). */
+  validationRules: readonly ValidationRule[];
+  formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
+  observers: readonly OperationObserver[];
+  /** The response cache is on: an anonymous caller's request stays on Apollo Server's path. */
+  responseCache: boolean;
+  /** The logger Apollo Server hands the gateway's executor. */
+  logger: Logger;
+  /** Documents kept parsed and validated, by query text. */
+  documents?: number;
+}
+
+/** A query text parsed and validated against one API schema; `null`: Apollo Server answers it. */
+interface Prepared {
+  schema: GraphQLSchema;
+  ready: { document: DocumentNode; queryHash: string } | null;
+}
+
+interface PlainRequest {
+  query: string;
+  variables: Record<string, unknown> | undefined;
+  operationName: string | undefined;
+}
+
+type GatewayRequestContext = Parameters<ApolloGateway['executor']>[0];
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json; charset=utf-8';
+
+/**
+ * The lean path (ADR 0016): a plain POST `/graphql` operation answered by calling
+ * @apollo/gateway's executor directly, without Apollo Server's per-request pipeline, with the same
+ * bytes, status and headers Apollo Server gives (e2e/graphql-lean.test.ts compares the two).
+ *
+ * Returns false, having done nothing observable, when the request is not one it takes: Apollo
+ * Server answers it then (not one plain operation object, an unusual `Accept`, a document that
+ * does not parse or validate or introspects, an operation that cannot be chosen or is a
+ * subscription, a bad token, variables that do not coerce, an operation the edge's policy
+ * refuses, an anonymous query the response cache may answer). Every check before the cost spend
+ * is free of side effects, so Apollo Server runs them again and words the refusal itself.
+ */
+export function leanGraphQL(opts: LeanGraphQLOptions) {
+  const { gateway, policy, callers, spend, formatError, observers, logger } = opts;
+  const documents = new LRUCache<string, Prepared>({ max: opts.documents ?? 1000 });
+  const rules = [...specifiedRules, ...opts.validationRules];
+
+  const prepare = (schema: GraphQLSchema, query: string): Prepared['ready'] => {
+    const known = documents.get(query);
+    if (known?.schema === schema) return known.ready;
+    const ready = prepareDocument(schema, query, opts.maxTokens, rules);
+    documents.set(query, { schema, ready });
+    return ready;
+  };
+
+  return async function serve(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: unknown,
+    limit: RateLimitTicket | undefined,
+  ): Promise<boolean> {
+    const request = plainRequest(body);
+    if (!request) return false;
+    const contentType = contentTypeFor(req.headers.accept);
+    if (!contentType) return false;
+    const loaded = policy.current();
+    if (!loaded) return false;
+    const schema = loaded.apiSchema;
+    const ready = prepare(schema, request.query);
+    if (!ready) return false;
+    const { document } = ready;
+    const operation = getOperationAST(document, request.operationName);
+    if (!operation || operation.operation === OperationTypeNode.SUBSCRIPTION) return false;
+    const caller = await callers.resolve(req).catch(() => undefined);
+    if (caller === undefined) return false;
+    if (opts.responseCache && !caller && !req.headers.authorization && operation.operation === OperationTypeNode.QUERY) return false;
+    if (operation.variableDefinitions?.length) {
+      const coerced = getVariableValues(schema, operation.variableDefinitions, request.variables ?? {});
+      if (coerced.errors) return false;
+    }
+    let cost: number;
+    try {
+      cost = policy.check(schema, document, operation, request.variables, caller);
+    } catch {
+      return false;
+    }
+
+    // From here on the answer is the lean path's own.
+    const startedAt = process.hrtime.bigint();
+    const context: GraphQLContext = {
+      authorization: req.headers.authorization,
+      caller,
+      requestId: requestContextOf(req)?.requestId,
+      limit,
+    };
+    const observe = (result: FormattedExecutionResult, crashed: boolean, op: OperationDefinitionNode | undefined) => {
+      const observed: ObservedOperation = {
+        schema,
+        document,
+        operation: op,
+        requestedName: request.operationName,
+        result,
+        crashed,
+        startedAt,
+        header: (name) => headerOf(req, name),
+      };
+      for (const observer of observers) observer(observed);
+    };
+    const overallCachePolicy = new CachePolicy();
+    try {
+      if (spend) await spend(cost, context);
+      if (caller) overallCachePolicy.restrict({ scope: 'PRIVATE' });
+    } catch (err) {
+      // Apollo Server's answer to a didResolveOperation hook that throws.
+      const { errors, status } = formatErrors([toGraphQLError(err)], formatError);
+      const result = { errors };
+      observe(result, false, operation);
+      write(res, status ?? 500, contentType, 'no-store', result);
+      return true;
+    }
+    const requestContext = {
+      request: { query: request.query, operationName: request.operationName, variables: request.variables },
+      logger,
+      schema,
+      context,
+      queryHash: ready.queryHash,
+      document,
+      source: request.query,
+      operationName: operation.name?.value ?? null,
+      operation,
+      metrics: {},
+      overallCachePolicy,
+      requestIsBatched: false,
+    } as unknown as GatewayRequestContext;
+    let executed: Awaited<ReturnType<ApolloGateway['executor']>>;
+    try {
+      executed = await gateway.executor(requestContext);
+    } catch (err) {
+      const { errors, status } = formatErrors([toGraphQLError(err)], formatError);
+      const result = { errors };
+      observe(result, true, operation);
+      write(res, status ?? 500, contentType, 'no-store', result);
+      return true;
+    }
+    let status: number | undefined;
+    let errors: GraphQLFormattedError[] | undefined;
+    if (executed.errors) ({ errors, status } = formatErrors(executed.errors, formatError));
+    // Apollo Server's status400ForVariableCoercionErrors.
+    if (errors?.length && executed.data === undefined && !status) status = 400;
+    // Apollo Server's `{ ...result, errors }`: no `data` key when nothing ran (the metrics tell a refusal by that).
+    const result: FormattedExecutionResult = { ...executed, errors };
+    const cacheable = errors ? null : overallCachePolicy.policyIfCacheable();
+    const cacheControl = cacheable ? `max-age=${cacheable.maxAge}, ${cacheable.scope.toLowerCase()}` : 'no-store';
+    observe(result, false, operation);
+    write(res, status ?? 200, contentType, cacheControl, result);
+    return true;
+  };
+}
+
+/** Written as http.ts writes Apollo Server's answer (its body is `prettyJSONStringify`). */
+function write(res: ServerResponse, status: number, contentType: string, cacheControl: string, result: FormattedExecutionResult): void {
+  const text = `${JSON.stringify({ errors: result.errors, data: result.data, extensions: result.extensions })}\n`;
+  res.statusCode = status;
+  res.setHeader('content-type', contentType);
+  res.setHeader('cache-control', status >= 400 ? 'no-store' : cacheControl);
+  res.setHeader('content-length', Buffer.byteLength(text));
+  res.end(text);
+}
+
+function headerOf(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/**
+ * The content type Apollo Server's negotiation picks for the common `Accept` values; null for the
+ * others (Apollo Server negotiates those itself).
+ */
+function contentTypeFor(accept: string | undefined): string | null {
+  switch (accept) {
+    case undefined:
+    case '':
+    case '*/*':
+    case 'application/json':
+      return JSON_TYPE;
+    case 'application/graphql-response+json':
+      return GRAPHQL_RESPONSE_TYPE;
+    default:
+      return null;
+  }
+}
+
+/** The body as one plain operation (Apollo Server's reading of it), or null. */
+function plainRequest(body: unknown): PlainRequest | null {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
+  const b = body as Record<string, unknown>;
+  for (const key in b) if (key !== 'query' && key !== 'variables' && key !== 'operationName') return null;
+  const { query, variables, operationName } = b;
+  if (typeof query !== 'string' || query === '') return null;
+  if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) return null;
+  if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return null;
+  return {
+    query,
+    variables: (variables ?? undefined) as Record<string, unknown> | undefined,
+    operationName: operationName ?? undefined,
+  };
+}
+
+/** Parsed and validated as Apollo Server does (same token cap, same rules); null when it must answer. */
+function prepareDocument(
+  schema: GraphQLSchema,
+  query: string,
+  maxTokens: number,
+  rules: readonly ValidationRule[],
+): { document: DocumentNode; queryHash: string } | null {
+  let document: DocumentNode;
+  try {
+    document = parse(query, { maxTokens });
+  } catch {
+    return null;
+  }
+  let introspects = false;
+  visit(document, {
+    Field(node) {
+      if (node.name.value !== '__schema' && node.name.value !== '__type') return undefined;
+      introspects = true;
+      return BREAK;
+    },
+  });
+  if (introspects) return null;
+  if (validate(schema, document, rules).length > 0) return null;
+  return { document, queryHash: createHash('sha256').update(query).digest('hex') };
+}
+
+const toGraphQLError = (err: unknown): GraphQLError => {
+  const error = err instanceof Error ? err : new GraphQLError(`Unexpected error value: ${String(err)}`);
+  return error instanceof GraphQLError ? error : new GraphQLError(error.message, { originalError: error });
+};
+
+/**
+ * Apollo Server's `normalizeAndFormatErrors` (stack traces off, as the gateway configures it):
+ * `extensions.code` defaulted to INTERNAL_SERVER_ERROR, `extensions.http` taken as the status,
+ * then the same `formatError`.
+ */
+function formatErrors(
+  errors: readonly GraphQLError[],
+  formatError: LeanGraphQLOptions['formatError'],
+): { errors: GraphQLFormattedError[]; status: number | undefined } {
+  let status: number | undefined;
+  const formatted = errors.map((error) => {
+    try {
+      const extensions: Record<string, unknown> = { ...error.extensions, code: error.extensions.code ?? 'INTERNAL_SERVER_ERROR' };
+      const http = extensions.http as { status?: unknown; headers?: unknown } | null | undefined;
+      if (
+        typeof http === 'object' &&
+        http !== null &&
+        (!('status' in http) || typeof http.status === 'number') &&
+        (!('headers' in http) || http.headers instanceof Map)
+      ) {
+        if (typeof http.status === 'number' && http.status) status = http.status;
+        delete extensions.http;
+      }
+      return formatError({ ...error.toJSON(), extensions }, error);
+    } catch {
+      return { message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } };
+    }
+  });
+  return { errors: formatted, status };
+}
+
+/** Apollo Server's `CachePolicy` (what RemoteGraphQLDataSource restricts by each subgraph's Cache-Control). */
+class CachePolicy {
+  maxAge: number | undefined = undefined;
+  scope: 'PUBLIC' | 'PRIVATE' | undefined = undefined;
+
+  restrict(hint: { maxAge?: number | undefined; scope?: 'PUBLIC' | 'PRIVATE' | undefined }): void {
+    if (hint.maxAge !== undefined && (this.maxAge === undefined || hint.maxAge < this.maxAge)) this.maxAge = hint.maxAge;
+    if (hint.scope !== undefined && this.scope !== 'PRIVATE') this.scope = hint.scope;
+  }
+
+  replace(hint: { maxAge?: number | undefined; scope?: 'PUBLIC' | 'PRIVATE' | undefined }): void {
+    if (hint.maxAge !== undefined) this.maxAge = hint.maxAge;
+    if (hint.scope !== undefined) this.scope = hint.scope;
+  }
+
+  policyIfCacheable(): { maxAge: number; scope: 'PUBLIC' | 'PRIVATE' } | null {
+    if (this.maxAge === undefined || this.maxAge === 0) return null;
+    return { maxAge: this.maxAge, scope: this.scope ?? 'PUBLIC' };
+  }
+}
