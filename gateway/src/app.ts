@@ -260,6 +260,7 @@ function graphqlStage(config: GatewayConfig, { callers, source, redis, rateLimit
     plugins: [...(metrics ? [metrics.graphqlPlugin()] : []), ...(usage ? [usage.plugin()] : [])],
     observers: [...(metrics ? [metrics.observeOperation] : []), ...(usage ? [usage.observe] : [])],
     lean: config.GRAPHQL_LEAN,
+    ...(metrics ? { leanAnswered: metrics.leanAnswered } : {}),
   });
 }
 

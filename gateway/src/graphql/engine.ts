@@ -74,6 +74,8 @@ export interface GraphQLOptions {
   observers?: OperationObserver[];
   /** The lean path for plain POST operations (ADR 0016, `GRAPHQL_LEAN`, default on). */
   lean?: boolean;
+  /** Told, for each POST operation offered to the lean path, whether it answered (metrics). */
+  leanAnswered?: (taken: boolean) => void;
 }
 
 /**
@@ -134,6 +136,7 @@ export function createGraphQL(opts: GraphQLOptions) {
       : null;
   const http: HttpGraphQL = {
     lean,
+    leanAnswered: opts.leanAnswered,
     server,
     callers: opts.callers,
     rateLimits: opts.rateLimits ?? null,

@@ -21,6 +21,7 @@ export interface HttpGraphQL {
   maxBatch: number;
   logger: Logger;
   /** The lean path (ADR 0016, ./lean.ts): true when it answered; null when switched off (GRAPHQL_LEAN=false). */
+  leanAnswered: ((taken: boolean) => void) | undefined;
   lean: ((req: IncomingMessage, res: ServerResponse, body: unknown, limit: RateLimitTicket | undefined) => Promise<boolean>) | null;
 }
 
@@ -65,7 +66,11 @@ async function execute(http: HttpGraphQL, req: IncomingMessage, res: ServerRespo
   const q = url.indexOf('?');
   const refused = requestError(body, req.method === 'GET' && q !== -1 ? url.slice(q) : '');
   if (refused) return sendJson(res, 400, { errors: [refused] });
-  if (http.lean && req.method === 'POST' && (await http.lean(req, res, body, limit))) return;
+  if (http.lean && req.method === 'POST') {
+    const taken = await http.lean(req, res, body, limit);
+    http.leanAnswered?.(taken);
+    if (taken) return;
+  }
   const headers = new HeaderMap();
   for (const [key, value] of Object.entries(req.headers)) {
     if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value);

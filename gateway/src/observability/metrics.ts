@@ -132,6 +132,8 @@ export interface GatewayMetrics {
   graphqlPlugin<C extends object>(): ApolloServerPlugin<C>;
   /** What that plugin records of an answered operation (the lean path calls it too, ADR 0016). */
   observeOperation: OperationObserver;
+  /** A POST operation offered to the lean path: answered by it, or left to Apollo Server. */
+  leanAnswered(taken: boolean): void;
   /** The rate limits' counters (src/ratelimit): store failures (failed open) and refusals by policy. */
   rateLimit: { storeError(): void; limited(policy: string): void };
   /** gRPC calls the gateway makes (auth's API-key exchange). */
@@ -170,6 +172,14 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
     labelNames: ['code'] as const,
     registers: [registry],
   });
+  const lean = new Counter({
+    name: 'halo_graphql_lean_requests_total',
+    help: 'Plain POST /graphql operations offered to the lean path (ADR 0016), by who answered: lean, or apollo (what it leaves to Apollo Server)',
+    labelNames: ['by'] as const,
+    registers: [registry],
+  });
+  lean.inc({ by: 'lean' }, 0);
+  lean.inc({ by: 'apollo' }, 0);
   const storeErrors = new Counter({
     name: 'halo_gateway_rate_limit_store_errors_total',
     help: 'Rate-limit checks the shared store (Redis) failed: the request went through uncounted (fail open)',
@@ -225,6 +235,7 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
     },
     graphqlPlugin: () => operationMetricsPlugin(observeOperation, reject),
     observeOperation,
+    leanAnswered: (taken) => lean.inc({ by: taken ? 'lean' : 'apollo' }),
     watch: (next) => watch(registry, watched, next),
     listen: (host, port) => serveMetrics(registry, logger, host, port),
     text: () => registry.metrics(),
