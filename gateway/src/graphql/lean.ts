@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApolloGateway } from '@apollo/gateway';
-import { requestContextOf, type Logger } from '@halo/kit';
+import { requestContextOf, type Caller, type Logger } from '@halo/kit';
 import {
   BREAK,
   getOperationAST,
@@ -41,7 +41,7 @@ export interface ObservedOperation {
   crashed: boolean;
   /** `process.hrtime.bigint()` when the request started. */
   startedAt: bigint;
-  header(name: string): string | undefined;
+  header: (name: string) => string | undefined;
 }
 
 export type OperationObserver = (observed: ObservedOperation) => void;
@@ -95,7 +95,6 @@ const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json; charset=utf-8'
  * is free of side effects, so Apollo Server runs them again and words the refusal itself.
  */
 export function leanGraphQL(opts: LeanGraphQLOptions) {
-  const { gateway, policy, callers, spend, formatError, observers, logger } = opts;
   const documents = new LRUCache<string, Prepared>({ max: opts.documents ?? 1000 });
   const rules = [...specifiedRules, ...opts.validationRules];
 
@@ -107,108 +106,119 @@ export function leanGraphQL(opts: LeanGraphQLOptions) {
     return ready;
   };
 
+  /** The request as the lean path runs it, or null (Apollo Server answers). Free of side effects. */
+  const admit = async (req: IncomingMessage, body: unknown): Promise<Admitted | null> => {
+    const request = plainRequest(body);
+    const contentType = request && contentTypeFor(req.headers.accept);
+    const loaded = contentType && opts.policy.current();
+    if (!request || !contentType || !loaded) return null;
+    const schema = loaded.apiSchema;
+    const ready = prepare(schema, request.query);
+    const operation = ready && getOperationAST(ready.document, request.operationName);
+    if (!ready || !operation || operation.operation === OperationTypeNode.SUBSCRIPTION) return null;
+    const caller = await opts.callers.resolve(req).catch(() => undefined);
+    if (caller === undefined) return null;
+    if (opts.responseCache && !caller && !req.headers.authorization && operation.operation === OperationTypeNode.QUERY) return null;
+    if (operation.variableDefinitions?.length) {
+      const coerced = getVariableValues(schema, operation.variableDefinitions, request.variables ?? {});
+      if (coerced.errors) return null;
+    }
+    try {
+      const cost = opts.policy.check(schema, ready.document, operation, request.variables, caller);
+      return { request, contentType, schema, ...ready, operation, caller, cost };
+    } catch {
+      return null;
+    }
+  };
+
   return async function serve(
     req: IncomingMessage,
     res: ServerResponse,
     body: unknown,
     limit: RateLimitTicket | undefined,
   ): Promise<boolean> {
-    const request = plainRequest(body);
-    if (!request) return false;
-    const contentType = contentTypeFor(req.headers.accept);
-    if (!contentType) return false;
-    const loaded = policy.current();
-    if (!loaded) return false;
-    const schema = loaded.apiSchema;
-    const ready = prepare(schema, request.query);
-    if (!ready) return false;
-    const { document } = ready;
-    const operation = getOperationAST(document, request.operationName);
-    if (!operation || operation.operation === OperationTypeNode.SUBSCRIPTION) return false;
-    const caller = await callers.resolve(req).catch(() => undefined);
-    if (caller === undefined) return false;
-    if (opts.responseCache && !caller && !req.headers.authorization && operation.operation === OperationTypeNode.QUERY) return false;
-    if (operation.variableDefinitions?.length) {
-      const coerced = getVariableValues(schema, operation.variableDefinitions, request.variables ?? {});
-      if (coerced.errors) return false;
-    }
-    let cost: number;
-    try {
-      cost = policy.check(schema, document, operation, request.variables, caller);
-    } catch {
-      return false;
-    }
-
-    // From here on the answer is the lean path's own.
-    const startedAt = process.hrtime.bigint();
-    const context: GraphQLContext = {
-      authorization: req.headers.authorization,
-      caller,
-      requestId: requestContextOf(req)?.requestId,
-      limit,
-    };
-    const observe = (result: FormattedExecutionResult, crashed: boolean, op: OperationDefinitionNode | undefined) => {
-      const observed: ObservedOperation = {
-        schema,
-        document,
-        operation: op,
-        requestedName: request.operationName,
-        result,
-        crashed,
-        startedAt,
-        header: (name) => headerOf(req, name),
-      };
-      for (const observer of observers) observer(observed);
-    };
-    const overallCachePolicy = new CachePolicy();
-    try {
-      if (spend) await spend(cost, context);
-      if (caller) overallCachePolicy.restrict({ scope: 'PRIVATE' });
-    } catch (err) {
-      // Apollo Server's answer to a didResolveOperation hook that throws.
-      const { errors, status } = formatErrors([toGraphQLError(err)], formatError);
-      const result = { errors };
-      observe(result, false, operation);
-      write(res, status ?? 500, contentType, 'no-store', result);
-      return true;
-    }
-    const requestContext = {
-      request: { query: request.query, operationName: request.operationName, variables: request.variables },
-      logger,
-      schema,
-      context,
-      queryHash: ready.queryHash,
-      document,
-      source: request.query,
-      operationName: operation.name?.value ?? null,
-      operation,
-      metrics: {},
-      overallCachePolicy,
-      requestIsBatched: false,
-    } as unknown as GatewayRequestContext;
-    let executed: Awaited<ReturnType<ApolloGateway['executor']>>;
-    try {
-      executed = await gateway.executor(requestContext);
-    } catch (err) {
-      const { errors, status } = formatErrors([toGraphQLError(err)], formatError);
-      const result = { errors };
-      observe(result, true, operation);
-      write(res, status ?? 500, contentType, 'no-store', result);
-      return true;
-    }
-    let status: number | undefined;
-    let errors: GraphQLFormattedError[] | undefined;
-    if (executed.errors) ({ errors, status } = formatErrors(executed.errors, formatError));
-    // Apollo Server's status400ForVariableCoercionErrors.
-    if (errors?.length && executed.data === undefined && !status) status = 400;
-    // Apollo Server's `{ ...result, errors }`: no `data` key when nothing ran (the metrics tell a refusal by that).
-    const result: FormattedExecutionResult = { ...executed, errors };
-    const cacheable = errors ? null : overallCachePolicy.policyIfCacheable();
-    const cacheControl = cacheable ? `max-age=${cacheable.maxAge}, ${cacheable.scope.toLowerCase()}` : 'no-store';
-    observe(result, false, operation);
-    write(res, status ?? 200, contentType, cacheControl, result);
+    const admitted = await admit(req, body);
+    if (!admitted) return false;
+    await answer(opts, req, res, admitted, limit);
     return true;
   };
+}
+
+interface Admitted {
+  request: PlainRequest;
+  contentType: string;
+  schema: GraphQLSchema;
+  document: DocumentNode;
+  queryHash: string;
+  operation: OperationDefinitionNode;
+  caller: Caller | null;
+  cost: number;
+}
+
+/** From the cost spend on, the answer is the lean path's own: spend, execute, format, observe, write. */
+async function answer(
+  opts: LeanGraphQLOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  admitted: Admitted,
+  limit: RateLimitTicket | undefined,
+): Promise<void> {
+  const { request, contentType, schema, document, operation, caller } = admitted;
+  const startedAt = process.hrtime.bigint();
+  const context: GraphQLContext = { authorization: req.headers.authorization, caller, requestId: requestContextOf(req)?.requestId, limit };
+  const finish = (status: number, cacheControl: string, result: FormattedExecutionResult, crashed: boolean) => {
+    const observed: ObservedOperation = {
+      schema,
+      document,
+      operation,
+      requestedName: request.operationName,
+      result,
+      crashed,
+      startedAt,
+      header: (name) => headerOf(req, name),
+    };
+    for (const observer of opts.observers) observer(observed);
+    write(res, status, contentType, cacheControl, result);
+  };
+  const overallCachePolicy = new CachePolicy();
+  try {
+    if (opts.spend) await opts.spend(admitted.cost, context);
+    if (caller) overallCachePolicy.restrict({ scope: 'PRIVATE' });
+  } catch (err) {
+    // Apollo Server's answer to a didResolveOperation hook that throws.
+    const { errors, status } = formatErrors([toGraphQLError(err)], opts.formatError);
+    return finish(status ?? 500, 'no-store', { errors }, false);
+  }
+  const requestContext = {
+    request: { query: request.query, operationName: request.operationName, variables: request.variables },
+    logger: opts.logger,
+    schema,
+    context,
+    queryHash: admitted.queryHash,
+    document,
+    source: request.query,
+    operationName: operation.name?.value ?? null,
+    operation,
+    metrics: {},
+    overallCachePolicy,
+    requestIsBatched: false,
+  } as unknown as GatewayRequestContext;
+  let executed: Awaited<ReturnType<ApolloGateway['executor']>>;
+  try {
+    executed = await opts.gateway.executor(requestContext);
+  } catch (err) {
+    const { errors, status } = formatErrors([toGraphQLError(err)], opts.formatError);
+    return finish(status ?? 500, 'no-store', { errors }, true);
+  }
+  let status: number | undefined;
+  let errors: GraphQLFormattedError[] | undefined;
+  if (executed.errors) ({ errors, status } = formatErrors(executed.errors, opts.formatError));
+  // Apollo Server's status400ForVariableCoercionErrors.
+  if (errors?.length && executed.data === undefined && !status) status = 400;
+  // Apollo Server's `{ ...result, errors }`: no `data` key when nothing ran (the metrics tell a refusal by that).
+  const result: FormattedExecutionResult = { ...executed, errors };
+  const cacheable = errors ? null : overallCachePolicy.policyIfCacheable();
+  finish(status ?? 200, cacheable ? `max-age=${cacheable.maxAge}, ${cacheable.scope.toLowerCase()}` : 'no-store', result, false);
 }
 
 /** Written as http.ts writes Apollo Server's answer (its body is `prettyJSONStringify`). */

@@ -133,7 +133,7 @@ export interface GatewayMetrics {
   /** What that plugin records of an answered operation (the lean path calls it too, ADR 0016). */
   observeOperation: OperationObserver;
   /** A POST operation offered to the lean path: answered by it, or left to Apollo Server. */
-  leanAnswered(taken: boolean): void;
+  leanAnswered: (taken: boolean) => void;
   /** The rate limits' counters (src/ratelimit): store failures (failed open) and refusals by policy. */
   rateLimit: { storeError(): void; limited(policy: string): void };
   /** gRPC calls the gateway makes (auth's API-key exchange). */
@@ -205,23 +205,7 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
   }
 
   const reject = (code: unknown) => rejections.inc({ code: typeof code === 'string' ? codes.of(code) : 'UNKNOWN' });
-  /** One answered operation, timed; a refused one (errors, no `data`, nothing crashed) counted by its code. */
-  const observeOperation: OperationObserver = ({ operation, requestedName, result, crashed, startedAt }) => {
-    // A request error (GraphQL spec): errors and no `data`, nothing was executed.
-    const rejected = result.errors !== undefined && !('data' in result) && !crashed;
-    const outcome = rejected ? 'rejected' : result.errors?.length ? 'error' : 'ok';
-    if (rejected) reject(result.errors![0]?.extensions?.code);
-    // A resolved operation's own name; otherwise the name the client sent, if any.
-    const name = operation ? operation.name?.value : requestedName;
-    operations.observe(
-      {
-        operation_type: operation?.operation ?? 'unknown',
-        operation_name: name ? names.of(name) : operation ? 'anonymous' : 'unknown',
-        outcome,
-      },
-      seconds(startedAt),
-    );
-  };
+  const observeOperation = operationObserver(operations, names, reject);
 
   return {
     grpcClient,
@@ -263,6 +247,30 @@ async function serveMetrics(registry: Registry, logger: Logger, host: string, po
     );
   });
   return { server, port: await listen(server, port, host) };
+}
+
+/** One answered operation, timed; a refused one (errors, no `data`, nothing crashed) counted by its code. */
+function operationObserver(
+  operations: Histogram<'operation_type' | 'operation_name' | 'outcome'>,
+  names: BoundedLabel,
+  reject: (code: unknown) => void,
+): OperationObserver {
+  return ({ operation, requestedName, result, crashed, startedAt }) => {
+    // A request error (GraphQL spec): errors and no `data`, nothing was executed.
+    const rejected = result.errors !== undefined && !('data' in result) && !crashed;
+    const outcome = rejected ? 'rejected' : result.errors?.length ? 'error' : 'ok';
+    if (rejected) reject(result.errors![0]?.extensions?.code);
+    // A resolved operation's own name; otherwise the name the client sent, if any.
+    const name = operation ? operation.name?.value : requestedName;
+    operations.observe(
+      {
+        operation_type: operation?.operation ?? 'unknown',
+        operation_name: name ? names.of(name) : operation ? 'anonymous' : 'unknown',
+        outcome,
+      },
+      seconds(startedAt),
+    );
+  };
 }
 
 /** The Apollo Server plugin that times every operation and counts the refused ones by code. */
