@@ -83,6 +83,8 @@ const CASES: Case[] = [
   { name: 'two operations, no operationName', body: { query: TWO_OPERATIONS }, by: 'apollo' },
   { name: 'two operations, unknown operationName', body: { query: TWO_OPERATIONS, operationName: 'C' }, by: 'apollo' },
   { name: 'variables', body: { query: BY_ID, variables: { id: '1' } }, by: 'lean' },
+  { name: 'variables the operation does not declare', body: { query: '{ product(id: "1") { id } }', variables: { id: '1' } }, by: 'lean' },
+  { name: 'an empty operationName', body: { query: TWO_OPERATIONS, operationName: '' }, by: 'apollo' },
   { name: 'variables, bad type', body: { query: BY_ID, variables: { id: { no: 1 } } }, by: 'apollo' },
   { name: 'variables, missing required', body: { query: BY_ID, variables: {} }, by: 'apollo' },
   { name: 'variables, not an object', body: { query: BY_ID, variables: '{"id":"1"}' }, by: 'apollo' },
