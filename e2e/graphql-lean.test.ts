@@ -118,17 +118,26 @@ const CASES: Case[] = [
   { name: 'Accept: text/html only', body: { query: '{ product(id: "1") { id } }' }, headers: { accept: 'text/html' }, by: 'apollo' },
 ];
 
+/** Headers whose value is the moment, the request or the process's own counters. */
+const PER_REQUEST_HEADERS = /^(date|x-request-id|traceparent|tracestate|ratelimit.*|x-ratelimit.*|retry-after)$/;
+
 async function ask(gw: RunningGateway, c: Case) {
   const res = await fetch(`${gw.url}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...c.headers },
     body: typeof c.body === 'string' ? c.body : JSON.stringify(c.body),
   });
+  // Every response header but those that differ per request or per process.
+  const headers: Record<string, string> = {};
+  res.headers.forEach((value, name) => {
+    if (!PER_REQUEST_HEADERS.test(name)) headers[name] = value;
+  });
   return {
     status: res.status,
     contentType: res.headers.get('content-type'),
     cacheControl: res.headers.get('cache-control'),
     requestId: res.headers.get('x-request-id') !== null,
+    headers,
     body: await res.text(),
   };
 }
