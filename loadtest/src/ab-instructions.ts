@@ -184,12 +184,23 @@ async function main(): Promise<void> {
         init: gqlInit(QUERIES.me),
         perConnection: callers.map((c) => ({ authorization: `Bearer ${c.token}` })),
       })),
+      // The nested and flat queries asked by distinct callers, as src/ab-bench.ts's rows of the same ids.
+      row('nested-callers', `\`${QUERIES.nested}\`, one caller per connection`, (url) => ({
+        url: `${url}/graphql`,
+        init: gqlInit(QUERIES.nested),
+        perConnection: callers.map((c) => ({ authorization: `Bearer ${c.token}` })),
+      })),
+      row('flat', `\`${QUERIES.flat}\`, one caller per connection`, (url) => ({
+        url: `${url}/graphql`,
+        init: gqlInit(QUERIES.flat),
+        perConnection: callers.map((c) => ({ authorization: `Bearer ${c.token}` })),
+      })),
       row('rest', `REST \`GET ${REST_PATHS.post}\``, (url) => ({ url: `${url}${REST_PATHS.post}`, init: { method: 'GET' } })),
     ];
     // BENCH_ROWS=rest: only those rows, as in src/ab-bench.ts.
     const only = process.env.BENCH_ROWS?.split(',').map((s) => s.trim());
     const rows = only ? allRows.filter((r) => only.includes(r.id)) : allRows;
-    if (!rows.length) throw new Error(`BENCH_ROWS=${process.env.BENCH_ROWS}: no such row (nested, me, rest)`);
+    if (!rows.length) throw new Error(`BENCH_ROWS=${process.env.BENCH_ROWS}: no such row (nested, me, nested-callers, flat, rest)`);
     await checkSameAnswers(rows, callers, log);
     for (const r of rows) for (const t of r.targets) await send(t, r.id === 'me' ? Math.round(WARMUP / 5) : WARMUP);
     log('bench:ab:instructions: warmed up');
