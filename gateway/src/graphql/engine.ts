@@ -80,8 +80,9 @@ export interface GraphQLOptions {
 
 /**
  * `Cache-Control` comes from the subgraphs: each sends the policy its `@cacheControl` hints give,
- * and @apollo/gateway keeps the most restrictive (RemoteGraphQLDataSource honours subgraph
- * Cache-Control by default; Apollo Server's cache-control plugin writes the header). What no
+ * and the gateway keeps the most restrictive (SubgraphDataSource restricts the operation's policy
+ * by each subgraph's Cache-Control, as RemoteGraphQLDataSource does; Apollo Server's cache-control
+ * plugin writes the header). What no
  * subgraph can know is that the caller is authenticated: such an answer must never sit in a
  * shared cache, so it is private (docs/api/graphql.md).
  */
