@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
+import { isoTime } from './logger';
 import { capturingLogger } from './testing';
 
 /**
@@ -60,5 +61,27 @@ describe('errors in log lines', () => {
     });
     expect(JSON.stringify(lines[0])).not.toMatch(/hunter2|secretKey|987654321|processID/);
     expect((logged.stack as string).split('\n').length).toBeLessThanOrEqual(13);
+  });
+});
+
+describe('the time field', () => {
+  afterEach(() => jest.useRealTimers());
+
+  it('is the instant in ISO 8601, as toISOString writes it, at every millisecond and across seconds', () => {
+    jest.useFakeTimers();
+    const instants = [
+      Date.UTC(2026, 10, 26, 23, 59, 59, 999),
+      Date.UTC(2026, 10, 27, 0, 0, 0, 0),
+      Date.UTC(2026, 10, 27, 0, 0, 0, 7),
+      Date.UTC(2026, 10, 27, 0, 0, 0, 42),
+      Date.UTC(2026, 10, 27, 0, 0, 0, 42),
+      Date.UTC(2026, 10, 27, 0, 0, 0, 300),
+      Date.UTC(2026, 10, 27, 0, 0, 1, 5),
+      Date.UTC(2027, 0, 1, 0, 0, 0, 0),
+    ];
+    for (const at of instants) {
+      jest.setSystemTime(at);
+      expect(isoTime()).toBe(`,"time":"${new Date(at).toISOString()}"`);
+    }
   });
 });
