@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
-import { isoTime } from './logger';
+import { isoTime, LineBuffer } from './logger';
 import { capturingLogger } from './testing';
 
 /**
@@ -83,5 +83,24 @@ describe('the time field', () => {
       jest.setSystemTime(at);
       expect(isoTime()).toBe(`,"time":"${new Date(at).toISOString()}"`);
     }
+  });
+});
+
+describe('the line buffer', () => {
+  it('writes every line once and in order, multi-byte text included, in a flush and at exit', async () => {
+    const { mkdtempSync, openSync, readFileSync, closeSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const path = join(mkdtempSync(join(tmpdir(), 'halo-lines-')), 'out.log');
+    const fd = openSync(path, 'w');
+    // No batch is written by size here: the flush below is the only one in flight.
+    const buffer = new LineBuffer(fd, 1 << 20);
+    const lines = Array.from({ length: 50 }, (_, i) => `{"i":${i},"text":"${i % 3 === 0 ? 'żółć ✓' : 'plain'}"}\n`);
+    for (const line of lines.slice(0, 25)) buffer.write(line);
+    await new Promise<void>((done) => buffer.flush(done));
+    for (const line of lines.slice(25)) buffer.write(line);
+    buffer.flushSync();
+    closeSync(fd);
+    expect(readFileSync(path, 'utf8')).toBe(lines.join(''));
   });
 });
