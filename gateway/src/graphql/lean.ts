@@ -61,8 +61,28 @@ export interface LeanGraphQLOptions {
   responseCache: boolean;
   /** The logger Apollo Server hands the gateway's executor. */
   logger: Logger;
-  /** Documents kept parsed and validated, by query text. */
+  /** Documents kept parsed and validated, by query text (at most; the memory budget below also bounds them). */
   documents?: number;
+}
+
+/**
+ * What the documents kept parsed may hold, counted as 4 bytes per character of query text (the
+ * text as the key, a string literal's copy in the tree, the tree itself: GRAPHQL_MAX_TOKENS bounds
+ * its nodes, not a literal's length). A client sending many distinct large queries (a 1 MB body
+ * can be one valid string literal) churns this budget, not the gateway's heap. One query text over
+ * `LARGEST_KEPT` characters is parsed every time, never kept.
+ */
+export const DOCUMENT_BUDGET_BYTES = 8 * 1024 * 1024;
+const LARGEST_KEPT = 64 * 1024;
+
+/** The lean path's document cache: by query text, bounded in entries and in memory. */
+export function documentCache<V extends object>(max = 1000): LRUCache<string, V> {
+  return new LRUCache<string, V>({
+    max,
+    maxSize: DOCUMENT_BUDGET_BYTES,
+    maxEntrySize: LARGEST_KEPT * 4,
+    sizeCalculation: (_value, query) => Math.max(1, query.length * 4),
+  });
 }
 
 /** A query text parsed and validated against one API schema; `null`: Apollo Server answers it. */
@@ -95,7 +115,7 @@ const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json; charset=utf-8'
  * is free of side effects, so Apollo Server runs them again and words the refusal itself.
  */
 export function leanGraphQL(opts: LeanGraphQLOptions) {
-  const documents = new LRUCache<string, Prepared>({ max: opts.documents ?? 1000 });
+  const documents = documentCache<Prepared>(opts.documents);
   const rules = [...specifiedRules, ...opts.validationRules];
 
   const prepare = (schema: GraphQLSchema, query: string): Prepared['ready'] => {
