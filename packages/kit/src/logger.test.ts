@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
-import { isoTime, LineBuffer } from './logger';
 import { capturingLogger } from './testing';
 
 /**
@@ -61,46 +60,5 @@ describe('errors in log lines', () => {
     });
     expect(JSON.stringify(lines[0])).not.toMatch(/hunter2|secretKey|987654321|processID/);
     expect((logged.stack as string).split('\n').length).toBeLessThanOrEqual(13);
-  });
-});
-
-describe('the time field', () => {
-  afterEach(() => jest.useRealTimers());
-
-  it('is the instant in ISO 8601, as toISOString writes it, at every millisecond and across seconds', () => {
-    jest.useFakeTimers();
-    const instants = [
-      Date.UTC(2026, 10, 26, 23, 59, 59, 999),
-      Date.UTC(2026, 10, 27, 0, 0, 0, 0),
-      Date.UTC(2026, 10, 27, 0, 0, 0, 7),
-      Date.UTC(2026, 10, 27, 0, 0, 0, 42),
-      Date.UTC(2026, 10, 27, 0, 0, 0, 42),
-      Date.UTC(2026, 10, 27, 0, 0, 0, 300),
-      Date.UTC(2026, 10, 27, 0, 0, 1, 5),
-      Date.UTC(2027, 0, 1, 0, 0, 0, 0),
-    ];
-    for (const at of instants) {
-      jest.setSystemTime(at);
-      expect(isoTime()).toBe(`,"time":"${new Date(at).toISOString()}"`);
-    }
-  });
-});
-
-describe('the line buffer', () => {
-  it('writes every line once and in order, multi-byte text included, in a flush and at exit', async () => {
-    const { mkdtempSync, openSync, readFileSync, closeSync } = await import('node:fs');
-    const { tmpdir } = await import('node:os');
-    const { join } = await import('node:path');
-    const path = join(mkdtempSync(join(tmpdir(), 'halo-lines-')), 'out.log');
-    const fd = openSync(path, 'w');
-    // No batch is written by size here: the flush below is the only one in flight.
-    const buffer = new LineBuffer(fd, 1 << 20);
-    const lines = Array.from({ length: 50 }, (_, i) => `{"i":${i},"text":"${i % 3 === 0 ? 'żółć ✓' : 'plain'}"}\n`);
-    for (const line of lines.slice(0, 25)) buffer.write(line);
-    await new Promise<void>((done) => buffer.flush(done));
-    for (const line of lines.slice(25)) buffer.write(line);
-    buffer.flushSync();
-    closeSync(fd);
-    expect(readFileSync(path, 'utf8')).toBe(lines.join(''));
   });
 });
