@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApolloGateway } from '@apollo/gateway';
-import { requestContextOf, type Caller, type Logger } from '@halo/kit';
+import type { GraphQLRequestContextWillSendResponse } from '@apollo/server';
+import { leanRequest, requestContextOf, type Caller, type LeanRequest, type Logger } from '@halo/kit';
 import {
   BREAK,
   getOperationAST,
@@ -45,6 +46,25 @@ export interface ObservedOperation {
 }
 
 export type OperationObserver = (observed: ObservedOperation) => void;
+
+/** What Apollo Server's `willSendResponse` hook knows, as an observer reads it (both plugins call this). */
+export function observedFromApollo(
+  { schema, document, operation, request, response }: GraphQLRequestContextWillSendResponse<object>,
+  crashed: boolean,
+  startedAt: bigint,
+): ObservedOperation {
+  const body = response.body;
+  return {
+    schema,
+    document,
+    operation,
+    requestedName: request.operationName,
+    result: body.kind === 'single' ? body.singleResult : body.initialResult,
+    crashed,
+    startedAt,
+    header: (name) => request.http?.headers.get(name),
+  };
+}
 
 export interface LeanGraphQLOptions {
   gateway: ApolloGateway;
@@ -91,12 +111,6 @@ interface Prepared {
   ready: { document: DocumentNode; queryHash: string } | null;
 }
 
-interface PlainRequest {
-  query: string;
-  variables: Record<string, unknown> | undefined;
-  operationName: string | undefined;
-}
-
 type GatewayRequestContext = Parameters<ApolloGateway['executor']>[0];
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -128,7 +142,7 @@ export function leanGraphQL(opts: LeanGraphQLOptions) {
 
   /** The request as the lean path runs it, or null (Apollo Server answers). Free of side effects. */
   const admit = async (req: IncomingMessage, body: unknown): Promise<Admitted | null> => {
-    const request = plainRequest(body);
+    const request = leanRequest(body);
     const contentType = request && contentTypeFor(req.headers.accept);
     const loaded = contentType && opts.policy.current();
     if (!request || !contentType || !loaded) return null;
@@ -165,7 +179,7 @@ export function leanGraphQL(opts: LeanGraphQLOptions) {
 }
 
 interface Admitted {
-  request: PlainRequest;
+  request: LeanRequest;
   contentType: string;
   schema: GraphQLSchema;
   document: DocumentNode;
@@ -272,22 +286,6 @@ function contentTypeFor(accept: string | undefined): string | null {
     default:
       return null;
   }
-}
-
-/** The body as one plain operation (Apollo Server's reading of it), or null. */
-function plainRequest(body: unknown): PlainRequest | null {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
-  const b = body as Record<string, unknown>;
-  for (const key in b) if (key !== 'query' && key !== 'variables' && key !== 'operationName') return null;
-  const { query, variables, operationName } = b;
-  if (typeof query !== 'string' || query === '') return null;
-  if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) return null;
-  if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return null;
-  return {
-    query,
-    variables: (variables ?? undefined) as Record<string, unknown> | undefined,
-    operationName: operationName ?? undefined,
-  };
 }
 
 /** Parsed and validated as Apollo Server does (same token cap, same rules); null when it must answer. */

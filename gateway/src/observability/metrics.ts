@@ -7,7 +7,7 @@ import {
   type Server,
 } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
-import type { OperationObserver } from '../graphql/lean';
+import { observedFromApollo, type OperationObserver } from '../graphql/lean';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import {
   createProcessRegistry,
@@ -298,18 +298,8 @@ function operationMetricsPlugin<C extends object>(observe: OperationObserver, re
             },
           };
         },
-        async willSendResponse({ schema, document, operation, request, response }) {
-          const body = response.body;
-          observe({
-            schema,
-            document,
-            operation,
-            requestedName: request.operationName,
-            result: body.kind === 'single' ? body.singleResult : body.initialResult,
-            crashed: executed && crashed,
-            startedAt,
-            header: (name) => request.http?.headers.get(name),
-          });
+        async willSendResponse(context) {
+          observe(observedFromApollo(context, executed && crashed, startedAt));
         },
       };
     },

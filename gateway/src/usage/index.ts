@@ -1,7 +1,7 @@
 import type { ApolloServerPlugin, GraphQLRequestContextWillSendResponse, GraphQLRequestListener } from '@apollo/server';
 import type { Logger, ServiceIdentity } from '@halo/kit';
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
-import type { OperationObserver } from '../graphql/lean';
+import { observedFromApollo, type OperationObserver } from '../graphql/lean';
 import { clientNameOf } from './coordinates';
 import { UsageRecorder } from './recorder';
 import { createUsageSender, type ReportStats } from './reporter';
@@ -84,18 +84,8 @@ export function createUsageReporting(opts: UsageOptions): UsageReporting {
   };
   const listener: GraphQLRequestListener<object> = {
     // eslint-disable-next-line @typescript-eslint/require-await -- Apollo Server types the hook as returning a promise; a throw rejects.
-    async willSendResponse({ schema, document, operation, request, response }: GraphQLRequestContextWillSendResponse<object>) {
-      const body = response.body;
-      observe({
-        schema,
-        document,
-        operation,
-        requestedName: request.operationName,
-        result: body.kind === 'single' ? body.singleResult : body.initialResult,
-        crashed: false,
-        startedAt: 0n,
-        header: (name) => request.http?.headers.get(name),
-      });
+    async willSendResponse(context: GraphQLRequestContextWillSendResponse<object>) {
+      observe(observedFromApollo(context, false, 0n));
     },
   };
   let flushing: Promise<void> | null = null;

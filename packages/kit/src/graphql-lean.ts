@@ -267,14 +267,15 @@ function isJsonUtf8(contentType: string | undefined): boolean {
   return params === 'charset=utf-8' || params === 'charset="utf-8"';
 }
 
-interface LeanRequest {
+/** One plain GraphQL operation as a POST body carries it (the subgraphs' and the gateway's lean paths). */
+export interface LeanRequest {
   query: string;
   variables: Record<string, unknown> | undefined;
   operationName: string | undefined;
 }
 
 /** The body as one plain operation, or null when Apollo must read it (batches, extensions, odd fields). */
-function leanRequest(body: unknown): LeanRequest | null {
+export function leanRequest(body: unknown): LeanRequest | null {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
   const b = body as Record<string, unknown>;
   for (const key in b) if (key !== 'query' && key !== 'variables' && key !== 'operationName') return null;

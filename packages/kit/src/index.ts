@@ -37,3 +37,4 @@ export * from './subscriptions';
 export * from './exit-codes';
 export * from './address-key';
 export * from './origins';
+export { leanRequest, type LeanRequest } from './graphql-lean';
