@@ -1,5 +1,7 @@
 import { GraphQLError, OperationTypeNode } from 'graphql';
 import type { GraphQLDataSource, GraphQLDataSourceProcessOptions } from '@apollo/gateway';
+// RemoteGraphQLDataSource's own parser (the package has no exports map; gateway/test/subgraph-source.test.ts pins the result).
+import { parseCacheControlHeader } from '@apollo/gateway/dist/datasources/parseCacheControlHeader';
 import { REQUEST_ID_HEADER, toGraphQLError, unavailable, type Logger } from '@halo/kit';
 import type { GraphQLContext } from './context';
 import type { Fetcher, FetcherRequestInit } from './http-fetcher';
@@ -26,17 +28,6 @@ function isShareable(options: Options): boolean {
     options.request.query !== undefined &&
     /^\s*(?:query\b|\{)/.test(options.request.query)
   );
-}
-
-/** `Cache-Control` directives, as @apollo/gateway's parseCacheControlHeader reads them. */
-function cacheControlOf(header: string | null): Record<string, string | true> {
-  const cc: Record<string, string | true> = {};
-  if (!header) return cc;
-  for (const part of header.trim().split(/\s*,\s*/)) {
-    const [k, v] = part.split(/\s*=\s*/, 2);
-    cc[k!] = v === undefined ? true : v.replace(/^"|"$/g, '');
-  }
-  return cc;
 }
 
 /**
@@ -89,7 +80,7 @@ export class SubgraphDataSource implements GraphQLDataSource<GraphQLContext> {
     if (typeof body !== 'object' || body === null) throw new Error(`Expected JSON response body, but received: ${String(body)}`);
     const policy = ('incomingRequestContext' in options ? options.incomingRequestContext.overallCachePolicy : null) as CachePolicy | null;
     if (policy && 'restrict' in policy) {
-      const cc = cacheControlOf(response.headers.get('cache-control'));
+      const cc = parseCacheControlHeader(response.headers.get('cache-control'));
       const maxAge = cc['max-age'];
       policy.restrict({
         maxAge: typeof maxAge === 'string' && /^[0-9]+$/.test(maxAge) ? +maxAge : 0,
