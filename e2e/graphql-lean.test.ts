@@ -16,7 +16,7 @@ let lean: RunningGateway;
 let apollo: RunningGateway;
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: Number(process.env.HALO_PORT_OFFSET ?? 0) + 10, postgres: true });
+  sys = await startE2ESystem({ portOffset: 2900, postgres: true });
   const env: Record<string, string> = {
     JWT_SECRET: TEST_JWT_SECRET,
     GRAPHQL_INTROSPECTION: 'false',
