@@ -119,4 +119,35 @@ describe('SubgraphDataSource', () => {
     await source.process(mutation);
     expect(used).toEqual(['shared', 'plain']);
   });
+  describe('an answer the lean path fetched already (ADR 0019)', () => {
+    const QUERY = 'query($id: ID!){ me(id: $id) { id } }';
+    it('is handed to the executor once, without fetching again', async () => {
+      const source = new SubgraphDataSource('auth', `${base}/graphql`, logger, fetcher);
+      const context: Partial<GraphQLContext> = {
+        prefetched: { query: QUERY, response: { data: { me: null }, errors: [{ message: 'gone' }] } },
+      };
+      expect(await source.process(options(context))).toEqual({ data: { me: null }, errors: [{ message: 'gone' }] });
+      expect(seen).toHaveLength(0);
+      expect(context.prefetched).toBeUndefined();
+      // The next fetch of the same operation goes to the subgraph.
+      expect((await source.process(options(context))).data).toEqual({ me: { id: '1' } });
+      expect(seen).toHaveLength(1);
+    });
+
+    it('throws what the fetch threw', async () => {
+      const failure = new Error('unreachable');
+      const context: Partial<GraphQLContext> = { prefetched: { query: QUERY, error: failure } };
+      await expect(new SubgraphDataSource('auth', `${base}/graphql`, logger, fetcher).process(options(context))).rejects.toBe(failure);
+      expect(seen).toHaveLength(0);
+    });
+
+    it('is not taken by a fetch of another operation', async () => {
+      const context: Partial<GraphQLContext> = { prefetched: { query: '{ other }', response: { data: { other: 1 } } } };
+      expect((await new SubgraphDataSource('auth', `${base}/graphql`, logger, fetcher).process(options(context))).data).toEqual({
+        me: { id: '1' },
+      });
+      expect(seen).toHaveLength(1);
+      expect(context.prefetched).toBeDefined();
+    });
+  });
 });

@@ -12,7 +12,8 @@ import type { CallerResolver } from '../auth';
 import type { GraphQLContext, OperationRequestText } from './context';
 import { dedupingFetcher, type DedupingFetcher } from './dedupe';
 import { handleGraphQLRequest, type HttpGraphQL } from './http';
-import { leanGraphQL, type OperationObserver } from './lean';
+import { DirectPlans } from './direct';
+import { leanGraphQL, type LeanAnswer, type OperationObserver } from './lean';
 import { OperationPolicy } from './operation-policy';
 import type { RateLimits } from '../ratelimit';
 import { RedisResponseTier, responseCachePlugin, ResponseCacheStore } from './response-cache';
@@ -74,8 +75,8 @@ export interface GraphQLOptions {
   observers?: OperationObserver[];
   /** The lean path for plain POST operations (ADR 0016, `GRAPHQL_LEAN`, default on). */
   lean?: boolean;
-  /** Told, for each POST operation offered to the lean path, whether it answered (metrics). */
-  leanAnswered?: (taken: boolean) => void;
+  /** Told, for each POST operation offered to the lean path, who answered it (metrics). */
+  leanAnswered?: (by: LeanAnswer | 'apollo') => void;
 }
 
 /**
@@ -113,7 +114,10 @@ export function createGraphQL(opts: GraphQLOptions) {
   const fetcher = createHttpFetcher();
   // One in-flight table for every subgraph (the URL is part of the key).
   const dedupe = (opts.dedupeInflight ?? true) ? dedupingFetcher(fetcher) : null;
-  const gateway = apolloGateway(opts, fetcher, dedupe);
+  // The operations one subgraph answers whole (ADR 0019), learnt from the plans the executor resolves.
+  const direct = new DirectPlans();
+  policy.onLoad(direct.loaded);
+  const gateway = apolloGateway(opts, fetcher, dedupe, direct);
   // The logger Apollo Server hands the gateway's executor (the lean path hands it the same one).
   const apolloLogger = logger.child({ component: 'apollo' });
   const validationRules = [aliasLimitRule(limits.maxAliases), ...(opts.introspection === false ? [noIntrospectionRule] : [])];
@@ -133,6 +137,7 @@ export function createGraphQL(opts: GraphQLOptions) {
           observers: opts.observers ?? [],
           responseCache: responseCache !== null,
           logger: apolloLogger,
+          direct,
         })
       : null;
   const http: HttpGraphQL = {
@@ -219,7 +224,7 @@ async function executeOperation(
 }
 
 /** The query planner over the supergraph, one SubgraphDataSource per subgraph. */
-function apolloGateway(opts: GraphQLOptions, fetcher: HttpFetcher, dedupe: DedupingFetcher | null): ApolloGateway {
+function apolloGateway(opts: GraphQLOptions, fetcher: HttpFetcher, dedupe: DedupingFetcher | null, direct: DirectPlans): ApolloGateway {
   const { logger } = opts;
   return new ApolloGateway({
     // The gateway's policy (@authenticated, @cost, @listSize) is read from each loaded supergraph
@@ -230,6 +235,7 @@ function apolloGateway(opts: GraphQLOptions, fetcher: HttpFetcher, dedupe: Dedup
     // it moves REST and GraphQL together.
     buildService: ({ name, url }) => new SubgraphDataSource(name, opts.subgraphUrl(name, url), logger, fetcher, dedupe?.fetcher),
     experimental_approximateQueryPlanStoreMiB: opts.queryPlanCacheMiB,
+    experimental_didResolveQueryPlan: direct.resolved,
   });
 }
 

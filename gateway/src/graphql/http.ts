@@ -6,6 +6,7 @@ import { toTransportError, type CallerResolver } from '../auth';
 import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from '../http';
 import type { RateLimits, RateLimitTicket } from '../ratelimit';
 import type { GraphQLContext } from './context';
+import type { LeanAnswer } from './lean';
 import { getOperationRequest, operationRequestError, type OperationRequest } from './request-checks';
 
 const NO_STORE = 'no-store';
@@ -20,9 +21,11 @@ export interface HttpGraphQL {
   bodyLimit: number;
   maxBatch: number;
   logger: Logger;
-  /** The lean path (ADR 0016, ./lean.ts): true when it answered; null when switched off (GRAPHQL_LEAN=false). */
-  leanAnswered: ((taken: boolean) => void) | undefined;
-  lean: ((req: IncomingMessage, res: ServerResponse, body: unknown, limit: RateLimitTicket | undefined) => Promise<boolean>) | null;
+  /** Who answered a POST operation offered to the lean path (ADR 0016, 0019; ./lean.ts): it, or Apollo Server. */
+  leanAnswered: ((by: LeanAnswer | 'apollo') => void) | undefined;
+  /** The lean path: who answered, or false when it left the request to Apollo Server; null when switched off (GRAPHQL_LEAN=false). */
+  lean:
+    ((req: IncomingMessage, res: ServerResponse, body: unknown, limit: RateLimitTicket | undefined) => Promise<LeanAnswer | false>) | null;
 }
 
 /**
@@ -68,7 +71,7 @@ async function execute(http: HttpGraphQL, req: IncomingMessage, res: ServerRespo
   if (refused) return sendJson(res, 400, { errors: [refused] });
   if (http.lean && req.method === 'POST') {
     const taken = await http.lean(req, res, body, limit);
-    http.leanAnswered?.(taken);
+    http.leanAnswered?.(taken || 'apollo');
     if (taken) return;
   }
   const headers = new HeaderMap();

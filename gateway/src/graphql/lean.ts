@@ -24,6 +24,7 @@ import { LRUCache } from 'lru-cache';
 import type { CallerResolver } from '../auth';
 import type { RateLimitTicket } from '../ratelimit';
 import type { GraphQLContext } from './context';
+import { executeDirect, type DirectPlans } from './direct';
 import type { OperationPolicy } from './operation-policy';
 
 /**
@@ -83,7 +84,12 @@ export interface LeanGraphQLOptions {
   logger: Logger;
   /** Documents kept parsed and validated, by query text (at most; the memory budget below also bounds them). */
   documents?: number;
+  /** Operations one subgraph answers whole (ADR 0019); unset: every operation runs the executor. */
+  direct?: DirectPlans;
 }
+
+/** Who answered an operation the lean path took: the executor, or the subgraph's data as it came (ADR 0019). */
+export type LeanAnswer = 'lean' | 'direct';
 
 /**
  * What the documents kept parsed may hold, counted as 4 bytes per character of query text (the
@@ -170,11 +176,10 @@ export function leanGraphQL(opts: LeanGraphQLOptions) {
     res: ServerResponse,
     body: unknown,
     limit: RateLimitTicket | undefined,
-  ): Promise<boolean> {
+  ): Promise<LeanAnswer | false> {
     const admitted = await admit(req, body);
     if (!admitted) return false;
-    await answer(opts, req, res, admitted, limit);
-    return true;
+    return answer(opts, req, res, admitted, limit);
   };
 }
 
@@ -196,7 +201,7 @@ async function answer(
   res: ServerResponse,
   admitted: Admitted,
   limit: RateLimitTicket | undefined,
-): Promise<void> {
+): Promise<LeanAnswer> {
   const { request, contentType, schema, document, operation, caller } = admitted;
   const startedAt = process.hrtime.bigint();
   const context: GraphQLContext = { authorization: req.headers.authorization, caller, requestId: requestContextOf(req)?.requestId, limit };
@@ -221,7 +226,8 @@ async function answer(
   } catch (err) {
     // Apollo Server's answer to a didResolveOperation hook that throws.
     const { errors, status } = formatErrors([toGraphQLError(err)], opts.formatError);
-    return finish(status ?? 500, 'no-store', { errors }, false);
+    finish(status ?? 500, 'no-store', { errors }, false);
+    return 'lean';
   }
   const requestContext = {
     request: { query: request.query, operationName: request.operationName, variables: request.variables },
@@ -238,11 +244,20 @@ async function answer(
     requestIsBatched: false,
   } as unknown as GatewayRequestContext;
   let executed: Awaited<ReturnType<ApolloGateway['executor']>>;
+  let by: LeanAnswer = 'lean';
   try {
-    executed = await opts.gateway.executor(requestContext);
+    const direct = opts.direct?.lookup(schema, operation);
+    if (direct) {
+      const done = await executeDirect(direct, requestContext, opts.gateway.executor);
+      executed = done.executed;
+      if (done.outcome === 'as-fetched') by = 'direct';
+    } else {
+      executed = await opts.gateway.executor(requestContext);
+    }
   } catch (err) {
     const { errors, status } = formatErrors([toGraphQLError(err)], opts.formatError);
-    return finish(status ?? 500, 'no-store', { errors }, true);
+    finish(status ?? 500, 'no-store', { errors }, true);
+    return by;
   }
   let status: number | undefined;
   let errors: GraphQLFormattedError[] | undefined;
@@ -253,6 +268,7 @@ async function answer(
   const result: FormattedExecutionResult = { ...executed, errors };
   const cacheable = errors ? null : overallCachePolicy.policyIfCacheable();
   finish(status ?? 200, cacheable ? `max-age=${cacheable.maxAge}, ${cacheable.scope.toLowerCase()}` : 'no-store', result, false);
+  return by;
 }
 
 /** Written as http.ts writes Apollo Server's answer (its body is `prettyJSONStringify`). */

@@ -60,10 +60,17 @@ export class SubgraphDataSource implements GraphQLDataSource<GraphQLContext> {
     const { request } = options;
     const { query, http, ...rest } = request;
     if (!query) throw new Error('Missing query');
+    const ctx = options.context as Partial<GraphQLContext>;
+    // The lean path's direct fetch, made already (src/graphql/direct.ts): this is the executor's fetch of it.
+    const prefetched = ctx.prefetched;
+    if (prefetched?.query === query) {
+      ctx.prefetched = undefined;
+      if ('error' in prefetched) throw prefetched.error;
+      return prefetched.response;
+    }
     const headers: Record<string, string> = {};
     if (http?.headers) for (const [name, value] of http.headers) headers[name.toLowerCase()] = value;
     headers['content-type'] = 'application/json';
-    const ctx = options.context as Partial<GraphQLContext>;
     if (ctx.authorization) headers.authorization = ctx.authorization;
     if (ctx.requestId !== undefined) headers[REQUEST_ID_HEADER] = ctx.requestId;
     const init: FetcherRequestInit = { method: 'POST', headers, body: JSON.stringify({ query, ...rest }) };
