@@ -21,8 +21,9 @@ it('POST /api/payments → 503 Idempotency store unavailable at once; zero rows,
     const res = await pay(t.base, newKey(), { amount: 10 });
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ error: 'Idempotency store unavailable' });
-    // No offline queue: the answer does not wait for a reconnect.
-    expect(Date.now() - started).toBeLessThan(500);
+    // No offline queue: the answer does not wait for reconnects (ioredis's own defaults would hold it
+    // through 20 of them, many seconds). A coarse bound: a loaded 2-core CI machine took 566 ms once.
+    expect(Date.now() - started).toBeLessThan(1_500);
   }
   expect((await t.db.query('SELECT count(*)::int AS n FROM payments')).rows).toEqual([{ n: 0 }]);
   expect(t.service.domain.processor.calls).toBe(0);
