@@ -13,6 +13,7 @@ import {
   type GraphQLSchema,
   type OperationDefinitionNode,
 } from 'graphql';
+import { specLink } from '../supergraph/links';
 
 /** Which parts of the supergraph need a caller: `Type.field` coordinates and whole types. */
 export interface AuthPolicy {
@@ -56,14 +57,8 @@ export function prepareSupergraph(sdl: string): { sdl: string; policy: AuthPolic
  * the directive. Reads the prepared SDL as well as the original (only the link's purpose differs).
  */
 export function readAuthPolicy(doc: DocumentNode): AuthPolicy {
-  let directive: string | null = null;
-  for (const def of doc.definitions) {
-    if (def.kind !== Kind.SCHEMA_DEFINITION && def.kind !== Kind.SCHEMA_EXTENSION) continue;
-    for (const d of def.directives ?? []) {
-      const url = d.name.value === 'link' ? argValue(d, 'url') : undefined;
-      if (url?.startsWith(AUTHENTICATED_SPEC)) directive = argValue(d, 'as') ?? 'authenticated';
-    }
-  }
+  const link = specLink(doc, AUTHENTICATED_SPEC);
+  const directive = link ? (argValue(link, 'as') ?? 'authenticated') : null;
   const fields = new Set<string>();
   const types = new Set<string>();
   if (directive === null) return { fields, types };

@@ -7,14 +7,16 @@ import {
   OperationTypeNode,
   parse,
   visit,
-  type DocumentNode,
   type ExecutionResult,
   type GraphQLSchema,
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
 import type { GraphQLContext, Prefetched } from './context';
+import { specLink } from '../supergraph/links';
 import type { LoadedSupergraph } from './operation-policy';
+
+const INACCESSIBLE_SPEC = 'https://specs.apollo.dev/inaccessible/';
 
 type QueryPlan = Parameters<Experimental_DidResolveQueryPlanCallback>[0]['queryPlan'];
 type FetchNode = Extract<NonNullable<QueryPlan['node']>, { kind: 'Fetch' }>;
@@ -27,8 +29,8 @@ export interface DirectFetch {
   service: GraphQLDataSource;
 }
 
-/** How a direct operation was answered: the subgraph's data as it came, or the executor's work on it. */
-export type DirectOutcome = 'as-fetched' | 'executor';
+/** Who answered a direct operation: the subgraph's data as it came, or the executor (./lean.ts's LeanAnswer). */
+type DirectAnswer = 'direct' | 'lean';
 
 /**
  * ADR 0019: the operations one subgraph answers whole, exactly as the client asked them.
@@ -63,7 +65,7 @@ export class DirectPlans {
 
   /** The policy's supergraph (re)loaded (OperationPolicy.onLoad). */
   readonly loaded = (loaded: LoadedSupergraph): void => {
-    if (!linksInaccessible(loaded.supergraph)) this.plain.add(loaded.apiSchema);
+    if (!specLink(loaded.supergraph, INACCESSIBLE_SPEC)) this.plain.add(loaded.apiSchema);
   };
 
   /** @apollo/gateway's `experimental_didResolveQueryPlan`: called on every execution, after planning. */
@@ -136,20 +138,6 @@ function plainSelections(operation: OperationDefinitionNode): boolean {
   return plain;
 }
 
-function linksInaccessible(supergraph: DocumentNode): boolean {
-  let links = false;
-  visit(supergraph, {
-    Directive(node) {
-      if (node.name.value !== 'link') return undefined;
-      const url = node.arguments?.find((a) => a.name.value === 'url')?.value;
-      if (url?.kind !== Kind.STRING || !url.value.includes('/inaccessible/')) return undefined;
-      links = true;
-      return BREAK;
-    },
-  });
-  return links;
-}
-
 /**
  * The direct fetch, sent as @apollo/gateway's executor sends a root fetch (the same request, the
  * variables the fetch uses, the same data source), then either the answer's data as the response,
@@ -159,7 +147,7 @@ export async function executeDirect(
   { fetch, service }: DirectFetch,
   requestContext: GatewayRequestContext,
   executor: ApolloGateway['executor'],
-): Promise<{ executed: Executed; outcome: DirectOutcome }> {
+): Promise<{ executed: Executed; by: DirectAnswer }> {
   const provided = requestContext.request.variables;
   const variables: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   for (const name of fetch.variableUsages ?? []) {
@@ -176,14 +164,14 @@ export async function executeDirect(
       pathInIncomingRequest: [],
     });
     if (!response.errors && isPlainData(response.data)) {
-      return { executed: { data: response.data } as ExecutionResult as Executed, outcome: 'as-fetched' };
+      return { executed: { data: response.data } as ExecutionResult as Executed, by: 'direct' };
     }
     prefetched = { query: fetch.operation, response };
   } catch (error) {
     prefetched = { query: fetch.operation, error };
   }
   (requestContext.context as GraphQLContext).prefetched = prefetched;
-  return { executed: await executor(requestContext), outcome: 'executor' };
+  return { executed: await executor(requestContext), by: 'lean' };
 }
 
 const isPlainData = (data: unknown): data is Record<string, unknown> => typeof data === 'object' && data !== null && !Array.isArray(data);

@@ -248,9 +248,7 @@ async function answer(
   try {
     const direct = opts.direct?.lookup(schema, operation);
     if (direct) {
-      const done = await executeDirect(direct, requestContext, opts.gateway.executor);
-      executed = done.executed;
-      if (done.outcome === 'as-fetched') by = 'direct';
+      ({ executed, by } = await executeDirect(direct, requestContext, opts.gateway.executor));
     } else {
       executed = await opts.gateway.executor(requestContext);
     }

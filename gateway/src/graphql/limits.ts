@@ -10,6 +10,7 @@ import {
   type OperationDefinitionNode,
   type ValueNode,
 } from 'graphql';
+import { specLink, stringArg } from '../supergraph/links';
 import { capped, CostCompiler, isConstant, makeConstant, sum, valueOf, type CostDirectives, type ListSize, type Resolve } from './cost';
 
 /**
@@ -50,45 +51,33 @@ export const NO_COST_DIRECTIVES: CostDirectives = { types: new Map(), fields: ne
 
 const COST_SPEC = 'https://specs.apollo.dev/cost/';
 
-const stringArg = (d: ConstDirectiveNode, name: string): string | undefined => {
-  const v = d.arguments?.find((a) => a.name.value === name)?.value;
-  return v?.kind === Kind.STRING ? v.value : undefined;
-};
-
 /** The names the supergraph's `@link` to the cost spec gives `@cost` and `@listSize`, if it links it. */
 function costDirectiveNames(doc: DocumentNode): { cost: string; listSize: string } | null {
-  for (const def of doc.definitions) {
-    if (def.kind !== Kind.SCHEMA_DEFINITION && def.kind !== Kind.SCHEMA_EXTENSION) continue;
-    for (const d of def.directives ?? []) {
-      if (d.name.value !== 'link') continue;
-      const url = stringArg(d, 'url');
-      if (!url?.startsWith(COST_SPEC)) continue;
-      // The spec's own directive is named after the link (`as`, else `cost`); the others are
-      // prefixed with it unless imported, possibly under another name.
-      const prefix = stringArg(d, 'as') ?? 'cost';
-      const names = { cost: prefix, listSize: `${prefix}__listSize` };
-      const imports = d.arguments?.find((a) => a.name.value === 'import')?.value;
-      if (imports?.kind === Kind.LIST) {
-        for (const item of imports.values) {
-          let name: string | undefined;
-          let as: string | undefined;
-          if (item.kind === Kind.STRING) name = item.value;
-          else if (item.kind === Kind.OBJECT) {
-            for (const f of item.fields) {
-              if (f.value.kind !== Kind.STRING) continue;
-              if (f.name.value === 'name') name = f.value.value;
-              if (f.name.value === 'as') as = f.value.value;
-            }
-          }
-          const local = (as ?? name)?.replace(/^@/, '');
-          if (name === '@listSize' && local) names.listSize = local;
-          if (name === '@cost' && local) names.cost = local;
+  const d = specLink(doc, COST_SPEC);
+  if (!d) return null;
+  // The spec's own directive is named after the link (`as`, else `cost`); the others are
+  // prefixed with it unless imported, possibly under another name.
+  const prefix = stringArg(d, 'as') ?? 'cost';
+  const names = { cost: prefix, listSize: `${prefix}__listSize` };
+  const imports = d.arguments?.find((a) => a.name.value === 'import')?.value;
+  if (imports?.kind === Kind.LIST) {
+    for (const item of imports.values) {
+      let name: string | undefined;
+      let as: string | undefined;
+      if (item.kind === Kind.STRING) name = item.value;
+      else if (item.kind === Kind.OBJECT) {
+        for (const f of item.fields) {
+          if (f.value.kind !== Kind.STRING) continue;
+          if (f.name.value === 'name') name = f.value.value;
+          if (f.name.value === 'as') as = f.value.value;
         }
       }
-      return names;
+      const local = (as ?? name)?.replace(/^@/, '');
+      if (name === '@listSize' && local) names.listSize = local;
+      if (name === '@cost' && local) names.cost = local;
     }
   }
-  return null;
+  return names;
 }
 
 const intArg = (d: ConstDirectiveNode, name: string): number | null => {
