@@ -161,19 +161,17 @@ it('runs every process from its bundle, and opens no circuit breaker while auth 
 }, 120_000);
 
 it('the second start compiles from the V8 code cache, and a damaged cache only means compiling again', async () => {
-  // Every bundled process's cache, as the launcher names them (tools/src/code-cache.ts, ADR 0012).
-  const bundles = ['gateway', ...['auth', 'content', 'catalog', 'payments', 'chat', 'registry'].map((s) => `services/${s}`)].map((dir) =>
-    resolve(__dirname, '..', dir, 'dist'),
-  );
+  // Every bundled process's cache, in a directory of this test's own (HALO_CODE_CACHE_DIR): the
+  // suites that start a system beside it would otherwise rewrite the caches this test damages.
+  const dir = mkdtempSync(join(tmpdir(), 'halo-code-cache-'));
   const caches = () =>
-    bundles.flatMap((dir) =>
-      readdirSync(dir)
-        .filter((f) => f.endsWith('.v8cache'))
-        .map((f) => join(dir, f)),
-    );
-  for (const file of caches()) rmSync(file);
+    readdirSync(dir)
+      .filter((f) => f.endsWith('.v8cache'))
+      .map((f) => join(dir, f));
+  const env = { HALO_CODE_CACHE_DIR: dir };
+  const envFor = Object.fromEntries(['gateway', 'auth', 'content', 'catalog', 'payments', 'chat', 'registry'].map((name) => [name, env]));
   const start = async (): Promise<string> => {
-    const sys = await startE2ESystem({ portOffset: 2830 });
+    const sys = await startE2ESystem({ portOffset: 2830, envFor });
     try {
       await until(() => sys.logs.some((l) => l.includes('V8 code cache:')), 60_000);
       // Still serving, whatever the cache: the demo credentials work.
@@ -194,13 +192,14 @@ it('the second start compiles from the V8 code cache, and a damaged cache only m
   expect(await start()).toContain('V8 code cache: 7 of 7 processes started from it');
 
   // One cache with its bytes damaged (V8 itself would abort on them), one that is not a cache at all.
-  const [damaged, foreign] = caches().filter((f) => /services\/(content|auth)\//.test(f));
+  const [damaged, foreign] = caches().filter((f) => /services__(content|auth)__/.test(f));
   const bytes = readFileSync(damaged!);
   for (let i = bytes.length - 1000; i < bytes.length; i++) bytes[i] = bytes[i]! ^ 0x5a;
   writeFileSync(damaged!, bytes);
   writeFileSync(foreign!, 'not a code cache\n');
   expect(await start()).toContain('V8 code cache: 5 of 7 processes started from it (2 made for another build or damaged, written for 2)');
   expect(await start()).toContain('V8 code cache: 7 of 7 processes started from it');
+  rmSync(dir, { recursive: true, force: true });
 }, 300_000);
 
 describe('DATABASE_URL', () => {

@@ -2,7 +2,8 @@ import { fork } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { CODE_CACHE_REQUEST, isCodeCacheReport, type CodeCacheReport } from './code-cache';
+import { cachedDataVersionTag } from 'node:v8';
+import { CODE_CACHE_REQUEST, codeCachePath, isCodeCacheReport, type CodeCacheReport } from './code-cache';
 import { CODE_CACHE_RUNNER, entryArgs } from './launcher';
 
 /**
@@ -86,4 +87,12 @@ it('the launcher runs a bundle through the runner unless HALO_CODE_CACHE=0, HALO
   expect(entryArgs('content', { HALO_CODE_CACHE: '0' })).toEqual([join(content, 'main.bundle.js')]);
   expect(entryArgs('content', { HALO_SOURCE_MAPS: '1' })).toEqual(['--enable-source-maps', join(content, 'main.bundle.js')]);
   expect(entryArgs('content', { HALO_BUNDLES: '0' })).toEqual([join(content, 'main.js')]);
+});
+
+it('keeps the cache beside the bundle, or in HALO_CODE_CACHE_DIR named after the bundle path', () => {
+  const tag = cachedDataVersionTag().toString(16);
+  expect(codeCachePath('/srv/halo/gateway/dist/main.bundle.js', '')).toBe(`/srv/halo/gateway/dist/main.bundle.js.${tag}.v8cache`);
+  expect(codeCachePath('/srv/halo/gateway/dist/main.bundle.js', '/tmp/caches')).toBe(
+    `/tmp/caches/srv__halo__gateway__dist__main.bundle.js.${tag}.v8cache`,
+  );
 });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import Module, { createRequire } from 'node:module';
-import { dirname, resolve as resolvePath } from 'node:path';
+import { dirname, join, resolve as resolvePath } from 'node:path';
 import { cachedDataVersionTag } from 'node:v8';
 import { constants as vmConstants, Script } from 'node:vm';
 
@@ -53,8 +53,15 @@ export const SYSTEM_READY_EVENT = 'halo:ready';
 
 const MAGIC = 'halo-v8-code-cache 1';
 
-/** The cache file of a bundle for this V8 (version and flags): a process started with other flags keeps its own. */
-export const codeCachePath = (bundle: string): string => `${bundle}.${cachedDataVersionTag().toString(16)}.v8cache`;
+/**
+ * The cache file of a bundle for this V8 (version and flags): a process started with other flags
+ * keeps its own. Beside the bundle, or in `HALO_CODE_CACHE_DIR` when set (named after the bundle's
+ * path), so that systems started side by side (tests) do not share one.
+ */
+export const codeCachePath = (bundle: string, dir = process.env.HALO_CODE_CACHE_DIR): string => {
+  const file = `${bundle}.${cachedDataVersionTag().toString(16)}.v8cache`;
+  return dir ? join(dir, file.replace(/^[\\/]+/, '').replace(/[\\/:]/g, '__')) : file;
+};
 
 const sha1 = (bytes: Buffer): string => createHash('sha1').update(bytes).digest('hex');
 
@@ -84,6 +91,7 @@ function readCache(file: string, header: string): { data: Buffer | undefined; ou
 function writeCache(file: string, header: string, data: Buffer): void {
   const temp = `${file}.${process.pid}.tmp`;
   try {
+    mkdirSync(dirname(file), { recursive: true });
     writeFileSync(temp, Buffer.concat([Buffer.from(`${header} ${sha1(data)}\n`, 'latin1'), data]));
     renameSync(temp, file);
   } catch (err) {
