@@ -129,7 +129,15 @@ it('a federated query is one trace across the gateway and the subgraph it calls'
   expect(res.status).toBe(200);
   await until(() => spans.slice(before).some((s) => s.service === 'halo-content' && s.kind === 2), 'the content span');
   const contentSpan = spans.slice(before).find((s) => s.service === 'halo-content' && s.kind === 2)!;
-  const trace = spans.filter((s) => s.traceId === contentSpan.traceId);
+  const inTrace = () => spans.filter((s) => s.traceId === contentSpan.traceId);
+  // Each process exports its spans in batches as they end: the gateway's can arrive after content's.
+  await until(
+    () =>
+      inTrace().some((s) => s.service === 'halo-gateway' && s.kind === 2) &&
+      inTrace().some((s) => s.service === 'halo-gateway' && s.kind === 3),
+    "the gateway's spans of the trace",
+  );
+  const trace = inTrace();
   expect(trace.some((s) => s.service === 'halo-gateway' && s.kind === 2)).toBe(true);
   // The gateway's fetch to the subgraph is a client span (undici) in the same trace.
   expect(trace.some((s) => s.service === 'halo-gateway' && s.kind === 3)).toBe(true);
