@@ -6,7 +6,18 @@ import { parse as parsePgUrl } from 'pg-connection-string';
 import { parse, stringify } from 'yaml';
 import { GATEWAY_METRICS_PORT, GATEWAY_PORT, GRPC_CALLS, SERVICES } from '@halo/kit/launch';
 import { validateK8sObjects, type K8sObject } from './k8s-schemas';
-import { buildRenderer, rendererTests, CHART, render, renderError, renderText, ROOT, type Rendered, type Renderer } from './render';
+import {
+  buildRenderer,
+  rendererTests,
+  CHART,
+  render,
+  renderError,
+  renderText,
+  ROOT,
+  secretsReadBy,
+  type Rendered,
+  type Renderer,
+} from './render';
 
 // Every test here needs the renderer (Go + Debian's libraries): skipped with one line without them.
 const { describe, it, beforeAll } = rendererTests('helm/halo chart tests');
@@ -484,6 +495,11 @@ describe('the default install (ci/default-values.yaml)', () => {
         SERVICE_PUBLIC_URL: `http://halo-${service}.halo.svc:${values.components[service]!.httpPort}`,
         SERVICE_SIGNING_KEY: { secretKeyRef: { name: 'halo', key: `${service}-signing-key` } },
       });
+      // Least privilege: the one secret its pod reads is its signing key; no database, JWT, Redis or peers.
+      expect(secretsReadBy(env(container(job)))).toEqual([`${service}-signing-key`]);
+      expect(
+        Object.keys(env(container(job))).filter((k) => /^(DATABASE_|REDIS_URL|JWT_SECRET|SERVICE_TRUSTED_KEYS)|_GRPC_ADDR$/.test(k)),
+      ).toEqual([]);
     }
   });
 
@@ -776,9 +792,9 @@ describe('every extension point (ci/extensions-values.yaml)', () => {
     const urls = Object.entries(secret).filter(([k]) => k.endsWith('-database-url'));
     expect(urls.length).toBe(6);
     for (const [, url] of urls) expect(url).toMatch(/\?sslmode=verify-full&sslrootcert=\/etc\/halo\/postgres-ca\/ca\.crt$/);
-    // Each pod reading a DATABASE_URL (6 Deployments, 6 migration and 5 publish Jobs) has the CA at that path.
+    // Each pod reading a DATABASE_URL (6 Deployments and 6 migration Jobs; the publish Jobs read none) has the CA at that path.
     const connecting = [...all(r(), 'Deployment'), ...all(r(), 'Job')].filter((o) => env(main(o)).DATABASE_URL);
-    expect(connecting.length).toBe(17);
+    expect(connecting.length).toBe(12);
     for (const o of connecting) {
       expect(main(o).volumeMounts).toContainEqual(caMount);
       expect(pod(o).volumes).toContainEqual({

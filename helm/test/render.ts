@@ -168,3 +168,13 @@ export function parseObjects(stream: string): K8sObject[] {
     })
     .filter((o): o is K8sObject => o !== null);
 }
+
+/** The Secret keys a container's environment reads (`env` as name → value or valueFrom), sorted. */
+export function secretsReadBy(env: Record<string, unknown>): string[] {
+  return Object.values(env)
+    .flatMap((v) => {
+      const ref = (v as { secretKeyRef?: { key: string } } | undefined)?.secretKeyRef;
+      return ref ? [ref.key] : [];
+    })
+    .sort();
+}

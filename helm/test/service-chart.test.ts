@@ -13,6 +13,7 @@ import {
   renderText,
   rendererTests,
   SERVICE_CHART,
+  secretsReadBy,
   type Rendered,
   type Renderer,
 } from './render';
@@ -218,6 +219,10 @@ describe.each(ciFiles)('ci/%s', (f) => {
       SERVICE_PUBLIC_URL: `http://${platformName}-${service}.halo.svc:${SERVICES[service as ServiceName].httpPort}`,
       SERVICE_SIGNING_KEY: { secretKeyRef: { name: service === 'chat' ? 'halo-chat-managed' : `halo-${service}`, key: 'signing-key' } },
     });
+    // Least privilege: the one secret its pod reads is its signing key; no database, JWT, Redis or peers.
+    expect(secretsReadBy(e)).toEqual(['signing-key']);
+    expect(Object.keys(e).filter((k) => /^(DATABASE_|REDIS_URL|JWT_SECRET|SERVICE_TRUSTED_KEYS)|_GRPC_ADDR$/.test(k))).toEqual([]);
+    expect(env(all(r(), 'Deployment')[0]!).JWT_SECRET).toBeDefined(); // while the service itself keeps them
     // Its pod joins no Service and is admitted by the registry's policy as <service>-publish.
     expect(podTemplate(job).metadata.labels['app.kubernetes.io/component']).toBe(`${service}-publish`);
     expect(podTemplate(job).metadata.labels).not.toHaveProperty('helm.sh/chart');

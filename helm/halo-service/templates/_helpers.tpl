@@ -117,15 +117,22 @@ What the chart derives (halo-lib's halo.env adds the `env` map): ports; from the
 JWT secret and Redis (its Secret), peers' gRPC addresses, this service's trusted keys and where
 PostgreSQL is (its topology ConfigMap); from this release's Secret, the database credentials and
 the signing key. DATABASE_URL from a password is assembled by Kubernetes ($(VAR) of variables
-sorted before it). (dict "root" $ "c" $c "secret" <name> ["publish" true]) → JSON
+sorted before it). The publish hook ("publish" true) gets its port and signing key only.
+(dict "root" $ "c" $c "secret" <name> ["publish" true]) → JSON
 */}}
 {{- define "halo.derivedEnv" -}}
 {{- $root := .root }}{{ $c := .c }}{{ $secret := .secret }}
 {{- $platformSecret := include "halo.platformSecretName" $root }}
 {{- $topology := include "halo.topologyName" $root }}
 {{- $env := dict }}
-{{- $_ := set $env "HTTP_HOST" (dict "value" "0.0.0.0") }}
 {{- $_ := set $env "HTTP_PORT" (dict "value" (toString $c.httpPort)) }}
+{{- if .publish }}
+{{- /* The publish hook signs its post to the registry and reads nothing else: no database, JWT, Redis or peers. */}}
+{{- if include "halo.needsSigningKey" $root }}
+{{- $_ := set $env "SERVICE_SIGNING_KEY" (fromYaml (include "halo.secretKeyRef" (dict "secret" $secret "key" "signing-key"))) }}
+{{- end }}
+{{- else }}
+{{- $_ := set $env "HTTP_HOST" (dict "value" "0.0.0.0") }}
 {{- if $c.grpcPort }}
 {{- $_ := set $env "GRPC_HOST" (dict "value" "0.0.0.0") }}
 {{- $_ := set $env "GRPC_PORT" (dict "value" (toString $c.grpcPort)) }}
@@ -150,6 +157,7 @@ sorted before it). (dict "root" $ "c" $c "secret" <name> ["publish" true]) → J
 {{- $_ := set $env "DATABASE_PASSWORD" (fromYaml (include "halo.secretKeyRef" (dict "secret" $secret "key" "database-password"))) }}
 {{- $_ := set $env "DATABASE_QUERY" (fromYaml (include "halo.configMapKeyRef" (dict "configMap" $topology "key" "postgres-query"))) }}
 {{- $_ := set $env "DATABASE_URL" (dict "value" (printf "postgres://%s:$(DATABASE_PASSWORD)@$(DATABASE_ADDRESS)$(DATABASE_QUERY)" $c.name)) }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- toJson $env }}

@@ -213,13 +213,20 @@ or "" when nobody calls it.
 {{/*
 The variables the platform derives for a component it runs (halo-lib's halo.env adds the `env`
 map): ports, peers by Service name, secrets, trusted keys, the browser origins (gateway, auth); the gateway: each service's URL
-(REGISTRY_URL among them) and the composed files. (dict "root" $ "c" $c "secret" <name>) → JSON
+(REGISTRY_URL among them) and the composed files. The publish hook ("publish" true) gets its port
+and signing key only. (dict "root" $ "c" $c "secret" <name> ["publish" true]) → JSON
 */}}
 {{- define "halo.derivedEnv" -}}
 {{- $root := .root }}{{ $c := .c }}
 {{- $env := dict }}
-{{- $_ := set $env "HTTP_HOST" (dict "value" "0.0.0.0") }}
 {{- $_ := set $env "HTTP_PORT" (dict "value" (toString $c.httpPort)) }}
+{{- if .publish }}
+{{- /* The publish hook signs its post to the registry and reads nothing else: no database, JWT, Redis or peers. */}}
+{{- if include "halo.needsSigningKey" (dict "root" $root "name" $c.name) }}
+{{- $_ := set $env "SERVICE_SIGNING_KEY" (fromYaml (include "halo.secretKeyRef" (dict "secret" .secret "key" (printf "%s-signing-key" $c.name)))) }}
+{{- end }}
+{{- else }}
+{{- $_ := set $env "HTTP_HOST" (dict "value" "0.0.0.0") }}
 {{- if $c.grpcPort }}
 {{- /* Explicit: a service's gRPC host defaults to its HTTP_HOST, and pods are called by their peers. */}}
 {{- $_ := set $env "GRPC_HOST" (dict "value" "0.0.0.0") }}
@@ -265,6 +272,7 @@ map): ports, peers by Service name, secrets, trusted keys, the browser origins (
 {{- end }}
 {{- range $key, $f := $root.Values.composed.files }}
 {{- $_ := set $env $f.env (dict "value" (printf "%s/%s" $root.Values.composed.mountPath $f.fileName)) }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- toJson $env }}

@@ -5,7 +5,8 @@ import express from 'express';
 import WebSocket from 'ws';
 import { buildASTSchema, type GraphQLFieldResolver } from 'graphql';
 import { ConfigError, env } from './config';
-import { defineService, loadServiceConfig } from './define-service';
+import { defineService, loadPublishConfig, loadServiceConfig, publishOnlyRequested } from './define-service';
+import { HALO_PLACEHOLDER } from './dev-secrets';
 import { signAccessToken } from './jwt';
 import {
   dropSchema,
@@ -212,5 +213,36 @@ describe('loadServiceConfig: publishing the contract (docs/registry.md)', () => 
       /^Invalid configuration: REGISTRY_URL: is required with HALO_PUBLISH_CONTRACT_ONLY/,
     );
     expect(load({ HALO_PUBLISH_CONTRACT_ONLY: 'true', REGISTRY_URL: 'http://registry:4006' }).HALO_PUBLISH_CONTRACT_ONLY).toBe(true);
+  });
+});
+
+describe('the publish hook’s own settings (HALO_PUBLISH_CONTRACT_ONLY: loadPublishConfig)', () => {
+  const hook = { HALO_ENV: 'production', HALO_PUBLISH_CONTRACT_ONLY: 'true', REGISTRY_URL: 'http://registry:4006' };
+
+  it('is asked for by the flag, read as a flag', () => {
+    expect(publishOnlyRequested({ HALO_PUBLISH_CONTRACT_ONLY: 'true' })).toBe(true);
+    expect(publishOnlyRequested({ HALO_PUBLISH_CONTRACT_ONLY: 'false' })).toBe(false);
+    expect(publishOnlyRequested({})).toBe(false);
+    expect(() => publishOnlyRequested({ HALO_PUBLISH_CONTRACT_ONLY: 'yes please' })).toThrow(
+      /^Invalid configuration: HALO_PUBLISH_CONTRACT_ONLY/,
+    );
+  });
+
+  it('needs no database, JWT secret or Redis, even where serving in production does (auth, payments)', () => {
+    expect(() => loadServiceConfig('payments', {}, hook)).toThrow(/^Invalid configuration: DATABASE_URL: is required/);
+    const config = loadPublishConfig('payments', { ...hook, SERVICE_PUBLIC_URL: 'http://payments.halo.svc:4004' });
+    expect(config).toMatchObject({
+      REGISTRY_URL: 'http://registry:4006',
+      SERVICE_PUBLIC_URL: 'http://payments.halo.svc:4004',
+      HTTP_PORT: 4004,
+    });
+    expect(loadPublishConfig('auth', hook).REGISTRY_URL).toBe('http://registry:4006');
+  });
+
+  it('still needs REGISTRY_URL, and still refuses a committed development secret in production', () => {
+    expect(() => loadPublishConfig('catalog', { ...hook, REGISTRY_URL: undefined })).toThrow(
+      /^Invalid configuration: REGISTRY_URL: is required with HALO_PUBLISH_CONTRACT_ONLY/,
+    );
+    expect(() => loadPublishConfig('catalog', { ...hook, SERVICE_SIGNING_KEY: HALO_PLACEHOLDER })).toThrow(/SERVICE_SIGNING_KEY/);
   });
 });

@@ -92,6 +92,48 @@ export function loadServiceConfig<X extends z.ZodRawShape = Record<never, never>
   return { ...loaded, SEED_DEMO_DATA: seed ?? haloEnv === 'development' } as unknown as ServiceConfig<X>;
 }
 
+/**
+ * What HALO_PUBLISH_CONTRACT_ONLY (the Helm chart's publish hook) reads, and nothing more: where
+ * the registry is, the URL to publish, the key that signs the publish. The hook's pod gets no
+ * database credentials, JWT secret, Redis or peer addresses, so none is required here.
+ */
+export function publishConfigShape(name: ServiceName) {
+  const shared = serviceConfigShape(SERVICES[name]);
+  return {
+    HALO_ENV: shared.HALO_ENV,
+    HTTP_PORT: shared.HTTP_PORT,
+    LOG_LEVEL: shared.LOG_LEVEL,
+    SHUTDOWN_TIMEOUT_MS: shared.SHUTDOWN_TIMEOUT_MS,
+    SERVICE_SIGNING_KEY: shared.SERVICE_SIGNING_KEY,
+    REGISTRY_URL: env.url(),
+    SERVICE_PUBLIC_URL: env.url(),
+    HALO_PUBLISH_CONTRACT_ONLY: env.flag(),
+  };
+}
+
+export type PublishConfig = z.infer<z.ZodObject<ReturnType<typeof publishConfigShape>>>;
+
+/** Whether `source` asks for the publish hook (HALO_PUBLISH_CONTRACT_ONLY, read as the flag it is). */
+export function publishOnlyRequested(source: Env = process.env): boolean {
+  return loadConfig({ HALO_PUBLISH_CONTRACT_ONLY: env.flag() }, source).HALO_PUBLISH_CONTRACT_ONLY === true;
+}
+
+const safely = (read: () => boolean): boolean => {
+  try {
+    return read();
+  } catch {
+    return false;
+  }
+};
+
+/** The publish hook's settings (publishConfigShape); the same refusals as a serving process's. */
+export function loadPublishConfig(name: ServiceName, source: Env = process.env): PublishConfig {
+  const loaded = loadConfig(publishConfigShape(name), source);
+  refuseDevSecrets(source, loaded.HALO_ENV);
+  if (!loaded.REGISTRY_URL) throw new ConfigError('Invalid configuration: REGISTRY_URL: is required with HALO_PUBLISH_CONTRACT_ONLY');
+  return loaded;
+}
+
 /** What a service's own code gets to build its domain (and, with the domain, to seed). */
 export interface ServiceParts<C> {
   db: Db;
@@ -163,7 +205,7 @@ export interface DefinedService<C, D> {
   /** Starts the service; a `db` given (tests: a throwaway schema) is migrated but not closed by it. */
   start(config: C, logger: Logger, opts?: { db?: Db | undefined }): Promise<RunningService<D>>;
   /** The service's contract (docs/registry.md): its subgraph, its REST part, its routing URL; null when it has neither. */
-  contract(config: C, httpPort?: number): ServiceContract | null;
+  contract(config: Pick<KitConfig, 'SERVICE_PUBLIC_URL' | 'HTTP_PORT'>, httpPort?: number): ServiceContract | null;
   /**
    * The process entry point: config (one line and exit 1 when bad), start, signals; with
    * HALO_MIGRATE_ONLY, migrate and exit; with HALO_PUBLISH_CONTRACT_ONLY, publish and exit.
@@ -185,7 +227,7 @@ export function defineService<X extends z.ZodRawShape = Record<never, never>, C 
     return def.refineConfig ? def.refineConfig(config, source) : (config as unknown as C);
   };
 
-  const contract = (config: C, httpPort?: number): ServiceContract | null => {
+  const contract = (config: Pick<KitConfig, 'SERVICE_PUBLIC_URL' | 'HTTP_PORT'>, httpPort?: number): ServiceContract | null => {
     if (!def.graphql && !def.restManifest) return null;
     return serviceContract({
       service: def.name,
@@ -280,7 +322,7 @@ export function defineService<X extends z.ZodRawShape = Record<never, never>, C 
     });
 
   /** HALO_PUBLISH_CONTRACT_ONLY: one publish, then exit 0; refused (1) or unreachable (3) with one line. */
-  const publishOnly = async (config: C): Promise<void> => {
+  const publishOnly = async (config: PublishConfig): Promise<void> => {
     const c = contract(config);
     if (!c) {
       process.stdout.write(`${def.name}: no contract to publish (no subgraph, no REST routes)\n`);
@@ -325,18 +367,21 @@ export function defineService<X extends z.ZodRawShape = Record<never, never>, C 
     start,
     contract,
     main: () => {
+      // The publish hook reads its own few settings: it is given no database, secret or peer. (A
+      // flag that does not parse is reported, one line, by the full configuration below.)
+      if (safely(publishOnlyRequested))
+        return runService(
+          def.name,
+          () => loadPublishConfig(def.name),
+          (config) => publishOnly(config),
+        );
       // Every service serves HTTP, GraphQL and SQL: load those now, while the launcher may still be
       // starting the database (late-env.ts), rather than on first use after it.
       preloadServiceLibraries();
       return runService(
         def.name,
         () => loadConfigFor(),
-        (config, logger) =>
-          config.HALO_PUBLISH_CONTRACT_ONLY
-            ? publishOnly(config)
-            : config.HALO_MIGRATE_ONLY
-              ? migrateOnly(config, logger)
-              : start(config, logger),
+        (config, logger) => (config.HALO_MIGRATE_ONLY ? migrateOnly(config, logger) : start(config, logger)),
       );
     },
   };

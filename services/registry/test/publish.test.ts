@@ -50,14 +50,17 @@ it('REGISTRY_PUBLISH_ON_START: the started service publishes its contract (its o
 });
 
 describe('HALO_PUBLISH_CONTRACT_ONLY (the built catalog, as the Helm hook runs it)', () => {
-  // Asynchronous: the registry answering it runs in this very process.
-  const run = (env: Record<string, string>) =>
+  // Asynchronous: the registry answering it runs in this very process. The environment is the
+  // hook pod's (helm/*/templates/_helpers.tpl, halo.derivedEnv with "publish"): a production
+  // process given its port, its signing key and the registry, and no database, JWT secret or Redis.
+  const run = (env: Record<string, string>, service: 'catalog' | 'payments' = 'catalog') =>
     new Promise<{ status: number | null; stdout: string; stderr: string }>((done) => {
-      const child = spawn(process.execPath, [resolve(ROOT, 'services/catalog/dist/main.js')], {
+      const child = spawn(process.execPath, [resolve(ROOT, `services/${service}/dist/main.js`)], {
         env: {
           PATH: process.env.PATH,
-          ...TEST_SERVICE_ENV,
-          SERVICE_SIGNING_KEY: testIdentityEnv('catalog').SERVICE_SIGNING_KEY,
+          HALO_ENV: 'production',
+          HTTP_PORT: '4003',
+          SERVICE_SIGNING_KEY: testIdentityEnv(service).SERVICE_SIGNING_KEY,
           HALO_PUBLISH_CONTRACT_ONLY: 'true',
           ...env,
         },
@@ -77,6 +80,12 @@ describe('HALO_PUBLISH_CONTRACT_ONLY (the built catalog, as the Helm hook runs i
     const again = await run({ REGISTRY_URL: reg.base, SERVICE_PUBLIC_URL: 'http://catalog.halo.svc:4003' });
     expect(again.stdout).toMatch(/^catalog: contract unchanged at version \d+/);
     expect(again.status).toBe(0);
+  });
+
+  it('needs none of what serving needs: payments, which refuses to serve in production without Redis, publishes without it', async () => {
+    const res = await run({ REGISTRY_URL: reg.base, SERVICE_PUBLIC_URL: 'http://payments.halo.svc:4004' }, 'payments');
+    expect([res.status, res.stderr]).toEqual([0, '']);
+    expect(res.stdout).toMatch(/^payments: contract published as version \d+ \(composition \d+\)\n$/);
   });
 
   it('refused (a key the registry does not trust): exit 1 with one line', async () => {
