@@ -4,21 +4,8 @@ import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { startSystem, type RunningSystem } from '@halo/tools';
-import {
-  benchSystemEnv,
-  environOf,
-  gqlInit,
-  loadOptions,
-  measure,
-  QUERIES,
-  REST_PATHS,
-  spawnLogged,
-  stopChildren,
-  waitFor,
-  type ExtraProcess,
-  type LoadTarget,
-} from './gateways-bench';
-import { baselineOrExit, checkSameAnswers, nodeFlagsOf, registerCallers, revisionOf, type Row } from './ab-shared';
+import { benchSystemEnv, environOf, loadOptions, measure, spawnLogged, stopChildren, waitFor, type ExtraProcess } from './gateways-bench';
+import { abRows, baselineOrExit, checkSameAnswers, nodeFlagsOf, registerCallers, revisionOf } from './ab-shared';
 import { envList } from './env-list';
 import { pin, pinServers, planPinning } from './pin';
 import { pairedRatios, perRound, runRounds, spread, type RoundSamples, type Sample, type Spread } from './rounds';
@@ -180,42 +167,13 @@ async function main(): Promise<void> {
     if (pinning.enabled) log(`bench:ab: pinned ${affinity.length} processes`);
 
     const callers = await registerCallers(gwA.url, CONNECTIONS, log);
-    const gateways = [
-      { side: 'after' as const, label: 'after (this checkout)', url: gwA.url, pid: gwA.child.pid! },
-      { side: 'before' as const, label: 'before (baseline)', url: b.url, pid: b.child.pid! },
-    ];
-    const row = (id: string, title: string, target: (url: string) => Pick<LoadTarget, 'url' | 'init' | 'perConnection'>): Row => ({
-      id,
-      title,
-      targets: gateways.map((g) => ({ id: `${id}:${g.side}`, label: g.label, side: g.side, cpuPid: g.pid, ...target(g.url) })),
-    });
-    const allRows: Row[] = [
-      row('nested', `anonymous nested \`${QUERIES.nested}\``, (url) => ({ url: `${url}/graphql`, init: gqlInit(QUERIES.nested) })),
-      row('me', `\`${QUERIES.me}\`, one caller per connection (${CONNECTIONS} distinct users, 5 orders each)`, (url) => ({
-        url: `${url}/graphql`,
-        init: gqlInit(QUERIES.me),
-        perConnection: callers.map((c) => ({ authorization: `Bearer ${c.token}` })),
-      })),
-      // The nested and flat queries asked by distinct callers, as gateways-bench's issue-30 rows ask them.
-      row('nested-callers', `\`${QUERIES.nested}\`, one caller per connection`, (url) => ({
-        url: `${url}/graphql`,
-        init: gqlInit(QUERIES.nested),
-        perConnection: callers.map((c) => ({ authorization: `Bearer ${c.token}` })),
-      })),
-      row('flat', `\`${QUERIES.flat}\`, one caller per connection`, (url) => ({
-        url: `${url}/graphql`,
-        init: gqlInit(QUERIES.flat),
-        perConnection: callers.map((c) => ({ authorization: `Bearer ${c.token}` })),
-      })),
-      row('rest', `REST \`GET ${REST_PATHS.post}\` through the gateway`, (url) => ({
-        url: `${url}${REST_PATHS.post}`,
-        init: { method: 'GET' },
-      })),
-    ];
-    // BENCH_ROWS=rest: one row for longer, tighter runs (more rounds in the same time).
-    const only = process.env.BENCH_ROWS?.split(',').map((s) => s.trim());
-    const rows = only ? allRows.filter((r) => only.includes(r.id)) : allRows;
-    if (!rows.length) throw new Error(`BENCH_ROWS=${process.env.BENCH_ROWS}: no such row (nested, me, nested-callers, flat, rest)`);
+    const rows = abRows(
+      [
+        { side: 'after', label: 'after (this checkout)', url: gwA.url, pid: gwA.child.pid! },
+        { side: 'before', label: 'before (baseline)', url: b.url, pid: b.child.pid! },
+      ],
+      callers,
+    );
     await checkSameAnswers(rows, callers, log);
 
     for (const r of rows) {

@@ -5,17 +5,8 @@ import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { startSystem, type RunningSystem } from '@halo/tools';
-import {
-  baselineOrExit,
-  checkSameAnswers,
-  nodeFlagsOf,
-  registerCallers,
-  revisionOf,
-  type AbTarget,
-  type Row,
-  type Side,
-} from './ab-shared';
-import { benchSystemEnv, environOf, gqlInit, QUERIES, REST_PATHS, stopChildren } from './gateways-bench';
+import { abRows, baselineOrExit, checkSameAnswers, nodeFlagsOf, registerCallers, revisionOf, type AbTarget, type Side } from './ab-shared';
+import { benchSystemEnv, environOf, stopChildren } from './gateways-bench';
 import { perConnectionHeaders } from './per-connection';
 import { median } from './rounds';
 
@@ -172,35 +163,10 @@ async function main(): Promise<void> {
     await Promise.all(gateways.map((g) => waitReady(g.url, g.child)));
     log(`bench:ab:instructions: both gateways ready under callgrind (${((Date.now() - started.getTime()) / 1000).toFixed(0)} s)`);
     const callers = await registerCallers(gw.url, CONNECTIONS, log);
-    const row = (id: string, title: string, target: (url: string) => Pick<AbTarget, 'url' | 'init' | 'perConnection'>): Row => ({
-      id,
-      title,
-      targets: gateways.map((g) => ({ id: `${id}:${g.side}`, label: g.side, side: g.side, cpuPid: g.child.pid!, ...target(g.url) })),
-    });
-    const allRows: Row[] = [
-      row('nested', `anonymous nested \`${QUERIES.nested}\``, (url) => ({ url: `${url}/graphql`, init: gqlInit(QUERIES.nested) })),
-      row('me', `\`${QUERIES.me}\`, one caller per connection (${CONNECTIONS} distinct users)`, (url) => ({
-        url: `${url}/graphql`,
-        init: gqlInit(QUERIES.me),
-        perConnection: callers.map((c) => ({ authorization: `Bearer ${c.token}` })),
-      })),
-      // The nested and flat queries asked by distinct callers, as src/ab-bench.ts's rows of the same ids.
-      row('nested-callers', `\`${QUERIES.nested}\`, one caller per connection`, (url) => ({
-        url: `${url}/graphql`,
-        init: gqlInit(QUERIES.nested),
-        perConnection: callers.map((c) => ({ authorization: `Bearer ${c.token}` })),
-      })),
-      row('flat', `\`${QUERIES.flat}\`, one caller per connection`, (url) => ({
-        url: `${url}/graphql`,
-        init: gqlInit(QUERIES.flat),
-        perConnection: callers.map((c) => ({ authorization: `Bearer ${c.token}` })),
-      })),
-      row('rest', `REST \`GET ${REST_PATHS.post}\``, (url) => ({ url: `${url}${REST_PATHS.post}`, init: { method: 'GET' } })),
-    ];
-    // BENCH_ROWS=rest: only those rows, as in src/ab-bench.ts.
-    const only = process.env.BENCH_ROWS?.split(',').map((s) => s.trim());
-    const rows = only ? allRows.filter((r) => only.includes(r.id)) : allRows;
-    if (!rows.length) throw new Error(`BENCH_ROWS=${process.env.BENCH_ROWS}: no such row (nested, me, nested-callers, flat, rest)`);
+    const rows = abRows(
+      gateways.map((g) => ({ side: g.side, label: g.side, url: g.url, pid: g.child.pid! })),
+      callers,
+    );
     await checkSameAnswers(rows, callers, log);
     for (const r of rows) for (const t of r.targets) await send(t, r.id === 'me' ? Math.round(WARMUP / 5) : WARMUP);
     log('bench:ab:instructions: warmed up');

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { answerOf, type LoadTarget } from './gateways-bench';
+import { answerOf, gqlInit, QUERIES, REST_PATHS, type LoadTarget } from './gateways-bench';
 export { nodeFlagsOf } from './pin';
 
 export { registerCallers } from './callers';
@@ -19,6 +19,56 @@ export interface AbTarget extends LoadTarget {
 }
 export interface Row extends Group<AbTarget> {
   title: string;
+}
+
+/** The ids BENCH_ROWS can name, in the order they run. */
+const ROW_IDS = ['nested', 'me', 'nested-callers', 'flat', 'rest'] as const;
+
+/**
+ * The rows both harnesses measure, each with one target per gateway (`after` first), narrowed to
+ * BENCH_ROWS when it is set (e.g. `rest`: one row for longer, tighter runs). `callers`: one per
+ * connection, for the rows asked by distinct callers.
+ */
+export function abRows(
+  gateways: { side: Side; label: string; url: string; pid: number }[],
+  callers: { token: string }[],
+  only: string | undefined = process.env.BENCH_ROWS,
+): Row[] {
+  const perCaller = callers.map((c) => ({ authorization: `Bearer ${c.token}` }));
+  const row = (
+    id: (typeof ROW_IDS)[number],
+    title: string,
+    target: (url: string) => Pick<LoadTarget, 'url' | 'init' | 'perConnection'>,
+  ): Row => ({
+    id,
+    title,
+    targets: gateways.map((g) => ({ id: `${id}:${g.side}`, label: g.label, side: g.side, cpuPid: g.pid, ...target(g.url) })),
+  });
+  const graphql = (query: string, perConnection?: Record<string, string>[]) => (url: string) => ({
+    url: `${url}/graphql`,
+    init: gqlInit(query),
+    ...(perConnection ? { perConnection } : {}),
+  });
+  const all: Row[] = [
+    row('nested', `anonymous nested \`${QUERIES.nested}\``, graphql(QUERIES.nested)),
+    row(
+      'me',
+      `\`${QUERIES.me}\`, one caller per connection (${callers.length} distinct users, 5 orders each)`,
+      graphql(QUERIES.me, perCaller),
+    ),
+    // The nested and flat queries asked by distinct callers, as gateways-bench's issue-30 rows ask them.
+    row('nested-callers', `\`${QUERIES.nested}\`, one caller per connection`, graphql(QUERIES.nested, perCaller)),
+    row('flat', `\`${QUERIES.flat}\`, one caller per connection`, graphql(QUERIES.flat, perCaller)),
+    row('rest', `REST \`GET ${REST_PATHS.post}\` through the gateway`, (url) => ({
+      url: `${url}${REST_PATHS.post}`,
+      init: { method: 'GET' },
+    })),
+  ];
+  if (only === undefined) return all;
+  const wanted = only.split(',').map((s) => s.trim());
+  const rows = all.filter((r) => wanted.includes(r.id));
+  if (!rows.length) throw new Error(`BENCH_ROWS=${only}: no such row (${ROW_IDS.join(', ')})`);
+  return rows;
 }
 
 /** `abc1234` (plus ` + uncommitted changes` when the work tree differs), or why not. */
