@@ -200,8 +200,8 @@ function summaryRows(
       measure: `publish → receive p95, ${chat.subscribers} subscribers, \`author { name }\``,
       value: `${chat.p95.toFixed(1)} ms, ${chat.lost} lost`,
       notes: '',
-      goal: 'p95 < 50 ms, 0 lost',
-      met: chat.p95 < 50 && chat.lost === 0,
+      goal: 'p95 < 25 ms, 0 lost',
+      met: chat.p95 < 25 && chat.lost === 0,
     });
   }
   const gwMem = memory.find((m) => m.name === 'gateway');

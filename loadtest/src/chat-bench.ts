@@ -187,7 +187,7 @@ export async function benchFanout(opts: FanoutOptions): Promise<{ section: strin
   const section = [
     `## Subscriptions: publish → receive through the gateway (${opts.pubsub})`,
     '',
-    `- ${opts.messages} messages per row, one every ${opts.intervalMs} ms, sent with sendMessage over HTTP through the gateway; every subscriber its own WebSocket and user; goal p95 < 50 ms at 500 subscribers, 0 lost`,
+    `- ${opts.messages} messages per row, one every ${opts.intervalMs} ms, sent with sendMessage over HTTP through the gateway; every subscriber its own WebSocket and user; goal p95 < 25 ms at 500 subscribers (issue 30; 50 ms before), 0 lost`,
     `- Date: ${new Date().toISOString()}`,
     ...(opts.pinning ? [`- CPUs: ${opts.pinning}`] : []),
     `- Subscribers: ${CLIENT_NOTE[client]} (BENCH_FANOUT_CLIENT=${client}; src/fanout-clients.ts)`,
