@@ -20,7 +20,8 @@ beforeAll(async () => {
   const env: Record<string, string> = {
     JWT_SECRET: TEST_JWT_SECRET,
     GRAPHQL_INTROSPECTION: 'false',
-    // The response cache would answer anonymous queries itself (and keeps them on Apollo's path).
+    // The response cache would answer repeated anonymous queries itself (gateway/test/response-cache.test.ts
+    // compares its hits on both paths).
     GRAPHQL_RESPONSE_CACHE_MIB: '0',
     GRAPHQL_DEDUPE_INFLIGHT: 'false',
     // Small enough that one caller's repeated expensive query is refused (429), far above the rest.

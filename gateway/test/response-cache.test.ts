@@ -68,6 +68,9 @@ beforeAll(async () => {
   gw = await startGateway();
 });
 
+/** Who answered each POST, as the gateway's `halo_graphql_lean_requests_total{by}` counts it (every gateway here). */
+const answeredBy: string[] = [];
+
 /** A gateway (createGraphQL behind node:http) in front of the catalog subgraph, with its own LRU. */
 async function startGateway(sharedResponseCache?: RedisResponseTier): Promise<typeof gw> {
   const config = loadGatewayConfig({
@@ -93,6 +96,7 @@ async function startGateway(sharedResponseCache?: RedisResponseTier): Promise<ty
     queryPlanCacheMiB: config.GRAPHQL_QUERY_PLAN_CACHE_MIB,
     responseCacheMiB: config.GRAPHQL_RESPONSE_CACHE_MIB,
     ...(sharedResponseCache ? { sharedResponseCache } : {}),
+    leanAnswered: (by) => answeredBy.push(by),
   });
   await graphql.start();
   let n = 0;
@@ -166,6 +170,40 @@ describe('edge response cache', () => {
     // Other variables: another entry.
     expect((await send(q, { variables: { n: 3 } })).reached).toBe(true);
     expect(gw.graphql.responseCache!.entries()).toBeGreaterThanOrEqual(2);
+  });
+
+  it('both paths share it and send a hit as it was stored: a POST (the lean path) and a GET (Apollo Server) each hit what the other stored', async () => {
+    const raw = async (query: string, get: boolean) => {
+      const before = catalog.calls();
+      const res = get
+        ? await fetch(`${gw.url}?${new URLSearchParams({ query }).toString()}`)
+        : await fetch(gw.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+      const headers = Object.fromEntries([...res.headers].filter(([name]) => !['date', 'x-request-id'].includes(name)));
+      return { status: res.status, headers, text: await res.text(), reached: catalog.calls() > before };
+    };
+    // Stored by the lean path, served by both.
+    const q = '{ products(limit: 4) { id name } }';
+    const stored = await raw(q, false);
+    expect([stored.reached, answeredBy.at(-1), stored.headers.age]).toEqual([true, 'lean', undefined]); // its first run: the executor
+    const viaApollo = await raw(q, true);
+    const viaLean = await raw(q, false);
+    expect(answeredBy.at(-1)).toBe('cache');
+    for (const hit of [viaApollo, viaLean]) {
+      expect([hit.status, hit.reached, hit.text]).toEqual([200, false, stored.text]);
+      expect(hit.headers).toEqual({ ...stored.headers, age: '0' });
+    }
+    // Stored by Apollo Server's path, served by the lean path.
+    const q2 = '{ products(limit: 5) { id name } }';
+    const storedByApollo = await raw(q2, true);
+    expect(storedByApollo.reached).toBe(true);
+    const hit = await raw(q2, false);
+    expect([hit.reached, answeredBy.at(-1), hit.text, hit.headers]).toEqual([
+      false,
+      'cache',
+      storedByApollo.text,
+      { ...storedByApollo.headers, age: '0' },
+    ]);
+    expect(JSON.parse(hit.text).data.products).toHaveLength(5);
   });
 
   it('an authenticated caller is never served from it, and its answers are never stored', async () => {

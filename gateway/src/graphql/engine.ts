@@ -16,7 +16,7 @@ import { DirectPlans } from './direct';
 import { leanGraphQL, type LeanAnswer, type OperationObserver } from './lean';
 import { OperationPolicy } from './operation-policy';
 import type { RateLimits } from '../ratelimit';
-import { RedisResponseTier, responseCachePlugin, ResponseCacheStore } from './response-cache';
+import { RedisResponseTier, ResponseCache, responseCachePlugin, ResponseCacheStore } from './response-cache';
 import { trustedDocumentsCache, trustedDocumentsPlugin, type TrustedDocuments } from './persisted';
 import { operationChoicePlugin } from './request-checks';
 import { aliasLimitRule, formatGatewayError, noIntrospectionRule } from './rules';
@@ -121,7 +121,9 @@ export function createGraphQL(opts: GraphQLOptions) {
   // The logger Apollo Server hands the gateway's executor (the lean path hands it the same one).
   const apolloLogger = logger.child({ component: 'apollo' });
   const validationRules = [aliasLimitRule(limits.maxAliases), ...(opts.introspection === false ? [noIntrospectionRule] : [])];
-  const responseCache = opts.responseCacheMiB ? new ResponseCacheStore(opts.responseCacheMiB * 1024 * 1024) : null;
+  const responseCache = opts.responseCacheMiB
+    ? new ResponseCache(new ResponseCacheStore(opts.responseCacheMiB * 1024 * 1024), opts.sharedResponseCache)
+    : null;
   const server = apolloServer(opts, apolloLogger, gateway, validationRules, edgePlugins(opts, policy, responseCache));
   // Trusted documents mode stays on Apollo Server's path entirely (its plugin decides what runs).
   const lean =
@@ -135,7 +137,7 @@ export function createGraphQL(opts: GraphQLOptions) {
           validationRules,
           formatError: formatGatewayError(logger),
           observers: opts.observers ?? [],
-          responseCache: responseCache !== null,
+          responseCache,
           logger: apolloLogger,
           direct,
         })
@@ -160,10 +162,10 @@ export function createGraphQL(opts: GraphQLOptions) {
     dedupe: dedupe && { inFlight: dedupe.inFlight, waiting: dedupe.waiting, shared: dedupe.shared },
     /** The edge response cache (null when off): entries and bytes held, lookups that hit and missed. */
     responseCache: responseCache && {
-      entries: () => responseCache.size,
-      bytes: () => responseCache.usedBytes,
-      hits: () => responseCache.hits,
-      misses: () => responseCache.misses,
+      entries: () => responseCache.store.size,
+      bytes: () => responseCache.store.usedBytes,
+      hits: () => responseCache.store.hits,
+      misses: () => responseCache.store.misses,
     },
     /** A query or mutation that came another way (a WebSocket), through the same pipeline and plugins. */
     executeOperation: (request: OperationRequestText, contextValue: GraphQLContext) => executeOperation(server, request, contextValue),
@@ -251,7 +253,7 @@ function spendCost(rateLimits: RateLimits | null) {
 function edgePlugins(
   opts: GraphQLOptions,
   policy: OperationPolicy,
-  responseCache: ResponseCacheStore | null,
+  responseCache: ResponseCache | null,
 ): ApolloServerPlugin<GraphQLContext>[] {
   const trusted = opts.persistedQueries.trusted;
   return [
@@ -265,7 +267,7 @@ function edgePlugins(
     policy.plugin<GraphQLContext>(spendCost(opts.rateLimits ?? null)),
     privateForCallersPlugin,
     // After the edge's checks: a cached answer is only served to an operation they let through.
-    ...(responseCache ? [responseCachePlugin<GraphQLContext>(responseCache, opts.sharedResponseCache)] : []),
+    ...(responseCache ? [responseCachePlugin<GraphQLContext>(responseCache)] : []),
   ];
 }
 

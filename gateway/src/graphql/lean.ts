@@ -26,6 +26,7 @@ import type { RateLimitTicket } from '../ratelimit';
 import type { GraphQLContext } from './context';
 import { executeDirect, type DirectPlans } from './direct';
 import type { OperationPolicy } from './operation-policy';
+import { ResponseCache } from './response-cache';
 
 /**
  * One operation answered, as the metrics and usage observe it: the same function is called by
@@ -78,8 +79,8 @@ export interface LeanGraphQLOptions {
   validationRules: readonly ValidationRule[];
   formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
   observers: readonly OperationObserver[];
-  /** The response cache is on: an anonymous caller's request stays on Apollo Server's path. */
-  responseCache: boolean;
+  /** The edge response cache (shared with Apollo Server's path), or null when off. */
+  responseCache: ResponseCache | null;
   /** The logger Apollo Server hands the gateway's executor. */
   logger: Logger;
   /** Documents kept parsed and validated, by query text (at most; the memory budget below also bounds them). */
@@ -88,8 +89,11 @@ export interface LeanGraphQLOptions {
   direct?: DirectPlans;
 }
 
-/** Who answered an operation the lean path took: the executor, or the subgraph's data as it came (ADR 0019). */
-export type LeanAnswer = 'lean' | 'direct';
+/**
+ * Who answered an operation the lean path took: the executor, the subgraph's data as it came
+ * (ADR 0019), or the edge response cache.
+ */
+export type LeanAnswer = 'lean' | 'direct' | 'cache';
 
 /**
  * What the documents kept parsed may hold, counted as 4 bytes per character of query text (the
@@ -131,8 +135,9 @@ const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json; charset=utf-8'
  * Server answers it then (not one plain operation object, an unusual `Accept`, a document that
  * does not parse or validate or introspects, an operation that cannot be chosen or is a
  * subscription, a bad token, variables that do not coerce, an operation the edge's policy
- * refuses, an anonymous query the response cache may answer). Every check before the cost spend
- * is free of side effects, so Apollo Server runs them again and words the refusal itself.
+ * refuses). Every check before the cost spend is free of side effects, so Apollo Server runs them
+ * again and words the refusal itself. An anonymous query may be answered from the edge response
+ * cache, which both paths share.
  */
 export function leanGraphQL(opts: LeanGraphQLOptions) {
   const documents = documentCache<Prepared>(opts.documents);
@@ -158,7 +163,6 @@ export function leanGraphQL(opts: LeanGraphQLOptions) {
     if (!ready || !operation || operation.operation === OperationTypeNode.SUBSCRIPTION) return null;
     const caller = await opts.callers.resolve(req).catch(() => undefined);
     if (caller === undefined) return null;
-    if (opts.responseCache && !caller && !req.headers.authorization && operation.operation === OperationTypeNode.QUERY) return null;
     if (operation.variableDefinitions?.length) {
       const coerced = getVariableValues(schema, operation.variableDefinitions, request.variables ?? {});
       if (coerced.errors) return null;
@@ -205,7 +209,7 @@ async function answer(
   const { request, contentType, schema, document, operation, caller } = admitted;
   const startedAt = process.hrtime.bigint();
   const context: GraphQLContext = { authorization: req.headers.authorization, caller, requestId: requestContextOf(req)?.requestId, limit };
-  const finish = (status: number, cacheControl: string, result: FormattedExecutionResult, crashed: boolean) => {
+  const observeAnswer = (result: FormattedExecutionResult, crashed: boolean) => {
     const observed: ObservedOperation = {
       schema,
       document,
@@ -217,6 +221,9 @@ async function answer(
       header: (name) => headerOf(req, name),
     };
     for (const observer of opts.observers) observer(observed);
+  };
+  const finish = (status: number, cacheControl: string, result: FormattedExecutionResult, crashed: boolean) => {
+    observeAnswer(result, crashed);
     write(res, status, contentType, cacheControl, result);
   };
   const overallCachePolicy = new CachePolicy();
@@ -229,29 +236,25 @@ async function answer(
     finish(status ?? 500, 'no-store', { errors }, false);
     return 'lean';
   }
-  const requestContext = {
-    request: { query: request.query, operationName: request.operationName, variables: request.variables },
-    logger: opts.logger,
-    schema,
-    context,
-    queryHash: admitted.queryHash,
-    document,
-    source: request.query,
-    operationName: operation.name?.value ?? null,
-    operation,
-    metrics: {},
-    overallCachePolicy,
-    requestIsBatched: false,
-  } as unknown as GatewayRequestContext;
+  // After the edge's checks and the spend, as on Apollo Server's path (its plugin's responseForOperation).
+  const cache = opts.responseCache;
+  const cacheKey =
+    cache && ResponseCache.mayUse(operation.operation, context)
+      ? cache.keyOf(schema, document, operation.name?.value ?? null, request.variables)
+      : null;
+  if (cacheKey !== null) {
+    const hit = await cache!.lookup(cacheKey);
+    if (hit) {
+      observeAnswer(CACHED, false);
+      writeText(res, 200, contentType, `max-age=${hit.maxAgeS - hit.ageS}, public`, `${hit.body}\n`, hit.ageS);
+      return 'cache';
+    }
+  }
+  const direct = opts.direct?.lookup(schema, operation);
   let executed: Awaited<ReturnType<ApolloGateway['executor']>>;
   let by: LeanAnswer = 'lean';
   try {
-    const direct = opts.direct?.lookup(schema, operation);
-    if (direct) {
-      ({ executed, by } = await executeDirect(direct, requestContext, opts.gateway.executor));
-    } else {
-      executed = await opts.gateway.executor(requestContext);
-    }
+    ({ executed, by } = await execute(opts, admitted, context, overallCachePolicy, direct));
   } catch (err) {
     const { errors, status } = formatErrors([toGraphQLError(err)], opts.formatError);
     finish(status ?? 500, 'no-store', { errors }, true);
@@ -265,19 +268,62 @@ async function answer(
   // Apollo Server's `{ ...result, errors }`: no `data` key when nothing ran (the metrics tell a refusal by that).
   const result: FormattedExecutionResult = { ...executed, errors };
   const cacheable = errors ? null : overallCachePolicy.policyIfCacheable();
+  if (cacheKey !== null) cache!.save(cacheKey, result, cacheable);
   finish(status ?? 200, cacheable ? `max-age=${cacheable.maxAge}, ${cacheable.scope.toLowerCase()}` : 'no-store', result, false);
   return by;
 }
 
+/** Runs the operation as Apollo Server would hand it to the gateway's executor, or answers it directly (ADR 0019). */
+async function execute(
+  opts: LeanGraphQLOptions,
+  { request, schema, document, operation, queryHash }: Admitted,
+  context: GraphQLContext,
+  overallCachePolicy: CachePolicy,
+  direct: ReturnType<DirectPlans['lookup']> | undefined,
+): Promise<{ executed: Awaited<ReturnType<ApolloGateway['executor']>>; by: LeanAnswer }> {
+  const requestContext = {
+    request: { query: request.query, operationName: request.operationName, variables: request.variables },
+    logger: opts.logger,
+    schema,
+    context,
+    queryHash,
+    document,
+    source: request.query,
+    operationName: operation.name?.value ?? null,
+    operation,
+    metrics: {},
+    overallCachePolicy,
+    requestIsBatched: false,
+  } as unknown as GatewayRequestContext;
+  if (direct) return executeDirect(direct, requestContext, opts.gateway.executor);
+  return { executed: await opts.gateway.executor(requestContext), by: 'lean' };
+}
+
 /** Written as http.ts writes Apollo Server's answer (its body is `prettyJSONStringify`). */
 function write(res: ServerResponse, status: number, contentType: string, cacheControl: string, result: FormattedExecutionResult): void {
-  const text = `${JSON.stringify({ errors: result.errors, data: result.data, extensions: result.extensions })}\n`;
+  writeText(
+    res,
+    status,
+    contentType,
+    cacheControl,
+    `${JSON.stringify({ errors: result.errors, data: result.data, extensions: result.extensions })}\n`,
+  );
+}
+
+function writeText(res: ServerResponse, status: number, contentType: string, cacheControl: string, text: string, ageS?: number): void {
   res.statusCode = status;
   res.setHeader('content-type', contentType);
   res.setHeader('cache-control', status >= 400 ? 'no-store' : cacheControl);
+  if (ageS !== undefined) res.setHeader('age', String(ageS));
   res.setHeader('content-length', Buffer.byteLength(text));
   res.end(text);
 }
+
+/**
+ * What the observers (metrics, usage) are told of a response-cache hit: an answer with data and no
+ * errors, which is all they read of it; the stored JSON is sent as it is, never parsed.
+ */
+const CACHED: FormattedExecutionResult = Object.freeze({ data: null });
 
 function headerOf(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { HeaderMap, type ApolloServerPlugin, type GraphQLRequestContext } from '@apollo/server';
+import { HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import { OperationTypeNode, print, printSchema, type DocumentNode, type FormattedExecutionResult, type GraphQLSchema } from 'graphql';
 import type { Logger, Redis } from '@halo/kit';
 
@@ -139,7 +139,7 @@ export interface AnonymityContext {
   authorization?: string | undefined;
 }
 
-/** A document printed once (Apollo reuses one DocumentNode per query text): whitespace, commas and comments do not split the key. */
+/** A document printed once (each path reuses one DocumentNode per query text): whitespace, commas and comments do not split the key. */
 const printed = new WeakMap<DocumentNode, string>();
 /**
  * A digest of each loaded API schema: a new supergraph never serves answers of the previous one,
@@ -147,50 +147,84 @@ const printed = new WeakMap<DocumentNode, string>();
  */
 const schemaIds = new WeakMap<GraphQLSchema, string>();
 
-function keyOf(ctx: GraphQLRequestContext<AnonymityContext>): string | null {
-  const { document, schema, operationName } = ctx;
-  if (!document) return null;
-  let text = printed.get(document);
-  if (text === undefined) {
-    text = print(document);
-    printed.set(document, text);
-  }
-  let schemaId = schemaIds.get(schema);
-  if (schemaId === undefined) schemaIds.set(schema, (schemaId = createHash('sha256').update(printSchema(schema)).digest('base64url')));
-  const variables = ctx.request.variables;
-  return `${schemaId}\n${operationName ?? ''}\n${variables ? JSON.stringify(variables) : ''}\n${text}`;
+/** A live answer: its JSON (`{"data":…}`, as sent), its age and the max-age it was stored for. */
+export interface CachedAnswer {
+  body: string;
+  ageS: number;
+  maxAgeS: number;
 }
 
-/** Answers only anonymous callers' queries may come from or go to the shared cache. */
-const mayUse = (ctx: GraphQLRequestContext<AnonymityContext>) =>
-  ctx.operation?.operation === OperationTypeNode.QUERY && !ctx.contextValue.caller && !ctx.contextValue.authorization;
-
 /**
- * The edge response cache (issue 12, S1c): an anonymous caller's query whose answer came back
- * without errors under a `public` Cache-Control policy with maxAge > 0 (the subgraphs'
- * `@cacheControl` hints, as @apollo/gateway combines them) is stored for that maxAge, keyed by
- * the supergraph, operation name, variables and printed document. A hit skips planning and every
- * subgraph: it answers with `Age` and the remaining max-age. It runs after the edge's checks
- * (limits, `@authenticated`, trusted documents), which it never bypasses. Mutations, callers with
- * credentials, private or uncacheable policies and answers with errors never touch it.
+ * The edge response cache (issue 12, S1c), as both GraphQL paths use it: Apollo Server's (the
+ * plugin below) and the lean path (ADR 0016), which share entries. An anonymous caller's query
+ * whose answer came back without errors under a `public` Cache-Control policy with maxAge > 0
+ * (the subgraphs' `@cacheControl` hints, as @apollo/gateway combines them) is stored for that
+ * maxAge, keyed by the supergraph, operation name, variables and printed document. A hit skips
+ * planning and every subgraph: it answers with `Age` and the remaining max-age. It is asked after
+ * the edge's checks (limits, `@authenticated`, trusted documents), which it never bypasses.
+ * Mutations, callers with credentials, private or uncacheable policies and answers with errors
+ * never touch it.
  */
-export function responseCachePlugin<TContext extends AnonymityContext>(
-  store: ResponseCacheStore,
-  shared?: RedisResponseTier,
-  now: () => number = Date.now,
-): ApolloServerPlugin<TContext> {
-  /** This replica's entry, or the one another replica shared (then kept here too). */
-  async function lookup(key: string): Promise<{ body: string; ageS: number; maxAgeS: number } | undefined> {
-    const local = store.get(key);
-    if (local || !shared) return local;
-    const remote = await shared.get(key);
+export class ResponseCache {
+  constructor(
+    readonly store: ResponseCacheStore,
+    private readonly shared?: RedisResponseTier,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Whether a request may be answered from (and its answer stored in) the cache: an anonymous caller's query. */
+  static mayUse(operation: OperationTypeNode | undefined, context: AnonymityContext): boolean {
+    return operation === OperationTypeNode.QUERY && !context.caller && !context.authorization;
+  }
+
+  /** The key of an operation's answer (its own name, or null when anonymous). */
+  keyOf(schema: GraphQLSchema, document: DocumentNode, operationName: string | null, variables: unknown): string {
+    let text = printed.get(document);
+    if (text === undefined) {
+      text = print(document);
+      printed.set(document, text);
+    }
+    let schemaId = schemaIds.get(schema);
+    if (schemaId === undefined) schemaIds.set(schema, (schemaId = createHash('sha256').update(printSchema(schema)).digest('base64url')));
+    return `${schemaId}\n${operationName ?? ''}\n${variables ? JSON.stringify(variables) : ''}\n${text}`;
+  }
+
+  /** This replica's entry, or the one another replica shared (then kept here too); counted as a hit or a miss. */
+  async lookup(key: string): Promise<CachedAnswer | undefined> {
+    const found = await this.find(key);
+    if (found) this.store.hits++;
+    else this.store.misses++;
+    return found;
+  }
+
+  private async find(key: string): Promise<CachedAnswer | undefined> {
+    const local = this.store.get(key);
+    if (local || !this.shared) return local;
+    const remote = await this.shared.get(key);
     if (!remote) return undefined;
-    const t = now();
+    const t = this.now();
     if (remote.storedAt + remote.maxAgeS * 1000 <= t) return undefined;
-    store.set(key, remote.body, remote.maxAgeS, remote.storedAt);
+    this.store.set(key, remote.body, remote.maxAgeS, remote.storedAt);
     return { body: remote.body, ageS: Math.max(0, Math.floor((t - remote.storedAt) / 1000)), maxAgeS: remote.maxAgeS };
   }
 
+  /**
+   * Stores an answer sent without errors under its policy, if public with a max-age. The body is
+   * written as both paths send an answer (`data`, then `extensions`), so a hit is sent as stored.
+   */
+  save(key: string, result: FormattedExecutionResult, policy: { maxAge: number; scope: string } | null): void {
+    if (result.errors || !policy || policy.scope !== 'PUBLIC' || policy.maxAge <= 0) return;
+    const body = JSON.stringify({ data: result.data, extensions: result.extensions });
+    if (!this.store.fits(key, body)) return;
+    const storedAt = this.now();
+    this.store.set(key, body, policy.maxAge, storedAt);
+    // Not awaited: the answer does not wait for Redis (a failed write is only a later miss).
+    void this.shared?.set(key, { body, storedAt, maxAgeS: policy.maxAge });
+  }
+}
+
+/** Apollo Server's side of the response cache (ResponseCache above). */
+export function responseCachePlugin<TContext extends AnonymityContext>(cache: ResponseCache): ApolloServerPlugin<TContext> {
   /* eslint-disable @typescript-eslint/require-await -- Apollo Server types every plugin hook as returning a
      promise; written async, a hook that throws rejects as Apollo expects. */
   return {
@@ -199,14 +233,10 @@ export function responseCachePlugin<TContext extends AnonymityContext>(
       let hit = false;
       return {
         async responseForOperation(ctx) {
-          if (!mayUse(ctx)) return null;
-          key = keyOf(ctx);
-          const entry = key === null ? undefined : await lookup(key);
-          if (!entry) {
-            store.misses++;
-            return null;
-          }
-          store.hits++;
+          if (!ResponseCache.mayUse(ctx.operation?.operation, ctx.contextValue)) return null;
+          key = cache.keyOf(ctx.schema, ctx.document, ctx.operationName, ctx.request.variables);
+          const entry = await cache.lookup(key);
+          if (!entry) return null;
           hit = true;
           const { ageS, maxAgeS } = entry;
           // Apollo's cache-control plugin writes Cache-Control from this policy (live means
@@ -220,16 +250,7 @@ export function responseCachePlugin<TContext extends AnonymityContext>(
         },
         async willSendResponse(ctx) {
           if (hit || key === null || ctx.response.body.kind !== 'single') return;
-          const result = ctx.response.body.singleResult;
-          if (result.errors) return;
-          const policy = ctx.overallCachePolicy.policyIfCacheable();
-          if (!policy || policy.scope !== 'PUBLIC' || policy.maxAge <= 0) return;
-          const body = JSON.stringify(result);
-          if (!store.fits(key, body)) return;
-          const storedAt = now();
-          store.set(key, body, policy.maxAge, storedAt);
-          // Not awaited: the answer does not wait for Redis (a failed write is only a later miss).
-          void shared?.set(key, { body, storedAt, maxAgeS: policy.maxAge });
+          cache.save(key, ctx.response.body.singleResult, ctx.overallCachePolicy.policyIfCacheable());
         },
       };
     },

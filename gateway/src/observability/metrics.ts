@@ -133,7 +133,7 @@ export interface GatewayMetrics {
   /** What that plugin records of an answered operation (the lean path calls it too, ADR 0016). */
   observeOperation: OperationObserver;
   /** A POST operation offered to the lean path: answered by it, or left to Apollo Server. */
-  leanAnswered: (by: 'lean' | 'direct' | 'apollo') => void;
+  leanAnswered: (by: 'lean' | 'direct' | 'cache' | 'apollo') => void;
   /** The rate limits' counters (src/ratelimit): store failures (failed open) and refusals by policy. */
   rateLimit: { storeError(): void; limited(policy: string): void };
   /** gRPC calls the gateway makes (auth's API-key exchange). */
@@ -174,12 +174,13 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
   });
   const lean = new Counter({
     name: 'halo_graphql_lean_requests_total',
-    help: "Plain POST /graphql operations offered to the lean path (ADR 0016), by who answered: lean (the executor), direct (one subgraph's data as it came, ADR 0019), or apollo (what it leaves to Apollo Server)",
+    help: "Plain POST /graphql operations offered to the lean path (ADR 0016), by who answered: lean (the executor), direct (one subgraph's data as it came, ADR 0019), cache (the edge response cache), or apollo (what it leaves to Apollo Server)",
     labelNames: ['by'] as const,
     registers: [registry],
   });
   lean.inc({ by: 'lean' }, 0);
   lean.inc({ by: 'direct' }, 0);
+  lean.inc({ by: 'cache' }, 0);
   lean.inc({ by: 'apollo' }, 0);
   const storeErrors = new Counter({
     name: 'halo_gateway_rate_limit_store_errors_total',
