@@ -198,7 +198,7 @@ interface Admitted {
   cost: number;
 }
 
-/** From the cost spend on, the answer is the lean path's own: spend, execute, format, observe, write. */
+/** From the cost spend on, the answer is the lean path's own: spend, the response cache, execute, format, observe, write. */
 async function answer(
   opts: LeanGraphQLOptions,
   req: IncomingMessage,

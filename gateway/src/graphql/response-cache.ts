@@ -177,7 +177,7 @@ export class ResponseCache {
     return operation === OperationTypeNode.QUERY && !context.caller && !context.authorization;
   }
 
-  /** The key of an operation's answer (its own name, or null when anonymous). */
+  /** The key of an operation's answer: the supergraph, the operation's name (null: unnamed), the variables, the printed document. */
   keyOf(schema: GraphQLSchema, document: DocumentNode, operationName: string | null, variables: unknown): string {
     let text = printed.get(document);
     if (text === undefined) {

@@ -84,11 +84,8 @@ export function loadServiceConfig<X extends z.ZodRawShape = Record<never, never>
       'Invalid configuration: REGISTRY_PUBLISH_ON_START: refused when HALO_ENV=production (the release hook publishes, HALO_PUBLISH_CONTRACT_ONLY)',
     );
   }
-  if ((registry.REGISTRY_PUBLISH_ON_START || registry.HALO_PUBLISH_CONTRACT_ONLY) && !registry.REGISTRY_URL) {
-    throw new ConfigError(
-      `Invalid configuration: REGISTRY_URL: is required with ${registry.HALO_PUBLISH_CONTRACT_ONLY ? 'HALO_PUBLISH_CONTRACT_ONLY' : 'REGISTRY_PUBLISH_ON_START'}`,
-    );
-  }
+  if (registry.HALO_PUBLISH_CONTRACT_ONLY) requireRegistryUrl(registry.REGISTRY_URL, 'HALO_PUBLISH_CONTRACT_ONLY');
+  else if (registry.REGISTRY_PUBLISH_ON_START) requireRegistryUrl(registry.REGISTRY_URL, 'REGISTRY_PUBLISH_ON_START');
   return { ...loaded, SEED_DEMO_DATA: seed ?? haloEnv === 'development' } as unknown as ServiceConfig<X>;
 }
 
@@ -130,8 +127,13 @@ const safely = (read: () => boolean): boolean => {
 export function loadPublishConfig(name: ServiceName, source: Env = process.env): PublishConfig {
   const loaded = loadConfig(publishConfigShape(name), source);
   refuseDevSecrets(source, loaded.HALO_ENV);
-  if (!loaded.REGISTRY_URL) throw new ConfigError('Invalid configuration: REGISTRY_URL: is required with HALO_PUBLISH_CONTRACT_ONLY');
+  requireRegistryUrl(loaded.REGISTRY_URL, 'HALO_PUBLISH_CONTRACT_ONLY');
   return loaded;
+}
+
+/** Publishing (at start or as the hook) needs to know where the registry is. */
+function requireRegistryUrl(url: string | undefined, publishedBy: 'HALO_PUBLISH_CONTRACT_ONLY' | 'REGISTRY_PUBLISH_ON_START'): void {
+  if (!url) throw new ConfigError(`Invalid configuration: REGISTRY_URL: is required with ${publishedBy}`);
 }
 
 /** What a service's own code gets to build its domain (and, with the domain, to seed). */
