@@ -46,6 +46,24 @@ afterAll(() => renderer?.dispose());
 
 const rendered = (f: string) => renders.get(f)!;
 
+/**
+ * Values files over ci/default-values.yaml, written to a directory of the calling describe block
+ * (made before its tests, removed after): `over(name, yaml)` gives the files to render;
+ * `over(name, yaml, 'alone')` the one file without the defaults under it.
+ */
+function overDefaults(prefix: string): (name: string, yaml: string, alone?: 'alone') => string[] {
+  let dir = '';
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), prefix));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  return (name, yaml, alone) => {
+    const file = join(dir, `${name}.yaml`);
+    writeFileSync(file, yaml);
+    return alone ? [file] : [ci('default-values.yaml'), file];
+  };
+}
+
 type Obj = K8sObject & { metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> } };
 const objectsOf = (r: Rendered) => r.objects as Obj[];
 const all = (r: Rendered, kind: string) => objectsOf(r).filter((o) => o.kind === kind);
@@ -71,6 +89,7 @@ interface Container {
   livenessProbe?: Record<string, unknown>;
   readinessProbe?: Record<string, unknown>;
   startupProbe?: Record<string, unknown>;
+  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
 }
 interface PodSpec {
   containers: Container[];
@@ -179,6 +198,27 @@ describe.each(ciFiles)('ci/%s', (f) => {
     const file = join(EXAMPLES_DIR, f);
     if (process.env.UPDATE_EXAMPLES) writeFileSync(file, text);
     expect(text).toBe(readFileSync(file, 'utf8'));
+  });
+
+  it('gives every secretKeyRef to a Secret the chart renders a key that Secret holds', () => {
+    // A pod whose non-optional key is missing never starts (CreateContainerConfigError). Secrets
+    // the chart does not render (an existing one, another release's) are the installer's.
+    const secrets = new Map(all(rendered(f), 'Secret').map((s) => [s.metadata.name, Object.keys(s.data ?? {})]));
+    const missing: string[] = [];
+    for (const object of [...all(rendered(f), 'Deployment'), ...all(rendered(f), 'Job')]) {
+      for (const c of podTemplate(object).spec.containers) {
+        for (const e of (c.env ?? []) as {
+          name: string;
+          valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } };
+        }[]) {
+          const ref = e.valueFrom?.secretKeyRef;
+          const keys = ref && secrets.get(ref.name);
+          if (ref && keys && !ref.optional && !keys.includes(ref.key))
+            missing.push(`${object.metadata.name}: ${e.name} → ${ref.name}/${ref.key}`);
+        }
+      }
+    }
+    expect(missing).toEqual([]);
   });
 
   it('runs every container as non-root with a read-only root filesystem and no capabilities', () => {
@@ -617,10 +657,9 @@ describe('the full install (ci/full-values.yaml)', () => {
     ]);
   });
 
-  it('routes the Ingress to the gateway Service only', () => {
-    const ingresses = all(r(), 'Ingress');
-    expect(ingresses).toHaveLength(1);
-    const backends = JSON.stringify(ingresses[0]!.spec).match(/"service":\{[^}]*\}/g);
+  it("routes the Ingress to the gateway Service only (the other Ingress is the registry's Studio, below)", () => {
+    expect(all(r(), 'Ingress').map((i) => i.metadata.name)).toEqual(['halo', 'halo-registry-studio']);
+    const backends = JSON.stringify(one(r(), 'Ingress', 'halo').spec).match(/"service":\{[^}]*\}/g);
     expect(backends).toEqual(['"service":{"name":"halo-gateway","port":{"name":"http"}']);
   });
 
@@ -707,6 +746,15 @@ describe('an existing Secret (ci/existing-secret-values.yaml)', () => {
   });
 });
 
+describe('the install npm run test:containers runs (ci/containers.yaml)', () => {
+  it('mounts the private database CA in the role-provisioning Job too (it connects with sslmode=verify-full)', () => {
+    const job = one(rendered('containers.yaml'), 'Job', 'halo-provision-roles');
+    const spec = podTemplate(job).spec;
+    expect(spec.containers[0]!.volumeMounts).toContainEqual({ name: 'postgres-ca', mountPath: '/etc/halo/postgres-ca', readOnly: true });
+    expect(spec.volumes).toContainEqual({ name: 'postgres-ca', configMap: { name: 'halo-postgres-ca' } });
+  });
+});
+
 describe('refusals', () => {
   it('a component that calls a disabled one', () => {
     expect(renderError(renderer, [ci('default-values.yaml'), join(__dirname, 'fixtures/payments-without-catalog.yaml')])).toContain(
@@ -729,7 +777,7 @@ describe('every extension point (ci/extensions-values.yaml)', () => {
     topologySpreadConstraints?: Spread[];
     volumes?: { name: string; configMap?: { name: string }; secret?: { secretName: string } }[];
   };
-  type FullContainer = Container & { envFrom?: Record<string, { name: string }>[]; volumeMounts?: { name: string; mountPath: string }[] };
+  type FullContainer = Container & { envFrom?: Record<string, { name: string }>[] };
   const pod = (o: Obj) => podTemplate(o).spec as FullPod;
   const main = (o: Obj) => pod(o).containers[0] as FullContainer;
   const caMount = { name: 'postgres-ca', mountPath: '/etc/halo/postgres-ca', readOnly: true };
@@ -831,16 +879,7 @@ describe('every extension point (ci/extensions-values.yaml)', () => {
 });
 
 describe('an install that cannot run is refused at render time, naming the value', () => {
-  let dir: string;
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'halo-refusals-'));
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  const over = (name: string, yaml: string) => {
-    const file = join(dir, `${name}.yaml`);
-    writeFileSync(file, yaml);
-    return [ci('default-values.yaml'), file];
-  };
+  const over = overDefaults('halo-refusals-');
 
   it('no image registry: the images would come from Docker Hub', () => {
     const error = renderError(renderer, over('no-registry', 'image:\n  registry: ""\n'));
@@ -888,9 +927,7 @@ describe('an install that cannot run is refused at render time, naming the value
     ) => {
       const v = parse(readFileSync(ci('default-values.yaml'), 'utf8')) as Parameters<typeof remove>[0];
       remove(v);
-      const file = join(dir, `${name}.yaml`);
-      writeFileSync(file, stringify(v));
-      return [file];
+      return over(name, stringify(v), 'alone');
     };
     expect(
       renderError(
@@ -1002,6 +1039,135 @@ describe('who reaches the gateway (networkPolicy.gatewayFrom) and the Gateway AP
   });
 });
 
+describe("the registry's Studio from outside the cluster (components.registry.studio)", () => {
+  const over = overDefaults('halo-studio-');
+  const studio = (yaml: string) => `components:\n  registry:\n    studio:\n${yaml.replace(/^/gm, '      ')}\n`;
+  const ingressPeers = 'from:\n  - namespaceSelector:\n      matchLabels:\n        kubernetes.io/metadata.name: ingress-internal\n';
+  const isStudio = (o: Obj) => o.metadata.name === 'halo-registry-studio';
+
+  it('is off by default: no Ingress or HTTPRoute, and the registry admits only its callers and the scraper', () => {
+    const r = rendered('default-values.yaml');
+    expect(objectsOf(r).filter(isStudio)).toEqual([]);
+    expect(all(r, 'Ingress')).toEqual([]);
+    // Its callers (the gateway, the publish hooks) and the scraper: nobody from outside.
+    expect(rulesOf(one(r, 'NetworkPolicy', 'halo-registry')).map((rule) => rule.from.length)).toEqual([6, 1]);
+  });
+
+  it("enabled (ci/full-values.yaml): an Ingress on the internal class, the host and its TLS, with only /studio to the registry Service's HTTP port", () => {
+    const r = rendered('full-values.yaml');
+    const ingress = one(r, 'Ingress', 'halo-registry-studio');
+    expect(ingress.metadata.labels!['app.kubernetes.io/component']).toBe('registry');
+    expect(ingress.metadata.annotations).toEqual({ 'nginx.ingress.kubernetes.io/whitelist-source-range': '10.0.0.0/8' });
+    expect(ingress.spec).toEqual({
+      ingressClassName: 'nginx-internal',
+      tls: [{ hosts: ['studio.halo.example.internal'], secretName: 'halo-studio-tls' }],
+      rules: [
+        {
+          host: 'studio.halo.example.internal',
+          http: {
+            paths: [{ path: '/studio', pathType: 'Prefix', backend: { service: { name: 'halo-registry', port: { name: 'http' } } } }],
+          },
+        },
+      ],
+    });
+    // The port it names is the registry's HTTP port (the Studio's), not gRPC; the API (/v1) has no path.
+    const service = one(r, 'Service', 'halo-registry').spec as { ports: { name: string; port: number }[] };
+    expect(service.ports.find((p) => p.name === 'http')?.port).toBe(4006);
+    expect(JSON.stringify(ingress.spec)).not.toMatch(/"path":"\/(v1)?"/);
+    expect(validateK8sObjects([ingress])).toEqual([]);
+  });
+
+  it('enabled with the Gateway API (ci/extensions-values.yaml): an HTTPRoute with only the /studio prefix to the registry Service, valid against the CRD schema', () => {
+    const r = rendered('extensions-values.yaml');
+    const route = one(r, 'HTTPRoute', 'halo-registry-studio');
+    expect(route.spec).toEqual({
+      parentRefs: [{ name: 'internal', namespace: 'envoy-gateway-system', sectionName: 'https' }],
+      hostnames: ['studio.halo.example.internal'],
+      rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/studio' } }], backendRefs: [{ name: 'halo-registry', port: 4006 }] }],
+    });
+    expect(validateK8sObjects([route])).toEqual([]);
+    // The gateway's own route is untouched, and no Studio Ingress comes with the route.
+    expect(one(r, 'HTTPRoute', 'halo')).toBeDefined();
+    expect(all(r, 'Ingress')).toEqual([]);
+  });
+
+  it("admits the Studio's ingress controller (or Gateway) to the registry's HTTP port, beside its callers", () => {
+    expect(rulesOf(one(rendered('full-values.yaml'), 'NetworkPolicy', 'halo-registry'))).toEqual([
+      { ports: ['http'], from: ['gateway', 'auth-publish', 'catalog-publish', 'chat-publish', 'content-publish', 'payments-publish'] },
+      { ports: ['http'], from: ['namespace ingress-internal, pods app.kubernetes.io/name=ingress-nginx'] },
+      { ports: ['http'], from: ['namespace observability, pods app.kubernetes.io/name=prometheus'] },
+    ]);
+    expect(rulesOf(one(rendered('extensions-values.yaml'), 'NetworkPolicy', 'halo-registry'))[1]).toEqual({
+      ports: ['http'],
+      from: ['namespace envoy-gateway-system, pods gateway.envoyproxy.io/owning-gateway-name=internal'],
+    });
+    // Both on: one rule with both peers.
+    const both = render(
+      renderer,
+      over(
+        'both',
+        studio(
+          `ingress:\n  enabled: true\n  host: studio.halo.internal\n  ${ingressPeers.replace(/\n(?=.)/g, '\n  ')}` +
+            `httpRoute:\n  enabled: true\n  parentRefs: [{name: internal}]\n  from: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: gw}}}]`,
+        ),
+      ),
+    );
+    expect(rulesOf(one(both, 'NetworkPolicy', 'halo-registry'))[1]).toEqual({
+      ports: ['http'],
+      from: ['namespace ingress-internal', 'namespace gw'],
+    });
+  });
+
+  it('enabled without a host is refused, naming the value', () => {
+    expect(
+      renderError(renderer, over('no-host', studio(`ingress:\n  enabled: true\n  ${ingressPeers.replace(/\n(?=.)/g, '\n  ')}`))),
+    ).toContain("components.registry.studio.ingress.host is required when the Studio's Ingress is enabled");
+    expect(renderError(renderer, over('no-parent', studio('httpRoute:\n  enabled: true\n  from: [{podSelector: {}}]')))).toContain(
+      'components.registry.studio.httpRoute.parentRefs is empty',
+    );
+  });
+
+  it('enabled with NetworkPolicies on and no `from` is refused, naming the value; with them off it renders', () => {
+    const noPeers = studio('ingress:\n  enabled: true\n  host: studio.halo.internal');
+    expect(renderError(renderer, over('no-peers', noPeers))).toContain(
+      "components.registry.studio.ingress.from is empty: with networkPolicy.enabled the Studio's Ingress could not reach the registry",
+    );
+    expect(
+      renderError(renderer, over('no-route-peers', studio('httpRoute:\n  enabled: true\n  parentRefs: [{name: internal}]'))),
+    ).toContain('components.registry.studio.httpRoute.from is empty');
+    const r = render(renderer, over('no-policies', `networkPolicy:\n  enabled: false\n${noPeers}`));
+    expect(one(r, 'Ingress', 'halo-registry-studio')).toBeDefined();
+    expect(all(r, 'NetworkPolicy')).toEqual([]);
+  });
+
+  it('needs the registry: enabled while the registry is off is refused', () => {
+    const off = `components:\n  registry:\n    enabled: false\n    studio:\n      ingress:\n        enabled: true\n        host: studio.halo.internal\n`;
+    expect(renderError(renderer, over('no-registry', off))).toContain(
+      'components.registry.studio.ingress.enabled needs components.registry.enabled',
+    );
+  });
+
+  it("is the registry's alone: the schema refuses `studio` on another component and a misspelt key in it", () => {
+    const bad = structuredClone(rendered('default-values.yaml').values) as { components: Record<string, Record<string, unknown>> };
+    bad.components.auth!.studio = {};
+    bad.components.registry!.studio = { ingres: {} };
+    expect(validateValues(bad)).toBe(false);
+    expect(validateValues.errors!.map((e) => e.instancePath)).toEqual(
+      expect.arrayContaining(['/components/auth', '/components/registry/studio']),
+    );
+    expect(renderError(renderer, over('misspelt', studio('ingres: {}')))).toContain(
+      'components.registry.studio: Additional property ingres is not allowed',
+    );
+  });
+
+  it('NOTES say where the Studio is: its host when routed, else the port-forward', () => {
+    expect(rendered('default-values.yaml').notes).toContain(
+      'kubectl -n halo port-forward svc/halo-registry 4006:4006\n  then open http://127.0.0.1:4006/studio',
+    );
+    expect(rendered('full-values.yaml').notes).toContain('https://studio.halo.example.internal/studio  (Ingress, class nginx-internal)');
+  });
+});
+
 describe('hook copies of the Secret never outlive the release', () => {
   const hookObjects = (r: Rendered) => objectsOf(r).filter((o) => o.metadata.annotations?.['helm.sh/hook'] === 'post-delete');
 
@@ -1052,5 +1218,22 @@ describe('hook copies of the Secret never outlive the release', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('publish.acknowledge: a release that may break what clients use, said once', () => {
+  const over = overDefaults('halo-ack-');
+
+  it('reaches every publish hook as REGISTRY_PUBLISH_ACKNOWLEDGE, and nothing else; unset, no hook has it', () => {
+    const r = render(renderer, over('ack', 'publish:\n  acknowledge: "web moved off Product.sku (#123)"\n'));
+    const jobs = all(r, 'Job').filter((j) => j.metadata.name.endsWith('-publish'));
+    expect(jobs.length).toBeGreaterThan(0);
+    for (const job of jobs) expect(env(container(job)).REGISTRY_PUBLISH_ACKNOWLEDGE).toBe('web moved off Product.sku (#123)');
+    for (const d of all(r, 'Deployment')) expect(env(container(d)).REGISTRY_PUBLISH_ACKNOWLEDGE).toBeUndefined();
+    for (const job of all(rendered('default-values.yaml'), 'Job')) expect(env(container(job)).REGISTRY_PUBLISH_ACKNOWLEDGE).toBeUndefined();
+  });
+
+  it('an empty reason is refused by the schema, naming the value', () => {
+    expect(renderError(renderer, over('empty-ack', 'publish:\n  acknowledge: ""\n'))).toMatch(/publish.*acknowledge/);
   });
 });

@@ -32,7 +32,8 @@ const EXAMPLES_DIR = join(SERVICE_CHART, 'examples');
 const ciFiles = readdirSync(CI_DIR)
   .filter((f) => f.endsWith('.yaml'))
   .sort();
-const serviceOf = (f: string) => f.replace(/\.yaml$/, '');
+/** The service a ci file releases: its name up to the first dash (catalog-containers.yaml: catalog). */
+const serviceOf = (f: string) => f.replace(/\.yaml$/, '').split('-')[0]!;
 const releaseOf = (f: string) => `halo-${serviceOf(f)}`;
 
 type Obj = K8sObject & { metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> } };

@@ -369,6 +369,7 @@ only when pods that serve it are up. (dict "root" $ "c" $c "registryUrl" <env en
 {{- $job := printf "%s-publish" $c.name }}
 {{- $ctx := dict "root" $root "name" $job "version" $c.tag }}
 {{- $extra := dict "HALO_PUBLISH_CONTRACT_ONLY" "true" "REGISTRY_URL" .registryUrl "SERVICE_PUBLIC_URL" .publicUrl }}
+{{- with $root.Values.publish.acknowledge }}{{ $_ := set $extra "REGISTRY_PUBLISH_ACKNOWLEDGE" . }}{{ end }}
 apiVersion: batch/v1
 kind: Job
 metadata:

@@ -168,15 +168,18 @@ hooks succeed); with an existing Secret they read that.
 {{- $jwt := required "secrets.jwtSecret is required (≥ 32 random bytes), or set secrets.existingSecret" .Values.secrets.jwtSecret }}
 {{- if lt (len $jwt) 32 }}{{ fail "secrets.jwtSecret must be at least 32 bytes" }}{{ end }}
 jwt-secret: {{ $jwt | b64enc | quote }}
-{{- range $name := (fromJson (include "halo.deployedComponents" $root)).names }}
+{{- range $name := (fromJson (include "halo.enabledComponents" $root)).names }}
 {{- $c := index $root.Values.components $name }}
-{{- if $c.database }}
+{{- if and $c.database (not $c.ownRelease) }}
 {{ $name }}-database-url: {{ include "halo.databaseUrl" (dict "root" $root "name" $name) | b64enc | quote }}
+{{- end }}
+{{- /* Every role the provisioning Job creates, services released on their own included: their own release's Secret holds the same password for their pods. */}}
+{{- if and $c.database (or (not $c.ownRelease) $root.Values.provisionRoles.enabled) }}
 {{- with index (default (dict) $root.Values.postgres.passwords) $name }}
 {{ $name }}-database-password: {{ . | b64enc | quote }}
 {{- end }}
 {{- end }}
-{{- if include "halo.needsSigningKey" (dict "root" $root "name" $name) }}
+{{- if and (not $c.ownRelease) (include "halo.needsSigningKey" (dict "root" $root "name" $name)) }}
 {{- $key := index (default (dict) $root.Values.secrets.serviceSigningKeys) $name }}
 {{- if not $key }}{{ fail (printf "secrets.serviceSigningKeys.%s is required: %s signs its gRPC calls or its contract publishes (npm run service-key -- %s)" $name $name $name) }}{{ end }}
 {{ $name }}-signing-key: {{ $key | b64enc | quote }}
@@ -279,9 +282,25 @@ and signing key only. (dict "root" $ "c" $c "secret" <name> ["publish" true]) �
 {{- end }}
 
 {{/*
+Who reaches the registry's HTTP port for its Studio: the `from` peers of the Studio's Ingress and
+HTTPRoute, each while it is enabled (the Ingress routes /studio only; a NetworkPolicy cannot tell
+paths apart). (root) → JSON {"peers": [...]}
+*/}}
+{{- define "halo.studioFrom" -}}
+{{- $studio := dig "studio" (dict) (index .Values.components "registry" | default (dict)) }}
+{{- $peers := list }}
+{{- range $way := list "ingress" "httpRoute" }}
+{{- $s := dig $way (dict) $studio }}
+{{- if $s.enabled }}{{ $peers = concat $peers (default (list) $s.from) }}{{ end }}
+{{- end }}
+{{- toJson (dict "peers" $peers) }}
+{{- end }}
+
+{{/*
 Who may open a connection to a component this release runs. The gateway: networkPolicy.gatewayFrom
 (the ingress controller's or Gateway's peers, on HTTP) and the chart's test pod. The registry: the gateway (supergraph polls, usage) and each
-service's contract-publish hook. A service: the gateway on HTTP (REST proxy, subgraph), and on
+service's contract-publish hook; and, while the Studio's Ingress or HTTPRoute is on, its `from`
+peers (halo.studioFrom). A service: the gateway on HTTP (REST proxy, subgraph), and on
 gRPC only the components that call it. The metrics scraper: the port /metrics is on.
 */}}
 {{- define "halo.ingressRules" -}}
@@ -302,6 +321,13 @@ gRPC only the components that call it. The metrics scraper: the port /metrics is
 {{- if include "halo.publishes" (dict "root" $root "name" $name) }}{{ $clients = append $clients (printf "%s-publish" $name) }}{{ end }}
 {{- end }}
 {{ include "halo.peerRule" (dict "root" $root "names" $clients "ports" (list "http")) }}
+{{- with (fromJson (include "halo.studioFrom" $root)).peers }}
+- from:
+    {{- toYaml . | nindent 4 }}
+  ports:
+    - port: http
+      protocol: TCP
+{{- end }}
 {{- else }}
 {{ include "halo.peerRule" (dict "root" $root "names" (list "gateway") "ports" (list "http")) }}
 {{- $callers := (fromJson (include "halo.callersOf" (dict "root" $root "name" $c.name))).names }}
@@ -315,7 +341,8 @@ gRPC only the components that call it. The metrics scraper: the port /metrics is
 {{/*
 Refuses, in one message listing every problem, an install that renders but cannot run: images
 without a registry (Docker Hub's `halo/` namespace), a component that needs Redis without
-redis.url, no JWT secret, a NetworkPolicy for the gateway that admits nobody. (root)
+redis.url, no JWT secret, a NetworkPolicy for the gateway that admits nobody, the Studio's Ingress
+or HTTPRoute on while the registry's NetworkPolicy admits none of its peers. (root)
 */}}
 {{- define "halo.validate" -}}
 {{- $v := .Values }}
@@ -347,6 +374,17 @@ redis.url, no JWT secret, a NetworkPolicy for the gateway that admits nobody. (r
 {{- $problems = append $problems "networkPolicy.ingressController was replaced by networkPolicy.gatewayFrom, a list of NetworkPolicy peers (helm/halo/README.md: NetworkPolicies)" }}
 {{- else if and $v.networkPolicy.enabled (has "gateway" $deployed) (not $v.networkPolicy.gatewayFrom) }}
 {{- $problems = append $problems "networkPolicy.gatewayFrom is empty: with networkPolicy.enabled nothing could reach the gateway. List your ingress controller's or Gateway's pods (or its CIDR) as NetworkPolicy peers (helm/halo/README.md gives them for ingress-nginx, Traefik, an AWS ALB and Gateway API), or set networkPolicy.enabled: false" }}
+{{- end }}
+{{- if and $v.networkPolicy.enabled (has "registry" $deployed) }}
+{{- $studio := dig "studio" (dict) (index $v.components "registry") }}
+{{- $ingress := dig "ingress" (dict) $studio }}
+{{- if and $ingress.enabled (not $ingress.from) }}
+{{- $problems = append $problems "components.registry.studio.ingress.from is empty: with networkPolicy.enabled the Studio's Ingress could not reach the registry. List your internal ingress controller's pods as NetworkPolicy peers (as in networkPolicy.gatewayFrom; helm/halo/README.md: The registry's Studio), or set networkPolicy.enabled: false" }}
+{{- end }}
+{{- $route := dig "httpRoute" (dict) $studio }}
+{{- if and $route.enabled (not $route.from) }}
+{{- $problems = append $problems "components.registry.studio.httpRoute.from is empty: with networkPolicy.enabled the Studio's HTTPRoute could not reach the registry. List your internal Gateway's data-plane pods as NetworkPolicy peers (as in networkPolicy.gatewayFrom; helm/halo/README.md: The registry's Studio), or set networkPolicy.enabled: false" }}
+{{- end }}
 {{- end }}
 {{- with $problems }}
 {{- fail (printf "this install cannot run:\n- %s" (join "\n- " .)) }}
