@@ -1,3 +1,6 @@
+import WebSocket from 'ws';
+import { createClient as createWsClient } from 'graphql-ws';
+import { createClient as createSseClient } from 'graphql-sse';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import { EDGE_SERVICE_NAMES, serviceUrlVar } from '@halo/kit';
 import { startGateway, type RunningGateway } from '../gateway/test/helpers';
@@ -48,9 +51,10 @@ interface Case {
   /**
    * Who answers on the lean gateway (once it has run the operation before): the lean path through
    * the executor, the lean path with one subgraph's data as it came (ADR 0019), Apollo Server
-   * (offered, left to it), or neither (refused before).
+   * (offered, left to it, and why: the `reason` label of the lean gateway's counter), or neither
+   * (refused before).
    */
-  by: 'lean' | 'direct' | 'apollo' | 'before';
+  by: 'lean' | 'direct' | `apollo:${string}` | 'before';
 }
 
 const aliases = (n: number) => `{ ${Array.from({ length: n }, (_, i) => `p${i}: product(id: "1") { id }`).join(' ')} }`;
@@ -74,44 +78,49 @@ const CASES: Case[] = [
     headers: ADMIN,
     by: 'direct',
   },
-  { name: '@authenticated refused', body: { query: '{ me { id } }' }, by: 'apollo' },
-  { name: 'over cost', body: { query: '{ products(limit: 999) { data { id } } }' }, by: 'apollo' },
+  { name: '@authenticated refused', body: { query: '{ me { id } }' }, by: 'apollo:policy' },
+  { name: 'over cost', body: { query: '{ products(limit: 999) { data { id } } }' }, by: 'apollo:policy' },
   {
     name: 'over depth',
     body: { query: '{ posts(first: 1) { edges { node { comments { post { author { posts { id } } } } } } } }' },
-    by: 'apollo',
+    by: 'apollo:policy',
   },
-  { name: 'alias cap', body: { query: aliases(16) }, by: 'apollo' },
-  { name: 'token cap', body: { query: `{ product(id: "1") { ${'id '.repeat(1000)}} }` }, by: 'apollo' },
-  { name: 'syntax error', body: { query: '{ product(id: "1") { id }' }, by: 'apollo' },
-  { name: 'unknown field', body: { query: '{ product(id: "1") { nope } }' }, by: 'apollo' },
+  { name: 'alias cap', body: { query: aliases(16) }, by: 'apollo:document' },
+  { name: 'token cap', body: { query: `{ product(id: "1") { ${'id '.repeat(1000)}} }` }, by: 'apollo:document' },
+  { name: 'syntax error', body: { query: '{ product(id: "1") { id }' }, by: 'apollo:document' },
+  { name: 'unknown field', body: { query: '{ product(id: "1") { nope } }' }, by: 'apollo:document' },
   { name: 'two operations, operationName', body: { query: TWO_OPERATIONS, operationName: 'B' }, by: 'direct' },
-  { name: 'two operations, no operationName', body: { query: TWO_OPERATIONS }, by: 'apollo' },
-  { name: 'two operations, unknown operationName', body: { query: TWO_OPERATIONS, operationName: 'C' }, by: 'apollo' },
+  { name: 'two operations, no operationName', body: { query: TWO_OPERATIONS }, by: 'apollo:operation' },
+  { name: 'two operations, unknown operationName', body: { query: TWO_OPERATIONS, operationName: 'C' }, by: 'apollo:operation' },
   { name: 'variables', body: { query: BY_ID, variables: { id: '1' } }, by: 'direct' },
   {
     name: 'variables the operation does not declare',
     body: { query: '{ product(id: "1") { id } }', variables: { id: '1' } },
     by: 'direct',
   },
-  { name: 'an empty operationName', body: { query: TWO_OPERATIONS, operationName: '' }, by: 'apollo' },
-  { name: 'variables, bad type', body: { query: BY_ID, variables: { id: { no: 1 } } }, by: 'apollo' },
-  { name: 'variables, missing required', body: { query: BY_ID, variables: {} }, by: 'apollo' },
-  { name: 'variables, not an object', body: { query: BY_ID, variables: '{"id":"1"}' }, by: 'apollo' },
+  { name: 'an empty operationName', body: { query: TWO_OPERATIONS, operationName: '' }, by: 'apollo:operation' },
+  { name: 'variables, bad type', body: { query: BY_ID, variables: { id: { no: 1 } } }, by: 'apollo:variables' },
+  { name: 'variables, missing required', body: { query: BY_ID, variables: {} }, by: 'apollo:variables' },
+  { name: 'variables, not an object', body: { query: BY_ID, variables: '{"id":"1"}' }, by: 'apollo:shape' },
   { name: 'subgraph error (NOT_FOUND and null)', body: { query: '{ product(id: "999999") { id } }' }, by: 'lean' },
-  { name: 'bad token', body: { query: '{ products { data { id } } }' }, headers: { authorization: 'Bearer nope' }, by: 'apollo' },
+  {
+    name: 'bad token',
+    body: { query: '{ products { data { id } } }' },
+    headers: { authorization: 'Bearer nope' },
+    by: 'apollo:credentials',
+  },
   { name: 'malformed JSON', body: '{"query": "{ products { data { id } } }"', by: 'before' },
-  { name: 'not JSON', body: 'query=1', headers: { 'content-type': 'text/plain' }, by: 'apollo' },
-  { name: 'empty object', body: {}, by: 'apollo' },
-  { name: 'an extra field', body: { query: '{ __typename }', extra: 1 }, by: 'apollo' },
-  { name: 'introspection disabled', body: { query: '{ __schema { types { name } } }' }, by: 'apollo' },
-  { name: 'batch', body: [{ query: '{ __typename }' }, { query: '{ product(id: "1") { id } }' }], by: 'apollo' },
+  { name: 'not JSON', body: 'query=1', headers: { 'content-type': 'text/plain' }, by: 'apollo:shape' },
+  { name: 'empty object', body: {}, by: 'apollo:shape' },
+  { name: 'an extra field', body: { query: '{ __typename }', extra: 1 }, by: 'apollo:shape' },
+  { name: 'introspection disabled', body: { query: '{ __schema { types { name } } }' }, by: 'apollo:document' },
+  { name: 'batch', body: [{ query: '{ __typename }' }, { query: '{ product(id: "1") { id } }' }], by: 'apollo:shape' },
   {
     name: 'APQ registration',
     body: { query: '{ __typename }', extensions: { persistedQuery: { version: 1, sha256Hash: 'ab' } } },
     by: 'before',
   },
-  { name: 'mutation refused anonymously', body: { query: 'mutation { deleteProduct(id: "999999") }' }, by: 'apollo' },
+  { name: 'mutation refused anonymously', body: { query: 'mutation { deleteProduct(id: "999999") }' }, by: 'apollo:policy' },
   { name: 'Accept: */*', body: { query: '{ product(id: "1") { id } }' }, headers: { accept: '*/*' }, by: 'direct' },
   {
     name: 'Accept: application/graphql-response+json',
@@ -123,7 +132,7 @@ const CASES: Case[] = [
     name: 'Accept: both, with weights',
     body: { query: '{ product(id: "1") { id } }' },
     headers: { accept: 'application/json;q=0.5, application/graphql-response+json' },
-    by: 'apollo',
+    by: 'apollo:accept',
   },
   // ADR 0019's edges: what one subgraph answers whole, and what it hands to the executor.
   {
@@ -140,11 +149,20 @@ const CASES: Case[] = [
     body: { query: 'query L($n: Int = 2) { products(limit: $n) { data { id } } }' },
     by: 'direct',
   },
-  { name: 'Accept: text/html only', body: { query: '{ product(id: "1") { id } }' }, headers: { accept: 'text/html' }, by: 'apollo' },
+  { name: 'Accept: text/html only', body: { query: '{ product(id: "1") { id } }' }, headers: { accept: 'text/html' }, by: 'apollo:accept' },
 ];
 
 /** Headers whose value is the moment, the request or the process's own counters. */
 const PER_REQUEST_HEADERS = /^(date|x-request-id|traceparent|tracestate|ratelimit.*|x-ratelimit.*|retry-after)$/;
+
+/** Every response header but those that differ per request or per process. */
+function headersOf(res: Response): Record<string, string> {
+  const headers: Record<string, string> = {};
+  res.headers.forEach((value, name) => {
+    if (!PER_REQUEST_HEADERS.test(name)) headers[name] = value;
+  });
+  return headers;
+}
 
 async function ask(gw: RunningGateway, c: Case) {
   const res = await fetch(`${gw.url}/graphql`, {
@@ -152,30 +170,29 @@ async function ask(gw: RunningGateway, c: Case) {
     headers: { 'content-type': 'application/json', ...c.headers },
     body: typeof c.body === 'string' ? c.body : JSON.stringify(c.body),
   });
-  // Every response header but those that differ per request or per process.
-  const headers: Record<string, string> = {};
-  res.headers.forEach((value, name) => {
-    if (!PER_REQUEST_HEADERS.test(name)) headers[name] = value;
-  });
   return {
     status: res.status,
     contentType: res.headers.get('content-type'),
     cacheControl: res.headers.get('cache-control'),
     requestId: res.headers.get('x-request-id') !== null,
-    headers,
+    headers: headersOf(res),
     body: await res.text(),
   };
 }
 
-async function leanCounts(): Promise<{ lean: number; direct: number; apollo: number }> {
+/** The lean gateway's counter of who answered, by `lean`, `direct`, `cache` and `apollo:<reason>`. */
+async function leanCounts(): Promise<Map<string, number>> {
   const text = await (await fetch(`${lean.metricsUrl!}/metrics`)).text();
-  const count = (by: string) => Number(new RegExp(`halo_graphql_lean_requests_total\\{by="${by}"[^}]*\\} (\\d+)`).exec(text)?.[1]);
-  return { lean: count('lean'), direct: count('direct'), apollo: count('apollo') };
+  const counts = new Map<string, number>();
+  for (const m of text.matchAll(/^halo_graphql_lean_requests_total\{by="(\w+)"(?:,reason="(\w+)")?[^}]*\} (\d+)$/gm)) {
+    counts.set(m[2] ? `${m[1]}:${m[2]}` : m[1]!, Number(m[3]));
+  }
+  return counts;
 }
 
 /** Which answered between two readings of the counters. */
-const answeredBy = (before: Awaited<ReturnType<typeof leanCounts>>, after: Awaited<ReturnType<typeof leanCounts>>) =>
-  after.lean > before.lean ? 'lean' : after.direct > before.direct ? 'direct' : after.apollo > before.apollo ? 'apollo' : 'before';
+const answeredBy = (before: Map<string, number>, after: Map<string, number>) =>
+  [...after].find(([key, n]) => n > (before.get(key) ?? 0))?.[0] ?? 'before';
 
 describe('the lean path answers exactly as Apollo Server does', () => {
   it.each(CASES.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
@@ -206,7 +223,8 @@ describe('the lean path answers exactly as Apollo Server does', () => {
     for (let i = 0; i < 6; i++) viaLean.push(await ask(lean, c));
     for (let i = 0; i < 6; i++) viaApollo.push(await ask(apollo, c));
     const after = await leanCounts();
-    expect(after.lean + after.direct - before.lean - before.direct).toBe(6);
+    const byLean = (counts: Map<string, number>) => (counts.get('lean') ?? 0) + (counts.get('direct') ?? 0);
+    expect(byLean(after) - byLean(before)).toBe(6);
     expect(viaLean).toEqual(viaApollo);
     expect(viaLean.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 429]);
     expect(JSON.parse(viaLean[5]!.body).errors[0].extensions.code).toBe('RATE_LIMITED');
@@ -229,5 +247,123 @@ describe('the lean path answers exactly as Apollo Server does', () => {
     const priv = await ask(lean, CASES[3]!);
     expect([priv.status, priv.cacheControl]).toEqual([200, 'max-age=60, private']);
     expect(JSON.parse(priv.body).data.products.data.length).toBeGreaterThan(0);
+  });
+});
+
+/**
+ * The same refusal on every transport: an operation the edge refuses gets the same code and
+ * message whether it came as a POST (the lean gateway, which leaves it to Apollo Server, and
+ * the Apollo-only one), a GET, one operation of a batch, a WebSocket `subscribe` or an SSE
+ * request; the HTTP ones the same status and headers too, never a cacheable answer.
+ */
+describe('every transport refuses alike', () => {
+  interface Refusal {
+    name: string;
+    query: string;
+    variables?: Record<string, unknown>;
+    operationName?: string;
+    /** A mutation: never over GET (405 there, its own rule). */
+    mutation?: boolean;
+  }
+  const REFUSALS: Refusal[] = [
+    { name: '@authenticated', query: '{ me { id } }' },
+    { name: 'over cost', query: '{ products(limit: 999) { data { id } } }' },
+    { name: 'over depth', query: '{ posts(first: 1) { edges { node { comments { post { author { posts { id } } } } } } } }' },
+    { name: 'alias cap', query: aliases(16) },
+    { name: 'token cap', query: `{ product(id: "1") { ${'id '.repeat(1000)}} }` },
+    { name: 'syntax error', query: '{ product(id: "1") { id }' },
+    { name: 'unknown field', query: '{ product(id: "1") { nope } }' },
+    { name: 'introspection disabled', query: '{ __schema { types { name } } }' },
+    { name: 'variables, bad type', query: BY_ID, variables: { id: { no: 1 } } },
+    { name: 'variables, missing required', query: BY_ID, variables: {} },
+    { name: 'two operations, no operationName', query: TWO_OPERATIONS },
+    { name: 'two operations, unknown operationName', query: TWO_OPERATIONS, operationName: 'C' },
+    { name: 'mutation, anonymous', query: 'mutation { deleteProduct(id: "999999") }', mutation: true },
+  ];
+
+  type Seen = { status?: number; headers?: Record<string, string>; errors: { message: string; code: unknown }[] };
+  const errorsOf = (errors: unknown): Seen['errors'] =>
+    (errors as { message: string; extensions?: { code?: unknown } }[]).map((e) => ({ message: e.message, code: e.extensions?.code }));
+
+  async function overHttp(gw: RunningGateway, r: Refusal, how: 'post' | 'get' | 'batch'): Promise<Seen> {
+    const operation = {
+      query: r.query,
+      ...(r.variables ? { variables: r.variables } : {}),
+      ...(r.operationName ? { operationName: r.operationName } : {}),
+    };
+    const res =
+      how === 'get'
+        ? await fetch(
+            `${gw.url}/graphql?${new URLSearchParams({
+              query: r.query,
+              ...(r.variables ? { variables: JSON.stringify(r.variables) } : {}),
+              ...(r.operationName ? { operationName: r.operationName } : {}),
+            }).toString()}`,
+            { headers: { 'apollo-require-preflight': 'true' } },
+          )
+        : await fetch(`${gw.url}/graphql`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(how === 'batch' ? [operation] : operation),
+          });
+    const body = (await res.json()) as { errors: unknown } | { errors: unknown }[];
+    const one = Array.isArray(body) ? body[0]! : body;
+    // A batch answers 200 with each operation's errors inside (Apollo Server's batching).
+    return {
+      ...(how === 'batch' ? {} : { status: res.status, headers: headersOf(res) }),
+      errors: errorsOf(one.errors),
+    };
+  }
+
+  function overWebSocket(r: Refusal): Promise<Seen> {
+    const client = createWsClient({
+      url: `${lean.url.replace(/^http/, 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      retryAttempts: 0,
+      shouldRetry: () => false,
+    });
+    return new Promise<Seen>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no answer over WebSocket')), 10_000);
+      const done = (errors: unknown) => {
+        clearTimeout(timer);
+        void client.dispose();
+        resolve({ errors: errorsOf(errors) });
+      };
+      client.subscribe(
+        { query: r.query, variables: r.variables ?? {}, operationName: r.operationName ?? null },
+        { next: (v) => done(v.errors), error: (e) => done(e), complete: () => undefined },
+      );
+    });
+  }
+
+  function overSse(r: Refusal): Promise<Seen> {
+    const client = createSseClient({ url: `${lean.url}/graphql/stream`, retryAttempts: 0 });
+    return new Promise<Seen>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no answer over SSE')), 10_000);
+      const done = (errors: unknown) => {
+        clearTimeout(timer);
+        client.dispose();
+        resolve({ errors: errorsOf(errors) });
+      };
+      client.subscribe(
+        { query: r.query, variables: r.variables ?? {}, ...(r.operationName ? { operationName: r.operationName } : {}) },
+        { next: (v) => done(v.errors), error: (e) => done((e as { errors?: unknown }).errors ?? e), complete: () => undefined },
+      );
+    });
+  }
+
+  it.each(REFUSALS.map((r) => [r.name, r] as const))('%s', async (_name, r) => {
+    const post = await overHttp(lean, r, 'post');
+    expect(post.status).toBeGreaterThanOrEqual(400);
+    expect(post.headers).toEqual(
+      expect.objectContaining({ 'cache-control': 'no-store', 'content-type': 'application/json; charset=utf-8' }),
+    );
+    expect(post.errors).toHaveLength(1);
+    expect(await overHttp(apollo, r, 'post')).toEqual(post);
+    if (!r.mutation) expect(await overHttp(lean, r, 'get')).toEqual(post);
+    const { errors } = post;
+    expect(await overHttp(lean, r, 'batch')).toEqual({ errors });
+    expect(await overWebSocket(r)).toEqual({ errors });
+    expect(await overSse(r)).toEqual({ errors });
   });
 });

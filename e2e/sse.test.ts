@@ -2,7 +2,7 @@ import { createClient, type Client } from 'graphql-sse';
 import { createHaloClient, GraphQLRequestError, type HaloClient } from '@halo/client';
 import { signAccessToken } from '@halo/kit';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
-import { gql, startE2ESystem } from './helpers';
+import { gql, metricValue, startE2ESystem } from './helpers';
 
 /**
  * GraphQL over Server-Sent Events through the gateway (`/graphql/stream`, the graphql-sse
@@ -78,11 +78,7 @@ async function live(s: Stream, token: string, chatId: string): Promise<() => any
 }
 
 /** The gateway's `halo_graphql_subscriptions` (its metrics port), or a chat process's (its HTTP port). */
-async function gauge(url: string): Promise<number> {
-  const text = await (await fetch(url.endsWith('/metrics') ? url : `${url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith('halo_graphql_subscriptions'));
-  return line ? Number(line.split(' ').pop()) : NaN;
-}
+const gauge = (url: string) => metricValue(url.endsWith('/metrics') ? url : `${url}/metrics`, 'halo_graphql_subscriptions');
 
 /** A raw stream request: status, headers and the whole body (streams here end: one result, or a refusal). */
 async function post(body: string, headers: Record<string, string> = {}) {

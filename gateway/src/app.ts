@@ -86,6 +86,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
       metrics,
       lifecycle,
       served: source.status,
+      registryBootFromFiles: config.REGISTRY_BOOT_FROM_FILES,
       logger,
     },
     { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
@@ -217,13 +218,15 @@ function subscriptionsStage(
     callers,
     policy: graphql.policy,
     subgraphUrls: source.subgraphUrls,
-    parseOptions: graphql.parseOptions,
-    validationRules: graphql.validationRules,
+    documents: graphql.documents,
     executeOperation: graphql.executeOperation,
     maxPayload: config.BODY_LIMIT,
     origins: config.CORS_ORIGINS,
+    apiKeyRecheckMs: config.API_KEY_RECHECK_MS,
     rateLimits,
-    recordUsage: usage ? (schema, document, operation, client) => usage.record(schema, document, operation, client) : undefined,
+    recordUsage: usage
+      ? (schema, document, operation, client, variables) => usage.record(schema, document, operation, client, variables)
+      : undefined,
     logger,
   });
 }

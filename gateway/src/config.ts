@@ -15,9 +15,9 @@ import {
   z,
   type EdgeServiceName,
 } from '@halo/kit';
-import { parseTrustedProxies } from './http/forwarded';
+import { parseTrustedProxies } from './http';
 import { GATEWAY_DIR } from './paths';
-import { DEFAULT_ROUTES_PATH } from './rest/routes';
+import { DEFAULT_ROUTES_PATH } from './rest';
 
 /** The composed supergraph committed beside the package (`npm run compose` writes it). */
 export const DEFAULT_SUPERGRAPH_PATH = resolve(GATEWAY_DIR, 'supergraph.graphql');
@@ -89,6 +89,11 @@ export const gatewayConfigShape = {
   /** auth's gRPC address, for exchanging `X-API-Key` for a token. */
   AUTH_GRPC_ADDR: env.str(defaultGrpcAddr('auth')),
   GRPC_DEADLINE_MS: env.int(2_000, 1),
+  /**
+   * How often an open subscription's API key is exchanged again (its token renewed; a revoked key's
+   * subscriptions end within one period). Below the exchanged token's life (auth's API_KEY_TOKEN_TTL).
+   */
+  API_KEY_RECHECK_MS: env.int(60_000, 100),
   /** The gateway's private Ed25519 JWK: signs its gRPC calls to auth (docs/service-identity.md). */
   SERVICE_SIGNING_KEY: z.string().optional(),
   /** The composed REST route table (versions and deprecations included) to serve and watch. */
@@ -156,6 +161,12 @@ export const gatewayConfigShape = {
   REGISTRY_URL: env.url(),
   /** Interval of the conditional `GET /v1/supergraph`. */
   REGISTRY_POLL_MS: env.int(2_000, 100),
+  /**
+   * Ready on the committed files before the registry has answered once (the embedded mode, whose
+   * registry starts beside it). Off, a gateway that (re)starts while the registry is away is not
+   * ready: it would serve an older API than its peers.
+   */
+  REGISTRY_BOOT_FROM_FILES: env.bool(false),
   /** Record which fields operations use and send it to the registry; default on with a registry. */
   USAGE_REPORTING: env.flag(),
   /** How often recorded usage is sent. */

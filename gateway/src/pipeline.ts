@@ -38,6 +38,8 @@ export interface EdgeStages {
   lifecycle: Lifecycle;
   /** What `/readyz` reports. */
   served: () => ServedComposition;
+  /** Ready on the committed files before the registry first answers (REGISTRY_BOOT_FROM_FILES). */
+  registryBootFromFiles: boolean;
   logger: Logger;
 }
 
@@ -68,7 +70,8 @@ export function createHttpServer(stages: EdgeStages, opts: HttpServerOptions): S
 }
 
 /** One request, inside its context: made once per server, so a request costs no closure. */
-function dispatcher({ cors, graphql, stream, rest, guides, docs, metrics, lifecycle, served, logger }: EdgeStages) {
+function dispatcher(stages: EdgeStages) {
+  const { cors, graphql, stream, rest, guides, docs, metrics, lifecycle, served, logger } = stages;
   const health = healthCheck(lifecycle, () => Promise.resolve());
   return (req: IncomingMessage, res: ServerResponse): void => {
     const response = res as GatewayResponse;
@@ -79,7 +82,7 @@ function dispatcher({ cors, graphql, stream, rest, guides, docs, metrics, lifecy
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     // Probes come every few seconds and are not worth a log line each.
-    if (path === '/readyz') return readiness(res, lifecycle, graphql.isReady(), served());
+    if (path === '/readyz') return readiness(res, lifecycle, graphql.isReady(), served(), stages.registryBootFromFiles);
     if (path === '/healthz') return health(req, res, () => notFound(req, res));
     if (logger.isLevelEnabled('info')) logRequest(logger, req, res, 'path', path);
     metrics?.track(response);
@@ -114,16 +117,26 @@ function dispatcher({ cors, graphql, stream, rest, guides, docs, metrics, lifecy
 }
 
 /**
- * `/readyz`: 200 while the gateway serves a supergraph, whatever the registry does (the last good
- * composition keeps being served), with what it serves and the registry's state as detail.
+ * `/readyz`: 200 while the gateway serves a supergraph, whatever the registry does once it has
+ * answered (the last good composition keeps being served), with what it serves and the registry's
+ * state as detail. A gateway whose registry has not answered since it started serves the committed
+ * files, which may be older than what its peers serve: not ready then, unless
+ * REGISTRY_BOOT_FROM_FILES says the files will do.
  */
-function readiness(res: ServerResponse, lifecycle: Lifecycle, ready: boolean, served: ServedComposition): void {
+function readiness(res: ServerResponse, lifecycle: Lifecycle, ready: boolean, served: ServedComposition, bootFromFiles: boolean): void {
   if (!lifecycle.accepting) return sendJson(res, 503, { status: 'shutting down' });
   if (!ready) return sendJson(res, 503, { status: 'unavailable' });
   const { registry } = served;
   const detail = registry === null ? 'off' : registry.up ? 'ok' : `unreachable since ${new Date(registry.since).toISOString()}`;
-  sendJson(res, 200, {
-    status: 'ready',
+  const waiting = registry !== null && !registry.reached && !bootFromFiles;
+  sendJson(res, waiting ? 503 : 200, {
+    status: waiting ? 'unavailable' : 'ready',
+    ...(waiting
+      ? {
+          reason:
+            'the registry has not answered since start-up: the committed files may be older than what the other gateways serve (REGISTRY_BOOT_FROM_FILES=true accepts them)',
+        }
+      : {}),
     composition: served.composition,
     source: served.source,
     servedSince: new Date(served.since).toISOString(),

@@ -87,10 +87,34 @@ describe('preflight', () => {
   });
 
   it('allows every header the SDK and GraphQL clients send', () => {
-    for (const h of ['Authorization', 'Content-Type', 'X-API-Key', 'Idempotency-Key', 'apollo-require-preflight', 'graphql-client-name']) {
+    for (const h of [
+      'Authorization',
+      'Content-Type',
+      'X-API-Key',
+      'Idempotency-Key',
+      'apollo-require-preflight',
+      'graphql-client-name',
+      'apollographql-client-name',
+      'apollographql-client-version',
+      'x-client-name',
+      'x-client-version',
+    ]) {
       expect(CORS_ALLOWED_HEADERS.split(', ')).toContain(h);
     }
   });
+
+  it.each(['/graphql', '/graphql/stream'])(
+    '%s: the SDK’s preflight (its client name and version headers) is allowed, each header it asks for listed',
+    async (path) => {
+      // What a browser asks before the SDK's GraphQL POST or SSE stream: lower-cased, sorted, comma-separated.
+      const asked = ['apollographql-client-name', 'apollographql-client-version', 'authorization', 'content-type'];
+      const res = await preflight(gw, path, APP, { 'access-control-request-headers': asked.join(',') });
+      expect(res.status).toBe(204);
+      const allowed = (res.headers.get('access-control-allow-headers') ?? '').split(',').map((h) => h.trim().toLowerCase());
+      expect(asked.filter((h) => !allowed.includes(h))).toEqual([]);
+      expect(res.headers.get('access-control-allow-origin')).toBe(APP);
+    },
+  );
 
   it.each([
     ['an unlisted origin', () => gw, EVIL],

@@ -8,7 +8,7 @@ import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/dis
 import { startStandaloneServer } from '@apollo/server/standalone';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { createLogger, listen, type Logger } from '@halo/kit';
-import { freePort, testIdentityEnv } from '@halo/kit/testing';
+import { testIdentityEnv } from '@halo/kit/testing';
 import { parse } from 'graphql';
 import { createGateway, type Gateway } from '../src/app';
 import { loadGatewayConfig, type GatewayConfig } from '../src/config';
@@ -196,8 +196,8 @@ export function closeServer(server: Server): Promise<void> {
   });
 }
 
-/** A port with nothing listening on it: the kit's `freePort`, under the name these tests read best. */
-export const closedPort = (): Promise<number> => freePort();
+/** A port that refuses connections, and stays so while parallel tests bind theirs (the kit's). */
+export { closedPort } from '@halo/kit/testing';
 
 export interface RawResponse {
   status: number;

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { AnswerHeaders, createHttpFetcher } from '../src/graphql/http-fetcher';
+import { AnswerHeaders, createHttpFetcher, isQueryBody } from '../src/graphql/http-fetcher';
 
 /** The subgraph fetcher against a real local HTTP server: what Apollo reads of an answer. */
 describe('createHttpFetcher', () => {
@@ -133,5 +133,100 @@ describe('AnswerHeaders', () => {
       h.delete('X-SERVED-BY');
     }
     expect([...ours.entries()]).toEqual([...theirs.entries()]);
+  });
+});
+
+/**
+ * A subgraph pod draining in a rolling update closes its kept-alive connections; a request the
+ * gateway sent on one just then gets no answer. The server here does that on purpose: it answers
+ * the first request of each connection and drops the connection at the second.
+ */
+describe('createHttpFetcher when a kept-alive connection is closed under a request', () => {
+  let server: Server;
+  let base: string;
+  const sockets: unknown[] = [];
+  let received = 0;
+
+  beforeAll(async () => {
+    const served = new WeakMap<object, number>();
+    server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        received++;
+        const n = (served.get(req.socket) ?? 0) + 1;
+        served.set(req.socket, n);
+        if (!sockets.includes(req.socket)) sockets.push(req.socket);
+        if (n > 1) return void req.socket.destroy();
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"data":{"ok":true}}');
+      });
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((ok) => server.close(ok));
+  });
+  beforeEach(() => {
+    sockets.length = 0;
+    received = 0;
+  });
+
+  const post = (fetcher: ReturnType<typeof createHttpFetcher>, query: string) =>
+    fetcher(base, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables: {} }) });
+
+  it('sends a query again on another connection: the client gets its answer', async () => {
+    // One connection, so the second request surely goes out on the first one's.
+    const fetcher = createHttpFetcher({ maxSockets: 1 });
+    try {
+      expect((await post(fetcher, 'query Q__catalog__0 { products { id } }')).status).toBe(200);
+      const again = await post(fetcher, 'query Q__catalog__0 { products { id } }');
+      expect(again.status).toBe(200);
+      expect(await again.json()).toEqual({ data: { ok: true } });
+      expect({ received, connections: sockets.length }).toEqual({ received: 3, connections: 2 });
+    } finally {
+      await fetcher.close();
+    }
+  });
+
+  it('sends it again on a new connection when every kept-alive one is closing (a pod draining)', async () => {
+    const fetcher = createHttpFetcher({ maxSockets: 3 });
+    try {
+      // Three at once: three connections, each with one answer given (the next one on each is dropped).
+      const warm = await Promise.all([1, 2, 3].map(() => post(fetcher, '{ products { id } }')));
+      expect(warm.map((r) => r.status)).toEqual([200, 200, 200]);
+      const again = await post(fetcher, 'query Q__catalog__0 { products { id } }');
+      expect(again.status).toBe(200);
+      // Sent on a kept-alive connection (dropped), then on a new one; not on another kept-alive one.
+      expect({ received, connections: sockets.length }).toEqual({ received: 5, connections: 4 });
+    } finally {
+      await fetcher.close();
+    }
+  });
+
+  it('never sends a mutation twice: it may have run, so the failure is the answer', async () => {
+    // One connection, so the second request surely goes out on the first one's.
+    const fetcher = createHttpFetcher({ maxSockets: 1 });
+    try {
+      expect((await post(fetcher, '{ products { id } }')).status).toBe(200);
+      await expect(post(fetcher, 'mutation M__payments__0 { pay { id } }')).rejects.toThrow('fetch failed');
+      expect({ received, connections: sockets.length }).toEqual({ received: 2, connections: 1 });
+    } finally {
+      await fetcher.close();
+    }
+  });
+});
+
+describe('isQueryBody', () => {
+  it('tells a query (named, anonymous, after whitespace) from a mutation or a subscription, as SubgraphDataSource writes them', () => {
+    const body = (query: string) => JSON.stringify({ query, variables: { query: 'mutation' } });
+    expect(isQueryBody(body('query Q__catalog__0($id: ID!) { product(id: $id) { name } }'))).toBe(true);
+    expect(isQueryBody(body('{ products { id } }'))).toBe(true);
+    expect(isQueryBody(body('\n  query Q { a }'))).toBe(true);
+    expect(isQueryBody(body('mutation M__payments__0 { pay { id } }'))).toBe(false);
+    expect(isQueryBody(body('subscription S { newMessage { id } }'))).toBe(false);
+    expect(isQueryBody(JSON.stringify({ variables: { query: 'query' }, query: 'mutation M { a }' }))).toBe(false);
+    expect(isQueryBody(undefined)).toBe(false);
   });
 });

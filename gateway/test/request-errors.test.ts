@@ -7,6 +7,7 @@ import { composeSupergraph, startGateway, startSubgraph, tempSupergraph, type Ru
 const SDL = `
   extend schema @link(url: "https://specs.apollo.dev/federation/v2.7", import: ["@key"])
   type Query { ping(text: String): String }
+  type Subscription { pinged: String }
 `;
 let subgraph: TestSubgraph;
 let supergraph: ReturnType<typeof tempSupergraph>;
@@ -63,4 +64,39 @@ it.each([
   const res = await post(body);
   expect([res.status, codesOf(res.body).filter((c) => c !== undefined)]).toEqual([400, [code].flat()]);
   expect(subgraph.calls()).toBe(before);
+});
+
+describe('over GET, whatever spelling of the parameter names the URL uses', () => {
+  const deep = encodeURIComponent(`{"v":${'{"a":'.repeat(64)}1${'}'.repeat(64)}}`);
+  it.each([
+    ['variables=', `variables=${deep}`],
+    ['%76ariables= (the same name, percent-encoded)', `%76ariables=${deep}`],
+    ['extensio%6Es=', `extensio%6Es=${deep}`],
+  ])('%s 65 levels deep → 400 VARIABLES_DEPTH_LIMIT, and no subgraph call', async (_name, param) => {
+    const before = subgraph.calls();
+    const res = await fetch(`${gw.url}/graphql?query=${encodeURIComponent('{ ping }')}&${param}`, {
+      headers: { 'apollo-require-preflight': 'true' },
+    });
+    expect([res.status, codesOf(await res.json())]).toEqual([400, ['VARIABLES_DEPTH_LIMIT']]);
+    expect(subgraph.calls()).toBe(before);
+  });
+});
+
+describe('a subscription sent as a plain HTTP request', () => {
+  it.each([
+    ['POST', () => post({ query: 'subscription { pinged }' })],
+    [
+      'GET',
+      async () => {
+        const res = await fetch(`${gw.url}/graphql?query=${encodeURIComponent('subscription { pinged }')}`);
+        return { status: res.status, body: await res.json() };
+      },
+    ],
+  ])('over %s → 400 SUBSCRIPTION_OVER_HTTP naming WebSocket and /graphql/stream, and nothing runs', async (_method, send) => {
+    const before = subgraph.calls();
+    const res = await send();
+    expect([res.status, codesOf(res.body)]).toEqual([400, ['SUBSCRIPTION_OVER_HTTP']]);
+    expect((res.body as { errors: { message: string }[] }).errors[0]!.message).toMatch(/WebSocket.*\/graphql\/stream/);
+    expect(subgraph.calls()).toBe(before);
+  });
 });

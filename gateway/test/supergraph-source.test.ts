@@ -79,8 +79,30 @@ it('reports the file composition it serves and follows the file without a regist
   expect((await post(gw, '{ version }')).body).toEqual({ data: { version: 'v2' } });
 });
 
-it('with the registry away: serves the boot files, stays ready and says since when the registry is unreachable', async () => {
-  const { gw, file } = await start({ REGISTRY_URL: `http://127.0.0.1:${await closedPort()}`, REGISTRY_POLL_MS: '200' });
+it('started while the registry is away: not ready, saying why, though it answers from the committed files', async () => {
+  const { gw } = await start({ REGISTRY_URL: `http://127.0.0.1:${await closedPort()}`, REGISTRY_POLL_MS: '200' });
+  expect((await post(gw, '{ ping }')).body).toEqual({ data: { ping: 'pong' } });
+  const r = await readyz(gw);
+  expect(r.status).toBe(503);
+  expect(r.body).toEqual(
+    expect.objectContaining({
+      status: 'unavailable',
+      reason: expect.stringContaining('the registry has not answered since start-up'),
+      source: 'file',
+      registry: expect.stringMatching(/^unreachable since /),
+    }),
+  );
+  // It stays so: the files may be older than what its peers serve.
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  expect((await readyz(gw)).status).toBe(503);
+});
+
+it('with REGISTRY_BOOT_FROM_FILES and the registry away: serves the boot files, ready, saying since when the registry is unreachable', async () => {
+  const { gw, file } = await start({
+    REGISTRY_URL: `http://127.0.0.1:${await closedPort()}`,
+    REGISTRY_POLL_MS: '200',
+    REGISTRY_BOOT_FROM_FILES: 'true',
+  });
   expect((await post(gw, '{ ping }')).body).toEqual({ data: { ping: 'pong' } });
   const ready = await until(async () => {
     const r = await readyz(gw);

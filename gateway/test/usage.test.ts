@@ -3,15 +3,16 @@ import type { AddressInfo } from 'node:net';
 import { buildSchema, getOperationAST, parse, type DocumentNode } from 'graphql';
 import pino from 'pino';
 import { ServiceIdentity } from '@halo/kit';
-import { clientNameOf, coordinatesOf, operationUsage, UsageRecorder } from '../src/usage';
+import { clientNameOf, clientVersionOf, coordinatesOf, operationUsage, UsageRecorder } from '../src/usage';
+import { clientCache } from '../src/usage/clients';
 import { batches, createUsageSender } from '../src/usage/reporter';
 
 const schema = buildSchema(`
   type Query { products(first: Int, filter: ProductFilter): [Product!]! node(id: ID!): Node me: User }
   interface Node { id: ID! }
-  type Product implements Node { id: ID! name: String! price(currency: Currency = EUR): Float owner: User }
+  type Product implements Node { id: ID! name: String! price(currency: Currency = EUR): Float owner: User listedIn: Currency }
   type User implements Node { id: ID! name: String! }
-  input ProductFilter { name: String minPrice: Float }
+  input ProductFilter { name: String minPrice: Float currencies: [Currency!] }
   enum Currency { EUR USD }
 `);
 
@@ -62,6 +63,14 @@ describe('schema coordinates of an operation', () => {
     );
   });
 
+  it('lists the enum values an operation writes, and every value of an enum a selected field returns', () => {
+    const written = usageOf('{ products(filter: { currencies: [USD] }) { price(currency: USD) } }').coordinates;
+    expect(written).toEqual(expect.arrayContaining(['Currency.USD', 'ProductFilter.currencies']));
+    expect(written).not.toContain('Currency.EUR');
+    // A client reading `listedIn` may receive any Currency: removing one breaks it.
+    expect(usageOf('{ products { listedIn } }').coordinates).toEqual(expect.arrayContaining(['Currency.EUR', 'Currency.USD']));
+  });
+
   it('gives one signature and hash to the same operation with other literals, aliases and layout', () => {
     const a = usageOf('query P { products(first: 2) { name id } }');
     const b = usageOf('query P {\n  list: products(first: 50) {\n    id\n    name\n  }\n}');
@@ -89,6 +98,50 @@ describe('client names', () => {
     expect(clientNameOf('<script>alert(1)</script>', undefined)).toBe('scriptalert1/script');
     expect(clientNameOf('ü ö', undefined)).toBe('unknown');
     expect(clientNameOf('x'.repeat(200), undefined)).toHaveLength(64);
+    // An npm package's scope is kept (the SDK's own name).
+    expect(clientNameOf('@halo/client', undefined)).toBe('@halo/client');
+  });
+});
+
+describe('client versions', () => {
+  it('prefers apollographql-client-version, then x-client-version; semver as sent', () => {
+    expect(clientVersionOf('2.3.1', '9')).toBe('2.3.1');
+    expect(clientVersionOf(undefined, '1.0.0-rc.1+build.7')).toBe('1.0.0-rc.1+build.7');
+    expect(clientVersionOf(' 2.3.1 ', undefined)).toBe('2.3.1');
+    expect(clientVersionOf('v2024_05', undefined)).toBe('v2024_05');
+    expect(clientVersionOf('1'.repeat(64), undefined)).toHaveLength(64);
+  });
+
+  it('drops a hostile or absent one whole (no version), never cutting or cleaning it', () => {
+    for (const hostile of [
+      '1'.repeat(65),
+      '2.3.1\u0000',
+      '\u001b[31m2.3.1',
+      '2.3.1\r\nx-evil: 1',
+      '2.3.1\tbeta',
+      '2.3.1 beta',
+      '<script>',
+      '2.3/1',
+      'ü',
+    ]) {
+      expect(clientVersionOf(hostile, undefined)).toBe('');
+    }
+    expect(clientVersionOf(undefined, undefined)).toBe('');
+    expect(clientVersionOf('', '')).toBe('');
+    expect(clientVersionOf('   ', undefined)).toBe('');
+  });
+
+  it('remembers a request’s client by what it sent: the same object for the same headers', () => {
+    const clientOf = clientCache();
+    const a = clientOf('ios-app', undefined, '2.3.1', undefined);
+    expect(a).toEqual({ name: 'ios-app', version: '2.3.1' });
+    expect(clientOf('ios-app', undefined, '2.3.1', undefined)).toBe(a);
+    expect(clientOf('ios-app', undefined, '2.3.0', undefined)).toEqual({ name: 'ios-app', version: '2.3.0' });
+    expect(clientOf('ios-app', undefined, 'x'.repeat(65), undefined)).toEqual({ name: 'ios-app', version: '' });
+    expect(clientOf(undefined, undefined, undefined, undefined)).toEqual({ name: 'unknown', version: '' });
+    // Bounded: many distinct spellings start it over, answers unchanged.
+    for (let i = 0; i < 1_200; i++) expect(clientOf(`c${i}`, undefined, `${i}.0`, undefined)).toEqual({ name: `c${i}`, version: `${i}.0` });
+    expect(clientOf('ios-app', undefined, '2.3.1', undefined)).toEqual(a);
   });
 });
 
@@ -126,6 +179,41 @@ describe('UsageRecorder', () => {
     expect(recorder.drain()).toEqual([]);
   });
 
+  it('adds the enum values each request sent in variables, as the executor read them (lists and input objects too)', () => {
+    const recorder = new UsageRecorder(100);
+    const document = parse('query Q($c: Currency, $f: ProductFilter) { products(filter: $f) { price(currency: $c) } }');
+    const t = Date.UTC(2025, 0, 1, 10);
+    recorder.record(schema, document, op(document), 'web', t, { c: 'USD' });
+    recorder.record(schema, document, op(document), 'web', t, { f: { currencies: ['EUR'], name: 'USD' } });
+    recorder.record(schema, document, op(document), 'web', t, { c: 'NOT_A_VALUE' });
+    const [report] = recorder.drain();
+    expect(report!.count).toBe(3);
+    expect(report!.coordinates).toEqual(expect.arrayContaining(['Currency.USD', 'Currency.EUR']));
+    expect(report!.coordinates).not.toContain('Currency.NOT_A_VALUE');
+    // Without variables nothing is added, and an operation with no enum variable reads none.
+    const plain = new UsageRecorder(100);
+    plain.record(schema, document, op(document), 'web', t);
+    expect(plain.drain()[0]!.coordinates.filter((c) => c.startsWith('Currency.'))).toEqual([]);
+  });
+
+  it('counts each version of a client apart; a name alone, or no version, is an unknown version (no clientVersion)', () => {
+    const recorder = new UsageRecorder(100);
+    const t = Date.UTC(2025, 0, 1, 10);
+    recorder.record(schema, documentA, op(documentA), { name: 'ios-app', version: '2.3.1' }, t);
+    recorder.record(schema, documentA, op(documentA), { name: 'ios-app', version: '2.3.1' }, t);
+    recorder.record(schema, documentA, op(documentA), { name: 'ios-app', version: '2.3.0' }, t);
+    recorder.record(schema, documentA, op(documentA), { name: 'ios-app', version: '' }, t);
+    recorder.record(schema, documentA, op(documentA), 'ios-app', t);
+    expect(recorder.size).toBe(3);
+    const reports = recorder.drain();
+    expect(reports.map((r) => [r.client, r.clientVersion, r.count])).toEqual([
+      ['ios-app', '2.3.1', 2],
+      ['ios-app', '2.3.0', 1],
+      ['ios-app', undefined, 2],
+    ]);
+    expect(reports[2]).not.toHaveProperty('clientVersion');
+  });
+
   it('merges documents with the same signature into one report', () => {
     const recorder = new UsageRecorder(100);
     const one = parse('query A { products(first: 1) { id } }');
@@ -135,7 +223,7 @@ describe('UsageRecorder', () => {
     expect(recorder.drain()).toEqual([expect.objectContaining({ count: 2 })]);
   });
 
-  it('holds at most the bound of (operation, client) pairs and counts the rest as dropped', () => {
+  it('holds at most the bound of (operation, client, version) triples and counts the rest as dropped', () => {
     const recorder = new UsageRecorder(2);
     recorder.record(schema, documentA, op(documentA), 'a');
     recorder.record(schema, documentA, op(documentA), 'b');
@@ -150,6 +238,12 @@ describe('UsageRecorder', () => {
     ]);
     recorder.record(schema, documentB, op(documentB), 'a');
     expect(recorder.drain()).toHaveLength(1);
+    // A new version of a known client is a new triple.
+    recorder.record(schema, documentA, op(documentA), { name: 'a', version: '1' });
+    recorder.record(schema, documentA, op(documentA), { name: 'a', version: '2' });
+    recorder.record(schema, documentA, op(documentA), { name: 'a', version: '3' });
+    expect(recorder.dropped).toBe(3);
+    expect(recorder.drain().map((r) => r.clientVersion)).toEqual(['1', '2']);
   });
 
   it('analyses off the request path: once per operation, after the request, never per request', async () => {

@@ -6,10 +6,10 @@ import {
   DEFAULT_CALL_POLICY,
   clientChannelOptions,
   grpc,
-  requestContextOf,
   type Caller,
   type GrpcClientMetrics,
   type ServiceIdentity,
+  boundRequestId,
 } from '@halo/kit';
 import { auth } from '@halo/proto';
 
@@ -61,7 +61,7 @@ export function createCallerResolver(opts: {
           auth: { identity: opts.identity, audience: 'auth' },
           policy,
           idempotent: true,
-          requestId: requestContextOf(req)?.requestId,
+          requestId: boundRequestId(req),
         },
       );
       delete req.headers['x-api-key'];

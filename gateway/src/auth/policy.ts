@@ -13,7 +13,7 @@ import {
   type GraphQLSchema,
   type OperationDefinitionNode,
 } from 'graphql';
-import { specLink } from '../supergraph/links';
+import { specLink } from '../links';
 
 /** Which parts of the supergraph need a caller: `Type.field` coordinates and whole types. */
 export interface AuthPolicy {

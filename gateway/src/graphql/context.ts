@@ -1,6 +1,8 @@
 import type { GraphQLDataSource } from '@apollo/gateway';
-import type { Caller } from '@halo/kit';
+import type { IncomingMessage } from 'node:http';
+import { type Caller, boundRequestId } from '@halo/kit';
 import type { RateLimitTicket } from '../ratelimit';
+import type { ClientHeaders } from '../usage';
 
 /**
  * What every resolver and subgraph request sees: who asked, and which request this is (the
@@ -18,6 +20,35 @@ export interface GraphQLContext {
    * to the executor's fetch of the same operation text, once, instead of fetching again.
    */
   prefetched?: Prefetched | undefined;
+  /**
+   * An operation sent over a socket or stream has no HTTP request of its own: the client name and
+   * version its connection declared, which field usage reads in place of the request's headers.
+   */
+  client?: ClientHeaders | undefined;
+}
+
+/**
+ * The context of an operation that came as an HTTP request (Apollo Server's path and the lean
+ * path alike): the credentials as forwarded (an API key already exchanged), the request id of the
+ * request's context, its rate-limit ticket.
+ */
+export function httpContextOf(req: IncomingMessage, caller: Caller | null, limit: RateLimitTicket | undefined): GraphQLContext {
+  return { authorization: req.headers.authorization, caller, requestId: boundRequestId(req), limit };
+}
+
+/** The context of an operation sent over a socket or stream: its connection's credentials, request id and client. */
+export function connectionContextOf(connection: {
+  authorization: string | undefined;
+  caller: Caller | null;
+  context: { requestId: string };
+  client: ClientHeaders;
+}): GraphQLContext {
+  return {
+    authorization: connection.authorization,
+    caller: connection.caller,
+    requestId: connection.context.requestId,
+    client: connection.client,
+  };
 }
 
 /** One fetch made ahead of the executor: its answer, or what it threw. */

@@ -13,7 +13,7 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 import type { GraphQLContext, Prefetched } from './context';
-import { specLink } from '../supergraph/links';
+import { specLink } from '../links';
 import type { LoadedSupergraph } from './operation-policy';
 
 const INACCESSIBLE_SPEC = 'https://specs.apollo.dev/inaccessible/';

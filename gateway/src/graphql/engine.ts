@@ -13,7 +13,9 @@ import type { GraphQLContext, OperationRequestText } from './context';
 import { dedupingFetcher, type DedupingFetcher } from './dedupe';
 import { handleGraphQLRequest, type HttpGraphQL } from './http';
 import { DirectPlans } from './direct';
-import { leanGraphQL, type LeanAnswer, type OperationObserver } from './lean';
+import { Documents } from './documents';
+import type { OperationObserver } from '../observability';
+import { leanGraphQL, type LeanAnswer } from './lean';
 import { OperationPolicy } from './operation-policy';
 import type { RateLimits } from '../ratelimit';
 import { RedisResponseTier, ResponseCache, responseCachePlugin, ResponseCacheStore } from './response-cache';
@@ -80,27 +82,6 @@ export interface GraphQLOptions {
 }
 
 /**
- * `Cache-Control` comes from the subgraphs: each sends the policy its `@cacheControl` hints give,
- * and the gateway keeps the most restrictive (SubgraphDataSource restricts the operation's policy
- * by each subgraph's Cache-Control, as RemoteGraphQLDataSource does; Apollo Server's cache-control
- * plugin writes the header). What no
- * subgraph can know is that the caller is authenticated: such an answer must never sit in a
- * shared cache, so it is private (docs/api/graphql.md).
- */
-/* eslint-disable @typescript-eslint/require-await -- Apollo Server types every plugin hook as returning a
-   promise; written async, a hook that throws rejects as Apollo expects. */
-const privateForCallersPlugin: ApolloServerPlugin<GraphQLContext> = {
-  async requestDidStart() {
-    return {
-      async didResolveOperation({ contextValue, overallCachePolicy }) {
-        if (contextValue.caller) overallCachePolicy.restrict({ scope: 'PRIVATE' });
-      },
-    };
-  },
-};
-/* eslint-enable @typescript-eslint/require-await */
-
-/**
  * Federated GraphQL with @apollo/gateway behind @apollo/server, served straight from node:http
  * (no express): `handle` turns the request into Apollo's HTTPGraphQLRequest and writes back its
  * HTTPGraphQLResponse (./http.ts).
@@ -121,6 +102,8 @@ export function createGraphQL(opts: GraphQLOptions) {
   // The logger Apollo Server hands the gateway's executor (the lean path hands it the same one).
   const apolloLogger = logger.child({ component: 'apollo' });
   const validationRules = [aliasLimitRule(limits.maxAliases), ...(opts.introspection === false ? [noIntrospectionRule] : [])];
+  // The document step of the lean path, WebSocket and SSE (Apollo Server's path keeps its own).
+  const documents = new Documents({ maxTokens: limits.maxTokens }, validationRules);
   const responseCache = opts.responseCacheMiB
     ? new ResponseCache(new ResponseCacheStore(opts.responseCacheMiB * 1024 * 1024), opts.sharedResponseCache)
     : null;
@@ -133,8 +116,7 @@ export function createGraphQL(opts: GraphQLOptions) {
           policy,
           callers: opts.callers,
           spend: spendCost(opts.rateLimits ?? null),
-          maxTokens: limits.maxTokens,
-          validationRules,
+          documents,
           formatError: formatGatewayError(logger),
           observers: opts.observers ?? [],
           responseCache,
@@ -171,9 +153,8 @@ export function createGraphQL(opts: GraphQLOptions) {
     executeOperation: (request: OperationRequestText, contextValue: GraphQLContext) => executeOperation(server, request, contextValue),
     /** The checks every operation passes, and the supergraph loaded last (for subscriptions). */
     policy,
-    /** Parsing and validation exactly as HTTP operations get them (token cap, alias cap). */
-    parseOptions: { maxTokens: limits.maxTokens },
-    validationRules,
+    /** Parsing and validation exactly as HTTP operations get them (token cap, alias cap), kept once for every path. */
+    documents,
     /** One HTTP request to /graphql, run inside its request context. */
     handle(req: IncomingMessage, res: ServerResponse): void {
       handleGraphQLRequest(http, req, res);
@@ -264,8 +245,8 @@ function edgePlugins(
     ApolloServerPluginLandingPageDisabled(),
     ...(trusted ? [trustedDocumentsPlugin<GraphQLContext>(trusted)] : []),
     operationChoicePlugin<GraphQLContext>(),
+    // The policy, the cost spend, private for callers (operation-policy.ts `commitOperation`).
     policy.plugin<GraphQLContext>(spendCost(opts.rateLimits ?? null)),
-    privateForCallersPlugin,
     // After the edge's checks: a cached answer is only served to an operation they let through.
     ...(responseCache ? [responseCachePlugin<GraphQLContext>(responseCache)] : []),
   ];

@@ -1,5 +1,6 @@
 import type { RemoteGraphQLDataSource } from '@apollo/gateway';
 import { Pool, type Dispatcher } from 'undici';
+import { CLOSED_UNDER_REQUEST, sendOnNewConnection, TIMED_OUT } from '../http';
 
 /** Apollo's minimal fetch contract (@apollo/utils.fetcher, reached through the gateway's types). */
 export type Fetcher = RemoteGraphQLDataSource['fetcher'];
@@ -146,7 +147,13 @@ export interface HttpFetcherOptions {
   timeoutMs?: number;
 }
 
-const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
+/**
+ * Whether a subgraph request's body is a query: SubgraphDataSource writes `{"query":…}` first, and
+ * the document's first word (or its `{` shorthand) says which operation it is.
+ */
+export function isQueryBody(body: unknown): boolean {
+  return typeof body === 'string' && /^\{"query":"(?:\s|\\[nrt])*(?:query\b|\{)/.test(body);
+}
 
 /** The fetcher, and `close()`: its keep-alive pools closed (requests in flight finish first); later fetches fail. */
 export type HttpFetcher = Fetcher & { close(): Promise<void> };
@@ -164,17 +171,15 @@ export type HttpFetcher = Fetcher & { close(): Promise<void> };
  * no keep-alive socket outlives it.
  */
 export function createHttpFetcher({ maxSockets = 256, timeoutMs = 300_000 }: HttpFetcherOptions = {}): HttpFetcher {
-  const origins = new Map<string, { pool: Pool; path: string }>();
+  const timeouts = { headersTimeout: timeoutMs, bodyTimeout: timeoutMs };
+  const origins = new Map<string, { pool: Pool; origin: string; path: string }>();
   let closed = false;
   const originOf = (url: string) => {
     if (closed) throw Object.assign(new TypeError('fetch failed'), { cause: new Error('the gateway is stopping') });
     let origin = origins.get(url);
     if (origin) return origin;
     const u = new URL(url);
-    origin = {
-      pool: new Pool(u.origin, { connections: maxSockets, headersTimeout: timeoutMs, bodyTimeout: timeoutMs }),
-      path: `${u.pathname}${u.search}`,
-    };
+    origin = { pool: new Pool(u.origin, { connections: maxSockets, ...timeouts }), origin: u.origin, path: `${u.pathname}${u.search}` };
     // A gateway talks to a handful of subgraph URLs: one entry (and one pool) each.
     origins.set(url, origin);
     return origin;
@@ -182,58 +187,63 @@ export function createHttpFetcher({ maxSockets = 256, timeoutMs = 300_000 }: Htt
 
   const fetcher: Fetcher = (url, init = {}) =>
     new Promise<FetcherResponse>((resolve, reject) => {
-      const { pool, path } = originOf(url);
-      const chunks: Buffer[] = [];
-      const headers: [string, string][] = [];
-      let status = 502;
-      let statusText = '';
-      // The handler interface every undici 7 dispatcher accepts (onConnect … onComplete / onError).
-      const handler: Dispatcher.DispatchHandler = {
-        onConnect() {},
-        onHeaders(statusCode, rawHeaders, _resume, statusMessage) {
-          status = statusCode;
-          statusText = statusMessage;
-          for (let k = 0; k < rawHeaders.length; k += 2)
-            headers.push([rawHeaders[k]!.toString('latin1'), rawHeaders[k + 1]!.toString('latin1')]);
-          return true;
-        },
-        onData(chunk) {
-          chunks.push(chunk);
-          return true;
-        },
-        onComplete() {
-          // After undici has put the connection back (it does so once this returns): the caller's
-          // next request then finds it free instead of opening another.
-          setImmediate(
-            resolve,
-            new BufferedResponse({
-              status,
-              statusText,
-              url,
-              redirected: false,
-              headers,
-              body: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8'),
-            }),
-          );
-        },
-        onError(err) {
-          const code = (err as { code?: string }).code;
-          const cause =
-            code !== undefined && TIMEOUTS.has(code)
-              ? Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })
-              : err;
-          reject(Object.assign(new TypeError('fetch failed'), { cause }));
-        },
+      const { pool, origin, path } = originOf(url);
+      /** `first`: on the pool, and it may go once more; else on a new connection. */
+      const send = (first: boolean) => {
+        const chunks: Buffer[] = [];
+        const headers: [string, string][] = [];
+        let status = 502;
+        let statusText = '';
+        let answered = false;
+        // The handler interface every undici 7 dispatcher accepts (onConnect … onComplete / onError).
+        const handler: Dispatcher.DispatchHandler = {
+          onConnect() {},
+          onHeaders(statusCode, rawHeaders, _resume, statusMessage) {
+            answered = true;
+            status = statusCode;
+            statusText = statusMessage;
+            for (let k = 0; k < rawHeaders.length; k += 2)
+              headers.push([rawHeaders[k]!.toString('latin1'), rawHeaders[k + 1]!.toString('latin1')]);
+            return true;
+          },
+          onData(chunk) {
+            chunks.push(chunk);
+            return true;
+          },
+          onComplete() {
+            // After undici has put the connection back (it does so once this returns): the caller's
+            // next request then finds it free instead of opening another.
+            setImmediate(
+              resolve,
+              new BufferedResponse({
+                status,
+                statusText,
+                url,
+                redirected: false,
+                headers,
+                body: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8'),
+              }),
+            );
+          },
+          onError(err) {
+            const code = (err as { code?: string }).code;
+            // A kept-alive connection the subgraph closed as the request went out (a pod draining in
+            // a rolling update, an idle timeout): no answer came, so a query, which changes nothing,
+            // goes once more, on a new connection (src/http/upstream.ts). A mutation may have run:
+            // its failure stands.
+            if (first && !answered && code !== undefined && CLOSED_UNDER_REQUEST.has(code) && isQueryBody(init.body)) return send(false);
+            const cause =
+              code !== undefined && TIMED_OUT.has(code)
+                ? Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })
+                : err;
+            reject(Object.assign(new TypeError('fetch failed'), { cause }));
+          },
+        };
+        const request = { path, method: init.method ?? 'GET', headers: init.headers ?? {}, body: init.body ?? null };
+        if (first) pool.dispatch(request, handler);
+        else sendOnNewConnection(origin, timeouts, request, handler);
       };
-      pool.dispatch(
-        {
-          path,
-          method: init.method ?? 'GET',
-          headers: init.headers ?? {},
-          body: init.body ?? null,
-        },
-        handler,
-      );
+      send(true);
     });
   return Object.assign(fetcher, {
     async close(): Promise<void> {

@@ -1,15 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GraphQLFormattedError } from 'graphql';
 import { HeaderMap, type ApolloServer } from '@apollo/server';
-import { badRequest, INTERNAL_MESSAGE, isHaloError, requestContextOf, sendJson, type Logger } from '@halo/kit';
+import { badRequest, INTERNAL_MESSAGE, isHaloError, sendJson, type Logger, boundRequestId } from '@halo/kit';
 import { toTransportError, type CallerResolver } from '../auth';
 import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from '../http';
 import type { RateLimits, RateLimitTicket } from '../ratelimit';
-import type { GraphQLContext } from './context';
-import type { LeanAnswer } from './lean';
-import { getOperationRequest, operationRequestError, type OperationRequest } from './request-checks';
+import { httpContextOf, type GraphQLContext } from './context';
+import type { LeanAnswer, LeftToApollo } from './lean';
+import { cacheControlFor } from './operation-policy';
+import { getOperationRequest, getSubscriptionError, operationRequestError, type OperationRequest } from './request-checks';
 
-const NO_STORE = 'no-store';
 /** Apollo's header on PERSISTED_QUERY_NOT_FOUND; every error here says `no-store` instead. */
 const APOLLO_PQ_ERROR_CACHE_CONTROL = 'private, no-cache, must-revalidate';
 
@@ -21,11 +21,12 @@ export interface HttpGraphQL {
   bodyLimit: number;
   maxBatch: number;
   logger: Logger;
-  /** Who answered a POST operation offered to the lean path (ADR 0016, 0019; ./lean.ts): it, or Apollo Server. */
-  leanAnswered: ((by: LeanAnswer | 'apollo') => void) | undefined;
-  /** The lean path: who answered, or false when it left the request to Apollo Server; null when switched off (GRAPHQL_LEAN=false). */
+  /** Who answered an HTTP operation (ADR 0016, 0019; ./lean.ts): the lean path, or Apollo Server and why. */
+  leanAnswered: ((by: LeanAnswer | 'apollo', reason?: LeftToApollo['apollo']) => void) | undefined;
+  /** The lean path: who answered, or why it left the request to Apollo Server; null when switched off (GRAPHQL_LEAN=false). */
   lean:
-    ((req: IncomingMessage, res: ServerResponse, body: unknown, limit: RateLimitTicket | undefined) => Promise<LeanAnswer | false>) | null;
+    | ((req: IncomingMessage, res: ServerResponse, body: unknown, limit: RateLimitTicket | undefined) => Promise<LeanAnswer | LeftToApollo>)
+    | null;
 }
 
 /**
@@ -35,7 +36,7 @@ export interface HttpGraphQL {
  */
 export function handleGraphQLRequest(http: HttpGraphQL, req: IncomingMessage, res: ServerResponse): void {
   execute(http, req, res).catch((err: unknown) => {
-    http.logger.error({ err, requestId: requestContextOf(req)?.requestId }, 'graphql request failed');
+    http.logger.error({ err, requestId: boundRequestId(req) }, 'graphql request failed');
     if (!res.headersSent) sendJson(res, 500, { error: INTERNAL_MESSAGE });
     else res.destroy();
   });
@@ -69,10 +70,11 @@ async function execute(http: HttpGraphQL, req: IncomingMessage, res: ServerRespo
   const q = url.indexOf('?');
   const refused = requestError(body, req.method === 'GET' && q !== -1 ? url.slice(q) : '');
   if (refused) return sendJson(res, 400, { errors: [refused] });
-  if (http.lean && req.method === 'POST') {
-    const taken = await http.lean(req, res, body, limit);
-    http.leanAnswered?.(taken || 'apollo');
-    if (taken) return;
+  if (http.lean) {
+    // The executor is chosen in one place (lean.ts `decide`); every refusal is Apollo Server's to word.
+    const taken: LeanAnswer | LeftToApollo = req.method === 'POST' ? await http.lean(req, res, body, limit) : { apollo: 'method' };
+    if (typeof taken === 'string') return http.leanAnswered?.(taken);
+    http.leanAnswered?.('apollo', taken.apollo);
   }
   const headers = new HeaderMap();
   for (const [key, value] of Object.entries(req.headers)) {
@@ -86,7 +88,7 @@ async function execute(http: HttpGraphQL, req: IncomingMessage, res: ServerRespo
       const caller = await callers.resolve(req).catch((err: unknown) => {
         throw isHaloError(err) ? toTransportError(err) : err;
       });
-      return { authorization: req.headers.authorization, caller, requestId: requestContextOf(req)?.requestId, limit };
+      return httpContextOf(req, caller, limit);
     },
   });
   for (const [key, value] of response.headers) res.setHeader(key, value);
@@ -94,9 +96,7 @@ async function execute(http: HttpGraphQL, req: IncomingMessage, res: ServerRespo
   // Apollo's cache-control plugin answers operations (no-store on errors); what fails before it
   // (a bad token, a bad request) or refuses a persisted query must never be cached either.
   const cacheControl = response.headers.get('cache-control');
-  if (res.statusCode >= 400 || cacheControl === undefined || cacheControl === APOLLO_PQ_ERROR_CACHE_CONTROL) {
-    res.setHeader('cache-control', NO_STORE);
-  }
+  res.setHeader('cache-control', cacheControlFor(res.statusCode, cacheControl === APOLLO_PQ_ERROR_CACHE_CONTROL ? null : cacheControl));
   if (response.body.kind === 'complete') {
     res.setHeader('content-length', Buffer.byteLength(response.body.string));
     res.end(response.body.string);
@@ -113,8 +113,7 @@ const batchTooLarge = (size: number, maxBatch: number) => ({
 
 /**
  * The first request error of a POST body (one operation or a batch) or a GET's parameters, checked
- * before Apollo sees them (src/graphql/request-checks.ts). A GET's parameters are decoded here only when
- * it has variables or extensions to look at.
+ * before Apollo sees them (src/graphql/request-checks.ts).
  */
 function requestError(body: unknown, getSearch: string): GraphQLFormattedError | null {
   if (Array.isArray(body)) {
@@ -125,8 +124,10 @@ function requestError(body: unknown, getSearch: string): GraphQLFormattedError |
     return null;
   }
   if (isObject(body)) return operationRequestError(body);
-  if (getSearch && (getSearch.includes('variables=') || getSearch.includes('extensions='))) {
-    return operationRequestError(getOperationRequest(getSearch));
+  // Decoded as Apollo decodes it: a name may be percent-encoded (`%76ariables=`), so the raw text proves nothing.
+  if (getSearch) {
+    const op = getOperationRequest(getSearch);
+    return operationRequestError(op) ?? getSubscriptionError(op);
   }
   return null;
 }

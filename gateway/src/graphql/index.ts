@@ -12,10 +12,13 @@ export {
   type OperationRequestText,
 } from './engine';
 export { INTROSPECTION_DISABLED, formatGatewayError } from './rules';
+export { connectionContextOf } from './context';
+export { Documents, type JudgedDocument } from './documents';
+export { admitOperation, type AdmittedOperation, type OperationInput, type RefusedOperation } from './operation-steps';
 export { OperationPolicy, type LoadedSupergraph, type OperationLimits, type SupergraphPolicy } from './operation-policy';
 export { loadTrustedDocuments, RedisQueryCache, sha256, type TrustedDocuments } from './persisted';
 export { RedisResponseTier, ResponseCacheStore } from './response-cache';
-export { deeperThan, MAX_VARIABLES_DEPTH, operationRequestError } from './request-checks';
+export { deeperThan, MAX_VARIABLES_DEPTH, operationChoiceError, operationRequestError } from './request-checks';
 export { analyse, readCostDirectives, type CostDirectives } from './limits';
 export { dedupingFetcher } from './dedupe';
 export { createHttpFetcher } from './http-fetcher';

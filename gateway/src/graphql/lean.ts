@@ -1,72 +1,24 @@
-import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApolloGateway } from '@apollo/gateway';
-import type { GraphQLRequestContextWillSendResponse } from '@apollo/server';
-import { leanRequest, requestContextOf, type Caller, type LeanRequest, type Logger } from '@halo/kit';
+import { CachePolicy, enrichError, leanRequest, type Caller, type LeanRequest, type Logger } from '@halo/kit';
 import {
-  BREAK,
-  getOperationAST,
   GraphQLError,
   OperationTypeNode,
-  parse,
-  specifiedRules,
-  validate,
-  visit,
   type DocumentNode,
   type FormattedExecutionResult,
   type GraphQLFormattedError,
   type GraphQLSchema,
   type OperationDefinitionNode,
-  type ValidationRule,
 } from 'graphql';
-import { getVariableValues } from 'graphql/execution/values';
-import { LRUCache } from 'lru-cache';
 import type { CallerResolver } from '../auth';
+import type { ObservedOperation, OperationObserver } from '../observability';
 import type { RateLimitTicket } from '../ratelimit';
-import type { GraphQLContext } from './context';
+import { httpContextOf, type GraphQLContext } from './context';
 import { executeDirect, type DirectPlans } from './direct';
-import type { OperationPolicy } from './operation-policy';
+import type { Documents } from './documents';
+import { admitOperation } from './operation-steps';
+import { cacheControlFor, commitOperation, type OperationPolicy } from './operation-policy';
 import { ResponseCache } from './response-cache';
-
-/**
- * One operation answered, as the metrics and usage observe it: the same function is called by
- * their Apollo Server plugins and by the lean path (ADR 0016).
- */
-export interface ObservedOperation {
-  schema: GraphQLSchema;
-  document: DocumentNode | undefined;
-  operation: OperationDefinitionNode | undefined;
-  /** The name the client sent (used when no operation was resolved). */
-  requestedName: string | undefined;
-  /** The answer as sent (errors formatted). */
-  result: FormattedExecutionResult;
-  /** Execution started and threw (a crash, not a refusal). */
-  crashed: boolean;
-  /** `process.hrtime.bigint()` when the request started. */
-  startedAt: bigint;
-  header: (name: string) => string | undefined;
-}
-
-export type OperationObserver = (observed: ObservedOperation) => void;
-
-/** What Apollo Server's `willSendResponse` hook knows, as an observer reads it (both plugins call this). */
-export function observedFromApollo(
-  { schema, document, operation, request, response }: GraphQLRequestContextWillSendResponse<object>,
-  crashed: boolean,
-  startedAt: bigint,
-): ObservedOperation {
-  const body = response.body;
-  return {
-    schema,
-    document,
-    operation,
-    requestedName: request.operationName,
-    result: body.kind === 'single' ? body.singleResult : body.initialResult,
-    crashed,
-    startedAt,
-    header: (name) => request.http?.headers.get(name),
-  };
-}
 
 export interface LeanGraphQLOptions {
   gateway: ApolloGateway;
@@ -74,17 +26,14 @@ export interface LeanGraphQLOptions {
   callers: CallerResolver;
   /** The cost spend (engine.ts `spendCost`): throws the GraphQLError that refuses. */
   spend: ((cost: number, context: GraphQLContext) => Promise<void>) | undefined;
-  maxTokens: number;
-  /** What Apollo Server is given as `validationRules` (alias cap, introspection rule). */
-  validationRules: readonly ValidationRule[];
   formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
   observers: readonly OperationObserver[];
   /** The edge response cache (shared with Apollo Server's path), or null when off. */
   responseCache: ResponseCache | null;
   /** The logger Apollo Server hands the gateway's executor. */
   logger: Logger;
-  /** Documents kept parsed and validated, by query text (at most; the memory budget below also bounds them). */
-  documents?: number;
+  /** The document step every path that parses its own documents shares (./documents.ts). */
+  documents: Documents;
   /** Operations one subgraph answers whole (ADR 0019); unset: every operation runs the executor. */
   direct?: DirectPlans;
 }
@@ -94,32 +43,6 @@ export interface LeanGraphQLOptions {
  * (ADR 0019), or the edge response cache.
  */
 export type LeanAnswer = 'lean' | 'direct' | 'cache';
-
-/**
- * What the documents kept parsed may hold, counted as 4 bytes per character of query text (the
- * text as the key, a string literal's copy in the tree, the tree itself: GRAPHQL_MAX_TOKENS bounds
- * its nodes, not a literal's length). A client sending many distinct large queries (a 1 MB body
- * can be one valid string literal) churns this budget, not the gateway's heap. One query text over
- * `LARGEST_KEPT` characters is parsed every time, never kept.
- */
-export const DOCUMENT_BUDGET_BYTES = 8 * 1024 * 1024;
-const LARGEST_KEPT = 64 * 1024;
-
-/** The lean path's document cache: by query text, bounded in entries and in memory. */
-export function documentCache<V extends object>(max = 1000): LRUCache<string, V> {
-  return new LRUCache<string, V>({
-    max,
-    maxSize: DOCUMENT_BUDGET_BYTES,
-    maxEntrySize: LARGEST_KEPT * 4,
-    sizeCalculation: (_value, query) => Math.max(1, query.length * 4),
-  });
-}
-
-/** A query text parsed and validated against one API schema; `null`: Apollo Server answers it. */
-interface Prepared {
-  schema: GraphQLSchema;
-  ready: { document: DocumentNode; queryHash: string } | null;
-}
 
 type GatewayRequestContext = Parameters<ApolloGateway['executor']>[0];
 
@@ -140,39 +63,29 @@ const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json; charset=utf-8'
  * cache, which both paths share.
  */
 export function leanGraphQL(opts: LeanGraphQLOptions) {
-  const documents = documentCache<Prepared>(opts.documents);
-  const rules = [...specifiedRules, ...opts.validationRules];
-
-  const prepare = (schema: GraphQLSchema, query: string): Prepared['ready'] => {
-    const known = documents.get(query);
-    if (known?.schema === schema) return known.ready;
-    const ready = prepareDocument(schema, query, opts.maxTokens, rules);
-    documents.set(query, { schema, ready });
-    return ready;
-  };
-
-  /** The request as the lean path runs it, or null (Apollo Server answers). Free of side effects. */
-  const admit = async (req: IncomingMessage, body: unknown): Promise<Admitted | null> => {
+  /**
+   * The one decision of which executor answers a POST operation: the lean path through
+   * @apollo/gateway's executor, one subgraph directly (ADR 0019), or Apollo Server, with the
+   * reason (`halo_graphql_lean_requests_total{by="apollo",reason}`). Free of side effects.
+   */
+  const decide = async (req: IncomingMessage, body: unknown): Promise<Admitted | LeftToApollo> => {
     const request = leanRequest(body);
-    const contentType = request && contentTypeFor(req.headers.accept);
-    const loaded = contentType && opts.policy.current();
-    if (!request || !contentType || !loaded) return null;
+    if (!request) return { apollo: 'shape' };
+    const contentType = contentTypeFor(req.headers.accept);
+    if (!contentType) return { apollo: 'accept' };
+    const loaded = opts.policy.current();
+    if (!loaded) return { apollo: 'starting' };
     const schema = loaded.apiSchema;
-    const ready = prepare(schema, request.query);
-    const operation = ready && getOperationAST(ready.document, request.operationName);
-    if (!ready || !operation || operation.operation === OperationTypeNode.SUBSCRIPTION) return null;
     const caller = await opts.callers.resolve(req).catch(() => undefined);
-    if (caller === undefined) return null;
-    if (operation.variableDefinitions?.length) {
-      const coerced = getVariableValues(schema, operation.variableDefinitions, request.variables ?? {});
-      if (coerced.errors) return null;
-    }
-    try {
-      const cost = opts.policy.check(schema, ready.document, operation, request.variables, caller);
-      return { request, contentType, schema, ...ready, operation, caller, cost };
-    } catch {
-      return null;
-    }
+    if (caller === undefined) return { apollo: 'credentials' };
+    // The steps every transport runs (./operation-steps.ts); Apollo Server words what they refuse.
+    const admitted = admitOperation(opts.documents, opts.policy, schema, request, caller);
+    if ('step' in admitted) return { apollo: admitted.step };
+    const { document, operation } = admitted;
+    if (admitted.introspects) return { apollo: 'introspection' };
+    if (operation.operation === OperationTypeNode.SUBSCRIPTION) return { apollo: 'subscription' };
+    const direct = opts.direct?.lookup(schema, operation);
+    return { request, contentType, schema, document, queryHash: admitted.queryHash, operation, caller, cost: admitted.cost, direct };
   };
 
   return async function serve(
@@ -180,12 +93,34 @@ export function leanGraphQL(opts: LeanGraphQLOptions) {
     res: ServerResponse,
     body: unknown,
     limit: RateLimitTicket | undefined,
-  ): Promise<LeanAnswer | false> {
-    const admitted = await admit(req, body);
-    if (!admitted) return false;
-    return answer(opts, req, res, admitted, limit);
+  ): Promise<LeanAnswer | LeftToApollo> {
+    const decided = await decide(req, body);
+    if ('apollo' in decided) return decided;
+    return answer(opts, req, res, decided, limit);
   };
 }
+
+/**
+ * Why an HTTP operation is left to Apollo Server (which words every refusal itself): not one
+ * plain operation object (a batch, APQ, an extra field), an unusual `Accept`, no supergraph yet, a
+ * document that does not parse or validate, introspection, no operation to choose, a
+ * subscription, bad credentials, variables that do not coerce, the edge's policy refusing it; or
+ * not a POST (GET).
+ */
+export type LeftToApollo = {
+  apollo:
+    | 'method'
+    | 'shape'
+    | 'accept'
+    | 'starting'
+    | 'document'
+    | 'introspection'
+    | 'operation'
+    | 'subscription'
+    | 'credentials'
+    | 'variables'
+    | 'policy';
+};
 
 interface Admitted {
   request: LeanRequest;
@@ -196,6 +131,8 @@ interface Admitted {
   operation: OperationDefinitionNode;
   caller: Caller | null;
   cost: number;
+  /** One subgraph answers it whole, as asked (ADR 0019). */
+  direct: ReturnType<DirectPlans['lookup']> | undefined;
 }
 
 /** From the cost spend on, the answer is the lean path's own: spend, the response cache, execute, format, observe, write. */
@@ -208,13 +145,14 @@ async function answer(
 ): Promise<LeanAnswer> {
   const { request, contentType, schema, document, operation, caller } = admitted;
   const startedAt = process.hrtime.bigint();
-  const context: GraphQLContext = { authorization: req.headers.authorization, caller, requestId: requestContextOf(req)?.requestId, limit };
+  const context = httpContextOf(req, caller, limit);
   const observeAnswer = (result: FormattedExecutionResult, crashed: boolean) => {
     const observed: ObservedOperation = {
       schema,
       document,
       operation,
       requestedName: request.operationName,
+      variables: request.variables,
       result,
       crashed,
       startedAt,
@@ -222,18 +160,17 @@ async function answer(
     };
     for (const observer of opts.observers) observer(observed);
   };
-  const finish = (status: number, cacheControl: string, result: FormattedExecutionResult, crashed: boolean) => {
+  const finish = (status: number, cacheControl: Earned, result: FormattedExecutionResult, crashed: boolean) => {
     observeAnswer(result, crashed);
     write(res, status, contentType, cacheControl, result);
   };
   const overallCachePolicy = new CachePolicy();
   try {
-    if (opts.spend) await opts.spend(admitted.cost, context);
-    if (caller) overallCachePolicy.restrict({ scope: 'PRIVATE' });
+    await commitOperation(admitted.cost, context, overallCachePolicy, opts.spend);
   } catch (err) {
     // Apollo Server's answer to a didResolveOperation hook that throws.
     const { errors, status } = formatErrors([toGraphQLError(err)], opts.formatError);
-    finish(status ?? 500, 'no-store', { errors }, false);
+    finish(status ?? 500, null, { errors }, false);
     return 'lean';
   }
   // After the edge's checks and the spend, as on Apollo Server's path (its plugin's responseForOperation).
@@ -250,14 +187,13 @@ async function answer(
       return 'cache';
     }
   }
-  const direct = opts.direct?.lookup(schema, operation);
   let executed: Awaited<ReturnType<ApolloGateway['executor']>>;
   let by: LeanAnswer = 'lean';
   try {
-    ({ executed, by } = await execute(opts, admitted, context, overallCachePolicy, direct));
+    ({ executed, by } = await execute(opts, admitted, context, overallCachePolicy));
   } catch (err) {
     const { errors, status } = formatErrors([toGraphQLError(err)], opts.formatError);
-    finish(status ?? 500, 'no-store', { errors }, true);
+    finish(status ?? 500, null, { errors }, true);
     return by;
   }
   let status: number | undefined;
@@ -269,17 +205,16 @@ async function answer(
   const result: FormattedExecutionResult = { ...executed, errors };
   const cacheable = errors ? null : overallCachePolicy.policyIfCacheable();
   if (cacheKey !== null) cache!.save(cacheKey, result, cacheable);
-  finish(status ?? 200, cacheable ? `max-age=${cacheable.maxAge}, ${cacheable.scope.toLowerCase()}` : 'no-store', result, false);
+  finish(status ?? 200, cacheable, result, false);
   return by;
 }
 
 /** Runs the operation as Apollo Server would hand it to the gateway's executor, or answers it directly (ADR 0019). */
 async function execute(
   opts: LeanGraphQLOptions,
-  { request, schema, document, operation, queryHash }: Admitted,
+  { request, schema, document, operation, queryHash, direct }: Admitted,
   context: GraphQLContext,
   overallCachePolicy: CachePolicy,
-  direct: ReturnType<DirectPlans['lookup']> | undefined,
 ): Promise<{ executed: Awaited<ReturnType<ApolloGateway['executor']>>; by: LeanAnswer }> {
   const requestContext = {
     request: { query: request.query, operationName: request.operationName, variables: request.variables },
@@ -299,8 +234,11 @@ async function execute(
   return { executed: await opts.gateway.executor(requestContext), by: 'lean' };
 }
 
+/** The cache policy an answer earned, written as its Cache-Control by `cacheControlFor`. */
+type Earned = Parameters<typeof cacheControlFor>[1];
+
 /** Written as http.ts writes Apollo Server's answer (its body is `prettyJSONStringify`). */
-function write(res: ServerResponse, status: number, contentType: string, cacheControl: string, result: FormattedExecutionResult): void {
+function write(res: ServerResponse, status: number, contentType: string, cacheControl: Earned, result: FormattedExecutionResult): void {
   writeText(
     res,
     status,
@@ -310,10 +248,10 @@ function write(res: ServerResponse, status: number, contentType: string, cacheCo
   );
 }
 
-function writeText(res: ServerResponse, status: number, contentType: string, cacheControl: string, text: string, ageS?: number): void {
+function writeText(res: ServerResponse, status: number, contentType: string, cacheControl: Earned, text: string, ageS?: number): void {
   res.statusCode = status;
   res.setHeader('content-type', contentType);
-  res.setHeader('cache-control', status >= 400 ? 'no-store' : cacheControl);
+  res.setHeader('cache-control', cacheControlFor(status, cacheControl));
   if (ageS !== undefined) res.setHeader('age', String(ageS));
   res.setHeader('content-length', Buffer.byteLength(text));
   res.end(text);
@@ -348,41 +286,15 @@ function contentTypeFor(accept: string | undefined): string | null {
   }
 }
 
-/** Parsed and validated as Apollo Server does (same token cap, same rules); null when it must answer. */
-function prepareDocument(
-  schema: GraphQLSchema,
-  query: string,
-  maxTokens: number,
-  rules: readonly ValidationRule[],
-): { document: DocumentNode; queryHash: string } | null {
-  let document: DocumentNode;
-  try {
-    document = parse(query, { maxTokens });
-  } catch {
-    return null;
-  }
-  let introspects = false;
-  visit(document, {
-    Field(node) {
-      if (node.name.value !== '__schema' && node.name.value !== '__type') return undefined;
-      introspects = true;
-      return BREAK;
-    },
-  });
-  if (introspects) return null;
-  if (validate(schema, document, rules).length > 0) return null;
-  return { document, queryHash: createHash('sha256').update(query).digest('hex') };
-}
-
 const toGraphQLError = (err: unknown): GraphQLError => {
   const error = err instanceof Error ? err : new GraphQLError(`Unexpected error value: ${String(err)}`);
   return error instanceof GraphQLError ? error : new GraphQLError(error.message, { originalError: error });
 };
 
 /**
- * Apollo Server's `normalizeAndFormatErrors` (stack traces off, as the gateway configures it):
- * `extensions.code` defaulted to INTERNAL_SERVER_ERROR, `extensions.http` taken as the status,
- * then the same `formatError`.
+ * Apollo Server's `normalizeAndFormatErrors` (stack traces off, as the gateway configures it): the
+ * kit's normaliser (the subgraphs' lean path answers through it too), then the gateway's
+ * `formatError`; one that throws answers an opaque INTERNAL_SERVER_ERROR, as Apollo's does.
  */
 function formatErrors(
   errors: readonly GraphQLError[],
@@ -391,42 +303,12 @@ function formatErrors(
   let status: number | undefined;
   const formatted = errors.map((error) => {
     try {
-      const extensions: Record<string, unknown> = { ...error.extensions, code: error.extensions.code ?? 'INTERNAL_SERVER_ERROR' };
-      const http = extensions.http as { status?: unknown; headers?: unknown } | null | undefined;
-      if (
-        typeof http === 'object' &&
-        http !== null &&
-        (!('status' in http) || typeof http.status === 'number') &&
-        (!('headers' in http) || http.headers instanceof Map)
-      ) {
-        if (typeof http.status === 'number' && http.status) status = http.status;
-        delete extensions.http;
-      }
-      return formatError({ ...error.toJSON(), extensions }, error);
+      const enriched = enrichError(error, false, 0, new Map());
+      if (enriched.status) status = enriched.status;
+      return formatError(enriched.formatted, error);
     } catch {
       return { message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } };
     }
   });
   return { errors: formatted, status };
-}
-
-/** Apollo Server's `CachePolicy` (what RemoteGraphQLDataSource restricts by each subgraph's Cache-Control). */
-class CachePolicy {
-  maxAge: number | undefined = undefined;
-  scope: 'PUBLIC' | 'PRIVATE' | undefined = undefined;
-
-  restrict(hint: { maxAge?: number | undefined; scope?: 'PUBLIC' | 'PRIVATE' | undefined }): void {
-    if (hint.maxAge !== undefined && (this.maxAge === undefined || hint.maxAge < this.maxAge)) this.maxAge = hint.maxAge;
-    if (hint.scope !== undefined && this.scope !== 'PRIVATE') this.scope = hint.scope;
-  }
-
-  replace(hint: { maxAge?: number | undefined; scope?: 'PUBLIC' | 'PRIVATE' | undefined }): void {
-    if (hint.maxAge !== undefined) this.maxAge = hint.maxAge;
-    if (hint.scope !== undefined) this.scope = hint.scope;
-  }
-
-  policyIfCacheable(): { maxAge: number; scope: 'PUBLIC' | 'PRIVATE' } | null {
-    if (this.maxAge === undefined || this.maxAge === 0) return null;
-    return { maxAge: this.maxAge, scope: this.scope ?? 'PUBLIC' };
-  }
 }

@@ -10,7 +10,7 @@ import {
   type OperationDefinitionNode,
   type ValueNode,
 } from 'graphql';
-import { specLink, stringArg } from '../supergraph/links';
+import { specLink, stringArg } from '../links';
 import { capped, CostCompiler, isConstant, makeConstant, sum, valueOf, type CostDirectives, type ListSize, type Resolve } from './cost';
 
 /**

@@ -121,13 +121,42 @@ export class OperationPolicy {
         },
       }),
       requestDidStart: async () => ({
-        didResolveOperation: async ({ schema, document, operation, request, contextValue }) => {
+        didResolveOperation: async ({ schema, document, operation, request, contextValue, overallCachePolicy }) => {
           if (!operation) return;
           const cost = this.check(schema, document, operation, request.variables, contextValue.caller);
-          if (spend) await spend(cost, contextValue);
+          await commitOperation(cost, contextValue, overallCachePolicy, spend);
         },
       }),
     };
     /* eslint-enable @typescript-eslint/require-await */
   }
+}
+
+/**
+ * What an operation the policy let through commits to, on every path that executes it (Apollo
+ * Server's plugin above, the lean path): its cost spent from the caller's budget (`spend` throws
+ * the refusal), then its answer made private when a caller asked. Each subgraph sends the policy
+ * its `@cacheControl` hints give; none can know the caller is authenticated, and such an answer
+ * must never sit in a shared cache (docs/api/graphql.md).
+ */
+export async function commitOperation<C extends { caller: Caller | null }>(
+  cost: number,
+  context: C,
+  cachePolicy: { restrict(hint: { scope: 'PRIVATE' }): void },
+  spend?: (cost: number, context: C) => Promise<void>,
+): Promise<void> {
+  if (spend) await spend(cost, context);
+  if (context.caller) cachePolicy.restrict({ scope: 'PRIVATE' });
+}
+
+/** `no-store`: what every answer says unless what answers earned a cache policy. */
+export const NO_STORE = 'no-store';
+
+/**
+ * An answer's Cache-Control, on every HTTP path: an error status is never stored, whatever was
+ * earned; otherwise the policy the answer earned (`max-age=…, public|private`), or `no-store`.
+ */
+export function cacheControlFor(status: number, earned: { maxAge: number; scope: string } | string | null | undefined): string {
+  if (status >= 400 || !earned) return NO_STORE;
+  return typeof earned === 'string' ? earned : `max-age=${earned.maxAge}, ${earned.scope.toLowerCase()}`;
 }

@@ -1,5 +1,5 @@
 import type { ApolloServerPlugin } from '@apollo/server';
-import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+import { getOperationAST, GraphQLError, OperationTypeNode, parse, type GraphQLFormattedError } from 'graphql';
 import { sha256 } from './persisted';
 
 /**
@@ -28,8 +28,15 @@ export function deeperThan(value: unknown, levels: number): boolean {
   return false;
 }
 
+/** The refusal of variables or extensions nested past MAX_VARIABLES_DEPTH, on every transport. */
+export const nestedTooDeep = (what: 'variables' | 'extensions') => ({
+  message: `${what} are nested deeper than ${MAX_VARIABLES_DEPTH} levels`,
+  extensions: { code: 'VARIABLES_DEPTH_LIMIT', maxVariablesDepth: MAX_VARIABLES_DEPTH },
+});
+
 export interface OperationRequest {
   query?: unknown;
+  operationName?: unknown;
   variables?: unknown;
   extensions?: unknown;
 }
@@ -41,18 +48,8 @@ export interface OperationRequest {
  */
 export function operationRequestError(op: OperationRequest): GraphQLFormattedError | null {
   // The variables object is level 1: `{"v": 1}` is one level deep, `{"v": {"w": 1}}` two.
-  if (deeperThan(op.variables, MAX_VARIABLES_DEPTH)) {
-    return {
-      message: `variables are nested deeper than ${MAX_VARIABLES_DEPTH} levels`,
-      extensions: { code: 'VARIABLES_DEPTH_LIMIT', maxVariablesDepth: MAX_VARIABLES_DEPTH },
-    };
-  }
-  if (deeperThan(op.extensions, MAX_VARIABLES_DEPTH)) {
-    return {
-      message: `extensions are nested deeper than ${MAX_VARIABLES_DEPTH} levels`,
-      extensions: { code: 'VARIABLES_DEPTH_LIMIT', maxVariablesDepth: MAX_VARIABLES_DEPTH },
-    };
-  }
+  if (deeperThan(op.variables, MAX_VARIABLES_DEPTH)) return nestedTooDeep('variables');
+  if (deeperThan(op.extensions, MAX_VARIABLES_DEPTH)) return nestedTooDeep('extensions');
   const persisted = (op.extensions as { persistedQuery?: { sha256Hash?: unknown } } | null | undefined)?.persistedQuery;
   // Only a registration (hash and query together) can mismatch; the hash alone is a lookup.
   if (
@@ -79,13 +76,42 @@ export function getOperationRequest(search: string): OperationRequest {
       return undefined;
     }
   };
-  return { query: params.get('query') ?? undefined, variables: json('variables'), extensions: json('extensions') };
+  return {
+    query: params.get('query') ?? undefined,
+    operationName: params.get('operationName') ?? undefined,
+    variables: json('variables'),
+    extensions: json('extensions'),
+  };
 }
+
+/**
+ * A GET whose operation is a subscription: Apollo refuses any GET that is not a query with 405
+ * before the plugins see it; a subscription gets the same 400 as over POST, naming where it is
+ * served. Parsed only when the text could hold one; a document that does not parse is Apollo's
+ * to answer (GRAPHQL_PARSE_FAILED).
+ */
+export function getSubscriptionError(op: OperationRequest): GraphQLFormattedError | null {
+  if (typeof op.query !== 'string' || !op.query.includes('subscription')) return null;
+  let operation;
+  try {
+    operation = getOperationAST(parse(op.query), typeof op.operationName === 'string' ? op.operationName : undefined);
+  } catch {
+    return null;
+  }
+  return operation?.operation === OperationTypeNode.SUBSCRIPTION
+    ? { message: SUBSCRIPTION_OVER_HTTP, extensions: { code: 'SUBSCRIPTION_OVER_HTTP' } }
+    : null;
+}
+
+/** A subscription sent as a plain HTTP request: where it is served instead. */
+export const SUBSCRIPTION_OVER_HTTP =
+  'Subscriptions are served over WebSocket (graphql-transport-ws at /graphql) and Server-Sent Events (/graphql/stream), not over POST or GET /graphql';
 
 /**
  * A document whose operation cannot be chosen: an `operationName` naming none of its operations,
  * or several operations and no `operationName`. Apollo leaves `operation` unset and the gateway's
- * executor then failed with a 500 INVALID_GRAPHQL.
+ * executor then failed with a 500 INVALID_GRAPHQL. A subscription over POST or GET (the executor
+ * cannot run one: a 500 before) is a request error too.
  */
 export function operationChoicePlugin<C extends object>(): ApolloServerPlugin<C> {
   /* eslint-disable @typescript-eslint/require-await -- Apollo Server types every plugin hook as returning a
@@ -94,19 +120,29 @@ export function operationChoicePlugin<C extends object>(): ApolloServerPlugin<C>
     async requestDidStart() {
       return {
         async didResolveOperation({ operation, request }) {
-          if (operation) return;
-          const name = request.operationName;
-          // An empty string is a name too (graphql-js matches it against the operations' names).
-          throw typeof name === 'string'
-            ? new GraphQLError(`Unknown operation named "${name}"`, {
-                extensions: { code: 'UNKNOWN_OPERATION_NAME', http: { status: 400 } },
-              })
-            : new GraphQLError('Must provide operationName if the query contains several operations', {
-                extensions: { code: 'OPERATION_NAME_REQUIRED', http: { status: 400 } },
-              });
+          // Before the cost is spent (the policy's plugin comes after this one): nothing runs.
+          if (operation?.operation === OperationTypeNode.SUBSCRIPTION) {
+            throw new GraphQLError(SUBSCRIPTION_OVER_HTTP, { extensions: { code: 'SUBSCRIPTION_OVER_HTTP', http: { status: 400 } } });
+          }
+          if (!operation) throw operationChoiceError(request.operationName);
         },
       };
     },
   };
   /* eslint-enable @typescript-eslint/require-await */
+}
+
+/**
+ * Why no operation of a document could be chosen, on every transport (this plugin's HTTP
+ * answer, a WebSocket or SSE operation): an unknown name, or none given for several operations.
+ */
+export function operationChoiceError(operationName: string | null | undefined): GraphQLError {
+  // An empty string is a name too (graphql-js matches it against the operations' names).
+  return typeof operationName === 'string'
+    ? new GraphQLError(`Unknown operation named "${operationName}"`, {
+        extensions: { code: 'UNKNOWN_OPERATION_NAME', http: { status: 400 } },
+      })
+    : new GraphQLError('Must provide operationName if the query contains several operations', {
+        extensions: { code: 'OPERATION_NAME_REQUIRED', http: { status: 400 } },
+      });
 }

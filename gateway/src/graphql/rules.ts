@@ -1,6 +1,6 @@
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { GraphQLError, type GraphQLFormattedError, type ValidationContext, type ValidationRule } from 'graphql';
-import { INTERNAL_MESSAGE, type Logger } from '@halo/kit';
+import { INTERNAL_MESSAGE, isIntrospectionField, type Logger } from '@halo/kit';
 
 /**
  * The alias cap: GraphQL Armor's max-aliases rule, reporting (not throwing, which Apollo would
@@ -30,7 +30,7 @@ export const INTROSPECTION_DISABLED = 'INTROSPECTION_DISABLED';
  */
 export const noIntrospectionRule: ValidationRule = (ctx) => ({
   Field(node) {
-    if (node.name.value !== '__schema' && node.name.value !== '__type') return;
+    if (!isIntrospectionField(node.name.value)) return;
     ctx.reportError(
       new GraphQLError('GraphQL introspection is disabled on this server (GRAPHQL_INTROSPECTION)', {
         nodes: node,

@@ -35,6 +35,11 @@ export const CORS_ALLOWED_HEADERS = [
   'X-Apollo-Operation-Name',
   'graphql-client-name',
   'graphql-client-version',
+  // What field usage reads (src/usage/clients.ts), the SDK sending the first two on every GraphQL request.
+  'apollographql-client-name',
+  'apollographql-client-version',
+  'x-client-name',
+  'x-client-version',
   'X-Request-Id',
 ].join(', ');
 export const CORS_EXPOSED_HEADERS = [

@@ -15,5 +15,5 @@ export {
   sendBodyError,
 } from './body';
 export { clientAddress, clientOf, forwardedFor, parseTrustedProxies, type ClientOf, type TrustedProxies } from './forwarded';
-export { upstreamOrigin, type UpstreamOrigin } from './upstream-origin';
+export { CLOSED_UNDER_REQUEST, sendOnNewConnection, TIMED_OUT, type UpstreamTimeouts } from './upstream';
 export { createCors, CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_S, ORIGIN_NOT_ALLOWED, type CorsStage } from './cors';

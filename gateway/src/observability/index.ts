@@ -14,3 +14,4 @@ export {
   type UpstreamOutcome,
   type WatchedSources,
 } from './metrics';
+export { observedFromApollo, type ObservedOperation, type OperationObserver } from './operations';

@@ -7,7 +7,7 @@ import {
   type Server,
 } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
-import { observedFromApollo, type OperationObserver } from '../graphql/lean';
+import { observedFromApollo, type OperationObserver } from './operations';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import {
   createProcessRegistry,
@@ -132,8 +132,8 @@ export interface GatewayMetrics {
   graphqlPlugin<C extends object>(): ApolloServerPlugin<C>;
   /** What that plugin records of an answered operation (the lean path calls it too, ADR 0016). */
   observeOperation: OperationObserver;
-  /** A POST operation offered to the lean path: answered by it, or left to Apollo Server. */
-  leanAnswered: (by: 'lean' | 'direct' | 'cache' | 'apollo') => void;
+  /** An HTTP operation while the lean path is on: answered by it, or left to Apollo Server (and why). */
+  leanAnswered: (by: 'lean' | 'direct' | 'cache' | 'apollo', reason?: string) => void;
   /** The rate limits' counters (src/ratelimit): store failures (failed open) and refusals by policy. */
   rateLimit: { storeError(): void; limited(policy: string): void };
   /** gRPC calls the gateway makes (auth's API-key exchange). */
@@ -174,14 +174,13 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
   });
   const lean = new Counter({
     name: 'halo_graphql_lean_requests_total',
-    help: "Plain POST /graphql operations offered to the lean path (ADR 0016), by who answered: lean (the executor), direct (one subgraph's data as it came, ADR 0019), cache (the edge response cache), or apollo (what it leaves to Apollo Server)",
-    labelNames: ['by'] as const,
+    help: "HTTP /graphql operations while the lean path is on (ADR 0016), by who answered: lean (the executor), direct (one subgraph's data as it came, ADR 0019), cache (the edge response cache), or apollo (left to Apollo Server, with the reason)",
+    labelNames: ['by', 'reason'] as const,
     registers: [registry],
   });
   lean.inc({ by: 'lean' }, 0);
   lean.inc({ by: 'direct' }, 0);
   lean.inc({ by: 'cache' }, 0);
-  lean.inc({ by: 'apollo' }, 0);
   const storeErrors = new Counter({
     name: 'halo_gateway_rate_limit_store_errors_total',
     help: 'Rate-limit checks the shared store (Redis) failed: the request went through uncounted (fail open)',
@@ -221,7 +220,7 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
     },
     graphqlPlugin: () => operationMetricsPlugin(observeOperation, reject),
     observeOperation,
-    leanAnswered: (by) => lean.inc({ by }),
+    leanAnswered: (by, reason) => lean.inc(reason === undefined ? { by } : { by, reason }),
     watch: (next) => watch(registry, watched, next),
     listen: (host, port) => serveMetrics(registry, logger, host, port),
     text: () => registry.metrics(),

@@ -120,7 +120,7 @@ function compositionMetrics(registry: Registry, watched: Watched): void {
   });
   new Counter({
     name: 'halo_gateway_usage_dropped_operations_total',
-    help: 'Executed operations not recorded for usage because USAGE_MAX_OPERATIONS distinct (operation, client) pairs were held',
+    help: 'Executed operations not recorded for usage because USAGE_MAX_OPERATIONS distinct (operation, client, client version) triples were held',
     registers: [registry],
     collect() {
       this.reset();
@@ -129,7 +129,7 @@ function compositionMetrics(registry: Registry, watched: Watched): void {
   });
   new Counter({
     name: 'halo_gateway_usage_reports_total',
-    help: 'Usage reports (one per hour, operation and client) by what became of them: sent, retried (failed once), dropped (failed twice)',
+    help: 'Usage reports (one per hour, operation, client and client version) by what became of them: sent, retried (failed once), dropped (failed twice)',
     labelNames: ['outcome'] as const,
     registers: [registry],
     collect() {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { requestContextOf, sendJson, TOKEN_REQUIRED, toRestError, type EdgeServiceName, type Logger } from '@halo/kit';
+import { sendJson, TOKEN_REQUIRED, toRestError, type EdgeServiceName, type Logger, boundRequestId } from '@halo/kit';
 import type { CallerResolver } from '../auth';
 import type { GatewayResponse } from '../observability';
 import type { RateLimits, RateLimitTicket } from '../ratelimit';
@@ -93,6 +93,6 @@ const hasCredentials = (req: IncomingMessage) => req.headers.authorization !== u
 /** A HaloError as its REST answer; anything else is logged and answered 500 without details. */
 function sendError(res: ServerResponse, err: unknown, logger: Logger): void {
   const { status, body } = toRestError(err);
-  if (status >= 500) logger.error({ err, requestId: requestContextOf(res.req)?.requestId }, 'request failed');
+  if (status >= 500) logger.error({ err, requestId: boundRequestId(res.req) }, 'request failed');
   if (!res.headersSent) sendJson(res, status, body);
 }

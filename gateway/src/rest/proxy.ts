@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerR
 import { Readable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { Pool, type Dispatcher } from 'undici';
-import { requestContextOf, REQUEST_ID_HEADER, sendJson, type Logger, type EdgeServiceName } from '@halo/kit';
+import { REQUEST_ID_HEADER, sendJson, type Logger, type EdgeServiceName, boundRequestId } from '@halo/kit';
 import {
   clientOf,
   hasBody,
@@ -12,7 +12,11 @@ import {
   payloadTooLarge,
   readBody,
   sendBodyError,
+  sendOnNewConnection,
+  CLOSED_UNDER_REQUEST,
+  TIMED_OUT,
   type TrustedProxies,
+  type UpstreamTimeouts,
 } from '../http';
 import type { GatewayMetrics } from '../observability';
 
@@ -98,7 +102,7 @@ export function upstreamHeaders(req: IncomingMessage, trusted: TrustedProxies | 
     if (dropped.has(name) || (named !== null && named.has(name))) continue;
     out[name] = incoming[name];
   }
-  const requestId = requestContextOf(req)?.requestId;
+  const requestId = boundRequestId(req);
   if (requestId !== undefined) out[REQUEST_ID_HEADER] = requestId;
   const encrypted = (req.socket as TLSSocket).encrypted === true;
   const host = incoming.host;
@@ -145,6 +149,8 @@ interface Target {
   service: EdgeServiceName;
   /** The service's keep-alive connections (undici: one request at a time on each, no pipelining). */
   pool: Pool;
+  origin: string;
+  timeouts: UpstreamTimeouts;
   /** The base URL's path, if any (`http://host/base` → `/base`), put before every request path. */
   prefix: string;
 }
@@ -173,15 +179,10 @@ export function createServiceProxies({
   const byService = new Map<EdgeServiceName, Target>();
   for (const [service, target] of Object.entries(targets) as [EdgeServiceName, string][]) {
     const url = new URL(target);
-    const pool = new Pool(url.origin, {
-      connections: maxSockets,
-      pipelining: 1,
-      // Each a 504: no connection, no answer head, or silence within the answer body.
-      connectTimeout: timeoutMs,
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-    });
-    byService.set(service, { pool, service, prefix: url.pathname.replace(/\/+$/, '') });
+    // Each a 504: no connection, no answer head, or silence within the answer body.
+    const timeouts = { connectTimeout: timeoutMs, headersTimeout: timeoutMs, bodyTimeout: timeoutMs };
+    const pool = new Pool(url.origin, { connections: maxSockets, pipelining: 1, ...timeouts });
+    byService.set(service, { pool, origin: url.origin, timeouts, service, prefix: url.pathname.replace(/\/+$/, '') });
   }
 
   return {
@@ -192,7 +193,7 @@ export function createServiceProxies({
     forward(service: EdgeServiceName, req: IncomingMessage, res: ServerResponse): void {
       const target = byService.get(service);
       if (!target) {
-        logger.error({ requestId: requestContextOf(req)?.requestId, service }, 'no upstream configured for the service');
+        logger.error({ requestId: boundRequestId(req), service }, 'no upstream configured for the service');
         sendJson(res, 502, { error: 'Bad gateway' });
         return;
       }
@@ -228,24 +229,32 @@ export type ServiceProxies = ReturnType<typeof createServiceProxies>;
  * One proxied request, dispatched on the service's undici pool. `body`: bytes already read (JSON);
  * null: stream `req`; undefined: none.
  */
-function exchange(p: Proxying, target: Target, req: IncomingMessage, res: ServerResponse, body: Buffer | null | undefined): void {
+function exchange(
+  p: Proxying,
+  target: Target,
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: Buffer | null | undefined,
+  attempt = 1,
+): void {
   const headers = upstreamHeaders(req, p.trustedProxies);
   // Without a Content-Length undici sends a streamed body chunked (the incoming
   // Transfer-Encoding is hop-by-hop and not copied).
   if (body) headers['content-length'] = String(body.length);
-  const handler = new Exchange(p, target, req, res, body === null);
+  const retry = attempt === 1 && body === undefined && SAFE_METHODS.has(req.method ?? '');
+  const handler = new Exchange(p, target, req, res, body === null, retry);
   const stream = body === null ? countedBody(req, p.bodyLimit, () => handler.tooLarge()) : null;
   // 'close' without a finished answer: the client left (or the gateway destroyed the answer).
-  res.on('close', () => handler.closed());
-  target.pool.dispatch(
-    {
-      method: req.method as Dispatcher.HttpMethod,
-      path: target.prefix + (req.url ?? '/'),
-      headers: headers as Record<string, string | string[]>,
-      body: body ?? stream,
-    },
-    handler,
-  );
+  if (attempt === 1) res.on('close', () => exchangeOf.get(res)?.closed());
+  exchangeOf.set(res, handler);
+  const request: Dispatcher.DispatchOptions = {
+    method: req.method as Dispatcher.HttpMethod,
+    path: target.prefix + (req.url ?? '/'),
+    headers: headers as Record<string, string | string[]>,
+    body: body ?? stream,
+  };
+  if (attempt === 1) target.pool.dispatch(request, handler);
+  else sendOnNewConnection(target.origin, target.timeouts, request, handler);
 }
 
 /**
@@ -272,6 +281,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     private readonly res: ServerResponse,
     /** The request body streams (rather than having been read whole, or there being none). */
     private readonly streamed: boolean,
+    /** A safe request without a body, not yet sent again: it may go once more (below). */
+    private readonly retry: boolean,
   ) {
     this.sentAt = p.metrics ? process.hrtime.bigint() : 0n;
   }
@@ -321,6 +332,13 @@ class Exchange implements Dispatcher.DispatchHandler {
   onResponseError(_c: Dispatcher.DispatchController, err: NodeJS.ErrnoException): void {
     if (this.done) return;
     const code = err.code;
+    // A kept-alive connection the service closed as the request went out (a pod draining in a
+    // rolling update, an idle timeout): no answer came, and a GET changes nothing, so it goes once
+    // more, on a new connection (src/http/upstream.ts). Anything else may have run: its failure stands.
+    if (this.retry && !this.answered && code !== undefined && CLOSED_UNDER_REQUEST.has(code)) {
+      this.done = true;
+      return exchange(this.p, this.target, this.req, this.res, undefined, 2);
+    }
     // Nobody listening (a service down or restarting): say so, and fast (docs/api/conventions.md).
     if (code !== undefined && TIMED_OUT.has(code)) this.fail(504, 'Gateway timeout', 'ETIMEDOUT', err);
     else if (code !== undefined && UNREACHABLE.has(code)) this.fail(503, 'Service unavailable', code, err);
@@ -332,7 +350,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     const { req, res, target } = this;
     if (!this.answered) this.p.metrics?.upstream(target.service, FAILED_AS[status], this.sentAt);
     this.p.logger.error(
-      { requestId: requestContextOf(req)?.requestId, service: target.service, code, message: err.message },
+      { requestId: boundRequestId(req), service: target.service, code, message: err.message },
       status === 504 ? 'upstream timed out' : 'upstream request failed',
     );
     if (res.headersSent || res.destroyed) return void res.destroy();
@@ -341,11 +359,14 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 }
 
+/** Methods that change nothing (RFC 9110 §9.2.1): sent again when their connection closed under them. */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** Each response's current exchange (a request sent again has a second one): what the client leaving aborts. */
+const exchangeOf = new WeakMap<ServerResponse, Exchange>();
+
 /** Why the gateway aborts an upstream request itself (never reported: `done` is set first). */
 const CLIENT_GONE = new Error('the gateway gave the request up');
-
-/** undici's timeouts: connecting, waiting for the answer head, silence within the body. */
-const TIMED_OUT = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
 /**
  * A streamed request body counted against the limit, with backpressure both ways. Over the limit,

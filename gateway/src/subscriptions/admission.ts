@@ -1,17 +1,7 @@
-import {
-  getOperationAST,
-  getVariableValues,
-  GraphQLError,
-  OperationTypeNode,
-  type DocumentNode,
-  type GraphQLSchema,
-  type OperationDefinitionNode,
-} from 'graphql';
-import type { ValidationRule } from 'graphql';
-import { deeperThan, MAX_VARIABLES_DEPTH, type LoadedSupergraph, type OperationPolicy } from '../graphql';
+import { GraphQLError, OperationTypeNode, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { admitOperation, type Documents, type LoadedSupergraph, type OperationPolicy } from '../graphql';
 import type { RateLimits } from '../ratelimit';
 import { error, type ClientHeaders, type Connection, type OperationContext, type SubscriptionContext } from './context';
-import { DocumentCache } from './documents';
 import { SubscriptionPlanner } from './planner';
 
 /** What one operation sent over a socket or an event stream becomes: its execution arguments, or the errors to answer. */
@@ -32,6 +22,7 @@ export type UsageRecorder = (
   document: DocumentNode,
   operation: OperationDefinitionNode,
   headers: ClientHeaders,
+  variables: Readonly<Record<string, unknown>>,
 ) => void;
 
 export interface SubscribePayload {
@@ -41,7 +32,7 @@ export interface SubscribePayload {
 }
 
 export interface Admission {
-  documents: DocumentCache;
+  documents: Documents;
   planner: SubscriptionPlanner;
   policy: OperationPolicy;
   recordUsage: UsageRecorder | undefined;
@@ -52,33 +43,13 @@ export interface Admission {
  * parsed and validated (token and alias caps), its variables coerced, its depth, cost and
  * `@authenticated` fields checked; a subscription is planned too.
  */
-export function admitOperation(loaded: LoadedSupergraph, connection: Connection, payload: SubscribePayload, a: Admission): Admitted {
+export function admitSocketOperation(loaded: LoadedSupergraph, connection: Connection, payload: SubscribePayload, a: Admission): Admitted {
   if (typeof payload.query !== 'string' || payload.query === '') return [error('A query is required', 'BAD_REQUEST')];
-  const parsed = a.documents.get(loaded, payload.query);
-  if (!('kind' in parsed)) return parsed;
-  const document = parsed;
   const operationName = payload.operationName ?? undefined;
-  const operation = getOperationAST(document, operationName);
-  if (!operation) return [error('Unable to identify the operation', 'BAD_REQUEST')];
-  const inputs = payload.variables ?? {};
-  // As over HTTP (graphql/request-checks.ts): coercion walks variables recursively, so a socket's
-  // message of thousands of nested levels would overflow the stack.
-  if (deeperThan(inputs, MAX_VARIABLES_DEPTH)) {
-    return [
-      error(`variables are nested deeper than ${MAX_VARIABLES_DEPTH} levels`, 'VARIABLES_DEPTH_LIMIT', {
-        maxVariablesDepth: MAX_VARIABLES_DEPTH,
-      }),
-    ];
-  }
-  const coerced = getVariableValues(loaded.apiSchema, operation.variableDefinitions ?? [], inputs);
-  if (coerced.errors) return coerced.errors.map((e) => error(e.message, 'BAD_USER_INPUT'));
-  let cost: number;
-  try {
-    cost = a.policy.check(loaded.apiSchema, document, operation, inputs, connection.caller);
-  } catch (err) {
-    if (err instanceof GraphQLError) return [err];
-    throw err;
-  }
+  // The steps every transport runs (graphql/operation-steps.ts), against the same caches.
+  const admitted = admitOperation(a.documents, a.policy, loaded.apiSchema, { ...payload, query: payload.query }, connection.caller);
+  if ('step' in admitted) return admitted.errors;
+  const { document, operation, cost, variables: inputs } = admitted;
   const base = { schema: loaded.apiSchema, document, operationName, variableValues: inputs, cost };
   if (operation.operation !== OperationTypeNode.SUBSCRIPTION) {
     return {
@@ -88,7 +59,7 @@ export function admitOperation(loaded: LoadedSupergraph, connection: Connection,
   }
   try {
     const plan = a.planner.planFor(loaded, document, operation);
-    a.recordUsage?.(loaded.apiSchema, document, operation, connection.client);
+    a.recordUsage?.(loaded.apiSchema, document, operation, connection.client, inputs);
     return { ...base, contextValue: { kind: 'subscription', connection, plan, variables: inputs, document, operation } };
   } catch (err) {
     if (err instanceof GraphQLError) return [err];
@@ -98,23 +69,21 @@ export function admitOperation(loaded: LoadedSupergraph, connection: Connection,
 
 /**
  * The admission both transports share (WebSocket `subscribe`, an SSE request): the checks of
- * `admitOperation` against the supergraph being served, then the rate limits (a request counted,
+ * `admitSocketOperation` against the supergraph being served, then the rate limits (a request counted,
  * its cost spent) once the operation passed them. The planner is the one `policy.onLoad` re-judges.
  */
 export function createAdmission(opts: {
   policy: OperationPolicy;
-  parseOptions: { maxTokens: number };
-  validationRules: ValidationRule[];
+  documents: Documents;
   recordUsage?: UsageRecorder | undefined;
   rateLimits?: RateLimits | null | undefined;
 }) {
-  const { policy, rateLimits } = opts;
-  const documents = new DocumentCache(opts.parseOptions, opts.validationRules);
+  const { policy, rateLimits, documents } = opts;
   const planner = new SubscriptionPlanner(policy, documents);
   const admit = async (connection: Connection, payload: SubscribePayload): Promise<Admitted> => {
     const loaded = policy.current();
     if (!loaded) return [error('The gateway is starting', 'UNAVAILABLE')];
-    const admitted = admitOperation(loaded, connection, payload, { documents, planner, policy, recordUsage: opts.recordUsage });
+    const admitted = admitSocketOperation(loaded, connection, payload, { documents, planner, policy, recordUsage: opts.recordUsage });
     if ('cost' in admitted && rateLimits && connection.limitKey !== undefined) {
       const refused = await rateLimits.charge(connection.limitKey, connection.caller !== null, admitted.cost);
       if (refused) return [refused];

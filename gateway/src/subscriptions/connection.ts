@@ -1,7 +1,10 @@
 import type { IncomingMessage } from 'node:http';
+import type { Client } from 'graphql-ws';
+import type { GraphQLError } from 'graphql';
 import { bindRequestContext, isHaloError, saneRequestId, type Caller, type Logger, type RequestContext } from '@halo/kit';
 import type { CallerResolver } from '../auth';
-import type { Connection } from './context';
+import { clientHeadersOf } from '../usage';
+import { error, type Connection } from './context';
 
 /** graphql-ws's close codes the gateway uses (the client does not retry 4401). */
 export const CLOSE_UNAUTHORIZED = 4401;
@@ -65,19 +68,34 @@ export async function resolveConnection(
     const unauthorized = isHaloError(err) && err.httpStatus === 401;
     return { refused: unauthorized ? 'unauthorized' : 'unavailable', message: isHaloError(err) ? err.message : 'error' };
   }
-  const named = (key: string) => {
-    const v = params[key] ?? request.headers[key];
-    return typeof v === 'string' ? v : undefined;
-  };
-  const client = { apollo: named('apollographql-client-name'), halo: named('x-client-name') };
+  // Browsers cannot set headers on a WebSocket upgrade: such clients name themselves in `connection_init`.
+  const client = clientHeadersOf((key) => params[key] ?? request.headers[key]);
   return { client, caller, authorization: req.headers.authorization, context, upstreams: new Map(), expiry: undefined };
 }
 
-/** A closing socket: its expiry timer and its upstream sockets go. */
+/** A closing socket: its expiry and renewal timers and its upstream sockets go. */
 export function closeConnection(connection: Connection): void {
   clearTimeout(connection.expiry);
-  for (const client of connection.upstreams.values()) void client.dispose();
+  clearTimeout(connection.renewal);
+  for (const client of connection.upstreams.values()) disposeUpstream(client);
   connection.upstreams.clear();
+}
+
+/**
+ * Closes an upstream graphql-ws client, never throwing. Its `dispose()` awaits a connection attempt
+ * still pending and rejects when that attempt is then refused (the subgraph is down or restarting):
+ * nothing is left to close then, and the subscriptions on it have had their error already. Left
+ * unhandled, that rejection would end the gateway for every client.
+ */
+export function disposeUpstream(client: Client): void {
+  Promise.resolve()
+    .then(() => client.dispose())
+    .catch(() => undefined);
+}
+
+/** Ends an upstream subscription's iterator (graphql-ws sends `complete`), never throwing. */
+export function endUpstream(events: AsyncIterator<unknown>): void {
+  events.return?.().catch(() => undefined);
 }
 
 /**
@@ -113,4 +131,60 @@ export function expiryOf(authorization: string | undefined): number | null {
   } catch {
     return null;
   }
+}
+
+/** What an API key's connection needs to keep its credentials fresh (`keepApiKeyFresh`). */
+export interface Renewal {
+  /** The credentials as the client sent them (`x-api-key`), exchanged again each period. */
+  params: Record<string, unknown>;
+  request: IncomingMessage;
+  callers: CallerResolver;
+  /** How often the key is exchanged again; a revoked key's subscriptions end within one period. */
+  periodMs: number;
+  /** Every subscription of the connection ends with this error, then the socket or stream. */
+  end: (error: GraphQLError) => void;
+  /** The connection's token was renewed (shared upstreams may hand over to it now). */
+  renewed: () => void;
+  log: Logger;
+}
+
+/**
+ * An API key's connection: auth exchanged the key for a short-lived token (minutes), which the
+ * subgraphs check on their own sockets and end them with. Every `periodMs` the key is exchanged
+ * again, as a request with it would be (auth answers for revocation, nothing is cached): the new
+ * token replaces the old on the connection, for the upstreams opened from now on and the shared
+ * ones' make-before-break handovers (./shared-upstream.ts). A key refused (revoked, expired) ends
+ * every subscription with UNAUTHENTICATED; auth out of reach is tried again the next period, and
+ * the subscriptions end with UNAUTHENTICATED when the token held expires unrenewed. Never silent.
+ */
+export function keepApiKeyFresh(connection: Connection, r: Renewal): void {
+  const armExpiry = () => {
+    clearTimeout(connection.expiry);
+    closeWhenExpired(connection, () => r.end(error('Token expired', 'UNAUTHENTICATED')));
+  };
+  const renew = async () => {
+    const fresh = await resolveConnection(r.params, r.request, connection.context, r.callers);
+    if ('refused' in fresh) {
+      r.log.info({ requestId: connection.context.requestId, reason: fresh.message }, 'api key refused on renewal');
+      if (fresh.refused === 'unauthorized') return r.end(error(fresh.message, 'UNAUTHENTICATED'));
+    } else {
+      connection.authorization = fresh.authorization;
+      connection.caller = fresh.caller;
+      armExpiry();
+      r.renewed();
+    }
+    schedule();
+  };
+  const schedule = () => {
+    connection.renewal = setTimeout(() => void renew().catch((err: unknown) => r.log.error({ err }, 'api key renewal failed')), r.periodMs);
+    connection.renewal.unref();
+  };
+  armExpiry();
+  schedule();
+}
+
+/** Whether a connection's client sent an API key (its token is the gateway's to renew). */
+export function usesApiKey(params: Record<string, unknown>): boolean {
+  const authorization = params.authorization ?? params.Authorization;
+  return typeof authorization !== 'string' && typeof params['x-api-key'] === 'string';
 }

@@ -2,17 +2,18 @@ import type { Client } from 'graphql-ws';
 import { GraphQLError, type DocumentNode, type GraphQLFormattedError, type OperationDefinitionNode } from 'graphql';
 import type { Caller, RequestContext } from '@halo/kit';
 import type { OperationRequestText } from '../graphql';
+import type { ClientHeaders } from '../usage';
 import type { SubscriptionPlan } from './plan';
 import type { DirectNext } from './ws-frames';
 
-/** The client names a socket gave (its `connection_init` payload, else its upgrade request). */
-export interface ClientHeaders {
-  apollo: string | undefined;
-  halo: string | undefined;
-}
+export type { ClientHeaders };
 
 /** One client socket, from an accepted `connection_init` until it closes. */
 export interface Connection {
+  /**
+   * The client's name and version as it declared them (src/usage/clients.ts): each from the
+   * socket's `connection_init` payload, else its upgrade request's headers; an SSE request's headers.
+   */
   client: ClientHeaders;
   caller: Caller | null;
   authorization: string | undefined;
@@ -24,6 +25,10 @@ export interface Connection {
   context: RequestContext;
   upstreams: Map<string, Client>;
   expiry: NodeJS.Timeout | undefined;
+  /** An API key's connection: the next exchange of its key (./connection.ts `keepApiKeyFresh`). */
+  renewal?: NodeJS.Timeout | undefined;
+  /** Its token is an API key's, renewed by the gateway: even its unshared subscriptions hand over. */
+  apiKey?: boolean;
   /** The rate limits' partition of the socket's caller (src/ratelimit), when limits are on. */
   limitKey?: string | undefined;
 }

@@ -1,8 +1,7 @@
 import { getVariableValues, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import type { Logger } from '@halo/kit';
-import type { LoadedSupergraph, OperationPolicy } from '../graphql';
+import type { Documents, LoadedSupergraph, OperationPolicy } from '../graphql';
 import { error, type SubscriptionContext } from './context';
-import type { DocumentCache } from './documents';
 import { planSubscription, readJoinMap, type JoinMap, type SubscriptionPlan } from './plan';
 import type { Channel } from './shared-upstream';
 
@@ -16,7 +15,7 @@ export class SubscriptionPlanner {
 
   constructor(
     private readonly policy: OperationPolicy,
-    private readonly documents: DocumentCache,
+    private readonly documents: Documents,
   ) {}
 
   planFor(loaded: LoadedSupergraph, document: DocumentNode, operation: OperationDefinitionNode): SubscriptionPlan {
@@ -67,7 +66,7 @@ export class SubscriptionPlanner {
   ): SubscriptionPlan | null {
     if (seen.has(ctx.plan)) return seen.get(ctx.plan)!;
     let plan: SubscriptionPlan | null = null;
-    if (this.documents.validates(loaded, ctx.document)) {
+    if (this.documents.validates(loaded.apiSchema, ctx.document)) {
       try {
         const next = planSubscription(loaded.apiSchema, this.joinOf(loaded), ctx.document, ctx.operation, callerDependent(loaded));
         if (next.graph === ctx.plan.graph && next.query === ctx.plan.query) plan = next;

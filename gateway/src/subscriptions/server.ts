@@ -1,22 +1,15 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { useServer } from 'graphql-ws/use/ws';
-import type {
-  DocumentNode,
-  ExecutionResult,
-  FormattedExecutionResult,
-  GraphQLSchema,
-  OperationDefinitionNode,
-  ValidationRule,
-} from 'graphql';
+import type { ExecutionResult, FormattedExecutionResult } from 'graphql';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Logger, OriginList } from '@halo/kit';
 import type { CallerResolver } from '../auth';
-import type { GraphQLContext, OperationPolicy, OperationRequestText } from '../graphql';
+import { connectionContextOf, type Documents, type GraphQLContext, type OperationPolicy, type OperationRequestText } from '../graphql';
 import type { RateLimits } from '../ratelimit';
-import { createAdmission, type Admitted } from './admission';
-import { closeConnection, openConnection } from './connection';
-import { formatError, type ClientHeaders, type Connection, type OperationContext, type SubscriptionContext } from './context';
+import { createAdmission, type Admitted, type UsageRecorder } from './admission';
+import { CLOSE_UNAUTHORIZED, closeConnection, keepApiKeyFresh, openConnection, usesApiKey } from './connection';
+import { formatError, type Connection, type OperationContext, type SubscriptionContext } from './context';
 import { EntityResolver } from './entities';
 import { SharedResult, SharingWebSocket } from './sharing';
 import { createStreamHandler } from './sse';
@@ -31,6 +24,8 @@ import { DirectNext } from './ws-frames';
  *   checked exactly as HTTP checks them. None: an anonymous connection. Bad ones: the socket is
  *   closed with 4401 Unauthorized (graphql-ws clients do not retry that code); a token that
  *   expires while connected closes it the same way, so a subscription never outlives its token.
+ *   An API key's token is the gateway's: renewed every API_KEY_RECHECK_MS, and a refused key ends
+ *   every subscription with UNAUTHENTICATED, then the socket with 4401 (./connection.ts).
  * - Every operation is parsed, validated and judged by the same code as HTTP (token and alias
  *   caps, depth, cost, `@authenticated`: src/graphql/operation-policy.ts) before anything is forwarded,
  *   then counted by the rate limits as one request spending its cost (src/ratelimit): over a
@@ -61,19 +56,20 @@ export interface SubscriptionOptions {
   policy: OperationPolicy;
   /** Each subgraph's GraphQL URL as served now (src/supergraph: it follows the compositions). */
   subgraphUrls: Readonly<Record<string, string>>;
-  parseOptions: { maxTokens: number };
-  validationRules: ValidationRule[];
+  /** The edge's document step, shared with the HTTP paths (graphql/documents.ts). */
+  documents: Documents;
   /** Queries and mutations over the socket: the HTTP pipeline. */
   executeOperation: (request: OperationRequestText, context: GraphQLContext) => Promise<FormattedExecutionResult>;
   /** Largest message accepted from a client (bytes). */
   maxPayload: number;
+  /** How often an API key's open connection exchanges its key again (./connection.ts `keepApiKeyFresh`). */
+  apiKeyRecheckMs: number;
   /** The browser origins allowed to open a socket besides the gateway's own (CORS_ORIGINS). */
   origins: OriginList;
   /** Requests and cost per caller (src/ratelimit): each `subscribe` message counts; null: unlimited. */
   rateLimits?: RateLimits | null;
   /** Field usage (src/usage): told of every subscription started, with the client's name. */
-  recordUsage?:
-    ((schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, headers: ClientHeaders) => void) | undefined;
+  recordUsage?: UsageRecorder | undefined;
   logger: Logger;
 }
 
@@ -92,6 +88,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     upstreams,
     executeOperation: opts.executeOperation,
     bodyLimit: opts.maxPayload,
+    apiKeyRecheckMs: opts.apiKeyRecheckMs,
     logger,
   });
 
@@ -99,14 +96,12 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     {
       connectionInitWaitTimeout: 5_000,
       onConnect: async (ctx) => {
-        const connection = await openConnection(
-          { params: ctx.connectionParams ?? {}, request: ctx.extra.request, socket: ctx.extra.socket },
-          callers,
-          log,
-        );
+        const params = ctx.connectionParams ?? {};
+        const connection = await openConnection({ params, request: ctx.extra.request, socket: ctx.extra.socket }, callers, log);
         if (!connection) return false;
         connection.limitKey = opts.rateLimits?.keyOf(ctx.extra.request, connection.caller);
         connections.set(ctx, connection);
+        if (connection.caller && usesApiKey(params)) renewWithKey(connection, params, ctx.extra, upstreams, { ...opts, log });
         return true;
       },
       onSubscribe: async (ctx, id, payload) =>
@@ -115,12 +110,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       subscribe: (args) => upstreams.subscribe(args.contextValue as SubscriptionContext) as unknown as AsyncGenerator<ExecutionResult>,
       execute: async (args) => {
         const { connection, request } = args.contextValue as OperationContext;
-        const { caller, authorization, context } = connection;
-        return (await opts.executeOperation(request, {
-          authorization,
-          caller,
-          requestId: context.requestId,
-        })) as unknown as ExecutionResult;
+        return (await opts.executeOperation(request, connectionContextOf(connection))) as unknown as ExecutionResult;
       },
       onError: (_ctx, _id, _payload, errors) => errors.map(formatError),
       onNext: (_ctx, _id, _payload, _args, result) => nextMessage(result),
@@ -164,6 +154,33 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       await disposable.dispose();
     },
   };
+}
+
+/**
+ * An API key's socket: its key exchanged again every period (./connection.ts `keepApiKeyFresh`);
+ * refused, every subscription on it ends with the error, then the socket closes with 4401.
+ */
+function renewWithKey(
+  connection: Connection,
+  params: Record<string, unknown>,
+  extra: { request: IncomingMessage; socket: WebSocket },
+  upstreams: UpstreamSubscriptions,
+  opts: { callers: CallerResolver; apiKeyRecheckMs: number; log: Logger },
+): void {
+  connection.apiKey = true;
+  keepApiKeyFresh(connection, {
+    params,
+    request: extra.request,
+    callers: opts.callers,
+    periodMs: opts.apiKeyRecheckMs,
+    log: opts.log,
+    renewed: () => upstreams.renewed(connection),
+    end: (err) => {
+      upstreams.endConnection(connection, err);
+      // Once the error frames are out: nothing is left on the socket.
+      setTimeout(() => extra.socket.close(CLOSE_UNAUTHORIZED, 'Unauthorized'), 200).unref();
+    },
+  });
 }
 
 /** The WebSocket server, and each client socket's TCP stream for the frames of shared events (./ws-frames.ts). */

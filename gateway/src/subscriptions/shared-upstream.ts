@@ -1,7 +1,7 @@
 import type { Client } from 'graphql-ws';
 import type { FormattedExecutionResult, GraphQLError } from 'graphql';
 import type { Logger } from '@halo/kit';
-import { expiryOf } from './connection';
+import { disposeUpstream, endUpstream, expiryOf } from './connection';
 import { error, formatError, type SubscriptionContext } from './context';
 import type { EntityResolver } from './entities';
 import type { EventChannel } from './event-channel';
@@ -35,6 +35,8 @@ interface Source {
   /** After a handover whose seam the old source had passed: the new source's events already delivered. */
   skip: string[];
   ended: boolean;
+  /** When the token it was opened with expires (ms; Infinity: none): the subgraph ends it then. */
+  expiry: number;
 }
 
 /**
@@ -48,8 +50,8 @@ interface Source {
  */
 export class SharedUpstream {
   readonly members = new Map<Channel, SubscriptionContext>();
-  /** Each member's token expiry (ms; Infinity: none), read once. */
-  private readonly expiries = new Map<SubscriptionContext, number>();
+  /** The members' contexts (each subscription has its own). */
+  private readonly subscribed = new Set<SubscriptionContext>();
   private source: Source | null = null;
   /** The source taking over during a handover. */
   private next: Source | null = null;
@@ -69,7 +71,7 @@ export class SharedUpstream {
 
   join(channel: Channel, ctx: SubscriptionContext): void {
     this.members.set(channel, ctx);
-    this.expiries.set(ctx, expiryOf(ctx.connection.authorization) ?? Infinity);
+    this.subscribed.add(ctx);
     if (!this.source) this.source = this.start(ctx);
     else if (this.handoverDue) this.handover();
   }
@@ -77,7 +79,7 @@ export class SharedUpstream {
   leave(channel: Channel): void {
     const ctx = this.members.get(channel);
     if (!ctx || !this.members.delete(channel)) return;
-    this.expiries.delete(ctx);
+    this.subscribed.delete(ctx);
     if (this.members.size === 0) return this.close();
     if (this.source?.owner === ctx && !this.next) this.handover();
   }
@@ -90,7 +92,8 @@ export class SharedUpstream {
       variables: owner.variables,
       ...(owner.plan.operationName ? { operationName: owner.plan.operationName } : {}),
     });
-    const source: Source = { owner, client, events, held: [], since: null, skip: [], ended: false };
+    const expiry = tokenExpiry(owner);
+    const source: Source = { owner, client, events, held: [], since: null, skip: [], ended: false, expiry };
     void this.pipe(source);
     this.armHandover(owner);
     return source;
@@ -114,23 +117,34 @@ export class SharedUpstream {
 
   /**
    * Make-before-break: the subscriber whose token lives longest opens the next upstream. While the
-   * owner stays, only for a token that outlives the owner's (everyone else's socket closes with
-   * their own token before then).
+   * owner stays, only for a token that outlives the current upstream's: another subscriber's, or
+   * the owner's own once renewed (an API key's connection renews its token, ./connection.ts).
+   * Everyone else's socket closes with their own token before then.
    */
   private handover(): void {
     if (this.closed || this.next || !this.source) return;
     const current = this.source;
-    const ownerStays = this.isMember(current.owner);
     let best: SubscriptionContext | undefined;
-    let bestExpiry = ownerStays ? (this.expiries.get(current.owner) ?? Infinity) : -Infinity;
+    let bestExpiry = this.isMember(current.owner) ? current.expiry : -Infinity;
     for (const ctx of this.members.values()) {
-      if (ctx === current.owner) continue;
-      const expiry = this.expiries.get(ctx) ?? Infinity;
+      // Read now, not at join: a renewed token counts with its new expiry.
+      const expiry = tokenExpiry(ctx);
       if (expiry > bestExpiry) [best, bestExpiry] = [ctx, expiry];
     }
     if (!best) return;
     current.since = [];
     this.next = this.start(best);
+  }
+
+  /** A member's connection renewed its token: a handover waiting for a longer-lived token may go now. */
+  renewed(): void {
+    if (this.handoverDue) this.handover();
+  }
+
+  /** Whether one of the members subscribes over `connection`. */
+  hasConnection(connection: SubscriptionContext['connection']): boolean {
+    for (const ctx of this.members.values()) if (ctx.connection === connection) return true;
+    return false;
   }
 
   private async pipe(source: Source): Promise<void> {
@@ -189,9 +203,9 @@ export class SharedUpstream {
     if (!this.isMember(next.owner)) this.handover();
   }
 
-  /** Every subscription has its own context: a member's is in `expiries` while it subscribes. */
+  /** Every subscription has its own context: a member's is in `subscribed` while it subscribes. */
   private isMember(ctx: SubscriptionContext): boolean {
-    return this.expiries.has(ctx);
+    return this.subscribed.has(ctx);
   }
 
   private ended(source: Source, err: unknown): void {
@@ -209,17 +223,21 @@ export class SharedUpstream {
     source.ended = true;
     if (err !== null && this.members.size > 0 && !this.ownerValid(source.owner)) {
       // Chat closed it as its owner's token expired before the owner's socket closed here and
-      // the handover ran (a race of timers): open it again for the others (a gap is possible).
-      this.stop(source);
-      this.source = null;
-      this.source = this.start(this.members.values().next().value!);
-      this.handover();
-      return;
+      // the handover ran (a race of timers): open it again for the others (a gap is possible),
+      // with a member whose token is still valid; none left, every member's own expiry ends it.
+      const valid = [...this.members.values()].find((ctx) => tokenExpiry(ctx) > Date.now());
+      if (valid) {
+        this.stop(source);
+        this.source = null;
+        this.source = this.start(valid);
+        this.handover();
+        return;
+      }
     }
     // The upstream itself ended: every subscriber gets the same end, in order after the events.
     const ctx = source.owner;
     const failure = err === null ? null : this.opener.failure(err, ctx);
-    this.delivery = this.delivery.then(() => {
+    this.queue(() => {
       for (const channel of [...this.members.keys()]) {
         if (failure) channel.fail(failure);
         else channel.end();
@@ -229,13 +247,12 @@ export class SharedUpstream {
 
   /** Whether the owner still subscribes and its token has not expired. */
   private ownerValid(owner: SubscriptionContext): boolean {
-    const expiry = expiryOf(owner.connection.authorization);
-    return this.isMember(owner) && (expiry === null || expiry > Date.now());
+    return this.isMember(owner) && tokenExpiry(owner) > Date.now();
   }
 
   /** Resolves one event's entity parts once and hands the same result to every subscriber. */
   private deliver(event: unknown): void {
-    this.delivery = this.delivery.then(async () => {
+    this.queue(async () => {
       const first = this.members.values().next().value;
       if (!first || this.closed) return;
       const resolved = await this.entities.resolve(event as FormattedExecutionResult, first);
@@ -249,10 +266,20 @@ export class SharedUpstream {
     });
   }
 
+  /**
+   * Runs `step` after every step queued before it. A step that throws is logged and the queue goes
+   * on: one bad event must not stop the events after it, nor leave a rejection nobody handles.
+   */
+  private queue(step: () => void | Promise<void>): void {
+    this.delivery = this.delivery.then(step).catch((err: unknown) => {
+      this.log.error({ err }, 'shared subscription event could not be delivered');
+    });
+  }
+
   private stop(source: Source): void {
     source.ended = true;
-    void source.events.return?.();
-    void source.client.dispose();
+    endUpstream(source.events);
+    disposeUpstream(source.client);
   }
 
   private close(): void {
@@ -264,4 +291,9 @@ export class SharedUpstream {
     this.source = this.next = null;
     this.onEmpty();
   }
+}
+
+/** When the token a subscriber's connection holds now expires (ms; Infinity: none). */
+function tokenExpiry(ctx: SubscriptionContext): number {
+  return expiryOf(ctx.connection.authorization) ?? Infinity;
 }

@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { getOperationAST, OperationTypeNode, type FormattedExecutionResult, type GraphQLFormattedError } from 'graphql';
 import { createHandler, type ExecutionResult, type Request, type RequestParams, type Response } from 'graphql-sse';
-import { isHaloError, requestContextOf, saneRequestId, type Logger, type RequestContext } from '@halo/kit';
+import { isHaloError, requestContextOf, saneRequestId, type Logger, type RequestContext, boundRequestId } from '@halo/kit';
 import type { CallerResolver } from '../auth';
-import { operationRequestError, type GraphQLContext, type OperationRequestText } from '../graphql';
+import { connectionContextOf, operationRequestError, type GraphQLContext, type OperationRequestText } from '../graphql';
 import { ClientGoneError, isEncoded, isJsonType, parseJson, readBody } from '../http';
 import type { Admitted, SubscribePayload } from './admission';
-import { closeConnection, closeWhenExpired, resolveConnection } from './connection';
+import { closeConnection, closeWhenExpired, keepApiKeyFresh, resolveConnection, usesApiKey } from './connection';
 import { error, formatError, type Connection } from './context';
 import { SSE_PLACEHOLDER_CHUNK } from './sharing';
 import { ErrorsAsEvents, once } from './sse-results';
@@ -42,6 +42,8 @@ export interface StreamOptions {
   upstreams: UpstreamSubscriptions;
   executeOperation: (request: OperationRequestText, context: GraphQLContext) => Promise<FormattedExecutionResult>;
   bodyLimit: number;
+  /** How often an API key's open stream exchanges its key again (./connection.ts `keepApiKeyFresh`). */
+  apiKeyRecheckMs: number;
   logger: Logger;
 }
 
@@ -123,7 +125,7 @@ export function createStreamHandler(opts: StreamOptions) {
     serve: (req: IncomingMessage, res: ServerResponse): void => {
       serve(req, res).catch((err: unknown) => {
         if (err instanceof ClientGoneError) return;
-        log.error({ err, requestId: requestContextOf(req)?.requestId }, 'event stream failed');
+        log.error({ err, requestId: boundRequestId(req) }, 'event stream failed');
         if (!res.headersSent) write(res, refuse(500, 'Internal server error', {}, 'INTERNAL_SERVER_ERROR'));
         else res.destroy();
       });
@@ -201,16 +203,25 @@ async function subscribe(
     if (req.method === 'GET' && operation?.operation === OperationTypeNode.MUTATION) {
       return refuse(405, 'Mutations are not allowed over GET', { allow: 'POST' });
     }
-    const result = await opts.executeOperation(ctx.request, {
-      authorization: connection.authorization,
-      caller: connection.caller,
-      requestId: context.requestId,
-    });
+    const result = await opts.executeOperation(ctx.request, connectionContextOf(connection));
     return once(result.errors ? { ...result, errors: result.errors.map(formatError) } : result);
   }
+  const apiKey = connection.caller !== null && usesApiKey(credentials);
+  connection.apiKey = apiKey;
   const channel = opts.upstreams.subscribe(ctx);
-  // A token the client sent ends the stream when it expires (an API key's exchanged token does not).
-  if (connection.caller && typeof raw.headers.authorization === 'string') {
+  if (apiKey) {
+    // The exchanged token is the gateway's to renew; a revoked key ends the stream (./connection.ts).
+    keepApiKeyFresh(connection, {
+      params: credentials,
+      request: raw,
+      callers: opts.callers,
+      periodMs: opts.apiKeyRecheckMs,
+      log,
+      renewed: () => opts.upstreams.renewed(connection),
+      end: (err) => channel.fail(err),
+    });
+  } else if (connection.caller && typeof raw.headers.authorization === 'string') {
+    // A token the client sent ends the stream when it expires.
     closeWhenExpired(connection, () => channel.fail(error('Token expired', 'UNAUTHENTICATED')));
   }
   return (req.context.events = new ErrorsAsEvents(channel));

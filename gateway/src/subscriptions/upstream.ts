@@ -2,6 +2,7 @@ import { createClient, type Client } from 'graphql-ws';
 import { GraphQLError, type FormattedExecutionResult, type GraphQLFormattedError } from 'graphql';
 import WebSocket from 'ws';
 import type { Logger } from '@halo/kit';
+import { endUpstream } from './connection';
 import { error, type Connection, type SubscriptionContext } from './context';
 import type { EntityResolver } from './entities';
 import { EventChannel } from './event-channel';
@@ -19,6 +20,8 @@ export class UpstreamSubscriptions {
   readonly active = new Map<Channel, SubscriptionContext>();
   /** Shared upstream subscriptions by their key (./sharing.ts). */
   private readonly shared = new Map<string, SharedUpstream>();
+  /** Groups made for one API key subscription each (keys `own:<n>`). */
+  private ownGroups = 0;
 
   constructor(
     /** Each subgraph's GraphQL URL as served now. */
@@ -35,8 +38,21 @@ export class UpstreamSubscriptions {
   }
 
   subscribe(ctx: SubscriptionContext): Channel {
-    const key = shareKeyOf(ctx);
+    // An API key's subscription has a group of its own even when nothing can share it: the
+    // group's make-before-break handover moves it to the renewed token before the subgraph ends
+    // the old one (./connection.ts `keepApiKeyFresh`).
+    const key = shareKeyOf(ctx) ?? (ctx.connection.apiKey ? `own:${++this.ownGroups}` : null);
     return key === null ? this.subscribeAlone(ctx) : this.subscribeShared(key, ctx);
+  }
+
+  /** Ends every subscription of `connection` with `err` (its credentials are no longer good). */
+  endConnection(connection: Connection, err: GraphQLError): void {
+    for (const [channel, ctx] of this.active) if (ctx.connection === connection) channel.fail(err);
+  }
+
+  /** `connection` holds a renewed token: the groups it subscribes to may hand over to it now. */
+  renewed(connection: Connection): void {
+    for (const group of this.shared.values()) if (group.hasConnection(connection)) group.renewed();
   }
 
   private subscribeShared(key: string, ctx: SubscriptionContext): Channel {
@@ -78,7 +94,7 @@ export class UpstreamSubscriptions {
     });
     const channel: Channel = new EventChannel(() => {
       this.active.delete(channel);
-      void upstream.return?.();
+      endUpstream(upstream);
     });
     this.active.set(channel, ctx);
     void this.pipe(upstream, channel, ctx);
@@ -123,6 +139,9 @@ export class UpstreamSubscriptions {
       retryAttempts: 0,
       shouldRetry: () => false,
       keepAlive: 10_000,
+      // A subgraph that accepts the socket but never answers (hung) ends the subscriptions with an
+      // error instead of leaving them silent.
+      connectionAckWaitTimeout: 10_000,
     });
   }
 

@@ -151,7 +151,7 @@ export function createSupergraphSource(opts: SupergraphSourceOptions): Supergrap
     subgraphUrls,
     status: () => ({
       ...served,
-      registry: poller?.status() ?? (registry ? { up: false, since: served.since, reason: 'not polled yet' } : null),
+      registry: poller?.status() ?? (registry ? { up: false, since: served.since, reason: 'not polled yet', reached: false } : null),
     }),
     pollNow: async () => poller?.pollNow(),
     stop: stopAll,

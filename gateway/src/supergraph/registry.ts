@@ -7,6 +7,9 @@ export const REGISTRY_AUDIENCE = 'registry';
 export const GATEWAY_ID_HEADER = 'x-halo-gateway-id';
 /** A poll that takes longer than this counts as the registry being away. */
 const POLL_TIMEOUT_MS = 5_000;
+/** The first retry while the registry has never answered, and the most it doubles to. */
+const FIRST_ANSWER_RETRY_MS = 100;
+const FIRST_ANSWER_RETRY_MAX_MS = 500;
 
 export interface RegistryStatus {
   /** The last poll got an answer the gateway could use (200, 304, 404). */
@@ -15,6 +18,8 @@ export interface RegistryStatus {
   since: number;
   /** Why the registry counts as away (the last failure), when it does. */
   reason?: string;
+  /** It has answered at least once since this gateway started (what the files served until then is known stale or not). */
+  reached: boolean;
 }
 
 export interface RegistryPollerOptions {
@@ -47,7 +52,7 @@ export interface RegistryPoller {
 export function startRegistryPoller(opts: RegistryPollerOptions): RegistryPoller {
   const log = opts.logger.child({ component: 'registry' });
   let etag: string | undefined;
-  let state: RegistryStatus = { up: false, since: Date.now(), reason: 'not polled yet' };
+  let state: RegistryStatus = { up: false, since: Date.now(), reason: 'not polled yet', reached: false };
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<void> = Promise.resolve();
@@ -56,12 +61,12 @@ export function startRegistryPoller(opts: RegistryPollerOptions): RegistryPoller
   const mark = (up: boolean, reason?: string) => {
     if (up) {
       if (!state.up) log.info('registry reachable');
-      if (!state.up) state = { up: true, since: Date.now() };
+      if (!state.up) state = { up: true, since: Date.now(), reached: true };
       warned = false;
       return;
     }
     // Away since the last answer (or since start-up, if it never answered).
-    state = { up: false, since: state.up ? Date.now() : state.since, ...(reason ? { reason } : {}) };
+    state = { up: false, since: state.up ? Date.now() : state.since, reached: state.reached, ...(reason ? { reason } : {}) };
     // Logged on the change only: a registry away for an hour is one line, not 1,800.
     if (!warned) log.warn({ reason }, 'registry unreachable; serving the last good composition');
     warned = true;
@@ -102,11 +107,20 @@ export function startRegistryPoller(opts: RegistryPollerOptions): RegistryPoller
     }
   };
 
+  // Until the registry first answers (a gateway booting beside it, or before it), polls come
+  // sooner: from 100 ms, doubling up to 500 ms (or pollMs if shorter), so that the gateway is
+  // ready soon after the registry is. A failed poll is one refused connection or one 5xx.
+  let firstAnswerWait = Math.min(FIRST_ANSWER_RETRY_MS, opts.pollMs);
   const loop = async () => {
     if (stopped) return;
     inFlight = poll().catch((err: unknown) => log.error({ err }, 'registry poll failed'));
     await inFlight;
-    if (!stopped) timer = setTimeout(() => void loop(), opts.pollMs).unref();
+    let wait = opts.pollMs;
+    if (!state.reached) {
+      wait = firstAnswerWait;
+      firstAnswerWait = Math.min(firstAnswerWait * 2, FIRST_ANSWER_RETRY_MAX_MS, opts.pollMs);
+    }
+    if (!stopped) timer = setTimeout(() => void loop(), wait).unref();
   };
   void loop();
 

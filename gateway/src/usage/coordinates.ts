@@ -2,7 +2,10 @@ import { createHash } from 'node:crypto';
 import { usageReportingSignature } from '@apollo/utils.usagereporting';
 import {
   getNamedType,
+  getNullableType,
+  isEnumType,
   isInputObjectType,
+  isListType,
   Kind,
   TypeInfo,
   typeFromAST,
@@ -10,6 +13,7 @@ import {
   visitWithTypeInfo,
   type DocumentNode,
   type FragmentDefinitionNode,
+  type GraphQLInputType,
   type GraphQLSchema,
   type OperationDefinitionNode,
   type SelectionSetNode,
@@ -28,7 +32,7 @@ export interface OperationUsage {
    * id) ever leaves the gateway.
    */
   body: string;
-  /** `Type.field`, `Type.field.arg`, `Input.field` and `Type`, sorted. */
+  /** `Type.field`, `Type.field.arg`, `Input.field`, `Enum.VALUE` and `Type`, sorted. */
   coordinates: string[];
 }
 
@@ -56,8 +60,11 @@ function fragmentsUsed(document: DocumentNode, operation: OperationDefinitionNod
  * The schema coordinates an operation uses, read with graphql-js's TypeInfo over the API schema
  * it was validated against: every field it selects (`Type.field`, through fragments, on the type
  * it is selected on), every argument it passes (`Type.field.arg`), every input object field
- * written in it (`Input.field`), and every named type it touches (`Type`: parents, field and
- * argument types, fragment type conditions, variable types). Introspection fields are left out.
+ * written in it (`Input.field`), every enum value written in it (`Enum.VALUE`), every value of an
+ * enum a selected field returns (a client reading that field may receive any of them), and every
+ * named type it touches (`Type`: parents, field and argument types, fragment type conditions,
+ * variable types). Enum values sent in variables differ per request: `enumValuesOf` reads them.
+ * Introspection fields are left out.
  */
 export function coordinatesOf(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): string[] {
   const out = new Set<string>();
@@ -69,7 +76,13 @@ export function coordinatesOf(schema: GraphQLSchema, document: DocumentNode, ope
       if (!parent || !def || node.name.value.startsWith('__')) return;
       out.add(parent.name);
       out.add(`${parent.name}.${def.name}`);
-      out.add(getNamedType(def.type).name);
+      const type = getNamedType(def.type);
+      out.add(type.name);
+      if (isEnumType(type)) for (const value of type.getValues()) out.add(`${type.name}.${value.name}`);
+    },
+    EnumValue(node) {
+      const type = getNamedType(typeInfo.getInputType());
+      if (type && isEnumType(type)) out.add(`${type.name}.${node.value}`);
     },
     Argument() {
       // A directive's argument (`@include(if:)`) is not a schema coordinate of the graph's.
@@ -105,10 +118,63 @@ export function coordinatesOf(schema: GraphQLSchema, document: DocumentNode, ope
   return [...out].sort();
 }
 
+/** A variable whose type reaches an enum (directly, in a list, or through input object fields). */
+export interface EnumVariable {
+  name: string;
+  type: GraphQLInputType;
+}
+
+/** The variables of an operation whose values name enum values (analysed once per operation). */
+export function enumVariablesOf(schema: GraphQLSchema, operation: OperationDefinitionNode): EnumVariable[] {
+  const found: EnumVariable[] = [];
+  for (const def of operation.variableDefinitions ?? []) {
+    const type = typeFromAST(schema, def.type) as GraphQLInputType | undefined;
+    if (type && reachesEnum(type, new Set())) found.push({ name: def.variable.name.value, type });
+  }
+  return found;
+}
+
+function reachesEnum(type: GraphQLInputType, seen: Set<string>): boolean {
+  const named = getNamedType(type);
+  if (isEnumType(named)) return true;
+  if (!isInputObjectType(named) || seen.has(named.name)) return false;
+  seen.add(named.name);
+  return Object.values(named.getFields()).some((f) => reachesEnum(f.type, seen));
+}
+
+/**
+ * The `Enum.VALUE` coordinates one request's variables name, added to `out` (at most `max` in
+ * all): walked along the variables' types, so only values in enum positions count.
+ */
+export function enumValuesOf(
+  variables: Readonly<Record<string, unknown>>,
+  enumVariables: readonly EnumVariable[],
+  out: Set<string>,
+  max: number,
+): void {
+  const walk = (value: unknown, type: GraphQLInputType, depth: number): void => {
+    if (value === null || value === undefined || out.size >= max || depth > 64) return;
+    const t = getNullableType(type);
+    if (isListType(t)) {
+      if (Array.isArray(value)) for (const item of value) walk(item, t.ofType, depth + 1);
+      else walk(value, t.ofType, depth + 1);
+    } else if (isEnumType(t)) {
+      if (typeof value === 'string' && t.getValue(value)) out.add(`${t.name}.${value}`);
+    } else if (isInputObjectType(t) && typeof value === 'object' && !Array.isArray(value)) {
+      const fields = t.getFields();
+      for (const key of Object.keys(value)) {
+        const field = fields[key];
+        if (field) walk((value as Record<string, unknown>)[key], field.type, depth + 1);
+      }
+    }
+  };
+  for (const v of enumVariables) walk(variables[v.name], v.type, 0);
+}
+
 /** What the registry takes per report (docs/registry.md `POST /v1/usage`): longer is cut. */
 const MAX_NAME = 200;
 const MAX_BODY = 100_000;
-const MAX_COORDINATES = 5_000;
+export const MAX_COORDINATES = 5_000;
 const MAX_COORDINATE = 300;
 
 /** One operation's usage record: its signature, hash and coordinates, within the registry's bounds. */
@@ -125,19 +191,4 @@ export function operationUsage(schema: GraphQLSchema, document: DocumentNode, op
       .filter((c) => c.length <= MAX_COORDINATE)
       .slice(0, MAX_COORDINATES),
   };
-}
-
-const CLIENT_NAME_MAX = 64;
-const NOT_CLIENT_NAME = /[^A-Za-z0-9._/-]+/g;
-export const UNKNOWN_CLIENT = 'unknown';
-
-/**
- * The client's name as the registry stores it (docs/registry.md): `apollographql-client-name`,
- * else `x-client-name`, else `unknown`; only `[A-Za-z0-9._/-]`, at most 64 characters.
- */
-export function clientNameOf(apolloName: string | undefined, haloName: string | undefined): string {
-  const raw = apolloName || haloName;
-  if (!raw) return UNKNOWN_CLIENT;
-  const clean = raw.replace(NOT_CLIENT_NAME, '').slice(0, CLIENT_NAME_MAX);
-  return clean === '' ? UNKNOWN_CLIENT : clean;
 }

@@ -1,12 +1,21 @@
 import type { ApolloServerPlugin, GraphQLRequestContextWillSendResponse, GraphQLRequestListener } from '@apollo/server';
 import type { Logger, ServiceIdentity } from '@halo/kit';
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
-import { observedFromApollo, type OperationObserver } from '../graphql/lean';
-import { clientNameOf } from './coordinates';
+import { observedFromApollo, type OperationObserver } from '../observability';
+import { clientCache, type ClientHeaders } from './clients';
 import { UsageRecorder } from './recorder';
 import { createUsageSender, type ReportStats } from './reporter';
 
-export { clientNameOf, coordinatesOf, operationUsage, type OperationUsage } from './coordinates';
+export {
+  CLIENT_HEADERS,
+  clientHeadersOf,
+  clientNameOf,
+  clientVersionOf,
+  UNKNOWN_CLIENT,
+  type ClientHeaders,
+  type UsageClient,
+} from './clients';
+export { coordinatesOf, operationUsage, type OperationUsage } from './coordinates';
 export { UsageRecorder, type UsageReport } from './recorder';
 
 export interface UsageOptions {
@@ -26,12 +35,13 @@ export interface UsageReporting {
   plugin<C extends object>(): ApolloServerPlugin<C>;
   /** What that plugin records of an answered operation (the lean path calls it too, ADR 0016). */
   observe: OperationObserver;
-  /** One operation that came another way (a subscription over WebSocket). */
+  /** One operation that came another way (a subscription over WebSocket or SSE), with what its connection declared. */
   record(
     schema: GraphQLSchema,
     document: DocumentNode,
     operation: OperationDefinitionNode,
-    client: { apollo: string | undefined; halo: string | undefined },
+    client: ClientHeaders,
+    variables?: Readonly<Record<string, unknown>> | null,
   ): void;
   /** Cumulative counters (metrics). */
   stats(): { dropped: number; reports: ReportStats };
@@ -41,27 +51,11 @@ export interface UsageReporting {
   stop(): Promise<void>;
 }
 
-/** Small cache of sanitized client names: clients send the same few names again and again. */
-function clientNames() {
-  const known = new Map<string, string>();
-  return (apollo: string | undefined, halo: string | undefined): string => {
-    const key = apollo || halo;
-    if (!key) return clientNameOf(undefined, undefined);
-    let name = known.get(key);
-    if (name === undefined) {
-      name = clientNameOf(apollo, halo);
-      if (known.size >= 1_000) known.clear();
-      known.set(key, name);
-    }
-    return name;
-  };
-}
-
 /**
  * Field usage, recorded off the request path and sent to the registry (docs/registry.md): which
- * schema coordinates each executed operation uses, per operation signature, client and hour,
- * batched every `flushMs`. The registry's checks use it to tell a field nobody asked for from
- * one clients depend on. Fails open: the registry away changes no answer.
+ * schema coordinates each executed operation uses, per operation signature, client (name and
+ * version) and hour, batched every `flushMs`. The registry's checks use it to tell a field nobody
+ * asked for from one clients depend on. Fails open: the registry away changes no answer.
  */
 export function createUsageReporting(opts: UsageOptions): UsageReporting {
   const recorder = new UsageRecorder(opts.maxOperations);
@@ -73,14 +67,26 @@ export function createUsageReporting(opts: UsageOptions): UsageReporting {
     maxReports: opts.maxOperations,
     logger: opts.logger,
   });
-  const nameOf = clientNames();
+  const clientOf = clientCache();
   // One listener object for every request: no closure per request.
   /** One answered operation: an executed one (it has `data`) is recorded. */
-  const observe: OperationObserver = ({ schema, document, operation, result, header }) => {
+  const observe: OperationObserver = ({ schema, document, operation, result, header, variables }) => {
     if (!document || !operation) return;
     // Refused before execution (limits, auth): a request error has no `data` (GraphQL spec).
     if (!('data' in result)) return;
-    recorder.record(schema, document, operation, nameOf(header('apollographql-client-name'), header('x-client-name')));
+    recorder.record(
+      schema,
+      document,
+      operation,
+      clientOf(
+        header('apollographql-client-name'),
+        header('x-client-name'),
+        header('apollographql-client-version'),
+        header('x-client-version'),
+      ),
+      Date.now(),
+      variables,
+    );
   };
   const listener: GraphQLRequestListener<object> = {
     // eslint-disable-next-line @typescript-eslint/require-await -- Apollo Server types the hook as returning a promise; a throw rejects.
@@ -97,7 +103,20 @@ export function createUsageReporting(opts: UsageOptions): UsageReporting {
   return {
     plugin: () => ({ requestDidStart: () => Promise.resolve(listener) }),
     observe,
-    record: (schema, document, operation, client) => recorder.record(schema, document, operation, nameOf(client.apollo, client.halo)),
+    record: (schema, document, operation, client, variables) =>
+      recorder.record(
+        schema,
+        document,
+        operation,
+        clientOf(
+          client['apollographql-client-name'],
+          client['x-client-name'],
+          client['apollographql-client-version'],
+          client['x-client-version'],
+        ),
+        Date.now(),
+        variables,
+      ),
     stats: () => ({ dropped: recorder.dropped, reports: sender.stats() }),
     flush: async () => {
       await flushing;

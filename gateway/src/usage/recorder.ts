@@ -1,6 +1,7 @@
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import type { UsageReport } from '@halo/kit';
-import { operationUsage, type OperationUsage } from './coordinates';
+import type { UsageClient } from './clients';
+import { enumValuesOf, enumVariablesOf, MAX_COORDINATES, operationUsage, type EnumVariable, type OperationUsage } from './coordinates';
 
 const HOUR_MS = 3_600_000;
 
@@ -13,21 +14,32 @@ interface OperationEntry {
   operation: OperationDefinitionNode;
   /** undefined until analysed; null when the analysis failed (never reported). */
   usage: OperationUsage | null | undefined;
+  /** Its variables that carry enum values (most operations: none, and nothing is read per request). */
+  enumVariables: readonly EnumVariable[];
+  /** The `Enum.VALUE`s its requests sent in variables (bounded). */
+  enumValues: Set<string> | undefined;
 }
+
+/** Enum values remembered per operation from its variables: beyond, more are not recorded. */
+const MAX_ENUM_VALUES = 1_000;
+
+/** Counts of one operation in one hour: per client name, then per client version ('' unknown). */
+type ClientCounts = Map<string, Map<string, number>>;
 
 interface HourBucket {
   start: number;
-  counts: Map<OperationEntry, Map<string, number>>;
+  counts: Map<OperationEntry, ClientCounts>;
 }
 
 /**
- * Counts executed operations per hour, operation and client, in bounded memory.
+ * Counts executed operations per hour, operation and client (name and version), in bounded memory.
  *
  * Per request the cost is a few Map lookups and an increment: an operation is known by its
  * (cached, parsed) document node, so the same operation text is never parsed, visited or hashed
  * again. A new operation is analysed later (`setImmediate`, after the response is on its way):
- * its signature, hash and schema coordinates. At most `maxPairs` distinct (operation, client)
- * pairs are held between two drains; a request that would add one more is counted as dropped.
+ * its signature, hash and schema coordinates. At most `maxPairs` distinct (operation, client name,
+ * client version) triples are held between two drains; a request that would add one more is
+ * counted as dropped.
  */
 export class UsageRecorder {
   private readonly entries = new WeakMap<OperationDefinitionNode, OperationEntry>();
@@ -46,16 +58,30 @@ export class UsageRecorder {
     private readonly analyse: typeof operationUsage = operationUsage,
   ) {}
 
-  record(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, client: string, now = Date.now()): void {
+  record(
+    schema: GraphQLSchema,
+    document: DocumentNode,
+    operation: OperationDefinitionNode,
+    /** A name alone: the version is unknown. */
+    client: UsageClient | string,
+    now = Date.now(),
+    variables?: Readonly<Record<string, unknown>> | null,
+  ): void {
     if (now >= this.currentEnd || this.current === null) this.openHour(now);
     let entry = this.entries.get(operation);
     // The same node validated against another schema (a new supergraph): analysed again.
     if (entry === undefined || entry.schema !== schema) entry = this.track(schema, document, operation);
+    if (entry.enumVariables.length > 0 && variables) {
+      enumValuesOf(variables, entry.enumVariables, (entry.enumValues ??= new Set()), MAX_ENUM_VALUES);
+    }
+    const name = typeof client === 'string' ? client : client.name;
+    const version = typeof client === 'string' ? '' : client.version;
     const counts = this.current!.counts;
     let byClient = counts.get(entry);
-    const n = byClient?.get(client);
+    let byVersion = byClient?.get(name);
+    const n = byVersion?.get(version);
     if (n !== undefined) {
-      byClient!.set(client, n + 1);
+      byVersion!.set(version, n + 1);
       return;
     }
     if (this.pairs >= this.maxPairs) {
@@ -63,16 +89,17 @@ export class UsageRecorder {
       return;
     }
     this.pairs++;
-    if (byClient === undefined) counts.set(entry, (byClient = new Map<string, number>()));
-    byClient.set(client, 1);
+    if (byClient === undefined) counts.set(entry, (byClient = new Map<string, Map<string, number>>()));
+    if (byVersion === undefined) byClient.set(name, (byVersion = new Map<string, number>()));
+    byVersion.set(version, 1);
   }
 
-  /** Distinct (operation, client) pairs held now. */
+  /** Distinct (operation, client name, client version) triples held now. */
   get size(): number {
     return this.pairs;
   }
 
-  /** Everything counted since the last drain, as reports (merged by hour, hash and client). */
+  /** Everything counted since the last drain, as reports (merged by hour, hash, client and version). */
   drain(): UsageReport[] {
     this.analysePending();
     const buckets = this.current ? [...this.buckets, this.current] : this.buckets;
@@ -85,18 +112,25 @@ export class UsageRecorder {
       for (const [entry, byClient] of bucket.counts) {
         const usage = entry.usage;
         if (!usage) continue;
-        for (const [client, count] of byClient) {
-          const key = `${hour}\n${usage.hash}\n${client}`;
-          const known = merged.get(key);
-          if (known) known.count += count;
-          else
-            merged.set(key, {
-              hour,
-              client,
-              operation: { hash: usage.hash, name: usage.name, body: usage.body },
-              coordinates: usage.coordinates,
-              count,
-            });
+        const coordinates = entry.enumValues?.size ? withEnumValues(usage.coordinates, entry.enumValues) : usage.coordinates;
+        for (const [client, byVersion] of byClient) {
+          for (const [version, count] of byVersion) {
+            const key = `${hour}\n${usage.hash}\n${client}\n${version}`;
+            const known = merged.get(key);
+            if (known) {
+              known.count += count;
+              if (known.coordinates !== coordinates) known.coordinates = withEnumValues(known.coordinates, coordinates);
+            } else
+              merged.set(key, {
+                hour,
+                client,
+                // Absent when unknown, as a report from before versions were recorded.
+                ...(version ? { clientVersion: version } : {}),
+                operation: { hash: usage.hash, name: usage.name, body: usage.body },
+                coordinates,
+                count,
+              });
+          }
         }
       }
     }
@@ -111,7 +145,14 @@ export class UsageRecorder {
   }
 
   private track(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): OperationEntry {
-    const entry: OperationEntry = { schema, document, operation, usage: undefined };
+    const entry: OperationEntry = {
+      schema,
+      document,
+      operation,
+      usage: undefined,
+      enumVariables: operation.variableDefinitions?.length ? enumVariablesOf(schema, operation) : [],
+      enumValues: undefined,
+    };
     this.entries.set(operation, entry);
     this.pending.push(entry);
     if (!this.analysing) {
@@ -132,4 +173,9 @@ export class UsageRecorder {
       }
     }
   }
+}
+
+/** The coordinates of an operation with the enum values its variables named, sorted, bounded. */
+function withEnumValues(coordinates: readonly string[], more: Iterable<string>): string[] {
+  return [...new Set([...coordinates, ...more])].sort().slice(0, MAX_COORDINATES);
 }
