@@ -1,3 +1,4 @@
+import { clientInfoHeaders, unlessGiven } from './client-info.js';
 import { MemoryCookieJar, type CookieJar } from './cookie-jar.js';
 import { GraphQLClient, type GraphQLSettings } from './graphql.js';
 import {
@@ -42,8 +43,22 @@ export interface HaloClientOptions {
   cookieJar?: CookieJar | false;
   /** `credentials` of the /auth/* requests (default `include`, so a browser sends the refresh cookie cross-origin too). */
   credentials?: FetchCredentials;
-  /** Sent with every request. */
+  /** Sent with every request (over HTTP and SSE; not in a WebSocket's `connection_init`). */
   headers?: Record<string, string>;
+  /**
+   * The name the gateway records this app's GraphQL usage under, sent as `apollographql-client-name`
+   * with every GraphQL request and subscription (HTTP, SSE, and the WebSocket's `connection_init`).
+   * The registry's checks name it with the version when a change would break an operation it
+   * sends: `GetProducts (ios-app 2.3.1, 12)`. Default `@halo/client` (and this package's version);
+   * `''` sends neither header. At most 64 characters of `A-Z a-z 0-9 . _ / @ -` are kept.
+   */
+  clientName?: string;
+  /**
+   * The app's version, sent as `apollographql-client-version` (e.g. `2.3.1`). Default: none when
+   * `clientName` is set, this package's version when it is not. At most 64 characters of
+   * `A-Z a-z 0-9 . _ + -`: the gateway records any other as no version.
+   */
+  clientVersion?: string;
   /** Called for an answer from a deprecated API version (`Deprecation`, `Sunset`, `Link`). */
   onDeprecation?: (notice: DeprecationNotice) => void;
   graphql?: Partial<GraphQLSettings>;
@@ -114,7 +129,8 @@ export class HaloClient {
     );
     this.transport = transport;
     const graphqlPath = opts.graphql?.path ?? '/graphql';
-    this.subscriptions = subscriptionTransport(opts, transport, this.session, { graphqlPath, fetchImpl, sleep });
+    const clientInfo = clientInfoHeaders(opts.clientName, opts.clientVersion);
+    this.subscriptions = subscriptionTransport(opts, transport, this.session, { graphqlPath, fetchImpl, sleep, clientInfo });
     this.auth = new AuthApi(transport, this.session);
     this.content = new ContentApi(transport);
     this.products = new ProductsApi(transport, '');
@@ -125,6 +141,8 @@ export class HaloClient {
       transport,
       { path: graphqlPath, persistedQueries: opts.graphql?.persistedQueries ?? true, getForQueries: opts.graphql?.getForQueries ?? false },
       this.subscriptions,
+      // The client's own `headers` win: the transport sends them under these.
+      unlessGiven(clientInfo, opts.headers),
     );
   }
 
@@ -161,13 +179,19 @@ function subscriptionTransport(
   opts: HaloClientOptions,
   transport: Transport,
   session: Session,
-  { graphqlPath, fetchImpl, sleep }: { graphqlPath: string; fetchImpl: typeof fetch; sleep: Sleep },
+  {
+    graphqlPath,
+    fetchImpl,
+    sleep,
+    clientInfo,
+  }: { graphqlPath: string; fetchImpl: typeof fetch; sleep: Sleep; clientInfo: Record<string, string> },
 ): SubscriptionTransport {
   const o = opts.subscriptions;
   const reconnect = { attempts: 10, baseDelayMs: 1000, maxDelayMs: 30_000, ...o?.reconnect };
   if (o?.transport === 'sse') {
     const url = o.url ?? transport.url({ path: `${graphqlPath}/stream` });
-    return new SseSubscriptions({ url, fetch: fetchImpl, reconnect, headers: opts.headers ?? {} }, session, opts.apiKey, sleep);
+    const headers = { ...unlessGiven(clientInfo, opts.headers), ...opts.headers };
+    return new SseSubscriptions({ url, fetch: fetchImpl, reconnect, headers }, session, opts.apiKey, sleep);
   }
   return new Subscriptions(
     {
@@ -175,6 +199,7 @@ function subscriptionTransport(
       webSocketImpl: o?.webSocketImpl,
       reconnect,
       keepAliveMs: o?.keepAliveMs ?? 0,
+      clientInfo,
       ...(o?.onConnected ? { onConnected: o.onConnected } : {}),
       ...(o?.onClosed ? { onClosed: o.onClosed } : {}),
     },

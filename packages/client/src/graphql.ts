@@ -1,3 +1,4 @@
+import { unlessGiven } from './client-info.js';
 import { GraphQLRequestError, HaloApiError, type GraphQLErrorEntry } from './errors.js';
 import { resumable, type ResumeOptions } from './resume.js';
 import { iterateSubscription, type SubscriptionSink, type SubscriptionTransport } from './subscriptions.js';
@@ -80,6 +81,8 @@ export class GraphQLClient {
     private readonly t: Transport,
     private readonly settings: GraphQLSettings,
     private readonly subscriptions: SubscriptionTransport,
+    /** The client's name and version headers (./client-info.ts), less those the client's own `headers` set. */
+    private readonly clientInfo: Record<string, string> = {},
   ) {}
 
   /** Runs a query; its `data`, or GraphQLRequestError when the answer has `errors`. */
@@ -217,7 +220,7 @@ export class GraphQLClient {
       ...spec,
       auth: 'optional',
       ...(opts.signal ? { signal: opts.signal } : {}),
-      ...(opts.headers ? { headers: opts.headers } : {}),
+      headers: this.headersOf(opts),
     });
     if (!isResult(res.body)) throw this.notGraphQL(spec, res);
     return { result: res.body as GraphQLResult<TData>, status: res.status, requestId: res.requestId, headers: res.headers };
@@ -229,7 +232,7 @@ export class GraphQLClient {
       ...spec,
       auth: 'optional',
       ...(opts.signal ? { signal: opts.signal } : {}),
-      ...(opts.headers ? { headers: opts.headers } : {}),
+      headers: this.headersOf(opts),
     });
     if (Array.isArray(res.body) && res.body.length === wire.length && res.body.every(isResult)) return res.body as GraphQLResult[];
     // The whole batch was refused (e.g. 400 BATCH_LIMIT_EXCEEDED): one answer with errors.
@@ -238,6 +241,11 @@ export class GraphQLClient {
       throw new GraphQLRequestError(body.errors!, body.data ?? null, res.status, res.requestId);
     }
     throw this.notGraphQL(spec, res);
+  }
+
+  /** A request's own headers: the client's name and version, unless the call names them itself. */
+  private headersOf(opts: GraphQLCallOptions): Record<string, string> {
+    return opts.headers ? { ...unlessGiven(this.clientInfo, opts.headers), ...opts.headers } : this.clientInfo;
   }
 
   private notGraphQL(spec: RequestSpec, res: HaloResponse<unknown>): HaloApiError {

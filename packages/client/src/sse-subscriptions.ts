@@ -18,7 +18,7 @@ export interface SseSettings {
   url: string;
   fetch: typeof fetch;
   reconnect: ReconnectOptions;
-  /** Sent with every stream request (the client's own `headers`). */
+  /** Sent with every stream request (the client's own `headers`, and its name and version: ./client-info.ts). */
   headers: Record<string, string>;
 }
 

@@ -28,6 +28,11 @@ export interface SubscriptionSettings {
   onConnected?: (reconnected: boolean) => void;
   /** Each closed socket (a CloseEvent-like `{ code, reason }`), before any reconnect. */
   onClosed?: (event: unknown) => void;
+  /**
+   * The client's name and version (./client-info.ts), sent in `connection_init`: a browser cannot
+   * set headers on a WebSocket upgrade, and the gateway reads them there first.
+   */
+  clientInfo?: Record<string, string>;
 }
 
 export interface SubscriptionSink<TData> {
@@ -194,8 +199,9 @@ export class Subscriptions implements SubscriptionTransport {
         this.socketGeneration = this.session.generation;
         const token = this.session.accessToken;
         this.socketHadToken = token !== null;
-        if (this.apiKey) return { 'x-api-key': this.apiKey };
-        return token ? { authorization: `Bearer ${token}` } : {};
+        const clientInfo = this.settings.clientInfo ?? {};
+        if (this.apiKey) return { ...clientInfo, 'x-api-key': this.apiKey };
+        return token ? { ...clientInfo, authorization: `Bearer ${token}` } : { ...clientInfo };
       },
       retryAttempts: this.settings.reconnect.attempts,
       retryWait: (retries) => this.sleep(this.backoff(retries)),

@@ -11,6 +11,7 @@ import {
   type GraphQLResult,
   type HaloClient,
 } from '../src';
+import { SDK_VERSION } from '../src/version';
 import { json, until } from './servers';
 
 /**
@@ -188,10 +189,13 @@ function collect(chatId: string): Collected {
 
 const texts = (c: Collected) => c.events.map((e) => e.data?.newMessage.text);
 
-it('sends the token in connection_init and delivers events of its chat only', async () => {
+/** What the SDK names itself with by default, in every connection_init (./client-info.test.ts). */
+const SDK_INFO = { 'apollographql-client-name': '@halo/client', 'apollographql-client-version': SDK_VERSION };
+
+it('sends the token and the client name and version in connection_init and delivers events of its chat only', async () => {
   const c = collect('general');
   await until('the subscription', () => srv.hub.size === 1);
-  expect(srv.initPayloads).toEqual([{ authorization: 'Bearer tok-1' }]);
+  expect(srv.initPayloads).toEqual([{ ...SDK_INFO, authorization: 'Bearer tok-1' }]);
   srv.hub.publish({ id: '1', chatId: 'general', text: 'halo' });
   srv.hub.publish({ id: '2', chatId: 'other', text: 'nope' });
   srv.hub.publish({ id: '3', chatId: 'general', text: 'lagi' });
@@ -226,7 +230,7 @@ it('on 4401 (token expired) renews the token ONCE for all subscriptions and reco
   await until('both resubscribed', () => srv.hub.size === 2 && srv.initPayloads.length === 2, 5_000);
   expect(srv.refreshCalls).toBe(1);
   expect(halo.accessToken).toBe('tok-2');
-  expect(srv.initPayloads[1]).toEqual({ authorization: 'Bearer tok-2' });
+  expect(srv.initPayloads[1]).toEqual({ ...SDK_INFO, authorization: 'Bearer tok-2' });
   expect(closed).toEqual([4401]);
   srv.hub.publish({ id: '1', chatId: 'a', text: 'after renewal' });
   srv.hub.publish({ id: '2', chatId: 'b', text: 'also' });

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from './logger';
-import { currentRequestId, requestContextOf } from './request-context';
+import { currentRequestId, boundRequestId } from './request-context';
 
 /**
  * How an access-log line names what was asked: the gateway writes the `path` alone (a query string
@@ -17,7 +17,7 @@ export type AccessLogTarget = 'path' | 'url';
  */
 export function logRequest(logger: Logger, req: IncomingMessage, res: ServerResponse, key: AccessLogTarget, target: string): void {
   const lines = accessLoggerOf(logger);
-  const requestId = currentRequestId() ?? requestContextOf(req)?.requestId;
+  const requestId = currentRequestId() ?? boundRequestId(req);
   const start = process.hrtime.bigint();
   // 'close' fires once per response: `on` spares the once-wrapper `once` makes per request.
   res.on('close', () => {
@@ -26,8 +26,22 @@ export function logRequest(logger: Logger, req: IncomingMessage, res: ServerResp
       key === 'path'
         ? { requestId, method: req.method, path: target, status: res.statusCode, ms }
         : { requestId, method: req.method, url: target, status: res.statusCode, ms };
-    lines.info(res.writableFinished ? line : { ...line, aborted: true }, 'request');
+    const entry = res.writableFinished ? line : { ...line, aborted: true };
+    if ((res as Quiet)[QUIET] === true) lines.debug(entry, 'request');
+    else lines.info(entry, 'request');
   });
+}
+
+const QUIET = Symbol('halo.accessLog.quiet');
+type Quiet = ServerResponse & { [QUIET]?: boolean };
+
+/**
+ * This answer's access-log line at `debug` instead of `info`: for an answer that says nothing
+ * happened and comes every few seconds from every replica (the registry's 304 to a gateway's
+ * poll), which at `info` would be most of the log.
+ */
+export function quietAccessLog(res: ServerResponse): void {
+  (res as Quiet)[QUIET] = true;
 }
 
 const accessLoggers = new WeakMap<Logger, Logger>();

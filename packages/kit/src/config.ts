@@ -48,6 +48,14 @@ export const env = {
       .transform((v) => v === 'true' || v === '1')
       .optional(),
   url: () => z.url({ message: 'must be a URL' }).optional(),
+  /** A free-text reason a person wrote (an acknowledgement): trimmed, 1 to 1000 characters. */
+  reason: () =>
+    z
+      .string()
+      .trim()
+      .min(1, { message: 'must be a reason (who was told, why)' })
+      .max(1000, { message: 'must be at most 1000 characters' })
+      .optional(),
   str: (fallback: string) => z.string().default(fallback),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** `development` enables dev defaults (demo seed, dev secrets); `production` never does. */

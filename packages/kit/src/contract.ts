@@ -41,7 +41,10 @@ export function serviceContract(opts: {
 export interface UsageReport {
   /** The hour's start, ISO 8601 (UTC). */
   hour: string;
+  /** The client's name (`unknown` when it gave none). */
   client: string;
+  /** The client's version; absent when unknown. */
+  clientVersion?: string;
   operation: { hash: string; name: string; body: string };
   coordinates: string[];
   count: number;
@@ -76,7 +79,8 @@ export async function publishContract(
   contract: ServiceContract,
   opts: { registryUrl: string; identity: ServiceIdentity; timeoutMs?: number; acknowledge?: string },
 ): Promise<PublishResult> {
-  const token = await opts.identity.tokenFor('registry');
+  // The registry spends publish tokens: a retry must not reuse one (docs/registry.md).
+  const token = await opts.identity.singleUseToken('registry');
   let res: Response;
   try {
     res = await fetch(`${opts.registryUrl.replace(/\/+$/, '')}/v1/publish`, {

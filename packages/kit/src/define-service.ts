@@ -28,6 +28,7 @@ import {
   type SubgraphSubscriptions,
 } from './service';
 import { runService } from './run';
+import { NotReady } from './http';
 import { formatGraphQLError } from './graphql';
 import { leanGraphql, type LeanGraphql } from './graphql-lean';
 import { preloadServiceLibraries } from './lazy';
@@ -51,6 +52,8 @@ export function kitConfigShape(name: ServiceName) {
     REGISTRY_PUBLISH_ON_START: env.flag(),
     /** Publish the contract and exit, serving nothing (the chart's post-install/upgrade hook). */
     HALO_PUBLISH_CONTRACT_ONLY: env.flag(),
+    /** The reason a publish lets breaking changes through with (the registry records it; chart: publish.acknowledge). */
+    REGISTRY_PUBLISH_ACKNOWLEDGE: env.reason(),
     /** Serve the plain `POST /graphql` on the lean path (ADR 0015); default on, `false` leaves all of it to Apollo Server. */
     GRAPHQL_LEAN: env.flag(),
   };
@@ -105,6 +108,7 @@ export function publishConfigShape(name: ServiceName) {
     REGISTRY_URL: env.url(),
     SERVICE_PUBLIC_URL: env.url(),
     HALO_PUBLISH_CONTRACT_ONLY: env.flag(),
+    REGISTRY_PUBLISH_ACKNOWLEDGE: env.reason(),
   };
 }
 
@@ -216,6 +220,15 @@ export interface DefinedService<C, D> {
 }
 
 /** Publishing at start waits for the registry this long at most (it may start beside the service). */
+/** A publish refusal in one line: the registry's answer, then the check's errors and notes. */
+function refusalOf(err: PublishError): string {
+  const report = (
+    err.body as { report?: { notes?: string[]; composition?: { errors?: string[] }; rest?: { errors?: string[] } } } | undefined
+  )?.report;
+  const why = [...(report?.composition?.errors ?? []), ...(report?.rest?.errors ?? []), ...(report?.notes ?? [])].join('; ');
+  return `${err.message}${why ? ` — ${why}` : ''}`;
+}
+
 const PUBLISH_RETRY_MS = { first: 250, max: 5_000, giveUpAfter: 120_000 };
 
 // eslint-disable-next-line max-lines-per-function -- one closure over the definition, shared by migrate, start and main; to split (issue 26)
@@ -243,7 +256,14 @@ export function defineService<X extends z.ZodRawShape = Record<never, never>, C 
    * Publishes after start without delaying it: retried with backoff while the registry is
    * unreachable (under `npm start` it boots beside the services), given up when refused.
    */
-  const publishAfterStart = (config: C, logger: Logger, identity: ServiceIdentity, lifecycle: Lifecycle, httpPort: number) => {
+  const publishAfterStart = (
+    config: C,
+    logger: Logger,
+    identity: ServiceIdentity,
+    lifecycle: Lifecycle,
+    httpPort: number,
+    refused: (why: string) => void,
+  ) => {
     const c = contract(config, httpPort);
     if (!c || !config.REGISTRY_URL) return;
     const registryUrl = config.REGISTRY_URL;
@@ -257,7 +277,8 @@ export function defineService<X extends z.ZodRawShape = Record<never, never>, C 
     const attempt = async (delay: number): Promise<void> => {
       if (stopped) return;
       try {
-        const { body } = await publishContract(c, { registryUrl, identity });
+        const acknowledge = (config as { REGISTRY_PUBLISH_ACKNOWLEDGE?: string }).REGISTRY_PUBLISH_ACKNOWLEDGE;
+        const { body } = await publishContract(c, { registryUrl, identity, ...(acknowledge ? { acknowledge } : {}) });
         logger.info(
           { version: body.version, composition: body.composition, unchanged: body.unchanged ?? false },
           'contract published to the registry',
@@ -269,6 +290,9 @@ export function defineService<X extends z.ZodRawShape = Record<never, never>, C 
           return;
         }
         logger.error({ err: (err as Error).message, report: err instanceof PublishError ? err.body : undefined }, 'contract not published');
+        // Refused by the check: the gateways keep the previous contract, which this process no
+        // longer serves as published; not ready until that is fixed (an unreachable registry is not this service's fault).
+        if (err instanceof PublishError && err.kind === 'refused') refused(`contract refused by the registry: ${refusalOf(err)}`);
       }
     };
     void attempt(PUBLISH_RETRY_MS.first);
@@ -285,7 +309,12 @@ export function defineService<X extends z.ZodRawShape = Record<never, never>, C 
       if (config.SEED_DEMO_DATA && def.seed) await def.seed({ ...parts, domain });
 
       const extraReady = def.ready;
-      const ready = extraReady ? async () => (await db.ping(), await extraReady(domain)) : () => db.ping();
+      let refusal: string | null = null;
+      const ready = async () => {
+        if (refusal !== null) throw new NotReady(refusal);
+        await db.ping();
+        if (extraReady) await extraReady(domain);
+      };
       const app = createHttpApp({ logger, lifecycle, ready, bodyLimit: config.BODY_LIMIT, metrics });
       def.configureHttp?.(app, config);
       let subscriptions: SubgraphSubscriptions | undefined;
@@ -319,7 +348,9 @@ export function defineService<X extends z.ZodRawShape = Record<never, never>, C 
 
       const grpcServices = def.grpc?.(domain, logger) ?? [];
       const served = await serveService({ app, lean, grpcServices, identity, metrics, config, lifecycle, logger, db, subscriptions });
-      if (config.REGISTRY_PUBLISH_ON_START) publishAfterStart(config, logger, identity, lifecycle, served.httpPort);
+      if (config.REGISTRY_PUBLISH_ON_START) {
+        publishAfterStart(config, logger, identity, lifecycle, served.httpPort, (why) => (refusal = why));
+      }
       return { ...served, domain };
     });
 
@@ -336,17 +367,17 @@ export function defineService<X extends z.ZodRawShape = Record<never, never>, C 
         'Invalid configuration: SERVICE_SIGNING_KEY: is required to publish the contract (its token authenticates the service to the registry)',
       );
     try {
-      const { body } = await publishContract(c, { registryUrl: config.REGISTRY_URL!, identity });
+      const { body } = await publishContract(c, {
+        registryUrl: config.REGISTRY_URL!,
+        identity,
+        ...(config.REGISTRY_PUBLISH_ACKNOWLEDGE ? { acknowledge: config.REGISTRY_PUBLISH_ACKNOWLEDGE } : {}),
+      });
       process.stdout.write(
         `${def.name}: contract ${body.unchanged ? 'unchanged at' : 'published as'} version ${body.version} (composition ${body.composition})\n`,
       );
     } catch (err) {
       if (!(err instanceof PublishError)) throw err;
-      const notes = (
-        err.body as { report?: { notes?: string[]; composition?: { errors?: string[] }; rest?: { errors?: string[] } } } | undefined
-      )?.report;
-      const why = [...(notes?.composition?.errors ?? []), ...(notes?.rest?.errors ?? []), ...(notes?.notes ?? [])].join('; ');
-      process.stderr.write(`${def.name}: contract not published: ${err.message}${why ? ` — ${why}` : ''}\n`);
+      process.stderr.write(`${def.name}: contract not published: ${refusalOf(err)}\n`);
       process.exitCode = err.kind === 'unreachable' ? 3 : 1;
     }
   };

@@ -290,6 +290,22 @@ export function leanRequest(body: unknown): LeanRequest | null {
   };
 }
 
+/** `__schema` and `__type`: the introspection fields (`__typename` is not one: every client needs it). */
+export const isIntrospectionField = (name: string): boolean => name === '__schema' || name === '__type';
+
+/** Whether a document selects an introspection field anywhere (the lean paths leave those to Apollo). */
+export function asksForIntrospection(document: DocumentNode): boolean {
+  let found = false;
+  visit(document, {
+    Field(node) {
+      if (!isIntrospectionField(node.name.value)) return undefined;
+      found = true;
+      return BREAK;
+    },
+  });
+  return found;
+}
+
 /** Parsed and validated with graphql-js's rules, as Apollo does; null for what Apollo must answer. */
 function prepareDocument(schema: GraphQLSchema, query: string): Prepared {
   let document: DocumentNode;
@@ -299,17 +315,7 @@ function prepareDocument(schema: GraphQLSchema, query: string): Prepared {
     return null;
   }
   // Introspection is refused in production by an extra Apollo rule: Apollo keeps answering it.
-  let introspects = false;
-  visit(document, {
-    Field(node) {
-      if (node.name.value === '__schema' || node.name.value === '__type') {
-        introspects = true;
-        return BREAK;
-      }
-      return undefined;
-    },
-  });
-  if (introspects) return null;
+  if (asksForIntrospection(document)) return null;
   if (validate(schema, document, specifiedRules).length > 0) return null;
   return { document };
 }
@@ -317,9 +323,10 @@ function prepareDocument(schema: GraphQLSchema, query: string): Prepared {
 /**
  * Apollo's `normalizeAndFormatErrors` for one error: a GraphQLError (a thrown value wrapped), its
  * `extensions.code` defaulted to INTERNAL_SERVER_ERROR, `extensions.http` taken as the answer's
- * status and headers, the stack trace where Apollo adds it.
+ * status and headers, the stack trace where Apollo adds it. The subgraphs' lean path and the
+ * gateway's (gateway/src/graphql/lean.ts) both answer through it.
  */
-function enrichError(
+export function enrichError(
   error: GraphQLError,
   includeStacktrace: boolean,
   status: number,
@@ -350,8 +357,12 @@ interface CacheHint {
   inheritMaxAge?: boolean;
 }
 
-/** Apollo's `CachePolicy` (cachePolicy.ts): what `info.cacheControl.cacheHint` is to a resolver. */
-class CachePolicy {
+/**
+ * Apollo's `CachePolicy` (cachePolicy.ts): what `info.cacheControl.cacheHint` is to a resolver,
+ * and what an operation's answer may be cached for (the gateway's lean path restricts one by each
+ * subgraph's Cache-Control, as Apollo Server's does).
+ */
+export class CachePolicy {
   maxAge: number | undefined = undefined;
   scope: 'PUBLIC' | 'PRIVATE' | undefined = undefined;
 

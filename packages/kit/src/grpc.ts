@@ -264,7 +264,7 @@ export async function callUnary<Req, Res>(
     if (isHaloError(err)) throw err;
     const e = err as grpc.ServiceError;
     if (e.metadata?.get(REFUSED_BY_IDENTITY).length) {
-      throw new HaloError('INTERNAL', `refused by ${opts.auth?.audience ?? 'the peer'}'s service identity: ${e.details}`);
+      throw new IdentityRefused(opts.auth?.audience ?? 'the peer', e.details);
     }
     throw fromGrpcError(e);
   }
@@ -336,5 +336,19 @@ export async function waitForServing(address: string, opts: { service?: string; 
     return false;
   } finally {
     client.close();
+  }
+}
+
+/**
+ * The peer refused this process's service token (its SERVICE_TRUSTED_KEYS lacks this process's
+ * key, or this caller may not call that method): a deployment's misconfiguration, not the
+ * client's fault. An INTERNAL error (a 500) unless the caller answers it otherwise.
+ */
+export class IdentityRefused extends HaloError {
+  constructor(
+    readonly peer: string,
+    readonly detail: string,
+  ) {
+    super('INTERNAL', `refused by ${peer}'s service identity: ${detail}`);
   }
 }

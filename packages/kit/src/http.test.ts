@@ -1,5 +1,6 @@
 import express from 'express';
 import request from 'supertest';
+import { quietAccessLog } from './access-log';
 import { conflict, notFound } from './errors';
 import { REQUEST_ID_HEADER, errorHandler, healthCheck, jsonBody, notFoundHandler, requestContext, requestIdOf, route } from './http';
 import { Lifecycle } from './lifecycle';
@@ -25,6 +26,12 @@ function buildApp(opts: { lifecycle?: Lifecycle; ready?: () => Promise<void> } =
     },
   });
   route(router, '/only-post', { post: (_req, res) => void res.sendStatus(204) });
+  route(router, '/poll', {
+    get: (_req, res) => {
+      quietAccessLog(res);
+      res.sendStatus(304);
+    },
+  });
   route(router, '/conflict', {
     get: () => {
       throw conflict('Already reviewed', { status: 'processing' });
@@ -91,6 +98,24 @@ describe('requestContext', () => {
     const access = lines.filter((l) => l.msg === 'request' && l.requestId === 'log-line-test');
     expect(access).toEqual([expect.objectContaining({ method: 'GET', url: '/items?x=1', status: 200 })]);
     expect(res.headers['x-request-id']).toBe('log-line-test');
+  });
+
+  it('a quiet answer (a poll that changed nothing) logs its access line at debug, not info', async () => {
+    await request(app).get('/poll').set('X-Request-Id', 'quiet-poll').expect(304);
+    await request(app).get('/items').set('X-Request-Id', 'loud-read').expect(200);
+    expect(lines.filter((l) => l.requestId === 'quiet-poll')).toEqual([]);
+    expect(lines.filter((l) => l.requestId === 'loud-read' && l.msg === 'request')).toHaveLength(1);
+    const debug = capturingLogger('debug');
+    const app2 = express();
+    app2.use(requestContext(debug.logger));
+    app2.get('/poll', (_req, res) => {
+      quietAccessLog(res);
+      res.sendStatus(304);
+    });
+    await request(app2).get('/poll').set('X-Request-Id', 'quiet-at-debug').expect(304);
+    expect(debug.lines.filter((l) => l.requestId === 'quiet-at-debug')).toEqual([
+      expect.objectContaining({ msg: 'request', status: 304, level: 20 }),
+    ]);
   });
 
   it('requestIdOf reads the x-request-id header', () => {

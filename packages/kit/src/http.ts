@@ -47,10 +47,15 @@ export function healthCheck(lifecycle: Lifecycle, ready: () => Promise<void>) {
     if (!lifecycle.accepting) return sendJson(res, 503, { status: 'shutting down' });
     ready().then(
       () => sendJson(res, 200, { status: 'ready' }),
-      () => sendJson(res, 503, { status: 'unavailable' }),
+      // A NotReady names its reason (written for an operator); any other failure (a database
+      // error) stays unnamed here and goes to the log where it happens.
+      (err: unknown) => sendJson(res, 503, { status: 'unavailable', ...(err instanceof NotReady ? { reason: err.message } : {}) }),
     );
   };
 }
+
+/** A readiness check's refusal whose message `/readyz` may show (no secret, no internal detail). */
+export class NotReady extends Error {}
 
 /**
  * Request id (kept in the request context for everything the request runs, so logs and outgoing

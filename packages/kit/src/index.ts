@@ -37,4 +37,4 @@ export * from './subscriptions';
 export * from './exit-codes';
 export * from './address-key';
 export * from './origins';
-export { leanRequest, type LeanRequest } from './graphql-lean';
+export { asksForIntrospection, CachePolicy, enrichError, isIntrospectionField, leanRequest, type LeanRequest } from './graphql-lean';

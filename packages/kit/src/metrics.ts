@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from './db';
+import { unhandledRejectionCount } from './unhandled';
 
 /**
  * Prometheus metrics of one service process (prom-client): the runtime's (event loop lag, heap,
@@ -33,11 +34,20 @@ export interface ServiceMetrics {
 /** Seconds: from a millisecond cache hit to a request that hit a 10 s deadline. */
 export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-/** A process's registry: every series labelled `service=<name>`, with the Node runtime's metrics. */
+/** A process's registry: every series labelled `service=<name>`, with the Node runtime's metrics and the count of unhandled rejections (unhandled.ts). */
 export function createProcessRegistry(name: string): Registry {
   const registry = new Registry();
   registry.setDefaultLabels({ service: name });
   collectDefaultMetrics({ register: registry });
+  new Counter({
+    name: 'halo_unhandled_rejections_total',
+    help: 'Promise rejections no code handled (each one a bug; logged, and the process goes on)',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(unhandledRejectionCount());
+    },
+  });
   return registry;
 }
 

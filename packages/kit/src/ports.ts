@@ -1,4 +1,4 @@
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 
 /** A loopback port nothing listens on right now (the OS's choice). */
 export function freePort(host = '127.0.0.1'): Promise<number> {
@@ -21,5 +21,35 @@ export function portIsFree(port: number, host = '127.0.0.1'): Promise<boolean> {
     const probe = createServer();
     probe.once('error', () => resolve(false));
     probe.listen(port, host, () => probe.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A loopback port that refuses connections, for tests of "the other side is away". It is taken
+ * below 1024, where no test and no ephemeral bind (`listen(0)`) ever lands: a port the OS handed
+ * out and took back (`freePort`) can be handed to a parallel test's server a moment later, and
+ * then "away" answers. Each candidate is checked to refuse a connection now.
+ */
+export async function closedPort(host = '127.0.0.1'): Promise<number> {
+  for (const port of CLOSED_CANDIDATES) {
+    if (await refuses(port, host)) return port;
+  }
+  throw new Error(`no closed port among ${CLOSED_CANDIDATES.join(', ')} on ${host}`);
+}
+
+/**
+ * Unassigned or long-obsolete well-known ports, none used on a modern host, and none on fetch's
+ * "bad ports" list (which fetch refuses before connecting: port 1 fails as "fetch failed").
+ */
+const CLOSED_CANDIDATES = [3, 5, 27, 29, 31, 33, 35];
+
+function refuses(port: number, host: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ port, host });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
   });
 }

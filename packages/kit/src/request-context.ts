@@ -44,3 +44,8 @@ export function bindRequestContext(req: IncomingMessage, context: RequestContext
 export function requestContextOf(req: IncomingMessage): RequestContext | undefined {
   return (req as Bound)[BOUND];
 }
+
+/** The request id bound to `req` (what every log line about the request carries), if any. */
+export function boundRequestId(req: IncomingMessage): string | undefined {
+  return (req as Bound)[BOUND]?.requestId;
+}

@@ -4,6 +4,7 @@ import { EXIT_CANNOT_START } from './exit-codes';
 import { receiveLateEnv } from './late-env';
 import type { Lifecycle } from './lifecycle';
 import { createLogger, type Logger } from './logger';
+import { reportUnhandledRejections } from './unhandled';
 
 /**
  * A process's `main`, kept apart from the service wiring so a small process (the dev OpenID
@@ -15,7 +16,8 @@ export interface RunnableService {
 
 /**
  * A service's `main`: take any environment the launcher hands over late (late-env.ts), load config
- * (a bad value prints one line and exits EXIT_CANNOT_START), create the logger, start the service,
+ * (a bad value prints one line and exits EXIT_CANNOT_START), create the logger, log and count any
+ * promise rejection left unhandled instead of exiting (unhandled.ts), start the service,
  * turn SIGTERM/SIGINT into a graceful shutdown, and collect garbage when the launcher says the
  * system is idle (compact.ts).
  */
@@ -37,6 +39,7 @@ export async function runService<C extends { LOG_LEVEL: string; SHUTDOWN_TIMEOUT
     throw err;
   }
   const logger = createLogger(name, config.LOG_LEVEL);
+  reportUnhandledRejections(logger);
   try {
     const service = await start(config, logger);
     service?.lifecycle.installSignalHandlers(config.SHUTDOWN_TIMEOUT_MS);

@@ -26,8 +26,17 @@ export const SCOPES = [
   'payments:write',
   'chat:read',
   'chat:write',
-  // The schema registry: check, publish and roll back service contracts (docs/registry.md).
+  // The schema registry (docs/registry.md): read the registry and its Studio (every write
+  // scope below implies it)…
+  'schema:read',
+  // …and check, publish and roll back service contracts: every service's, or one service's (a
+  // team's CI key).
   'schema:write',
+  'schema:write:auth',
+  'schema:write:catalog',
+  'schema:write:chat',
+  'schema:write:content',
+  'schema:write:payments',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

@@ -51,6 +51,17 @@ it('reuses a minted token per audience, and mints another audience its own', asy
   expect((await refusal(content.verify(b))).message).toBe('Invalid service token');
 });
 
+it('a single-use token is new every time (its own jti), and verifies with the id and expiry a callee remembers', async () => {
+  const [a, b] = [await auth.singleUseToken('content'), await auth.singleUseToken('content')];
+  expect(a).not.toBe(b);
+  const [va, vb] = [await content.verifyToken(a), await content.verifyToken(b)];
+  expect(va).toEqual({ caller: 'auth', jti: expect.any(String), exp: expect.any(Number) });
+  expect(va.jti).not.toBe(vb.jti);
+  expect(va.exp).toBeGreaterThan(Date.now() / 1000);
+  // Neither is the cached one tokenFor hands out.
+  expect([a, b]).not.toContain(await auth.tokenFor('content'));
+});
+
 it.each([
   ['no token at all', async () => undefined, 'Service token required'],
   [

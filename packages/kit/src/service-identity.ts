@@ -57,9 +57,16 @@ export function parseServiceKeys(cfg: ServiceIdentityConfig): { signingKey?: JWK
   return { ...(signingKey ? { signingKey } : {}), ...(trusted ? { trusted } : {}) };
 }
 
+/** A verified service token: who sent it, its id (`jti`) and expiry (seconds since the epoch). */
+export interface VerifiedToken {
+  caller: string;
+  jti: string;
+  exp: number;
+}
+
 export class ServiceIdentity {
   private readonly minted = new Map<string, { token: string; refreshAt: number }>();
-  private readonly verified = new Map<string, { caller: string; exp: number }>();
+  private readonly verified = new Map<string, VerifiedToken>();
   private readonly keyset: JWTVerifyGetKey | undefined;
   private signing: ReturnType<typeof importJWK> | undefined;
 
@@ -94,11 +101,25 @@ export class ServiceIdentity {
     const now = Date.now() / 1000;
     const cached = this.minted.get(audience);
     if (cached && cached.refreshAt > now) return cached.token;
+    const iat = Math.floor(now);
+    const token = await this.sign(audience, iat);
+    this.minted.set(audience, { token, refreshAt: iat + SERVICE_TOKEN_TTL_S - REFRESH_BEFORE_S });
+    return token;
+  }
+
+  /**
+   * A token made for one request and never reused: what a callee that spends tokens (the
+   * registry's publish and rollback, docs/registry.md) accepts once.
+   */
+  singleUseToken(audience: string): Promise<string> {
+    return this.sign(audience, Math.floor(Date.now() / 1000));
+  }
+
+  private async sign(audience: string, iat: number): Promise<string> {
     const jwk = this.keys.signingKey;
     if (!jwk) throw new ConfigError(`${this.name} has no SERVICE_SIGNING_KEY, so it cannot call ${audience}`);
     this.signing ??= importJWK(jwk, ALG);
-    const iat = Math.floor(now);
-    const token = await new SignJWT({})
+    return new SignJWT({})
       .setProtectedHeader({ alg: ALG, kid: jwk.kid, typ: 'halo-service+jwt' })
       .setIssuer(this.name)
       .setAudience(audience)
@@ -106,8 +127,6 @@ export class ServiceIdentity {
       .setExpirationTime(iat + SERVICE_TOKEN_TTL_S)
       .setJti(randomUUID())
       .sign(await this.signing);
-    this.minted.set(audience, { token, refreshAt: iat + SERVICE_TOKEN_TTL_S - REFRESH_BEFORE_S });
-    return token;
   }
 
   /**
@@ -116,16 +135,22 @@ export class ServiceIdentity {
    * remembered until it expires, so the signature is checked once per token, not once per call.
    */
   async verify(token: string | undefined): Promise<string> {
+    return (await this.verifyToken(token)).caller;
+  }
+
+  /** As `verify`, with the token's id and expiry: what a callee that spends tokens remembers. */
+  async verifyToken(token: string | undefined): Promise<VerifiedToken> {
     if (!token) throw unauthenticated('Service token required');
     const now = Date.now() / 1000;
     const hit = this.verified.get(token);
     if (hit) {
-      if (hit.exp + CLOCK_TOLERANCE_S > now) return hit.caller;
+      if (hit.exp + CLOCK_TOLERANCE_S > now) return hit;
       this.verified.delete(token);
     }
     if (!this.keyset) throw unauthenticated('Invalid service token');
     let caller: string;
     let exp: number;
+    let jti: string;
     try {
       const { payload, protectedHeader } = await jwtVerify(token, this.keyset, {
         algorithms: [ALG],
@@ -135,6 +160,7 @@ export class ServiceIdentity {
       });
       caller = payload.iss!;
       exp = payload.exp!;
+      jti = payload.jti!;
       // A key speaks only for the service it was made for.
       if (serviceOfKid(protectedHeader.kid) !== caller) throw new Error('issuer does not own the key');
     } catch (err) {
@@ -142,8 +168,9 @@ export class ServiceIdentity {
       throw err;
     }
     if (this.verified.size >= 1_000) this.verified.clear();
-    this.verified.set(token, { caller, exp });
-    return caller;
+    const verified = { caller, exp, jti };
+    this.verified.set(token, verified);
+    return verified;
   }
 }
 

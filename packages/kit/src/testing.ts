@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { importJWK, SignJWT } from 'jose';
@@ -311,5 +312,32 @@ export function metricValue(text: string | MetricSample[], name: string, labels:
   return sum;
 }
 
-export { freePort, portIsFree } from './ports';
+export { closedPort, freePort, portIsFree } from './ports';
 export { hasRedisServer, REDIS_MISSING, startRedisServer, type RedisServer } from './test-redis';
+
+/** What a command printed, and how it ended. */
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a Node script (a CLI under test) to its end, with only the environment given (and PATH). */
+export function runNodeScript(
+  script: string,
+  args: readonly string[],
+  opts: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<RunResult> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [script, ...args], {
+      ...(opts.cwd ? { cwd: opts.cwd } : {}),
+      env: { PATH: process.env.PATH, ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (code) => done({ code, stdout, stderr }));
+  });
+}
