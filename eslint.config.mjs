@@ -31,6 +31,7 @@ const TEST_FILES = [
   'e2e/**/*.ts',
   'loadtest/test/**/*.ts',
   'helm/test/**/*.ts',
+  'deploy/test/**/*.ts',
 ];
 
 /** Plain JavaScript that no tsconfig covers: linted without type information. */

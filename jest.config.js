@@ -30,6 +30,7 @@ module.exports = {
     '<rootDir>/e2e',
     '<rootDir>/helm',
     '<rootDir>/loadtest',
+    '<rootDir>/deploy',
   ],
   testMatch: ['**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],

@@ -109,3 +109,10 @@ export async function gql(url: string, query: string, variables?: Record<string,
 export function bearer(sub: string, name: string, role: 'user' | 'admin'): Record<string, string> {
   return { authorization: `Bearer ${signAccessToken({ sub, name, role }, TEST_JWT_SECRET, 300)}` };
 }
+
+/** One unlabelled series' value from a Prometheus `/metrics` page (`name value`), NaN if absent. */
+export async function metricValue(metricsUrl: string, name: string): Promise<number> {
+  const text = await (await fetch(metricsUrl)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
+  return line ? Number(line.split(' ').pop()) : NaN;
+}

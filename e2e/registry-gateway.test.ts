@@ -1,25 +1,37 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { signAccessToken, type ServiceContract } from '@halo/kit';
 import { freePort, TEST_JWT_SECRET } from '@halo/kit/testing';
 import { checkoutContracts } from '../tools/src/checkout-contracts';
+import { devCredentialsFile, developerToken } from '../tools/src/dev-credentials';
 import { gql, startE2ESystem } from './helpers';
 
 /**
  * The gateway against the real registry (issue 25), every process real: services publish their
  * contracts at start, the gateway polls `GET /v1/supergraph`, and what a team publishes is served
- * without a gateway restart. The registry runs in development mode so the test publishes from
- * loopback without credentials (docs/registry.md); the gateway authenticates with its service
- * token as in production.
+ * without a gateway restart. The registry runs in development mode, so the test publishes with the
+ * developer key the launcher leaves for `npm run subgraph` (docs/registry.md); the gateway
+ * authenticates with its service token as in production.
  */
 let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 let gateway: string;
 let registry: string;
 let catalog: ServiceContract;
 let replica: ChildProcess | undefined;
+let late: ChildProcess | undefined;
+/** The replica's base URL (started in the convergence test). */
+let second = '';
+/** The first gateway's environment, for more gateway processes. */
+const gatewayEnv = () =>
+  Object.fromEntries(
+    readFileSync(`/proc/${sys.system.processes.find((p) => p.name === 'gateway')!.child.pid}/environ`, 'utf8')
+      .split('\0')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
 
 const POLL_MS = 300;
 const until = async <T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> => {
@@ -33,10 +45,12 @@ const until = async <T>(what: string, check: () => Promise<T | null | undefined 
 };
 const readyz = async (url = gateway) =>
   (await (await fetch(`${url}/readyz`)).json()) as { status: string; composition: string; source: string; registry: string };
+/** As `npm run subgraph` does against npm start: with the developer key the launcher left for it. */
 const post = async (path: string, body: unknown) => {
+  const token = await developerToken(registry);
   const res = await fetch(`${registry}${path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...(token ? { 'x-halo-service-token': token } : {}) },
     body: JSON.stringify(body),
   });
   return { status: res.status, body: (await res.json()) as any }; // any: the registry's JSON, asserted per test
@@ -75,7 +89,20 @@ beforeAll(async () => {
 
 afterAll(async () => {
   replica?.kill('SIGTERM');
+  late?.kill('SIGTERM');
   await sys?.stop();
+  // Removed at stop: the next start makes a new key.
+  if (registry) expect(existsSync(devCredentialsFile(Number(new URL(registry).port)))).toBe(false);
+});
+
+it('leaves npm run subgraph a developer key readable by its user only; without a credential a publish is 401', async () => {
+  expect(statSync(devCredentialsFile(Number(new URL(registry).port))).mode & 0o777).toBe(0o600);
+  const res = await fetch(`${registry}/v1/publish`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ contract: catalog }),
+  });
+  expect({ status: res.status, body: await res.json() }).toEqual({ status: 401, body: { error: 'Token required' } });
 });
 
 it('serves an additive publish without a restart: a new field and a new REST route', async () => {
@@ -165,10 +192,13 @@ it('keeps an open subscription open across an additive publish', async () => {
   }
 });
 
-it('sends usage to the registry, whose check then refuses removing a used field, naming the operation and client', async () => {
+it('sends usage to the registry, whose check then refuses removing a used field, naming the operation, client and version', async () => {
   const query = 'query E2ECatalogPrices { products(limit: 2) { data { id name price } } }';
   for (let i = 0; i < 3; i++) {
-    const { body } = await gql(gateway, query, undefined, { 'apollographql-client-name': 'e2e-shop' });
+    const { body } = await gql(gateway, query, undefined, {
+      'apollographql-client-name': 'e2e-shop',
+      'apollographql-client-version': '1.4.0',
+    });
     expect(body.errors).toBeUndefined();
   }
   const removed: ServiceContract = { ...catalog, sdl: catalog.sdl!.replace(/\n\s*"The price[^\n]*\n\s*price: Float!/, '') };
@@ -186,25 +216,48 @@ it('sends usage to the registry, whose check then refuses removing a used field,
   const change = (report.report.changes as any[]).find((c) => c.path === 'Product.price');
   expect(change.breaking).toBe(true);
   expect(change.usage.operations).toEqual(
-    expect.arrayContaining([expect.objectContaining({ name: 'E2ECatalogPrices', client: 'e2e-shop', count: 3 })]),
+    expect.arrayContaining([expect.objectContaining({ name: 'E2ECatalogPrices', client: 'e2e-shop', clientVersion: '1.4.0', count: 3 })]),
   );
+  // The note names the client with its version, as `rover subgraph check` does.
+  expect(report.report.notes).toEqual(
+    expect.arrayContaining([
+      expect.stringMatching(/^Product\.price: breaking and used \d+ times .* by .*E2ECatalogPrices \(e2e-shop 1\.4\.0, 3\)/),
+    ]),
+  );
+});
+
+it('records enum values as the executor saw them: removing one a client sends in variables is refused, naming it', async () => {
+  const query = 'query E2ESortedByPrice($s: ProductSort) { products(limit: 2, sort: $s) { data { id } } }';
+  const { body } = await gql(gateway, query, { s: 'PRICE' }, { 'apollographql-client-name': 'e2e-sorter' });
+  expect(body.errors).toBeUndefined();
+  const removed: ServiceContract = { ...catalog, sdl: catalog.sdl!.replace(/\n\s*PRICE\n/, '\n') };
+  expect(removed.sdl).not.toMatch(/\bPRICE\b/);
+  const report = await until('the operation to reach the registry and block the removal', async () => {
+    const check = await post('/v1/check', { contract: removed });
+    const change = (check.body.report.changes as any[]).find((c) => c.path === 'ProductSort.PRICE');
+    return change?.usage?.count > 0 ? check.body : null;
+  });
+  expect(report.ok).toBe(false);
+  const change = (report.report.changes as any[]).find((c) => c.path === 'ProductSort.PRICE');
+  expect(change).toEqual(expect.objectContaining({ type: 'ENUM_VALUE_REMOVED', breaking: true }));
+  expect(change.usage.operations).toEqual([expect.objectContaining({ name: 'E2ESortedByPrice', client: 'e2e-sorter', count: 1 })]);
+  // A value nobody sent is free to go.
+  const unused = await post('/v1/check', { contract: { ...catalog, sdl: catalog.sdl!.replace(/\n\s*CREATED_AT\n/, '\n') } });
+  expect(unused.body.report.changes).toEqual([
+    expect.objectContaining({ path: 'ProductSort.CREATED_AT', usage: { count: 0, operations: [] } }),
+  ]);
 });
 
 it('two gateway replicas converge on the same composition', async () => {
   // A second gateway process with the first one's settings (its key: the registry trusts it).
-  const first = sys.system.processes.find((p) => p.name === 'gateway')!;
-  const env = Object.fromEntries(
-    readFileSync(`/proc/${first.child.pid}/environ`, 'utf8')
-      .split('\0')
-      .filter(Boolean)
-      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
-  );
+  const env = gatewayEnv();
   const port = await freePort();
+  // As production runs it: not ready on the committed files before the registry answers.
   replica = spawn(process.execPath, [resolve(__dirname, '../gateway/dist/main.js')], {
-    env: { ...env, HTTP_PORT: String(port), METRICS_PORT: 'off' },
+    env: { ...env, HTTP_PORT: String(port), METRICS_PORT: 'off', REGISTRY_BOOT_FROM_FILES: 'false' },
     stdio: 'ignore',
   });
-  const second = `http://127.0.0.1:${port}`;
+  second = `http://127.0.0.1:${port}`;
   await until('the replica to serve the registry composition', async () => {
     const r = await readyz(second);
     return r.source === 'registry' && r.composition === (await readyz()).composition;
@@ -229,8 +282,31 @@ it('with the registry stopped, serves the last good composition and says so; cat
     });
     expect(away).toEqual(expect.objectContaining({ status: 'ready', composition: served.composition }));
     expect(await queryFields()).toContain('e2eConverged');
+    // The replica reached the registry before: it stays ready on what it serves, as production runs it.
+    expect(await readyz(second)).toEqual(expect.objectContaining({ status: 'ready', composition: served.composition }));
     // A publish fails loudly while it is away (here: no answer at all).
     await expect(fetch(`${registry}/v1/services`, { signal: AbortSignal.timeout(1_000) })).rejects.toThrow();
+    // A gateway (re)started now would serve the committed files, older than its peers: not ready.
+    const port = await freePort();
+    late = spawn(process.execPath, [resolve(__dirname, '../gateway/dist/main.js')], {
+      env: { ...gatewayEnv(), HTTP_PORT: String(port), METRICS_PORT: 'off', REGISTRY_BOOT_FROM_FILES: 'false' },
+      stdio: 'ignore',
+    });
+    const lateUrl = `http://127.0.0.1:${port}`;
+    const notReady = await until('the late gateway to answer /readyz', async () => {
+      const res = await fetch(`${lateUrl}/readyz`);
+      return res.status === 503 ? ((await res.json()) as { status: string; reason?: string; source: string }) : null;
+    });
+    expect(notReady).toEqual(
+      expect.objectContaining({ status: 'unavailable', source: 'file', reason: expect.stringContaining('registry has not answered') }),
+    );
+    reg.child.kill('SIGCONT');
+    const caughtUp = await until('the late gateway ready on the registry composition', async () => {
+      const r = await readyz(lateUrl);
+      return r.status === 'ready' ? r : null;
+    });
+    expect(caughtUp).toEqual(expect.objectContaining({ source: 'registry', composition: served.composition }));
+    expect(await queryFields(lateUrl)).toContain('e2eConverged');
   } finally {
     reg.child.kill('SIGCONT');
   }

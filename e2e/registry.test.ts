@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { runNodeScript } from '@halo/kit/testing';
 import { startE2ESystem } from './helpers';
 
 /**
@@ -16,20 +16,11 @@ const dir = mkdtempSync(join(tmpdir(), 'halo-e2e-registry-'));
 let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 let apiKey: string;
 
-function cli(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [resolve(ROOT, 'tools/dist/subgraph.js'), ...args, '--registry', sys.direct('registry')], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH, HALO_API_KEY: apiKey },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('close', (code) => done({ code, stdout, stderr }));
+const cli = (...args: string[]) =>
+  runNodeScript(resolve(ROOT, 'tools/dist/subgraph.js'), [...args, '--registry', sys.direct('registry')], {
+    cwd: ROOT,
+    env: { HALO_API_KEY: apiKey },
   });
-}
 
 const json = async (url: string, init: RequestInit = {}) => {
   const res = await fetch(url, init);
@@ -88,9 +79,9 @@ it('a composition error is refused and nothing changes', async () => {
   expect((await cli('list', '--json')).stdout).toBe(before.stdout);
 });
 
-it('rollback republishes the previous version', async () => {
-  const res = await cli('rollback', '--service', 'catalog');
-  expect([res.code, res.stdout]).toEqual([0, expect.stringMatching(/^catalog: rolled back as version 3 /)]);
+it('rollback --to 1 republishes version 1', async () => {
+  const res = await cli('rollback', '--service', 'catalog', '--to', '1');
+  expect([res.code, res.stdout]).toEqual([0, expect.stringMatching(/^catalog: v1 republished as version 3 /)]);
   const versions = JSON.parse((await cli('list', '--service', 'catalog', '--json')).stdout).versions as { version: number; hash: string }[];
   expect(versions[0]!.hash).toBe(versions[2]!.hash);
 });

@@ -3,9 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { ServiceContract } from '@halo/kit';
+import { SERVICE_TOKEN_HEADER, type ServiceContract } from '@halo/kit';
 import { startSystem, type RunningSystem } from '@halo/tools';
 import { checkoutContracts } from '@halo/tools/dist/checkout-contracts';
+import { developerToken } from '@halo/tools/dist/dev-credentials';
 import { mergeSection } from './benchmarks-doc';
 import { pin, pinTree, planPinning } from './pin';
 import { openSubscriptions, startSteadyLoad } from './steady-load';
@@ -64,10 +65,12 @@ async function publishAll(
   let sdl = base.sdl!;
   for (let i = 1; i <= PUBLISHES; i++) {
     sdl += `\nextend type Query { benchPublish${Date.now()}x${i}: String }\n`;
+    // As `npm run subgraph` does against npm start: a single-use token from the developer key.
+    const token = await developerToken(registryUrl);
     const started = performance.now();
     const res = await fetch(`${registryUrl}/v1/publish`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...(token ? { [SERVICE_TOKEN_HEADER]: token } : {}) },
       body: JSON.stringify({ contract: { ...base, sdl } }),
     });
     const body = (await res.json()) as { composition?: number; error?: string };

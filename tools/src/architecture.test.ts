@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';
@@ -135,6 +135,29 @@ describe('the service template (docs/adding-a-service.md)', () => {
     expect(violations).toEqual([]);
   });
 
+  it('each service and the gateway declare the Halo packages they import (its image builds it alone)', () => {
+    // deploy/Dockerfile compiles one workspace with `tsc -b <APP>`: a package reached only through
+    // the monorepo's hoisting or the root build is missing there.
+    const missing: string[] = [];
+    for (const dir of [...services.map((s) => s.dir), join(ROOT, 'gateway')]) {
+      const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+      const tsconfig = ts.readConfigFile(join(dir, 'tsconfig.json'), ts.sys.readFile).config as { references?: { path: string }[] };
+      const references = new Set((tsconfig.references ?? []).map((r) => resolve(dir, r.path)));
+      const used = new Set<string>();
+      for (const file of sourceFiles(join(dir, 'src'))) {
+        for (const { specifier } of importsOf(file)) {
+          const m = /^@halo\/([^/]+)/.exec(specifier);
+          if (m) used.add(m[1]!);
+        }
+      }
+      for (const pkg of used) {
+        if (!manifest.dependencies?.[`@halo/${pkg}`]) missing.push(`${rel(dir)}/package.json lacks the dependency @halo/${pkg}`);
+        if (!references.has(join(ROOT, 'packages', pkg))) missing.push(`${rel(dir)}/tsconfig.json lacks a reference to packages/${pkg}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
   it('src/ holds only the template’s top-level entries', () => {
     const allowed = templateEntries(readFileSync(join(ROOT, DOC), 'utf8'));
     const strays: string[] = [];
@@ -148,7 +171,99 @@ describe('the service template (docs/adding-a-service.md)', () => {
   });
 });
 
+/**
+ * The gateway's stages (gateway/README.md): each folder of gateway/src (and each top-level file)
+ * is one stage. A stage reaches another only through that stage's `index.ts`, and the stages
+ * import each other without a loop, so each can be read (and tested) from its entry down.
+ */
+const GATEWAY_SRC = join(ROOT, 'gateway/src');
+
+/** The stage a gateway file or import target belongs to: its first path segment under src/. */
+export function gatewayStage(file: string): string {
+  return relative(GATEWAY_SRC, file).split(sep)[0]!.replace(/\.ts$/, '');
+}
+
+/** Every import from one gateway stage into another: [from stage, to stage, the target within it]. */
+function gatewayStageImports(): { from: string; to: string; target: string; where: string }[] {
+  const found: { from: string; to: string; target: string; where: string }[] = [];
+  for (const file of sourceFiles(GATEWAY_SRC)) {
+    if (file.endsWith('.test.ts')) continue;
+    for (const { specifier, line } of importsOf(file)) {
+      if (!specifier.startsWith('.')) continue;
+      const target = resolve(dirname(file), specifier);
+      const [from, to] = [gatewayStage(file), gatewayStage(target)];
+      if (from !== to) found.push({ from, to, target: relative(join(GATEWAY_SRC, to), target), where: `${rel(file)}:${line}` });
+    }
+  }
+  return found;
+}
+
+/** The first loop in a graph of stages, as a path (`a → b → a`), or null. */
+export function firstLoop(edges: ReadonlyMap<string, ReadonlySet<string>>): string | null {
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const visit = (node: string): string | null => {
+    if (state.get(node) === 'done') return null;
+    if (state.get(node) === 'open') return [...path.slice(path.indexOf(node)), node].join(' → ');
+    state.set(node, 'open');
+    path.push(node);
+    for (const next of edges.get(node) ?? []) {
+      const loop = visit(next);
+      if (loop) return loop;
+    }
+    path.pop();
+    state.set(node, 'done');
+    return null;
+  };
+  for (const node of edges.keys()) {
+    const loop = visit(node);
+    if (loop) return loop;
+  }
+  return null;
+}
+
+describe("the gateway's stages (gateway/README.md)", () => {
+  const imports = gatewayStageImports();
+
+  it("reach each other only through a stage's index.ts", () => {
+    const bypassing = imports.filter((i) => existsSync(join(GATEWAY_SRC, i.to)) && i.target !== '' && i.target !== 'index');
+    expect(bypassing.map((i) => `${i.where} imports ${i.to}/${i.target}, not ${i.to}'s index`)).toEqual([]);
+  });
+
+  it('import each other without a loop', () => {
+    const edges = new Map<string, Set<string>>();
+    for (const { from, to } of imports) (edges.get(from) ?? edges.set(from, new Set()).get(from)!).add(to);
+    expect(firstLoop(edges)).toBeNull();
+  });
+});
+
 describe('the checks themselves', () => {
+  it('finds a loop of stages, and none where there is none', () => {
+    const graph = (pairs: [string, string][]) => {
+      const edges = new Map<string, Set<string>>();
+      for (const [a, b] of pairs) (edges.get(a) ?? edges.set(a, new Set()).get(a)!).add(b);
+      return edges;
+    };
+    expect(
+      firstLoop(
+        graph([
+          ['graphql', 'http'],
+          ['http', 'observability'],
+          ['observability', 'graphql'],
+        ]),
+      ),
+    ).toBe('graphql → http → observability → graphql');
+    expect(
+      firstLoop(
+        graph([
+          ['app', 'graphql'],
+          ['graphql', 'http'],
+          ['app', 'http'],
+        ]),
+      ),
+    ).toBeNull();
+  });
+
   const domainDir = join(ROOT, 'services/x/src/domain');
   const file = join(domainDir, 'rules.ts');
 

@@ -76,11 +76,14 @@ owner's own address needs \`profile:read\`.
 \`schema:write\` guards no public operation either: an admin's key with it may check, publish and
 roll back service contracts at the schema registry (\`npm run subgraph\`,
 [docs/registry.md](../registry.md)), which is internal and never behind the gateway.
+\`schema:write:<service>\` (\`schema:write:catalog\`, …) allows the same for that one service only:
+the key a service team's CI holds. \`schema:read\` lets an admin's key read the registry (its
+history, recorded checks and usage) and its Studio, and write nothing; either write scope implies it.
 
 Authenticated operations that declare no scope refuse every key (403 / \`FORBIDDEN\`): ${cell(none)}.
 
 Keys keep the scopes they were created with; a scope added later (\`chat:read\`, \`chat:write\`,
-\`payments:read\`, \`users:email:read\`) is never granted to an existing key: create a new key.
+\`payments:read\`, \`users:email:read\`, \`schema:read\`) is never granted to an existing key: create a new key.
 `;
 }
 

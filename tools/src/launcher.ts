@@ -27,6 +27,8 @@ import {
   type ServiceRole,
 } from '@halo/kit/launch';
 import { DEV_JWT_SECRET, DEV_OIDC_CLIENT_ID, DEV_OIDC_CLIENT_SECRET } from './dev-defaults';
+import { DEVELOPER, removeDevCredentials, writeDevCredentials } from './dev-credentials';
+import { controlSocketPath, listenControl, type RestartAnswer } from './launcher-control';
 import { ensureDatabase } from './database-check';
 import { LaunchError } from './launch-error';
 import { BUNDLED_ENTRIES, bundleIsFresh, bundlePath } from './bundle';
@@ -123,6 +125,11 @@ export interface RunningProcess {
   readyPath: string;
   /** 1, 2, … for the extra processes of a service started with `replicas`; absent for the first. */
   replica?: number;
+  /**
+   * A planned restart (`npm run restart`): SIGTERM (a graceful drain), then a new process from the
+   * current bundle, resolved once it is ready. Not a crash: the crash-loop count is untouched.
+   */
+  replace(): Promise<void>;
 }
 
 export interface RunningSystem {
@@ -209,6 +216,7 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
   let postgres: RunningSystem['postgres'];
   let stopped: Promise<void> | undefined;
   let devOidc: LazyPort | undefined;
+  let control: { close(): Promise<void> } | undefined;
   const log = (line: string) => opts.onLog?.('launcher', line);
   const embedded = !(opts.env?.DATABASE_URL ?? process.env.DATABASE_URL);
   const postgresDataDir = opts.postgresDataDir ?? DEFAULT_POSTGRES_DIR;
@@ -234,10 +242,12 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
   const stop = () =>
     (stopped ??= (async () => {
       supervisor.stopping = true;
+      await control?.close();
       await devOidc?.close();
       await stopAll(running);
       // Last: the services have drained and closed their pools.
       await postgres?.stop();
+      if (developer) removeDevCredentials(registryPort);
       rmSync(recordFile, { force: true });
     })());
   let ready = false;
@@ -282,8 +292,16 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
   const keys = Object.fromEntries(
     (['gateway', ...SERVICE_NAMES] as const).map((name) => [name, generateServiceKey(name, `dev-${randomBytes(4).toString('hex')}`)]),
   );
+  // In development, the registry also trusts a developer key, whose private half is left for
+  // `npm run subgraph` of this checkout: registry writes need a credential in every mode.
+  // (The registry's own HALO_ENV decides: it accepts a developer token only in development.)
+  const registryDev = (opts.envFor?.registry?.HALO_ENV ?? haloEnv) === 'development';
+  const developer = registryDev ? generateServiceKey(DEVELOPER, `dev-${randomBytes(4).toString('hex')}`) : undefined;
+  const registryPort = SERVICES.registry.httpPort + offset;
+  if (developer) writeDevCredentials(registryPort, developer);
   for (const name of ['gateway', ...SERVICE_NAMES] as const) {
     const trusted = name === 'gateway' ? [] : trustedCallersOf(name).map((caller) => keys[caller]!.publicJwk);
+    if (name === 'registry' && developer) trusted.push(developer.publicJwk);
     o.envFor[name] = {
       SERVICE_SIGNING_KEY: JSON.stringify(keys[name]!.privateJwk),
       ...(name === 'gateway' ? {} : { SERVICE_TRUSTED_KEYS: JSON.stringify({ keys: trusted }) }),
@@ -344,6 +362,8 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
         HTTP_PORT: String(gwPort),
         METRICS_PORT: String(GATEWAY_METRICS_PORT + offset),
         NODE_OPTIONS: gatewayNodeOptions(o),
+        // It boots before the registry beside it: the committed files are this checkout's own.
+        REGISTRY_BOOT_FROM_FILES: o.envFor.gateway?.REGISTRY_BOOT_FROM_FILES ?? o.env.REGISTRY_BOOT_FROM_FILES ?? 'true',
       },
       `http://127.0.0.1:${gwPort}`,
       '/readyz',
@@ -392,7 +412,16 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
       for (const proc of [...services, ...replicas]) sendLateEnv(proc, { DATABASE_URL: urls[proc.name as ServiceName] });
     }
     await Promise.all([...early, ...services, ...replicas].map((p) => waitReady(p, readyTimeoutMs, supervisor)));
+    // Ready means the gateway serves the registry's composition, not the files it booted from.
+    if (!(await servesRegistry(gateway, REGISTRY_ANSWER_WAIT_MS, supervisor))) {
+      log(
+        `the gateway still serves the committed composed files: the registry did not answer it within ${REGISTRY_ANSWER_WAIT_MS / 1000} s`,
+      );
+    }
     ready = true;
+    control = await listenControl(controlSocketPath(dirname(recordFile), offset), {
+      restart: (service) => restartService(service, running, log),
+    });
     void requestCodeCaches(running, log);
     if (opts.compactWhenIdle) setTimeout(() => supervisor.stopping || compactAll(running), COMPACT_AFTER_READY_MS).unref();
     return {
@@ -523,7 +552,7 @@ function launch(
       }
     }
     child.once('exit', (code, signal) => {
-      if (supervisor.stopping) return;
+      if (supervisor.stopping || replaced.has(child)) return;
       if (code === EXIT_CANNOT_START) {
         // It said why in one line (kit: runService); starting it again cannot help.
         const why = logFile ? lastLineOf(logFile) : lastLine;
@@ -558,6 +587,22 @@ function launch(
     });
     return child;
   };
+  /** Processes stopped on purpose (a planned restart): their exit is not a crash. */
+  const replaced = new WeakSet<ChildProcess>();
+  const replace = async (): Promise<void> => {
+    const old = proc.child;
+    // Exited on its own: the supervisor's restart is already due (a second process would collide).
+    if (old.exitCode !== null || old.signalCode !== null) throw new Error(`${name} is restarting after a crash; try again once it is back`);
+    replaced.add(old);
+    const exited = new Promise((r) => old.once('exit', r));
+    const kill = setTimeout(() => old.kill('SIGKILL'), 15_000);
+    old.kill('SIGTERM');
+    await exited;
+    clearTimeout(kill);
+    if (supervisor.stopping) throw new Error('Halo is stopping');
+    proc.child = spawnChild();
+    await waitReady(proc, 60_000, supervisor);
+  };
   const proc: RunningProcess = {
     name,
     child: spawnChild(),
@@ -566,6 +611,7 @@ function launch(
     readyPath,
     ...(grpcAddr ? { grpcAddr } : {}),
     ...(replica ? { replica } : {}),
+    replace,
   };
   running.push(proc);
   return proc;
@@ -664,6 +710,70 @@ function answersOk(url: string, timeoutMs: number): Promise<boolean> {
     req.on('timeout', () => req.destroy());
     req.on('error', () => resolve(false));
   });
+}
+
+/** The restart under way in each system (its process list), one at a time: systems started side by side do not share it. */
+const restarting = new WeakMap<RunningProcess[], string>();
+
+/** `npm run restart -- <service>`: each of its processes replaced in turn, each ready before the next. */
+async function restartService(service: string, running: RunningProcess[], log: (line: string) => void): Promise<RestartAnswer> {
+  const procs = running.filter((p) => p.name === service).sort((a, b) => (a.replica ?? 0) - (b.replica ?? 0));
+  if (procs.length === 0) {
+    const names = [...new Set(running.map((p) => p.name))].join(', ');
+    throw new Error(`no process named ${service} runs here (${names})`);
+  }
+  const busy = restarting.get(running);
+  if (busy) throw new Error(`${busy} is being restarted; try again when it is done`);
+  restarting.set(running, service);
+  try {
+    const instances: RestartAnswer['instances'] = [];
+    for (const proc of procs) {
+      const started = Date.now();
+      log(`${service}${proc.replica ? ` #${proc.replica + 1}` : ''}: restarting as asked (npm run restart)`);
+      await proc.replace();
+      instances.push({ instance: (proc.replica ?? 0) + 1, readyMs: Date.now() - started, pid: proc.child.pid });
+      log(`${service}${proc.replica ? ` #${proc.replica + 1}` : ''}: ready again (pid ${proc.child.pid})`);
+    }
+    return { service, instances };
+  } finally {
+    restarting.delete(running);
+  }
+}
+
+/** How long "ready" waits for the gateway to serve the registry's composition once every process is up. */
+const REGISTRY_ANSWER_WAIT_MS = 15_000;
+
+/** The gateway's `/readyz` body, or null when it does not answer one. */
+function readyzOf(url: string, timeoutMs: number): Promise<{ source?: string; registry?: string } | null> {
+  return new Promise((resolve) => {
+    const req = httpGet(url, { timeout: timeoutMs, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => {
+        try {
+          resolve(JSON.parse(body) as { source?: string; registry?: string });
+        } catch {
+          resolve(null);
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(null));
+  });
+}
+
+/** Until the gateway serves the registry's composition (true), or has no registry (true), or the wait ends (false). */
+async function servesRegistry(gateway: RunningProcess, timeoutMs: number, supervisor: Supervisor): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (supervisor.gaveUp) throw supervisor.gaveUp;
+    if (supervisor.stopping) throw new Error('gateway: stopped before it was ready');
+    const readyz = await readyzOf(`${gateway.url}/readyz`, 1_000);
+    if (readyz?.registry === 'off' || readyz?.source === 'registry') return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return false;
 }
 
 /** Until the process answers its ready path; restarts in between are the supervisor's business. */

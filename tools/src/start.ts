@@ -67,6 +67,9 @@ async function main(): Promise<void> {
       .filter((p) => p.name !== 'gateway')
       .map((p) => `  ${p.name.padEnd(24)}  ${p.url}${p.grpcAddr ? `  (gRPC ${p.grpcAddr})` : ''}`),
     ...(system.devOidcUrl ? [`  ${'oidc'.padEnd(24)}  ${system.devOidcUrl}  (dev OpenID provider, starts on first use)`] : []),
+    ...system.processes
+      .filter((p) => p.name === 'registry' && !p.replica)
+      .map((p) => `  ${'Studio'.padEnd(24)}  ${p.url}/studio  (the registry as web pages: schema, history, checks, usage)`),
     '',
     `Try:  curl ${gw}/hello`,
     `      curl ${gw}/posts/2`,

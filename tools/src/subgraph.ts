@@ -1,33 +1,45 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import {
-  defaultServiceUrl,
   EDGE_SERVICE_NAMES,
   isEdgeService,
   SERVICES,
   serviceContract,
+  SERVICE_TOKEN_HEADER,
   type EdgeServiceName,
   type RestPart,
   type ServiceContract,
 } from '@halo/kit';
+import { isTakeoverChange } from '@halo/contracts';
 import { schemaFile } from './checkout-contracts';
+import { developerToken } from './dev-credentials';
 import { loadManifests } from './compose-rest';
 
 /**
- * `npm run subgraph -- <check|publish|list|rollback|routes> --service NAME …`: a service team's
- * CLI for the schema registry (docs/registry.md, "CLI"). Exit 0 ok, 1 check failed or refused,
- * 2 usage error, 3 registry unreachable. Defaults reach the system `npm start` runs.
+ * `npm run subgraph -- <command> --service NAME …`: a service team's CLI for the schema registry
+ * (docs/registry.md, "CLI"). Exit 0 ok, 1 check failed or refused, 2 usage error, 3 registry
+ * unreachable. Defaults reach the system `npm start` runs (HALO_PORT_OFFSET included).
  */
-export const USAGE = `Usage: npm run subgraph -- <check|publish|list|rollback|routes> --service NAME
-         [--schema FILE] [--routes FILE] [--url URL] [--registry URL] [--acknowledge "<reason>"] [--json]
+export const USAGE = `Usage: npm run subgraph -- <command> --service NAME [options]
   check     compose this contract with every other service's current one, report changes and their usage
   publish   check, then make it the service's current version (the gateways pick it up)
-  list      the services' current versions (with --service: that service's versions)
-  rollback  republish the service's previous version, after the same checks
+  list      the services' current versions
+  log       the service's history: each version, when, who, what it changed, its acknowledgement
+  fetch     one version's contract: --version N (its SDL; with --json, the whole contract)
+  diff      what changes between two versions: --from N --to M (the check's change list, then a text diff)
+  rollback  republish an earlier version's contract as a new version, after the same checks: --to N
   routes    print the service's REST part (for --routes FILE)
-Credentials: HALO_API_KEY (an admin key with scope schema:write); none needed against npm start.`;
+Options: [--schema FILE] [--routes FILE] [--url URL] [--registry URL] [--acknowledge "<reason>"] [--json]
+  check, publish, rollback: [--window DAYS] [--threshold PERCENT] [--exclude-client NAME]…
+  --window         usage in this many days counts (default: the registry's, 7)
+  --threshold      a breaking change used by at most this % of requests passes (default 0: any use blocks)
+  --exclude-client this client's usage never blocks (repeatable)
+  --url      the routing URL to publish (default: the one the registry holds, else this machine's)
+  --registry default REGISTRY_URL, else the registry npm start runs (HALO_PORT_OFFSET moves it)
+Credentials: HALO_API_KEY (an admin key with scope schema:write, or schema:write:<service>); against this
+  checkout's npm start, none: it hands this CLI a developer key (reads and checks need none there).`;
 
-const COMMANDS = ['check', 'publish', 'list', 'rollback', 'routes'] as const;
+const COMMANDS = ['check', 'publish', 'list', 'log', 'fetch', 'diff', 'rollback', 'routes'] as const;
 type Command = (typeof COMMANDS)[number];
 
 export class UsageError extends Error {}
@@ -41,7 +53,51 @@ export interface CliOptions {
   url?: string;
   registry: string;
   acknowledge?: string;
+  /** The check's options (check, publish, rollback); unset: the registry's defaults. */
+  options?: { windowDays?: number; thresholdPercent?: number; excludeClients?: string[] };
+  /** HALO_PORT_OFFSET: where this machine's services listen. */
+  offset: number;
+  /** fetch: the version; rollback: the target; diff: from and to. */
+  version?: number;
+  from?: number;
+  to?: number;
   json: boolean;
+}
+
+/** The port offset `npm start` was given (HALO_PORT_OFFSET): the registry and the services move with it. */
+function portOffset(env: Record<string, string | undefined>): number {
+  const raw = env.HALO_PORT_OFFSET ?? '0';
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 50_000) throw new UsageError(`HALO_PORT_OFFSET must be an integer from 0 to 50000 (got ${raw})`);
+  return n;
+}
+
+function checkOptions(
+  command: string,
+  window: string | undefined,
+  threshold: string | undefined,
+  exclude: string[] | undefined,
+): CliOptions['options'] {
+  if (window === undefined && threshold === undefined && exclude === undefined) return undefined;
+  if (!['check', 'publish', 'rollback'].includes(command)) {
+    throw new UsageError('--window, --threshold and --exclude-client go with check, publish or rollback');
+  }
+  if (window !== undefined && !/^[1-9]\d{0,3}$/.test(window)) throw new UsageError(`--window must be a number of days (got ${window})`);
+  const percent = threshold === undefined ? undefined : Number(threshold);
+  if (percent !== undefined && (!/^\d+(\.\d+)?$/.test(threshold!) || percent > 100)) {
+    throw new UsageError(`--threshold must be a percentage from 0 to 100 (got ${threshold})`);
+  }
+  return {
+    ...(window !== undefined ? { windowDays: Number(window) } : {}),
+    ...(percent !== undefined ? { thresholdPercent: percent } : {}),
+    ...(exclude !== undefined ? { excludeClients: exclude } : {}),
+  };
+}
+
+function versionFlag(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[1-9]\d{0,8}$/.test(value)) throw new UsageError(`--${name} must be a version number (got ${value})`);
+  return Number(value);
 }
 
 /** The command line, checked: a UsageError (exit 2) names what is wrong. */
@@ -59,6 +115,12 @@ export function parseCli(argv: readonly string[], env: Record<string, string | u
         url: { type: 'string' },
         registry: { type: 'string' },
         acknowledge: { type: 'string' },
+        version: { type: 'string' },
+        window: { type: 'string' },
+        threshold: { type: 'string' },
+        'exclude-client': { type: 'string', multiple: true },
+        from: { type: 'string' },
+        to: { type: 'string' },
         json: { type: 'boolean', default: false },
       },
     });
@@ -86,7 +148,15 @@ export function parseCli(argv: readonly string[], env: Record<string, string | u
     const v = values[flag];
     if (v !== undefined && !existsSync(v)) throw new UsageError(`--${flag}: no such file: ${v}`);
   }
-  const registry = (values.registry ?? env.REGISTRY_URL ?? `http://127.0.0.1:${SERVICES.registry.httpPort}`).replace(/\/+$/, '');
+  const version = versionFlag('version', values.version);
+  const from = versionFlag('from', values.from);
+  const to = versionFlag('to', values.to);
+  if (command === 'fetch' && version === undefined) throw new UsageError('fetch needs --version N (see log)');
+  if (command === 'diff' && (from === undefined || to === undefined)) throw new UsageError('diff needs --from N --to M (see log)');
+  if (command === 'rollback' && to === undefined) throw new UsageError('rollback needs --to N: the version to roll back to (see log)');
+  const options = checkOptions(command, values.window, values.threshold, values['exclude-client']);
+  const offset = portOffset(env);
+  const registry = (values.registry ?? env.REGISTRY_URL ?? `http://127.0.0.1:${SERVICES.registry.httpPort + offset}`).replace(/\/+$/, '');
   return {
     command: command as Command,
     ...(service ? { service } : {}),
@@ -95,6 +165,11 @@ export function parseCli(argv: readonly string[], env: Record<string, string | u
     ...(values.url ? { url: values.url } : {}),
     registry,
     ...(values.acknowledge ? { acknowledge: values.acknowledge.trim() } : {}),
+    ...(version !== undefined ? { version } : {}),
+    ...(from !== undefined ? { from } : {}),
+    ...(to !== undefined ? { to } : {}),
+    offset,
+    ...(options ? { options } : {}),
     json: values.json,
   };
 }
@@ -112,13 +187,18 @@ function restOf(service: EdgeServiceName, file: string | undefined): RestPart | 
   return manifest ? serviceContract({ service, url: 'http://x', manifest }).rest : null;
 }
 
-/** The contract the command sends: the checkout's files unless flags name others. */
-export function contractFor(o: CliOptions): ServiceContract {
+/**
+ * The contract the command sends: the checkout's files unless flags name others. The routing URL
+ * is `--url`, else the one the registry holds for the service (a publish from a laptop must not
+ * move production's traffic), else this machine's (the offset applied).
+ */
+export function contractFor(o: CliOptions, registeredUrl?: string): ServiceContract {
   const service = o.service!;
   const file = o.schema ?? schemaFile(service);
+  const local = `http://127.0.0.1:${SERVICES[service].httpPort + o.offset}`;
   return {
     service,
-    url: (o.url ?? defaultServiceUrl(service)).replace(/\/+$/, ''),
+    url: (o.url ?? registeredUrl ?? local).replace(/\/+$/, ''),
     sdl: existsSync(file) ? readFileSync(file, 'utf8') : null,
     rest: restOf(service, o.routes),
   };
@@ -132,8 +212,44 @@ interface RegistryAnswer {
   unchanged?: boolean;
   version?: number;
   composition?: number;
-  versions?: { version: number; createdAt: string; author: string; url: string; hash: string }[];
+  versions?: {
+    version: number;
+    createdAt: string;
+    author: string;
+    url: string;
+    hash: string;
+    changes: { type: string; message: string; breaking: boolean; acknowledged: boolean }[] | null;
+    acknowledgement: string | null;
+    rollbackOf: number | null;
+  }[];
+  contract?: ServiceContract;
+  changes?: { type: string; message: string; breaking: boolean }[];
+  errors?: string[];
+  text?: string;
   services?: { service: string; version: number; publishedAt: string; author: string; url: string }[];
+}
+
+/** HALO_API_KEY if set; else, against this checkout's npm start, the developer token it left for us. */
+async function credentials(registry: string): Promise<Record<string, string>> {
+  const key = process.env.HALO_API_KEY;
+  if (key) return { 'x-api-key': key };
+  const token = await developerToken(registry);
+  return token ? { [SERVICE_TOKEN_HEADER]: token } : {};
+}
+
+/** What to do about a 401 or a 403, in one line after the registry's own answer. */
+function credentialsHint(status: number): string[] {
+  if (status === 401) {
+    return process.env.HALO_API_KEY
+      ? ['  HALO_API_KEY was not accepted: an admin API key (POST /auth/api-keys) of this Halo, not revoked']
+      : [
+          "  set HALO_API_KEY (an admin API key with scope schema:write), or run this against this checkout's npm start, which hands this CLI its developer key",
+        ];
+  }
+  if (status === 403 && process.env.HALO_API_KEY) {
+    return ["  HALO_API_KEY's scopes do not cover this service: it needs schema:write, or schema:write:<service>"];
+  }
+  return [];
 }
 
 async function request(
@@ -142,12 +258,11 @@ async function request(
   path: string,
   body?: unknown,
 ): Promise<{ status: number; body: RegistryAnswer }> {
-  const key = process.env.HALO_API_KEY;
   let res: Response;
   try {
     res = await fetch(`${o.registry}${path}`, {
       method,
-      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(key ? { 'x-api-key': key } : {}) },
+      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(await credentials(o.registry)) },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: AbortSignal.timeout(30_000),
     });
@@ -169,8 +284,19 @@ interface Report {
   ok: boolean;
   composition: { errors: string[] };
   rest: { errors: string[] };
-  changes: { path: string; message: string; breaking: boolean; acknowledged: boolean; usage: { count: number } }[];
+  changes: { type: string; path: string; message: string; breaking: boolean; acknowledged: boolean; usage: { count: number } }[];
   notes: string[];
+}
+
+/** How much a breaking change is used: gateways record GraphQL usage only, so a REST change's is unknown. */
+const usedNote = (c: Report['changes'][number]) =>
+  isTakeoverChange(c) ? '' : c.type.startsWith('REST_') ? ' [REST calls are not recorded: usage unknown]' : ` [used ${c.usage.count}×]`;
+
+/** A change's label: a takeover of another service's field is not breaking for clients, but it needs an acknowledgement all the same. */
+function changeLabel(c: { type: string; breaking: boolean; acknowledged?: boolean }): string {
+  if (!c.breaking) return 'change';
+  const kind = isTakeoverChange(c) ? 'TAKEOVER' : 'BREAKING';
+  return c.acknowledged ? `${kind} (acknowledged)` : kind;
 }
 
 function describeReport(r: Report | undefined): string[] {
@@ -178,12 +304,33 @@ function describeReport(r: Report | undefined): string[] {
   return [
     ...r.composition.errors.map((e) => `  composition: ${e}`),
     ...r.rest.errors.map((e) => `  REST: ${e}`),
-    ...r.changes.map(
-      (c) =>
-        `  ${c.breaking ? (c.acknowledged ? 'BREAKING (acknowledged)' : 'BREAKING') : 'change'}: ${c.message}${c.breaking ? ` [used ${c.usage.count}×]` : ''}`,
-    ),
+    ...r.changes.map((c) => `  ${changeLabel(c)}: ${c.message}${c.breaking ? usedNote(c) : ''}`),
     ...r.notes.map((n) => `  note: ${n}`),
   ];
+}
+
+/** The routing URL the registry holds for the service now, if it holds one. */
+async function currentUrl(o: CliOptions): Promise<string | undefined> {
+  const res = await request(o, 'GET', '/v1/services');
+  if (res.status !== 200) return undefined;
+  return res.body.services?.find((s) => s.service === o.service)?.url;
+}
+
+/** `list --service` (one line a version) and `log` (each version's changes and acknowledgement too). */
+function describeHistory(service: string, versions: NonNullable<RegistryAnswer['versions']>, full: boolean): string[] {
+  const lines: string[] = [];
+  for (const v of versions) {
+    const rollback = v.rollbackOf ? `  (rollback to v${v.rollbackOf})` : '';
+    lines.push(`${service} v${v.version}  ${v.createdAt}  ${v.author}  ${v.url}  ${v.hash.slice(0, 12)}${rollback}`);
+    if (!full) continue;
+    if (v.acknowledgement) lines.push(`  acknowledged: ${v.acknowledgement}`);
+    if (v.changes === null) lines.push('  (changes not recorded: published before the registry kept them)');
+    else if (v.changes.length === 0) lines.push('  no change to the API');
+    for (const c of v.changes ?? []) {
+      lines.push(`  ${changeLabel(c)}: ${c.message}`);
+    }
+  }
+  return lines;
 }
 
 /** Runs one command: what to print and the exit code. */
@@ -192,7 +339,11 @@ export async function runCli(o: CliOptions): Promise<{ code: number; out: string
   const err: string[] = [];
   const refused = (status: number, body: RegistryAnswer | null) => {
     if (o.json) out.push(JSON.stringify(body, null, 2));
-    err.push(`${o.service ?? 'subgraph'}: refused (${status}): ${body?.error ?? 'unknown error'}`, ...describeReport(body?.report));
+    err.push(
+      `${o.service ?? 'subgraph'}: refused (${status}): ${body?.error ?? 'unknown error'}`,
+      ...credentialsHint(status),
+      ...describeReport(body?.report),
+    );
     return { code: 1, out, err };
   };
   try {
@@ -200,23 +351,42 @@ export async function runCli(o: CliOptions): Promise<{ code: number; out: string
       out.push(JSON.stringify(contractFor(o).rest, null, 2));
       return { code: 0, out, err };
     }
-    if (o.command === 'list') {
+    if (o.command === 'list' || o.command === 'log') {
       const res = await request(o, 'GET', o.service ? `/v1/services/${o.service}/versions` : '/v1/services');
       if (res.status !== 200) return refused(res.status, res.body);
       if (o.json) out.push(JSON.stringify(res.body, null, 2));
-      else if (o.service)
-        for (const v of res.body.versions!)
-          out.push(`${o.service} v${v.version}  ${v.createdAt}  ${v.author}  ${v.url}  ${v.hash.slice(0, 12)}`);
+      else if (o.service) out.push(...describeHistory(o.service, res.body.versions!, o.command === 'log'));
       else for (const s of res.body.services!) out.push(`${s.service.padEnd(10)} v${s.version}  ${s.publishedAt}  ${s.author}  ${s.url}`);
       return { code: 0, out, err };
     }
-    const ack = o.acknowledge ? { acknowledge: o.acknowledge } : {};
+    if (o.command === 'fetch') {
+      const res = await request(o, 'GET', `/v1/services/${o.service}/versions/${o.version}`);
+      if (res.status !== 200) return refused(res.status, res.body);
+      if (o.json) out.push(JSON.stringify(res.body, null, 2));
+      else out.push((res.body.contract?.sdl ?? `# ${o.service} v${o.version} has no GraphQL schema`).replace(/\n$/, ''));
+      return { code: 0, out, err };
+    }
+    if (o.command === 'diff') {
+      const res = await request(o, 'GET', `/v1/services/${o.service}/diff?from=${o.from}&to=${o.to}`);
+      if (res.status !== 200) return refused(res.status, res.body);
+      if (o.json) out.push(JSON.stringify(res.body, null, 2));
+      else {
+        out.push(`${o.service}: v${o.from} → v${o.to}`);
+        for (const e of res.body.errors ?? []) out.push(`  ${e}`);
+        for (const c of res.body.changes ?? []) out.push(`  ${changeLabel(c)}: ${c.message}`);
+        if ((res.body.changes ?? []).length === 0 && (res.body.errors ?? []).length === 0) out.push('  no change to the API');
+        out.push('', (res.body.text ?? '').replace(/\n$/, ''));
+      }
+      return { code: 0, out, err };
+    }
+    const ack = { ...(o.acknowledge ? { acknowledge: o.acknowledge } : {}), ...(o.options ? { options: o.options } : {}) };
+    const registeredUrl = o.url === undefined && o.command !== 'rollback' ? await currentUrl(o) : undefined;
     const res =
       o.command === 'check'
-        ? await request(o, 'POST', '/v1/check', { contract: contractFor(o) })
+        ? await request(o, 'POST', '/v1/check', { contract: contractFor(o, registeredUrl), ...ack })
         : o.command === 'publish'
-          ? await request(o, 'POST', '/v1/publish', { contract: contractFor(o), ...ack })
-          : await request(o, 'POST', '/v1/rollback', { service: o.service, ...ack });
+          ? await request(o, 'POST', '/v1/publish', { contract: contractFor(o, registeredUrl), ...ack })
+          : await request(o, 'POST', '/v1/rollback', { service: o.service, to: o.to, ...ack });
     if (o.command === 'check') {
       if (res.status !== 200) return refused(res.status, res.body);
       if (o.json) out.push(JSON.stringify(res.body, null, 2));
@@ -229,7 +399,7 @@ export async function runCli(o: CliOptions): Promise<{ code: number; out: string
     else if (res.body.unchanged) out.push(`${o.service}: unchanged (version ${res.body.version}, composition ${res.body.composition})`);
     else
       out.push(
-        `${o.service}: ${o.command === 'rollback' ? 'rolled back as' : 'published'} version ${res.body.version} (composition ${res.body.composition})`,
+        `${o.service}: ${o.command === 'rollback' ? `v${o.to} republished as` : 'published'} version ${res.body.version} (composition ${res.body.composition})`,
         ...describeReport(res.body.report),
       );
     return { code: 0, out, err };

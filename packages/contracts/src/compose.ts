@@ -1,6 +1,6 @@
 import { composeServices } from '@apollo/composition';
 import { mergeOpenApi, mergeRouteTable, SERVICE_NAMES, type ComposedRouteTable, type JsonObject } from '@halo/kit';
-import { parse } from 'graphql';
+import { GraphQLError, parse } from 'graphql';
 import type { Contract } from './contract';
 
 /**
@@ -50,15 +50,23 @@ const byTopology = (a: Contract, b: Contract) => {
   return ia - ib || a.service.localeCompare(b.service);
 };
 
+/** A schema that does not parse, named by service, line and column (graphql-js's own location). */
+function syntaxError(service: string, err: unknown): string {
+  const loc = err instanceof GraphQLError ? err.locations?.[0] : undefined;
+  return `${service}: ${(err as Error).message}${loc ? ` (schema line ${loc.line}, column ${loc.column})` : ''}`;
+}
+
 /** The supergraph of the contracts that have a subgraph, or why they do not compose. */
 export function composeSupergraphOf(contracts: readonly Contract[]): { sdl: string } | { errors: string[] } {
   const withSdl = [...contracts].filter((c) => c.sdl !== null).sort(byTopology);
   if (withSdl.length === 0) return { errors: ['No service has a subgraph'] };
-  let subgraphs;
-  try {
-    subgraphs = withSdl.map((c) => ({ name: c.service, url: `${c.url}/graphql`, typeDefs: parse(c.sdl!) }));
-  } catch (err) {
-    return { errors: [(err as Error).message] };
+  const subgraphs = [];
+  for (const c of withSdl) {
+    try {
+      subgraphs.push({ name: c.service, url: `${c.url}/graphql`, typeDefs: parse(c.sdl!) });
+    } catch (err) {
+      return { errors: [syntaxError(c.service, err)] };
+    }
   }
   const result = composeServices(subgraphs);
   if (result.errors) return { errors: result.errors.map((e) => e.message) };

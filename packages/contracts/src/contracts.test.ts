@@ -36,6 +36,14 @@ describe('composeContracts', () => {
     if (!result.ok) expect(result.errors.composition.join('\n')).toMatch(/user/);
   });
 
+  it('refuses a schema that does not parse, naming the service, line and column', () => {
+    const result = composeContracts(withCatalog('type Query {\n  products: [String\n}\n'));
+    expect(result.ok).toBe(false);
+    if (!result.ok) {
+      expect(result.errors.composition).toEqual([expect.stringMatching(/^catalog: Syntax Error: .+ \(schema line 3, column 1\)$/)]);
+    }
+  });
+
   it('refuses one method and path declared by two services, naming both', () => {
     const catalog = byName('catalog');
     const stolen = { ...catalog.rest!.routes[0]!, service: 'content' as const };
@@ -119,15 +127,34 @@ describe('breaking changes and usage', () => {
     expect(usesPath(['ProductPage.data'], 'Product')).toBe(false);
     expect(usesPath(['Product'], '')).toBe(false);
     const usage = [
-      { name: 'A', hash: 'a', client: 'web', count: 3, lastSeen: 't', coordinates: ['Product.name'] },
-      { name: 'B', hash: 'b', client: 'ios', count: 10, lastSeen: 't', coordinates: ['Product.name', 'Product.price'] },
-      { name: 'C', hash: 'c', client: 'web', count: 99, lastSeen: 't', coordinates: ['Product.price'] },
+      { name: 'A', hash: 'a', client: 'web', clientVersion: null, count: 3, lastSeen: 't', coordinates: ['Product.name'] },
+      {
+        name: 'B',
+        hash: 'b',
+        client: 'ios',
+        clientVersion: '2.3.1',
+        count: 10,
+        lastSeen: 't',
+        coordinates: ['Product.name', 'Product.price'],
+      },
+      {
+        name: 'B',
+        hash: 'b',
+        client: 'ios',
+        clientVersion: '2.3.0',
+        count: 3,
+        lastSeen: 't',
+        coordinates: ['Product.name', 'Product.price'],
+      },
+      { name: 'C', hash: 'c', client: 'web', clientVersion: null, count: 99, lastSeen: 't', coordinates: ['Product.price'] },
     ];
+    // Busiest first; at equal counts by name, client, then version.
     expect(usageOf('Product.name', usage)).toEqual({
-      count: 13,
+      count: 16,
       operations: [
-        { name: 'B', hash: 'b', client: 'ios', count: 10, lastSeen: 't' },
-        { name: 'A', hash: 'a', client: 'web', count: 3, lastSeen: 't' },
+        { name: 'B', hash: 'b', client: 'ios', clientVersion: '2.3.1', count: 10, lastSeen: 't' },
+        { name: 'A', hash: 'a', client: 'web', clientVersion: null, count: 3, lastSeen: 't' },
+        { name: 'B', hash: 'b', client: 'ios', clientVersion: '2.3.0', count: 3, lastSeen: 't' },
       ],
     });
     expect(usageOf('Product.id', usage)).toEqual({ count: 0, operations: [] });

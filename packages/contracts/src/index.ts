@@ -2,3 +2,4 @@ export * from './contract';
 export * from './compose';
 export * from './changes';
 export * from './usage';
+export * from './takeovers';

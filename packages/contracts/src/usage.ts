@@ -51,11 +51,13 @@ export function usesPath(coordinates: readonly string[], path: string): boolean 
   return coordinates.some((c) => c === path || c.startsWith(under));
 }
 
-/** Recorded usage of one operation by one client (summed over the window). */
+/** Recorded usage of one operation by one client version (summed over the window). */
 export interface OperationUsage {
   name: string;
   hash: string;
   client: string;
+  /** The version the client declared; null when it declared none. */
+  clientVersion: string | null;
   count: number;
   lastSeen: string;
   coordinates: readonly string[];
@@ -71,6 +73,12 @@ export function usageOf(path: string, usage: readonly OperationUsage[]): ChangeU
   const operations = usage
     .filter((u) => usesPath(u.coordinates, path))
     .map(({ coordinates: _c, ...u }) => u)
-    .sort((a, b) => b.count - a.count || a.name.localeCompare(b.name));
+    .sort(
+      (a, b) =>
+        b.count - a.count ||
+        a.name.localeCompare(b.name) ||
+        a.client.localeCompare(b.client) ||
+        (a.clientVersion ?? '').localeCompare(b.clientVersion ?? ''),
+    );
   return { count: operations.reduce((n, o) => n + o.count, 0), operations };
 }

@@ -1,10 +1,15 @@
 import { resolve } from 'node:path';
+import { z } from 'zod';
 import { ConfigError, defaultGrpcAddr, EDGE_SERVICE_NAMES, env, serviceUrlVar, type ServiceConfig } from '@halo/kit';
 
 /** The registry's own variables (docs/registry.md, "Registry configuration"). */
 export const registryConfigShape = {
   /** Usage in this many days blocks a breaking change. */
   REGISTRY_USAGE_WINDOW_DAYS: env.int(7, 1),
+  /** A breaking change whose use is at most this share of all requests in the window passes (0: any use blocks). */
+  REGISTRY_CHECK_THRESHOLD_PERCENT: z.coerce.number().min(0).max(100).default(0),
+  /** Clients whose usage never blocks a change (comma-separated names, e.g. `k6,internal-tools`). */
+  REGISTRY_CHECK_EXCLUDE_CLIENTS: env.str(''),
   /** Hourly usage rows are kept this many days. */
   REGISTRY_USAGE_RETENTION_DAYS: env.int(30, 1),
   /** Where the committed composed files are (the bootstrap): the repository root by default. */

@@ -7,6 +7,9 @@ import { Registry } from './domain/registry';
 import { apiKeyExchange } from './grpc/api-keys';
 import { principalResolver } from './rest/principal';
 import { registryRoutes } from './rest/routes';
+import { studioRoutes } from './studio';
+import { authorizeReader } from './domain/registry';
+import { Router } from 'express';
 
 /**
  * The schema registry (docs/registry.md): every service's published contracts, composed on each
@@ -31,6 +34,10 @@ export const registryService = defineService({
     const registry = new Registry(new PgRegistryStore(db), {
       usageWindowDays: config.REGISTRY_USAGE_WINDOW_DAYS,
       usageRetentionDays: config.REGISTRY_USAGE_RETENTION_DAYS,
+      thresholdPercent: config.REGISTRY_CHECK_THRESHOLD_PERCENT,
+      excludeClients: config.REGISTRY_CHECK_EXCLUDE_CLIENTS.split(',')
+        .map((c) => c.trim())
+        .filter(Boolean),
     });
     const urls = config as unknown as Record<string, string | undefined>;
     const urlOf = (s: string) => (urls[serviceUrlVar(s as EdgeServiceName)] ?? defaultServiceUrl(s as EdgeServiceName)).replace(/\/+$/, '');
@@ -45,9 +52,17 @@ export const registryService = defineService({
       exchangeApiKey: (key) => keys.exchange(key),
       development: config.HALO_ENV === 'development',
     });
-    return { registry, principalOf };
+    const studio = studioRoutes({
+      registry,
+      principalOf,
+      authorizeReader,
+      exchangeApiKey: (key) => keys.exchange(key),
+      jwtSecret: config.JWT_SECRET,
+      windowDays: config.REGISTRY_USAGE_WINDOW_DAYS,
+    });
+    return { registry, principalOf, studio };
   },
-  rest: ({ registry, principalOf }) => registryRoutes(registry, principalOf),
+  rest: ({ registry, principalOf, studio }) => Router().use(registryRoutes(registry, principalOf), studio),
 });
 
 export type RegistryService = Awaited<ReturnType<typeof registryService.start>>;

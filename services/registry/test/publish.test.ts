@@ -49,6 +49,37 @@ it('REGISTRY_PUBLISH_ON_START: the started service publishes its contract (its o
   }
 });
 
+it('REGISTRY_PUBLISH_ON_START refused: the service is not ready, and /readyz says why', async () => {
+  const db: TestDb = await openTestDb('catalog');
+  const config = catalogService.loadConfig({
+    ...TEST_SERVICE_ENV,
+    ...testIdentityEnv('catalog'),
+    // A key the registry does not trust: the publish is refused (401), not unreachable.
+    SERVICE_SIGNING_KEY: JSON.stringify(generateServiceKey('catalog', 'rogue').privateJwk),
+    REGISTRY_URL: reg.base,
+    REGISTRY_PUBLISH_ON_START: 'true',
+  });
+  const catalog = await catalogService.start(config, createLogger('catalog', 'silent'), { db });
+  try {
+    const readyz = async () => {
+      const res = await fetch(`http://127.0.0.1:${catalog.httpPort}/readyz`);
+      return { status: res.status, body: (await res.json()) as { status: string; reason?: string } };
+    };
+    let r = await readyz();
+    for (let i = 0; i < 100 && r.status === 200; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      r = await readyz();
+    }
+    expect(r).toEqual({
+      status: 503,
+      body: { status: 'unavailable', reason: 'contract refused by the registry: publish refused (401): Invalid token' },
+    });
+  } finally {
+    await catalog.stop();
+    await db.drop();
+  }
+});
+
 describe('HALO_PUBLISH_CONTRACT_ONLY (the built catalog, as the Helm hook runs it)', () => {
   // Asynchronous: the registry answering it runs in this very process. The environment is the
   // hook pod's (helm/*/templates/_helpers.tpl, halo.derivedEnv with "publish"): a production
@@ -86,6 +117,40 @@ describe('HALO_PUBLISH_CONTRACT_ONLY (the built catalog, as the Helm hook runs i
     const res = await run({ REGISTRY_URL: reg.base, SERVICE_PUBLIC_URL: 'http://payments.halo.svc:4004' }, 'payments');
     expect([res.status, res.stderr]).toEqual([0, '']);
     expect(res.stdout).toMatch(/^payments: contract published as version \d+ \(composition \d+\)\n$/);
+  });
+
+  it('a breaking change clients use: refused, naming them; with REGISTRY_PUBLISH_ACKNOWLEDGE (publish.acknowledge) it goes, recorded', async () => {
+    // The registry's catalog has a field the built one lacks, which a client used this hour.
+    const current = (await call(reg.base, 'GET', '/v1/services/catalog/versions', undefined, await serviceToken('gateway'))).body
+      .versions[0] as { version: number };
+    const served = (
+      await call(reg.base, 'GET', `/v1/services/catalog/versions/${current.version}`, undefined, await serviceToken('gateway'))
+    ).body.contract as { sdl: string };
+    const withSku = { ...served, sdl: served.sdl.replace(/(type Product @key[^{]*\{)/, '$1\n  sku: String') };
+    expect((await call(reg.base, 'POST', '/v1/publish', { contract: withSku }, await serviceToken('catalog'))).status).toBe(201);
+    const usage = {
+      gateway: { id: 'gw-hook-test', composition: null },
+      reports: [
+        {
+          hour: new Date().toISOString(),
+          client: 'web',
+          operation: { hash: 'sku-op', name: 'Skus', body: 'query Skus { products { data { sku } } }' },
+          coordinates: ['Product', 'Product.sku'],
+          count: 2,
+        },
+      ],
+    };
+    expect((await call(reg.base, 'POST', '/v1/usage', usage, await serviceToken('gateway'))).status).toBe(202);
+    const env = { REGISTRY_URL: reg.base, SERVICE_PUBLIC_URL: 'http://catalog.halo.svc:4003' };
+    const refused = await run(env);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(
+      /^catalog: contract not published: publish refused \(422\): Check failed — Product\.sku: breaking and used 2 times/,
+    );
+    const acked = await run({ ...env, REGISTRY_PUBLISH_ACKNOWLEDGE: 'web moved off sku (#123)' });
+    expect([acked.status, acked.stderr]).toEqual([0, '']);
+    const [latest] = (await call(reg.base, 'GET', '/v1/services/catalog/versions', undefined, await serviceToken('gateway'))).body.versions;
+    expect(latest).toMatchObject({ author: 'service:catalog', acknowledgement: 'web moved off sku (#123)' });
   });
 
   it('refused (a key the registry does not trust): exit 1 with one line', async () => {

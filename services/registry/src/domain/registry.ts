@@ -3,34 +3,49 @@ import {
   canonicalJson,
   composeContracts,
   contractHash,
-  isRestChange,
-  parseContract,
   restChanges,
   schemaChanges,
-  usageOf,
-  type ChangeUsage,
   type Composition,
   type Contract,
 } from '@halo/contracts';
-import { badRequest, conflict, forbidden } from '@halo/kit';
-import type { Acknowledgement, CompositionRecord, Principal, RegistryStore, UsageReport, VersionRecord } from './model';
+import { badRequest, notFound, unauthenticated } from '@halo/kit';
+import { authorizeChecker, authorizePublisher, authorizeUsageReporter, authorOf } from './access';
+import { evaluate, urlChange, type CheckContext } from './evaluate';
+import {
+  checkDetail,
+  checkOf,
+  checkSummary,
+  coordinateFrom,
+  DAY_MS,
+  daysFrom,
+  serviceFrom,
+  seriesOf,
+  wholeNumber,
+  windowHours,
+} from './insight';
+import type {
+  Acknowledgement,
+  CheckDetail,
+  CheckKind,
+  CheckOptions,
+  CheckReport,
+  CheckSummary,
+  ClientUsage,
+  CompositionRecord,
+  CoordinateUsage,
+  NewCheck,
+  Principal,
+  RecordedChange,
+  RegistryStore,
+  TopOperation,
+  UsageReport,
+  UsageSeries,
+  VersionRecord,
+} from './model';
+import { acknowledgeFrom, checkOptionsFrom, contractFrom } from './requests';
 
-/** The check report (docs/registry.md, "Check report"). */
-export interface CheckReport {
-  ok: boolean;
-  service: string;
-  composition: { ok: boolean; errors: string[] };
-  rest: { ok: boolean; errors: string[] };
-  changes: {
-    type: string;
-    path: string;
-    message: string;
-    breaking: boolean;
-    acknowledged: boolean;
-    usage: ChangeUsage;
-  }[];
-  notes: string[];
-}
+export { authorizeChecker, authorizePublisher, authorizeReader, authorizeUsageReporter, authorOf } from './access';
+export type { CheckOptions, CheckReport } from './model';
 
 export type PublishOutcome =
   | { kind: 'published'; version: number; composition: number; report: CheckReport }
@@ -40,44 +55,39 @@ export type PublishOutcome =
 export interface RegistryOptions {
   usageWindowDays: number;
   usageRetentionDays: number;
+  /** Default check options (REGISTRY_CHECK_THRESHOLD_PERCENT, REGISTRY_CHECK_EXCLUDE_CLIENTS). */
+  thresholdPercent?: number;
+  excludeClients?: readonly string[];
   /** The OpenAPI document's version (Halo's). */
   apiVersion?: string;
   now?: () => Date;
 }
 
-const DAY_MS = 86_400_000;
-
-/** Who an action is recorded as. */
-export const authorOf = (p: Principal): string =>
-  p.kind === 'service' ? `service:${p.name}` : p.kind === 'admin' ? `admin:${p.name} (${p.id})` : 'developer (loopback)';
-
-/** Publish, check and roll back: a service only its own contract; an admin key or a local developer any. */
-export function authorizePublisher(p: Principal, service: string): void {
-  if (p.kind === 'service' && p.name !== service) throw forbidden();
+/** One entry of a service's history (`GET /v1/services/:service/versions`). */
+export interface VersionSummary {
+  version: number;
+  hash: string;
+  url: string;
+  author: string;
+  createdAt: string;
+  changes: RecordedChange[] | null;
+  acknowledgement: string | null;
+  rollbackOf: number | null;
 }
 
-/** Usage reports: the gateway (or a local developer). */
-export function authorizeUsageReporter(p: Principal): void {
-  if (!(p.kind === 'developer' || (p.kind === 'service' && p.name === 'gateway'))) throw forbidden();
+/** Two versions of a service compared (`GET /v1/services/:service/diff`). */
+export interface VersionDiff {
+  service: string;
+  from: number;
+  to: number;
+  changes: { type: string; path: string; message: string; breaking: boolean }[];
+  /** Why the change list is empty although the versions differ: one of them no longer composes. */
+  errors: string[];
+  /** The two versions compared, whole (the HTTP layer writes their text diff). */
+  versions: [VersionRecord, VersionRecord];
 }
 
 const compositionHash = (c: Composition) => createHash('sha256').update(canonicalJson(c)).digest('hex');
-
-function contractFrom(body: unknown): Contract {
-  const contract = (body as { contract?: unknown } | null)?.contract;
-  if (contract === undefined) throw badRequest('contract is required');
-  const parsed = parseContract(contract);
-  if ('error' in parsed) throw badRequest(parsed.error);
-  return parsed.contract;
-}
-
-function acknowledgeFrom(body: unknown): string | undefined {
-  const a = (body as { acknowledge?: unknown } | null)?.acknowledge;
-  if (a === undefined || a === null) return undefined;
-  if (typeof a !== 'string' || a.trim() === '' || a.length > 1000)
-    throw badRequest('acknowledge must be a non-empty reason (at most 1000 characters)');
-  return a.trim();
-}
 
 /**
  * The registry's rules: what a contract's check finds, when a publish goes through, what a
@@ -103,30 +113,124 @@ export class Registry {
     return this.store.composition(head.composition);
   }
 
+  /** A check changes nothing but its own record (table `checks`), written once it has answered. */
   async check(principal: Principal, body: unknown): Promise<CheckReport> {
     const contract = contractFrom(body);
-    authorizePublisher(principal, contract.service);
-    return (await this.evaluate(this.store, contract, acknowledgeFrom(body))).report;
+    const options = this.checkOptionsFrom(body);
+    authorizeChecker(principal, contract.service);
+    const acknowledge = acknowledgeFrom(body);
+    const { report } = await evaluate(this.store, contract, acknowledge, options, this.context());
+    await this.store.insertCheck({
+      ...checkOf('check', { kind: 'checked', report }, contract.service, options),
+      author: authorOf(principal),
+      acknowledgement: acknowledge ?? null,
+    });
+    return report;
+  }
+
+  /** The request's `options`, each defaulting to the registry's settings; 400 naming a bad one. */
+  private checkOptionsFrom(body: unknown): CheckOptions {
+    const defaults = {
+      windowDays: this.opts.usageWindowDays,
+      thresholdPercent: this.opts.thresholdPercent ?? 0,
+      excludeClients: [...(this.opts.excludeClients ?? [])],
+    };
+    return checkOptionsFrom(body, defaults, this.opts.usageRetentionDays);
   }
 
   async publish(principal: Principal, body: unknown): Promise<PublishOutcome> {
     const contract = contractFrom(body);
+    const options = this.checkOptionsFrom(body);
     authorizePublisher(principal, contract.service);
-    return this.store.locked((tx) => this.publishLocked(tx, contract, acknowledgeFrom(body), authorOf(principal)));
+    const acknowledge = acknowledgeFrom(body);
+    await this.spend(principal);
+    return this.store.locked(async (tx) => {
+      const outcome = await this.publishLocked(tx, contract, acknowledge, authorOf(principal), undefined, options);
+      return this.recorded(tx, 'publish', principal, contract.service, acknowledge, options, outcome);
+    });
   }
 
-  /** Republishes the service's version before its current one, after the same checks, as a new version. */
+  /**
+   * A publish or rollback is recorded in its own transaction, refused ones too (the transaction
+   * commits: a refusal changes nothing else), so the record and what it says happened agree.
+   */
+  private async recorded(
+    tx: RegistryStore,
+    kind: CheckKind,
+    principal: Principal,
+    service: string,
+    acknowledge: string | undefined,
+    options: CheckOptions,
+    outcome: PublishOutcome,
+  ): Promise<PublishOutcome> {
+    const row: NewCheck = {
+      ...checkOf(kind, outcome, service, options),
+      author: authorOf(principal),
+      acknowledgement: acknowledge ?? null,
+    };
+    await tx.insertCheck(row);
+    return outcome;
+  }
+
+  /** A signed token is good for one write: sent again (a retry, a copy), it is refused. */
+  private async spend(principal: Principal): Promise<void> {
+    if (principal.kind !== 'service' && principal.kind !== 'developer') return;
+    const { jti, exp } = principal.token;
+    if (!(await this.store.spendToken(jti, new Date(exp * 1000)))) throw unauthenticated('Invalid token');
+  }
+
+  /**
+   * Republishes the contract of an explicit earlier version (`to`), after the same checks as a
+   * publish, as a new version that records which it rolled back to. Never a toggle: two rollbacks
+   * to the same version leave it current.
+   */
   async rollback(principal: Principal, body: unknown): Promise<PublishOutcome> {
     const service = (body as { service?: unknown } | null)?.service;
     if (typeof service !== 'string' || service === '') throw badRequest('service is required');
+    const to = (body as { to?: unknown }).to;
+    if (to === undefined) throw badRequest("to is required: the version to roll back to (see the service's versions)");
+    if (typeof to !== 'number' || !Number.isInteger(to) || to < 1) throw badRequest('to must be a version number (an integer from 1)');
+    const options = this.checkOptionsFrom(body);
     authorizePublisher(principal, service);
     const acknowledge = acknowledgeFrom(body);
+    await this.spend(principal);
     return this.store.locked(async (tx) => {
-      const current = (await tx.currentVersions()).find((v) => v.service === service);
-      const previous = current && (await tx.versions(service)).find((v) => v.version < current.version && v.hash !== current.hash);
-      if (!previous) throw conflict(`${service} has no previous version`);
-      return this.publishLocked(tx, previous.contract, acknowledge, authorOf(principal));
+      const target = await tx.version(service, to);
+      if (!target) throw notFound(`${service} has no version ${to}`);
+      const outcome = await this.publishLocked(tx, target.contract, acknowledge, authorOf(principal), to, options);
+      return this.recorded(tx, 'rollback', principal, service, acknowledge, options, outcome);
     });
+  }
+
+  /** One version of a service, with its contract (SDL, REST part, URL). */
+  async version(service: string, version: number): Promise<VersionRecord> {
+    const found = await this.store.version(service, version);
+    if (!found) throw notFound(`${service} has no version ${version}`);
+    return found;
+  }
+
+  /**
+   * What changes between two versions of a service: each composed with every other service's
+   * current contract, the change list a check would print from one to the other, and both
+   * versions whole.
+   */
+  async diff(service: string, from: number, to: number): Promise<VersionDiff> {
+    const [a, b] = [await this.version(service, from), await this.version(service, to)];
+    const others = (await this.store.currentVersions()).filter((v) => v.service !== service).map((v) => v.contract);
+    const composed = [a, b].map((v) => composeContracts([...others, v.contract], this.apiVersion()));
+    const errors = composed.flatMap((c, i) =>
+      c.ok ? [] : [...c.errors.composition, ...c.errors.rest].map((e) => `v${i === 0 ? from : to} does not compose today: ${e}`),
+    );
+    const [ca, cb] = composed;
+    const changes =
+      ca!.ok && cb!.ok
+        ? [
+            ...(await schemaChanges(ca!.composition.supergraph, cb!.composition.supergraph)),
+            ...restChanges(ca!.composition.routes.routes, cb!.composition.routes.routes, this.now()),
+            ...urlChange(a.url, b.url),
+          ].map(({ type, path, message, breaking }) => ({ type, path, message, breaking }))
+        : [];
+    return { service, from, to, changes, errors, versions: [a, b] };
   }
 
   async services(): Promise<{ service: string; version: number; url: string; hash: string; author: string; publishedAt: string }[]> {
@@ -135,13 +239,17 @@ export class Registry {
       .sort((a, b) => a.service.localeCompare(b.service));
   }
 
-  async versions(service: string): Promise<{ version: number; hash: string; url: string; author: string; createdAt: string }[]> {
+  /** A service's history, newest first: who published each version, when, what it changed and why. */
+  async versions(service: string): Promise<VersionSummary[]> {
     return (await this.store.versions(service)).map((v) => ({
       version: v.version,
       hash: v.hash,
       url: v.url,
       author: v.author,
       createdAt: v.createdAt,
+      changes: v.changes ?? null,
+      acknowledgement: v.acknowledgement ?? null,
+      rollbackOf: v.rollbackOf ?? null,
     }));
   }
 
@@ -154,7 +262,7 @@ export class Registry {
     if (id) await this.store.sawGateway(id.slice(0, 200), composition);
   }
 
-  /** Adds a gateway's counts (summed per hour, operation and client); old rows are pruned at most hourly. */
+  /** Adds a gateway's counts (summed per hour, operation, client and client version); old rows are pruned at most hourly. */
   async recordUsage(
     principal: Principal,
     gateway: { id: string; composition: number | null },
@@ -165,18 +273,67 @@ export class Registry {
     for (const r of reports) {
       const hour = new Date(r.hour);
       hour.setUTCMinutes(0, 0, 0);
-      const key = `${hour.toISOString()} ${r.operation.hash} ${r.client}`;
+      const clientVersion = r.clientVersion ?? '';
+      const key = `${hour.toISOString()}\n${r.operation.hash}\n${r.client}\n${clientVersion}`;
       const seen = summed.get(key);
       if (seen) seen.count += r.count;
-      else summed.set(key, { ...r, hour: hour.toISOString() });
+      else summed.set(key, { ...r, hour: hour.toISOString(), clientVersion });
     }
     await this.store.addUsage([...summed.values()]);
     await this.store.sawGateway(gateway.id, gateway.composition);
     const now = this.now().getTime();
     if (now - this.lastPrune > 3_600_000) {
       this.lastPrune = now;
-      await this.store.pruneUsage(new Date(now - this.opts.usageRetentionDays * DAY_MS));
+      // Checks are kept as long as the usage they were decided on.
+      const before = new Date(now - this.opts.usageRetentionDays * DAY_MS);
+      await this.store.pruneUsage(before);
+      await this.store.pruneChecks(before);
     }
+  }
+
+  /** The latest checks, publishes and rollbacks (of one service, or all), newest first: `limit` 1 to 200, default 50. */
+  async checks(query: { service?: string; limit?: number } = {}): Promise<CheckSummary[]> {
+    const limit = wholeNumber('limit', query.limit, 50, 1, 200);
+    return (await this.store.checks(serviceFrom(query.service), limit)).map(checkSummary);
+  }
+
+  /** One check whole, its report as answered; 404 when there is none (or it was pruned). */
+  async checkById(id: number): Promise<CheckDetail> {
+    const found = await this.store.checkById(wholeNumber('id', id, 0, 1, Number.MAX_SAFE_INTEGER));
+    if (!found) throw notFound(`No check ${id}`);
+    return checkDetail(found);
+  }
+
+  /** Requests per schema coordinate in the last `days` (default the check window; at most the retention). */
+  async usageByCoordinate(days?: number): Promise<CoordinateUsage> {
+    const since = this.since(days);
+    return { since: since.toISOString(), coordinates: await this.store.coordinateCounts(since) };
+  }
+
+  /** One coordinate's requests per hour and client version over the last `days`, zero-filled, and the operations that used it. */
+  async usageSeries(coordinate: string, days?: number): Promise<UsageSeries> {
+    const c = coordinateFrom(coordinate);
+    const since = this.since(days);
+    const [counts, operations] = await Promise.all([this.store.coordinateHours(c, since), this.store.coordinateOperations(c, since)]);
+    const hours = windowHours(since, this.now());
+    return { coordinate: c, since: since.toISOString(), hours, series: seriesOf(hours, counts), operations };
+  }
+
+  /** The busiest operations of the last `days`, busiest first: `limit` 1 to 200, default 50. */
+  async topOperations(days?: number, limit?: number): Promise<TopOperation[]> {
+    const since = this.since(days);
+    return this.store.topOperations(since, wholeNumber('limit', limit, 50, 1, 200));
+  }
+
+  /** Requests per client version in the last `days`, busiest first. */
+  async usageClients(days?: number): Promise<ClientUsage[]> {
+    return this.store.clientCounts(this.since(days));
+  }
+
+  /** A read's window, as a check's: from `days` × 24 h ago (400 outside 1 to the retention). */
+  private since(days: number | undefined): Date {
+    const d = daysFrom(days, this.opts.usageWindowDays, this.opts.usageRetentionDays);
+    return new Date(this.now().getTime() - d * DAY_MS);
   }
 
   /**
@@ -211,24 +368,39 @@ export class Registry {
     return this.opts.apiVersion ? { version: this.opts.apiVersion } : {};
   }
 
+  private context(): CheckContext {
+    return { now: this.now(), apiVersion: this.apiVersion() };
+  }
+
   private async publishLocked(
     tx: RegistryStore,
     contract: Contract,
     acknowledge: string | undefined,
     author: string,
+    rollbackOf: number | undefined,
+    options: CheckOptions,
   ): Promise<PublishOutcome> {
     const current = await tx.currentVersions();
     const head = await tx.latestHead();
     const hash = contractHash(contract);
     const mine = current.find((v) => v.service === contract.service);
     if (mine?.hash === hash) return { kind: 'unchanged', version: mine.version, composition: head?.composition ?? null };
-    const { report, composition } = await this.evaluate(tx, contract, acknowledge, current, head);
+    const { report, composition } = await evaluate(tx, contract, acknowledge, options, this.context(), current, head);
     if (!report.ok || !composition) return { kind: 'refused', report };
-    const version = await tx.insertVersion({ service: contract.service, hash, url: contract.url, contract, author });
+    const acked = report.changes.filter((c) => c.breaking && c.acknowledged);
+    const version = await tx.insertVersion({
+      service: contract.service,
+      hash,
+      url: contract.url,
+      contract,
+      author,
+      changes: report.changes.map(({ type, path, message, breaking, acknowledged }) => ({ type, path, message, breaking, acknowledged })),
+      acknowledgement: acknowledge && acked.length > 0 ? acknowledge : null,
+      rollbackOf: rollbackOf ?? null,
+    });
     const services = Object.fromEntries(current.map((v) => [v.service, v.version]));
     services[contract.service] = version;
     const n = await tx.insertComposition({ ...composition, hash: compositionHash(composition), services, author });
-    const acked = report.changes.filter((c) => c.breaking && c.acknowledged);
     if (acknowledge && acked.length > 0) {
       await tx.insertAcknowledgements(
         acked.map((c) => ({
@@ -243,64 +415,5 @@ export class Registry {
       );
     }
     return { kind: 'published', version, composition: n, report };
-  }
-
-  /**
-   * The check: the contract composed with every other service's current one; its changes against
-   * the current composition (what gateways serve); each breaking change's usage in the window.
-   */
-  private async evaluate(
-    store: RegistryStore,
-    contract: Contract,
-    acknowledge: string | undefined,
-    current?: VersionRecord[],
-    head?: { composition: number; hash: string } | null,
-  ): Promise<{ report: CheckReport; composition?: Composition }> {
-    current ??= await store.currentVersions();
-    head = head === undefined ? await store.latestHead() : head;
-    const contracts = [...current.filter((v) => v.service !== contract.service).map((v) => v.contract), contract];
-    const result = composeContracts(contracts, this.apiVersion());
-    const report: CheckReport = {
-      ok: false,
-      service: contract.service,
-      composition: { ok: result.ok || result.errors.composition.length === 0, errors: result.ok ? [] : result.errors.composition },
-      rest: { ok: result.ok || result.errors.rest.length === 0, errors: result.ok ? [] : result.errors.rest },
-      changes: [],
-      notes: [],
-    };
-    if (!result.ok) return { report };
-    const before = head ? await store.composition(head.composition) : null;
-    const changes = before
-      ? [
-          ...(await schemaChanges(before.supergraph, result.composition.supergraph)),
-          ...restChanges(before.routes.routes, result.composition.routes.routes, this.now()),
-        ]
-      : [];
-    const breakingPaths = changes.filter((c) => c.breaking && !isRestChange(c)).map((c) => c.path);
-    const days = this.opts.usageWindowDays;
-    const usage = breakingPaths.length ? await store.usageOf(breakingPaths, new Date(this.now().getTime() - days * DAY_MS)) : [];
-    let blocked = false;
-    for (const c of changes) {
-      const used = c.breaking ? usageOf(c.path, usage) : { count: 0, operations: [] };
-      const acknowledged = c.breaking && acknowledge !== undefined;
-      report.changes.push({ ...c, acknowledged, usage: used });
-      if (!c.breaking) continue;
-      if (acknowledged) report.notes.push(`${c.path}: breaking, acknowledged: ${acknowledge}`);
-      else if (isRestChange(c)) {
-        // Gateways report GraphQL usage only: nobody can say a REST route is unused.
-        blocked = true;
-        report.notes.push(`${c.path}: breaking; REST calls are not recorded, so it needs an acknowledgement`);
-      } else if (used.count === 0) report.notes.push(`${c.path}: breaking, but unused in the last ${days} days`);
-      else {
-        blocked = true;
-        const who = used.operations
-          .slice(0, 5)
-          .map((o) => `${o.name || o.hash} (${o.client}, ${o.count})`)
-          .join(', ');
-        report.notes.push(`${c.path}: breaking and used ${used.count} times in the last ${days} days by ${who}`);
-      }
-    }
-    report.ok = !blocked;
-    return { report, composition: result.composition };
   }
 }

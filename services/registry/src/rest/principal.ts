@@ -1,9 +1,38 @@
 import type { IncomingMessage } from 'node:http';
-import { callerFromHeader, isHaloError, requireAdmin, SERVICE_TOKEN_HEADER, unauthenticated, type ServiceIdentity } from '@halo/kit';
+import {
+  callerFromHeader,
+  forbidden,
+  IdentityRefused,
+  isHaloError,
+  requireAdmin,
+  SERVICE_TOKEN_HEADER,
+  unauthenticated,
+  unavailable,
+  type ServiceIdentity,
+} from '@halo/kit';
 import type { Principal } from '../domain/model';
 
-/** The scope an admin's API key needs to check, publish and roll back (auth's known scopes). */
+/** What a registry auth refuses to talk to must fix (one line, the same in the answer and the CLI). */
+export const TRUST_MISCONFIGURED =
+  "auth refuses the registry's service token: put the registry's public key in auth's SERVICE_TRUSTED_KEYS";
+
+/** The scope an admin's API key needs to check, publish and roll back any service (auth's known scopes). */
 export const SCHEMA_WRITE_SCOPE = 'schema:write';
+/** The scope that lets an admin's API key read the registry (every GET) and its Studio, and write nothing. */
+export const SCHEMA_READ_SCOPE = 'schema:read';
+
+/**
+ * The services a key may write: all (null) with `schema:write` (or an admin's own token, which is
+ * not scope-limited), those named by `schema:write:<service>`, none (`[]`: a reader) with only
+ * `schema:read`. A write scope implies reading. A key with no schema scope → 403 `Forbidden`,
+ * whatever it asks.
+ */
+function schemaServicesOf(scopes: readonly string[] | null): readonly string[] | null {
+  if (scopes === null || scopes.includes(SCHEMA_WRITE_SCOPE)) return null;
+  const services = scopes.filter((s) => s.startsWith(`${SCHEMA_WRITE_SCOPE}:`)).map((s) => s.slice(SCHEMA_WRITE_SCOPE.length + 1));
+  if (services.length === 0 && !scopes.includes(SCHEMA_READ_SCOPE)) throw forbidden();
+  return services;
+}
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 const header = (req: IncomingMessage, name: string) => {
@@ -11,11 +40,16 @@ const header = (req: IncomingMessage, name: string) => {
   return typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined;
 };
 
+/** The issuer of the token `npm run subgraph` signs with the key npm start made for it (development only). */
+export const DEVELOPER = 'developer';
+
 /**
  * Who is calling (docs/registry.md, "Authentication"): a service token (`aud: registry`), an
- * admin's API key with `schema:write` exchanged through auth, or — in development only — anyone
- * on loopback without credentials. No credentials: 401 `Token required`; bad ones: 401
- * `Invalid token`; an API key of a non-admin or without the scope: 403 `Forbidden`.
+ * admin's API key with `schema:write` (or `schema:write:<service>`, or `schema:read` to read only)
+ * exchanged through auth, and in development only npm start's
+ * developer token, or anyone on loopback without credentials (who may read and check, never
+ * write). No credentials: 401 `Token required`; bad ones: 401 `Invalid token`; an API key of a
+ * non-admin or without the scope: 403 `Forbidden`.
  */
 export function principalResolver(opts: {
   identity: ServiceIdentity;
@@ -26,11 +60,17 @@ export function principalResolver(opts: {
   return async (req) => {
     const token = header(req, SERVICE_TOKEN_HEADER);
     if (token) {
+      let verified;
       try {
-        return { kind: 'service', name: await opts.identity.verify(token) };
+        verified = await opts.identity.verifyToken(token);
       } catch {
         throw unauthenticated('Invalid token');
       }
+      const spendable = { jti: verified.jti, exp: verified.exp };
+      if (verified.caller !== DEVELOPER) return { kind: 'service', name: verified.caller, token: spendable };
+      // A developer key outside development is a misplaced dev default: not accepted.
+      if (!opts.development) throw unauthenticated('Invalid token');
+      return { kind: 'developer', token: spendable };
     }
     const apiKey = header(req, 'x-api-key');
     if (apiKey) {
@@ -40,12 +80,14 @@ export function principalResolver(opts: {
       } catch (err) {
         // auth's own answer to an unknown or revoked key; anything else (auth down) stays a 5xx.
         if (isHaloError(err) && err.kind === 'UNAUTHENTICATED') throw unauthenticated('Invalid token');
+        // auth refuses the registry itself: the deployment is misconfigured, and it says how.
+        if (err instanceof IdentityRefused) throw unavailable(`Service unavailable: ${TRUST_MISCONFIGURED} (${err.detail})`);
         throw err;
       }
-      const caller = requireAdmin(callerFromHeader(`Bearer ${accessToken}`, opts.jwtSecret), SCHEMA_WRITE_SCOPE);
-      return { kind: 'admin', id: String(caller.id), name: caller.name };
+      const caller = requireAdmin(callerFromHeader(`Bearer ${accessToken}`, opts.jwtSecret));
+      return { kind: 'admin', id: String(caller.id), name: caller.name, services: schemaServicesOf(caller.scopes) };
     }
-    if (opts.development && LOOPBACK.test(req.socket.remoteAddress ?? '')) return { kind: 'developer' };
+    if (opts.development && LOOPBACK.test(req.socket.remoteAddress ?? '')) return { kind: 'anonymous' };
     throw unauthenticated('Token required');
   };
 }

@@ -1,9 +1,12 @@
 import type { IncomingMessage } from 'node:http';
-import { badRequest, route } from '@halo/kit';
+import { badRequest, quietAccessLog, route } from '@halo/kit';
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Principal } from '../domain/model';
-import { authorizeUsageReporter, type PublishOutcome, type Registry } from '../domain/registry';
+import { insightRoutes } from './insight-routes';
+import { send } from './send';
+import { textDiff } from './text-diff';
+import { authorizeReader, authorizeUsageReporter, type PublishOutcome, type Registry } from '../domain/registry';
 
 /** A gateway names itself on its polls (optional), so `GET /v1/gateways` shows what each serves. */
 export const GATEWAY_ID_HEADER = 'x-halo-gateway-id';
@@ -15,6 +18,7 @@ const usageBody = z.strictObject({
       z.strictObject({
         hour: z.iso.datetime({ offset: true }),
         client: z.string().max(64),
+        clientVersion: z.string().max(64).optional(),
         operation: z.strictObject({ hash: z.string().min(1).max(128), name: z.string().max(200), body: z.string().max(100_000) }),
         coordinates: z.array(z.string().min(1).max(300)).max(5_000),
         count: z.number().int().min(0).max(1e12),
@@ -25,12 +29,11 @@ const usageBody = z.strictObject({
 
 type Resolve = (req: IncomingMessage) => Promise<Principal>;
 
-const send = (res: Response, status: number, body: unknown, headers: Record<string, string> = {}) => {
-  res
-    .status(status)
-    .set({ 'cache-control': 'no-store', ...headers })
-    .json(body);
-};
+/** A version number from the path or the query string: 400 names the parameter otherwise. */
+function versionParam(name: string, value: unknown): number {
+  if (typeof value !== 'string' || !/^[1-9]\d{0,8}$/.test(value)) throw badRequest(`${name} must be a version number`);
+  return Number(value);
+}
 
 function sendOutcome(res: Response, outcome: PublishOutcome): void {
   if (outcome.kind === 'published') send(res, 201, { version: outcome.version, composition: outcome.composition, report: outcome.report });
@@ -42,20 +45,26 @@ function sendOutcome(res: Response, outcome: PublishOutcome): void {
 export function registryRoutes(registry: Registry, principalOf: Resolve): Router {
   const router = Router();
   const who = (req: Request) => principalOf(req);
+  /** Every GET: who may read (authorizeReader), resolved before anything is read. */
+  const reader = async (req: Request) => authorizeReader(await who(req));
 
   route(router, '/v1/supergraph', {
     get: async (req, res) => {
       const principal = await who(req);
+      authorizeReader(principal);
       const gatewayId = principal.kind === 'service' && principal.name === 'gateway' ? req.get(GATEWAY_ID_HEADER) : undefined;
       const etag = req.get('if-none-match')?.replace(/^W\//, '').replace(/^"|"$/g, '');
       const latest = await registry.supergraph(etag);
       if (!latest) return send(res, 404, { error: 'Nothing composed yet' });
       await registry.sawGateway(gatewayId, latest.composition);
-      if ('notModified' in latest)
+      if ('notModified' in latest) {
+        // Every gateway polls every few seconds: "nothing changed" is a debug line, not an info one.
+        quietAccessLog(res);
         return void res
           .status(304)
           .set({ etag: `"${latest.hash}"`, 'cache-control': 'no-store' })
           .end();
+      }
       send(
         res,
         200,
@@ -80,18 +89,8 @@ export function registryRoutes(registry: Registry, principalOf: Resolve): Router
   });
   route(router, '/v1/publish', { post: async (req, res) => sendOutcome(res, await registry.publish(await who(req), req.body)) });
   route(router, '/v1/rollback', { post: async (req, res) => sendOutcome(res, await registry.rollback(await who(req), req.body)) });
-  route(router, '/v1/services', {
-    get: async (req, res) => {
-      await who(req);
-      send(res, 200, { services: await registry.services() });
-    },
-  });
-  route(router, '/v1/services/:service/versions', {
-    get: async (req, res) => {
-      await who(req);
-      send(res, 200, { versions: await registry.versions(String(req.params.service)) });
-    },
-  });
+  historyRoutes(router, registry, reader);
+  insightRoutes(router, registry, reader);
   route(router, '/v1/usage', {
     post: async (req, res) => {
       const principal = await who(req);
@@ -107,9 +106,50 @@ export function registryRoutes(registry: Registry, principalOf: Resolve): Router
   });
   route(router, '/v1/gateways', {
     get: async (req, res) => {
-      await who(req);
+      await reader(req);
       send(res, 200, { gateways: await registry.gateways() });
     },
   });
   return router;
+}
+
+/** What a team reads back: the services' current versions, a service's history, one version, two compared. */
+function historyRoutes(router: Router, registry: Registry, reader: (req: Request) => Promise<void>): void {
+  route(router, '/v1/services', {
+    get: async (req, res) => {
+      await reader(req);
+      send(res, 200, { services: await registry.services() });
+    },
+  });
+  route(router, '/v1/services/:service/versions', {
+    get: async (req, res) => {
+      await reader(req);
+      send(res, 200, { versions: await registry.versions(String(req.params.service)) });
+    },
+  });
+  route(router, '/v1/services/:service/versions/:version', {
+    get: async (req, res) => {
+      await reader(req);
+      const v = await registry.version(String(req.params.service), versionParam('version', req.params.version));
+      send(res, 200, {
+        service: v.service,
+        version: v.version,
+        hash: v.hash,
+        url: v.url,
+        author: v.author,
+        createdAt: v.createdAt,
+        rollbackOf: v.rollbackOf ?? null,
+        contract: v.contract,
+      });
+    },
+  });
+  route(router, '/v1/services/:service/diff', {
+    get: async (req, res) => {
+      await reader(req);
+      const from = versionParam('from', req.query.from);
+      const to = versionParam('to', req.query.to);
+      const { versions, ...diff } = await registry.diff(String(req.params.service), from, to);
+      send(res, 200, { ...diff, text: textDiff(...versions) });
+    },
+  });
 }

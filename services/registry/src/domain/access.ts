@@ -1,0 +1,59 @@
+import { forbidden, unauthenticated } from '@halo/kit';
+import type { Principal } from './model';
+
+/** Who an action is recorded as. */
+export function authorOf(p: Principal): string {
+  switch (p.kind) {
+    case 'service':
+      return `service:${p.name}`;
+    case 'admin':
+      return `admin:${p.name} (${p.id})`;
+    case 'developer':
+      return 'developer (npm start)';
+    case 'anonymous':
+      // Only a check gets this far without credentials (development, from loopback).
+      return 'anonymous (loopback)';
+  }
+}
+
+/**
+ * Check: a service only its own contract; an admin key with `schema:write`, npm start's developer
+ * or (in development, from loopback) anyone any; a key with `schema:write:<service>` only those,
+ * and a `schema:read` key (`services` empty) none.
+ */
+export function authorizeChecker(p: Principal, service: string): void {
+  if (p.kind === 'service' && p.name !== service) throw forbidden();
+  if (p.kind === 'admin' && p.services !== null && !p.services.includes(service)) throw forbidden();
+}
+
+/** Publish and roll back: as a check, but never without credentials (development included). */
+export function authorizePublisher(p: Principal, service: string): void {
+  if (p.kind === 'anonymous') throw unauthenticated('Token required');
+  authorizeChecker(p, service);
+}
+
+/** Usage reports, which decide what a check blocks: the gateway only. */
+export function authorizeUsageReporter(p: Principal): void {
+  if (p.kind === 'anonymous') throw unauthenticated('Token required');
+  if (!(p.kind === 'service' && p.name === 'gateway')) throw forbidden();
+}
+
+/**
+ * Reads (every GET of the API, and the Studio): any principal there is. A service's token reads
+ * (the gateway its supergraph); an admin's key holds `schema:read` or a write scope, which implies
+ * reading (the resolver refuses a key with neither, 403, before any route); npm start's developer
+ * and, in development, a loopback caller without credentials read as before. A new kind of
+ * principal has to be placed here before it compiles.
+ */
+export function authorizeReader(p: Principal): void {
+  switch (p.kind) {
+    case 'service':
+    case 'admin':
+    case 'developer':
+    case 'anonymous':
+      return;
+    default:
+      p satisfies never;
+      throw forbidden();
+  }
+}
