@@ -1,6 +1,6 @@
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
-import { TEST_JWT_SECRET, TEST_SERVICE_KEYS } from '@halo/kit/testing';
+import { TEST_JWT_SECRET, TEST_SERVICE_KEYS, testIdentityEnv } from '@halo/kit/testing';
 import { startE2ESystem } from '../helpers';
 
 /**
@@ -10,17 +10,13 @@ import { startE2ESystem } from '../helpers';
  * paths log most) — and then every line every
  * process wrote is searched for each secret it saw: none may appear, whole or as a JWT's parts.
  */
-const PROCESSES = ['gateway', 'auth', 'content', 'catalog', 'payments', 'chat'] as const;
+const PROCESSES = ['gateway', 'auth', 'content', 'catalog', 'payments', 'chat', 'registry'] as const;
 
 let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 beforeAll(async () => {
-  const envFor: Record<string, Record<string, string>> = Object.fromEntries(
-    PROCESSES.map((p) => [p, { LOG_LEVEL: 'debug', SERVICE_SIGNING_KEY: JSON.stringify(TEST_SERVICE_KEYS[p].privateJwk) }]),
-  );
-  // Each server trusts its callers' test keys (the same edges as the launcher's).
-  envFor.auth = { ...envFor.auth!, SERVICE_TRUSTED_KEYS: JSON.stringify({ keys: [TEST_SERVICE_KEYS.gateway.publicJwk] }) };
-  envFor.content = { ...envFor.content!, SERVICE_TRUSTED_KEYS: JSON.stringify({ keys: [TEST_SERVICE_KEYS.auth.publicJwk] }) };
-  envFor.catalog = { ...envFor.catalog!, SERVICE_TRUSTED_KEYS: JSON.stringify({ keys: [TEST_SERVICE_KEYS.payments.publicJwk] }) };
+  // Every process gets the test keys and trusts exactly its callers' (the launcher's edges, the
+  // registry's included: each service publishes its contract with a token signed by its key).
+  const envFor = Object.fromEntries(PROCESSES.map((p) => [p, { LOG_LEVEL: 'debug', ...testIdentityEnv(p) }]));
   sys = await startE2ESystem({ portOffset: 990, envFor });
 }, 120_000);
 afterAll(async () => {
@@ -123,6 +119,9 @@ it('no password, token, cookie, API key, JWT secret or signing key in any log li
   await new Promise((r) => setTimeout(r, 300));
   const logs = sys.logs.join('\n');
   expect(logs.length).toBeGreaterThan(1_000); // debug logs were really collected
+  // Every process ran as configured: a contract refused for a wrong key makes its service unready
+  // at a moment that races the launcher's ready check.
+  expect(logs).not.toContain('contract not published');
   const leaked = secrets
     .flatMap((s) => (s.split('.').length === 3 ? [s, ...s.split('.').slice(1)] : [s])) // a JWT whole, its payload, its signature
     .filter((s) => s.length >= 8 && logs.includes(s))
