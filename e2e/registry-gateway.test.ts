@@ -248,6 +248,31 @@ it('records enum values as the executor saw them: removing one a client sends in
   ]);
 });
 
+it('reports the cost the gateway estimated for each operation: the registry orders the top operations by it', async () => {
+  const cheap = 'query E2ECheapList { products(limit: 1) { data { id } } }';
+  const costly = 'query E2ECostlyList { products(limit: 50) { data { id name price } } }';
+  const client = { 'apollographql-client-name': 'e2e-costs' };
+  for (let i = 0; i < 4; i++) expect((await gql(gateway, cheap, undefined, client)).body.errors).toBeUndefined();
+  expect((await gql(gateway, costly, undefined, client)).body.errors).toBeUndefined();
+  type Top = { name: string; count: number; cost: { perRequest: number; total: number } | null };
+  const top = async (by: string) =>
+    ((await (await fetch(`${registry}/v1/usage/operations?by=${by}&limit=200`)).json()) as { operations: Top[] }).operations;
+  const mine = (ops: Top[]) => ops.filter((o) => o.name.startsWith('E2ECheap') || o.name.startsWith('E2ECostly'));
+  const byCost = await until('both operations to reach the registry with their cost', async () => {
+    const ops = mine(await top('cost'));
+    return ops.length === 2 && ops.every((o) => o.cost) && ops.reduce((n, o) => n + o.count, 0) === 5 ? ops : null;
+  });
+  // Per request the 50-product page costs more than the one-product page, whichever is busier.
+  expect(byCost.map((o) => o.name)).toEqual(['E2ECostlyList', 'E2ECheapList']);
+  const [costlyOp, cheapOp] = byCost as [Top, Top];
+  expect(costlyOp.cost!.perRequest).toBeGreaterThan(cheapOp.cost!.perRequest);
+  expect(cheapOp.cost!.total).toBeCloseTo(cheapOp.cost!.perRequest * 4, 5);
+  expect(mine(await top('requests')).map((o) => o.name)).toEqual(['E2ECheapList', 'E2ECostlyList']);
+  const refused = await fetch(`${registry}/v1/usage/operations?by=price`);
+  expect(refused.status).toBe(400);
+  expect(await refused.json()).toEqual({ error: 'by must be one of requests, cost, totalCost' });
+});
+
 it('two gateway replicas converge on the same composition', async () => {
   // A second gateway process with the first one's settings (its key: the registry trusts it).
   const env = gatewayEnv();

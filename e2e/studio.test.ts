@@ -117,6 +117,13 @@ describeBrowser('Halo Studio in a browser', () => {
     });
     expect(usage).toContain('StorePrices');
     expect(usage).toContain('2.3.1');
+    // By the cost the gateway estimated per request: two products cost more than one, though WebList came later.
+    const byCost = await page.$$eval('h2', (headings) => {
+      let next = headings.find((h) => h.textContent === 'Top operations by cost')?.nextElementSibling;
+      while (next && next.tagName !== 'TABLE') next = next.nextElementSibling;
+      return [...(next?.querySelectorAll('tbody th code') ?? [])].map((c) => c.textContent);
+    });
+    expect(byCost.filter((n) => n === 'StorePrices' || n === 'WebList')).toEqual(['StorePrices', 'WebList']);
     await open('/studio/usage/Product.price', 'usage-product-price');
     expect(await page.$eval('svg[role=img] desc', (d) => d.textContent)).toMatch(/ios-app 2\.3\.1: 4; ios-app 2\.4\.0: 2/);
     expect(await bodyText()).toContain('StorePrices');

@@ -225,7 +225,7 @@ function subscriptionsStage(
     apiKeyRecheckMs: config.API_KEY_RECHECK_MS,
     rateLimits,
     recordUsage: usage
-      ? (schema, document, operation, client, variables) => usage.record(schema, document, operation, client, variables)
+      ? (schema, document, operation, client, variables, cost) => usage.record(schema, document, operation, client, variables, cost)
       : undefined,
     logger,
   });

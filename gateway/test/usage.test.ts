@@ -223,6 +223,21 @@ describe('UsageRecorder', () => {
     expect(recorder.drain()).toEqual([expect.objectContaining({ count: 2 })]);
   });
 
+  it('sums the estimated cost of the requests that had one, per report, as their signature merges them', () => {
+    const recorder = new UsageRecorder(100);
+    const one = parse('query A { products(first: 1) { id } }');
+    const many = parse('query A { products(first: 20) { id } }');
+    const t = Date.UTC(2025, 0, 1, 10);
+    recorder.record(schema, one, op(one), 'web', t, undefined, 2);
+    recorder.record(schema, many, op(many), 'web', t, undefined, 21);
+    recorder.record(schema, one, op(one), 'web', t); // no cost known: counted, not costed
+    recorder.record(schema, one, op(one), 'ios', t, undefined, 0); // free (an introspection, say) is a cost too
+    expect(recorder.drain().map((r) => [r.client, r.count, r.cost])).toEqual([
+      ['web', 3, { sum: 23, requests: 2 }],
+      ['ios', 1, { sum: 0, requests: 1 }],
+    ]);
+  });
+
   it('holds at most the bound of (operation, client, version) triples and counts the rest as dropped', () => {
     const recorder = new UsageRecorder(2);
     recorder.record(schema, documentA, op(documentA), 'a');

@@ -68,13 +68,16 @@ function operations(): { hash: string; name: string; body: string; coordinates: 
 
 async function seed(db: Db): Promise<number> {
   await db.query(
-    `INSERT INTO usage_hourly (hour, operation_hash, client, client_version, operation_name, operation_body, coordinates, count, last_seen)
+    `INSERT INTO usage_hourly
+       (hour, operation_hash, client, client_version, operation_name, operation_body, coordinates, count, last_seen, cost_sum, cost_requests)
      SELECT h, o.hash, c.client, c.version, o.name, o.body,
             CASE WHEN o.variant IS NOT NULL AND extract(hour FROM h)::integer % 2 = 0 THEN o.variant ELSE o.coordinates END,
-            1 + floor(random() * 200)::bigint, h + interval '59 minutes'
+            r.n, h + interval '59 minutes', r.n * r.each, r.n
        FROM generate_series(date_trunc('hour', now()) - make_interval(hours => $3::integer * 24 - 1), date_trunc('hour', now()), interval '1 hour') h,
             json_to_recordset($1::json) AS o(hash text, name text, body text, coordinates text[], variant text[]),
-            json_to_recordset($2::json) AS c(client text, version text)`,
+            json_to_recordset($2::json) AS c(client text, version text),
+            -- Per row (it names the row): a count, and an estimated cost per request.
+            LATERAL (SELECT 1 + floor(random() * 200)::bigint AS n, 1 + floor(random() * 50) AS each WHERE c.client IS NOT NULL) r`,
     [JSON.stringify(operations()), JSON.stringify(CLIENTS.map(([client, version]) => ({ client, version }))), DAYS],
   );
   await db.exec('ANALYZE usage_hourly');
@@ -253,6 +256,8 @@ async function main(): Promise<void> {
       `/v1/usage/series?coordinate=Query&days=${DAYS}`,
       '/v1/usage/operations',
       `/v1/usage/operations?days=${DAYS}&limit=200`,
+      `/v1/usage/operations?days=${DAYS}&limit=200&by=cost`,
+      `/v1/usage/operations?days=${DAYS}&limit=200&by=totalCost`,
       '/v1/usage/clients',
       `/v1/usage/clients?days=${DAYS}`,
     ];

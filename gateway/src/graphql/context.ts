@@ -15,6 +15,8 @@ export interface GraphQLContext {
   caller: Caller | null;
   /** The rate limits' ticket of an HTTP request: its operations spend their cost from it. */
   limit?: RateLimitTicket | undefined;
+  /** The operation's estimated cost, once the operation policy let it through (usage sums it). */
+  cost?: number | undefined;
   /**
    * A subgraph answer the lean path already has (src/graphql/direct.ts): the data source hands it
    * to the executor's fetch of the same operation text, once, instead of fetching again.

@@ -153,6 +153,7 @@ async function answer(
       operation,
       requestedName: request.operationName,
       variables: request.variables,
+      cost: admitted.cost,
       result,
       crashed,
       startedAt,

@@ -111,7 +111,9 @@ export class OperationPolicy {
    * The policy as an Apollo Server plugin (the HTTP transports). `spend`, when given, is handed
    * the cost of every operation that passed (the rate limits' cost budget): it throws to refuse.
    */
-  plugin<C extends { caller: Caller | null }>(spend?: (cost: number, context: C) => Promise<void>): ApolloServerPlugin<C> {
+  plugin<C extends { caller: Caller | null; cost?: number | undefined }>(
+    spend?: (cost: number, context: C) => Promise<void>,
+  ): ApolloServerPlugin<C> {
     /* eslint-disable @typescript-eslint/require-await -- Apollo Server types every plugin hook as returning a
        promise; written async, a hook that throws rejects as Apollo expects. */
     return {
@@ -139,12 +141,13 @@ export class OperationPolicy {
  * its `@cacheControl` hints give; none can know the caller is authenticated, and such an answer
  * must never sit in a shared cache (docs/api/graphql.md).
  */
-export async function commitOperation<C extends { caller: Caller | null }>(
+export async function commitOperation<C extends { caller: Caller | null; cost?: number | undefined }>(
   cost: number,
   context: C,
   cachePolicy: { restrict(hint: { scope: 'PRIVATE' }): void },
   spend?: (cost: number, context: C) => Promise<void>,
 ): Promise<void> {
+  context.cost = cost;
   if (spend) await spend(cost, context);
   if (context.caller) cachePolicy.restrict({ scope: 'PRIVATE' });
 }

@@ -13,6 +13,8 @@ export interface ObservedOperation {
   requestedName: string | undefined;
   /** The variables as sent (usage reads the enum values in them). */
   variables: Readonly<Record<string, unknown>> | null | undefined;
+  /** The estimated cost the operation policy let through; undefined when it was refused before. */
+  cost: number | undefined;
   /** The answer as sent (errors formatted). */
   result: FormattedExecutionResult;
   /** Execution started and threw (a crash, not a refusal). */
@@ -38,6 +40,7 @@ export function observedFromApollo(
     operation,
     requestedName: request.operationName,
     variables: request.variables,
+    cost: (contextValue as { cost?: number }).cost,
     result: body.kind === 'single' ? body.singleResult : body.initialResult,
     crashed,
     startedAt,

@@ -23,6 +23,7 @@ export type UsageRecorder = (
   operation: OperationDefinitionNode,
   headers: ClientHeaders,
   variables: Readonly<Record<string, unknown>>,
+  cost: number,
 ) => void;
 
 export interface SubscribePayload {
@@ -59,7 +60,7 @@ export function admitSocketOperation(loaded: LoadedSupergraph, connection: Conne
   }
   try {
     const plan = a.planner.planFor(loaded, document, operation);
-    a.recordUsage?.(loaded.apiSchema, document, operation, connection.client, inputs);
+    a.recordUsage?.(loaded.apiSchema, document, operation, connection.client, inputs, cost);
     return { ...base, contextValue: { kind: 'subscription', connection, plan, variables: inputs, document, operation } };
   } catch (err) {
     if (err instanceof GraphQLError) return [err];

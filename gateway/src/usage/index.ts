@@ -42,6 +42,7 @@ export interface UsageReporting {
     operation: OperationDefinitionNode,
     client: ClientHeaders,
     variables?: Readonly<Record<string, unknown>> | null,
+    cost?: number,
   ): void;
   /** Cumulative counters (metrics). */
   stats(): { dropped: number; reports: ReportStats };
@@ -70,7 +71,7 @@ export function createUsageReporting(opts: UsageOptions): UsageReporting {
   const clientOf = clientCache();
   // One listener object for every request: no closure per request.
   /** One answered operation: an executed one (it has `data`) is recorded. */
-  const observe: OperationObserver = ({ schema, document, operation, result, header, variables }) => {
+  const observe: OperationObserver = ({ schema, document, operation, result, header, variables, cost }) => {
     if (!document || !operation) return;
     // Refused before execution (limits, auth): a request error has no `data` (GraphQL spec).
     if (!('data' in result)) return;
@@ -86,6 +87,7 @@ export function createUsageReporting(opts: UsageOptions): UsageReporting {
       ),
       Date.now(),
       variables,
+      cost,
     );
   };
   const listener: GraphQLRequestListener<object> = {
@@ -103,7 +105,7 @@ export function createUsageReporting(opts: UsageOptions): UsageReporting {
   return {
     plugin: () => ({ requestDidStart: () => Promise.resolve(listener) }),
     observe,
-    record: (schema, document, operation, client, variables) =>
+    record: (schema, document, operation, client, variables, cost) =>
       recorder.record(
         schema,
         document,
@@ -116,6 +118,7 @@ export function createUsageReporting(opts: UsageOptions): UsageReporting {
         ),
         Date.now(),
         variables,
+        cost,
       ),
     stats: () => ({ dropped: recorder.dropped, reports: sender.stats() }),
     flush: async () => {

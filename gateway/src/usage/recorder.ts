@@ -23,8 +23,15 @@ interface OperationEntry {
 /** Enum values remembered per operation from its variables: beyond, more are not recorded. */
 const MAX_ENUM_VALUES = 1_000;
 
-/** Counts of one operation in one hour: per client name, then per client version ('' unknown). */
-type ClientCounts = Map<string, Map<string, number>>;
+/** One operation's requests in one hour by one client version, and the estimated cost of those that had one. */
+interface Tally {
+  count: number;
+  costSum: number;
+  costed: number;
+}
+
+/** Tallies of one operation in one hour: per client name, then per client version ('' unknown). */
+type ClientCounts = Map<string, Map<string, Tally>>;
 
 interface HourBucket {
   start: number;
@@ -32,7 +39,8 @@ interface HourBucket {
 }
 
 /**
- * Counts executed operations per hour, operation and client (name and version), in bounded memory.
+ * Counts executed operations per hour, operation and client (name and version), in bounded memory,
+ * with the sum of their estimated costs (the Studio's "top operations by cost").
  *
  * Per request the cost is a few Map lookups and an increment: an operation is known by its
  * (cached, parsed) document node, so the same operation text is never parsed, visited or hashed
@@ -66,6 +74,8 @@ export class UsageRecorder {
     client: UsageClient | string,
     now = Date.now(),
     variables?: Readonly<Record<string, unknown>> | null,
+    /** Its estimated cost, as the operation policy computed it with these variables (undefined: unknown). */
+    cost?: number,
   ): void {
     if (now >= this.currentEnd || this.current === null) this.openHour(now);
     let entry = this.entries.get(operation);
@@ -79,19 +89,22 @@ export class UsageRecorder {
     const counts = this.current!.counts;
     let byClient = counts.get(entry);
     let byVersion = byClient?.get(name);
-    const n = byVersion?.get(version);
-    if (n !== undefined) {
-      byVersion!.set(version, n + 1);
-      return;
+    let tally = byVersion?.get(version);
+    if (tally === undefined) {
+      if (this.pairs >= this.maxPairs) {
+        this.dropped++;
+        return;
+      }
+      this.pairs++;
+      if (byClient === undefined) counts.set(entry, (byClient = new Map<string, Map<string, Tally>>()));
+      if (byVersion === undefined) byClient.set(name, (byVersion = new Map<string, Tally>()));
+      byVersion.set(version, (tally = { count: 0, costSum: 0, costed: 0 }));
     }
-    if (this.pairs >= this.maxPairs) {
-      this.dropped++;
-      return;
+    tally.count++;
+    if (cost !== undefined) {
+      tally.costSum += cost;
+      tally.costed++;
     }
-    this.pairs++;
-    if (byClient === undefined) counts.set(entry, (byClient = new Map<string, Map<string, number>>()));
-    if (byVersion === undefined) byClient.set(name, (byVersion = new Map<string, number>()));
-    byVersion.set(version, 1);
   }
 
   /** Distinct (operation, client name, client version) triples held now. */
@@ -114,11 +127,13 @@ export class UsageRecorder {
         if (!usage) continue;
         const coordinates = entry.enumValues?.size ? withEnumValues(usage.coordinates, entry.enumValues) : usage.coordinates;
         for (const [client, byVersion] of byClient) {
-          for (const [version, count] of byVersion) {
+          for (const [version, tally] of byVersion) {
             const key = `${hour}\n${usage.hash}\n${client}\n${version}`;
             const known = merged.get(key);
             if (known) {
-              known.count += count;
+              known.count += tally.count;
+              known.cost!.sum += tally.costSum;
+              known.cost!.requests += tally.costed;
               if (known.coordinates !== coordinates) known.coordinates = withEnumValues(known.coordinates, coordinates);
             } else
               merged.set(key, {
@@ -128,7 +143,8 @@ export class UsageRecorder {
                 ...(version ? { clientVersion: version } : {}),
                 operation: { hash: usage.hash, name: usage.name, body: usage.body },
                 coordinates,
-                count,
+                count: tally.count,
+                cost: { sum: tally.costSum, requests: tally.costed },
               });
           }
         }

@@ -48,6 +48,11 @@ export interface UsageReport {
   operation: { hash: string; name: string; body: string };
   coordinates: string[];
   count: number;
+  /**
+   * The estimated cost (the gateway's cost analysis, with each request's variables) summed over
+   * `requests` of the `count` requests; absent from a gateway that does not report it.
+   */
+  cost?: { sum: number; requests: number };
 }
 
 export interface PublishResult {

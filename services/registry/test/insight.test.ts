@@ -19,7 +19,15 @@ const h0 = new Date(Math.floor(Date.now() / HOUR_MS) * HOUR_MS);
 const hoursAgo = (n: number) => new Date(h0.getTime() - n * HOUR_MS).toISOString();
 const PAGE = ['Query', 'Query.product', 'Query.product.id', 'Product', 'Product.name', 'Product.description'];
 const LIST = ['Query', 'Query.products', 'Product', 'Product.name'];
-const report = (hour: string, client: string, clientVersion: string | undefined, op: 'page' | 'list', count: number) => ({
+/** With `costEach`, the gateway's estimated cost of each request (a gateway from before costs sends none). */
+const report = (
+  hour: string,
+  client: string,
+  clientVersion: string | undefined,
+  op: 'page' | 'list',
+  count: number,
+  costEach?: number,
+) => ({
   hour,
   client,
   ...(clientVersion === undefined ? {} : { clientVersion }),
@@ -29,6 +37,7 @@ const report = (hour: string, client: string, clientVersion: string | undefined,
       : { hash: 'op-list', name: 'Listing', body: 'query Listing { products { name } }' },
   coordinates: op === 'page' ? PAGE : LIST,
   count,
+  ...(costEach === undefined ? {} : { cost: { sum: costEach * count, requests: count } }),
 });
 
 const as = {
@@ -53,13 +62,21 @@ beforeAll(async () => {
      VALUES ('catalog', 'check', 'test', true, 'passed', '{}', now() - interval '31 days')`,
   );
   const reports = [
-    report(hoursAgo(0), 'ios-app', '2.3.1', 'page', 5),
-    report(hoursAgo(2), 'ios-app', '2.3.1', 'page', 3),
-    report(hoursAgo(0), 'ios-app', '2.3.0', 'page', 1),
-    report(hoursAgo(0), 'web', undefined, 'page', 4),
-    report(hoursAgo(1), 'web', undefined, 'list', 20),
+    report(hoursAgo(0), 'ios-app', '2.3.1', 'page', 5, 3),
+    report(hoursAgo(2), 'ios-app', '2.3.1', 'page', 3, 3),
+    report(hoursAgo(0), 'ios-app', '2.3.0', 'page', 1, 3),
+    report(hoursAgo(0), 'web', undefined, 'page', 4, 3),
+    report(hoursAgo(1), 'web', undefined, 'list', 8, 12),
+    // The same hour, operation and client from a gateway that reports no cost: counted, not costed.
+    report(hoursAgo(1), 'web', undefined, 'list', 12),
     // Outside a one-day window, inside the default seven.
     report(hoursAgo(72), 'kiosk', '1.0', 'page', 100),
+    // Outside the default seven, inside the 30 kept: an operation no gateway costed.
+    {
+      ...report(hoursAgo(240), 'kiosk', '1.0', 'list', 1),
+      operation: { hash: 'op-ping', name: 'Ping', body: '{ __typename }' },
+      coordinates: ['Query'],
+    },
   ];
   const sent = await call(reg.base, 'POST', '/v1/usage', { gateway: { id: 'gw', composition: 1 }, reports }, await serviceToken('gateway'));
   expect(sent.status).toBe(202);
@@ -228,6 +245,8 @@ describe('usage', () => {
         body: 'query ProductPage { product(id: 1) { name description } }',
         clients: ['kiosk', 'ios-app', 'web'],
         count: 113,
+        // 13 of the 113 requests were costed, 3 each: the mean is of those, "in all" is for every request.
+        cost: { perRequest: 3, total: 339 },
         lastSeen: expect.any(String),
         coordinates: PAGE.length,
       },
@@ -236,6 +255,42 @@ describe('usage', () => {
     expect((await get('/v1/usage/operations?limit=1&days=1')).body.operations.map((o: any) => [o.name, o.count])).toEqual([
       ['Listing', 20],
     ]);
+  });
+
+  it('the top operations by estimated cost per request, or in all; an operation nobody costed comes last', async () => {
+    const top = async (query: string) =>
+      (await get(`/v1/usage/operations?${query}`)).body.operations.map((o: any) => [o.name, o.count, o.cost]);
+    expect(await top('by=cost')).toEqual([
+      ['Listing', 20, { perRequest: 12, total: 240 }],
+      ['ProductPage', 113, { perRequest: 3, total: 339 }],
+    ]);
+    expect(await top('by=totalCost')).toEqual([
+      ['ProductPage', 113, { perRequest: 3, total: 339 }],
+      ['Listing', 20, { perRequest: 12, total: 240 }],
+    ]);
+    expect(await top('by=cost&days=30')).toEqual([
+      ['Listing', 20, { perRequest: 12, total: 240 }],
+      ['ProductPage', 113, { perRequest: 3, total: 339 }],
+      ['Ping', 1, null],
+    ]);
+    expect((await get('/v1/usage/operations?by=newest')).body).toEqual({ error: 'by must be one of requests, cost, totalCost' });
+  });
+
+  it('400 for a usage report whose costed requests exceed its count; nothing of the batch is stored', async () => {
+    const before = (await get('/v1/usage/operations?by=requests')).body.operations;
+    const reports = [
+      report(hoursAgo(0), 'web', undefined, 'list', 2, 5),
+      { ...report(hoursAgo(0), 'web', undefined, 'list', 2), cost: { sum: 10, requests: 3 } },
+    ];
+    const sent = await call(
+      reg.base,
+      'POST',
+      '/v1/usage',
+      { gateway: { id: 'gw', composition: 1 }, reports },
+      await serviceToken('gateway'),
+    );
+    expect([sent.status, sent.body]).toEqual([400, { error: 'reports.1.cost.requests is invalid' }]);
+    expect((await get('/v1/usage/operations?by=requests')).body.operations).toEqual(before);
   });
 
   it('every client version seen, an undeclared one as null', async () => {

@@ -11,6 +11,7 @@ import type {
   OperationCount,
   RecordedChange,
   RegistryStore,
+  OperationOrder,
   TopOperation,
   UsageReport,
   VersionRecord,
@@ -210,14 +211,19 @@ export class PgRegistryStore implements RegistryStore {
       body: r.operation.body,
       coordinates: r.coordinates,
       count: r.count,
+      cost_sum: r.cost?.sum ?? 0,
+      cost_requests: r.cost?.requests ?? 0,
     }));
     await this.q.query(
-      `INSERT INTO usage_hourly (hour, operation_hash, client, client_version, operation_name, operation_body, coordinates, count)
-       SELECT hour, hash, client, client_version, name, body, coordinates, count
+      `INSERT INTO usage_hourly
+         (hour, operation_hash, client, client_version, operation_name, operation_body, coordinates, count, cost_sum, cost_requests)
+       SELECT hour, hash, client, client_version, name, body, coordinates, count, cost_sum, cost_requests
          FROM json_to_recordset($1::json)
-           AS r(hour timestamptz, hash text, client text, client_version text, name text, body text, coordinates text[], count bigint)
+           AS r(hour timestamptz, hash text, client text, client_version text, name text, body text, coordinates text[], count bigint,
+                cost_sum double precision, cost_requests bigint)
        ON CONFLICT (hour, operation_hash, client, client_version) DO UPDATE
-         SET count = usage_hourly.count + EXCLUDED.count, last_seen = now(), coordinates = EXCLUDED.coordinates`,
+         SET count = usage_hourly.count + EXCLUDED.count, last_seen = now(), coordinates = EXCLUDED.coordinates,
+             cost_sum = usage_hourly.cost_sum + EXCLUDED.cost_sum, cost_requests = usage_hourly.cost_requests + EXCLUDED.cost_requests`,
       [JSON.stringify(rows)],
     );
   }
@@ -264,8 +270,8 @@ export class PgRegistryStore implements RegistryStore {
     return this.usage.coordinateOperations(coordinate, since);
   }
 
-  topOperations(since: Date, limit: number): Promise<TopOperation[]> {
-    return this.usage.topOperations(since, limit);
+  topOperations(since: Date, limit: number, order: OperationOrder): Promise<TopOperation[]> {
+    return this.usage.topOperations(since, limit, order);
   }
 
   clientCounts(since: Date): Promise<ClientUsage[]> {

@@ -1,5 +1,18 @@
 import type { Queryable } from '@halo/kit';
-import type { ClientUsage, CoordinateCount, HourCount, OperationCount, TopOperation } from '../domain/model';
+import type { ClientUsage, CoordinateCount, HourCount, OperationCount, OperationOrder, TopOperation } from '../domain/model';
+
+/**
+ * How the top operations are ordered, as bare output names (valid in both queries that sort):
+ * an operation without a reported cost (NULL) comes after every one with a cost.
+ */
+const ORDER_BY: Record<OperationOrder, string> = {
+  requests: 'count DESC, operation_hash',
+  cost: 'avg_cost DESC NULLS LAST, count DESC, operation_hash',
+  totalCost: 'total_cost DESC NULLS LAST, count DESC, operation_hash',
+};
+
+/** A cost as shown: estimates are whole numbers per request, averages keep one decimal. */
+const round = (n: number) => Math.round(n * 10) / 10;
 
 /** '' is how usage_hourly keeps an unknown client version (migrations/0004_client_version.sql). */
 const version = (v: string) => (v === '' ? null : v);
@@ -104,14 +117,16 @@ export class UsageReads {
   }
 
   /**
-   * The busiest operations, with the clients that sent each (busiest first), and the name, body
-   * and coordinates of its latest row, read by primary key (hour, operation hash) once the top
-   * `limit` are known.
+   * The top operations of the window by `order` (requests, estimated cost per request, or in all),
+   * with the clients that sent each (busiest first), and the name, body and coordinates of its
+   * latest row, read by primary key (hour, operation hash) once the top `limit` are known.
    */
-  async topOperations(since: Date, limit: number): Promise<TopOperation[]> {
+  async topOperations(since: Date, limit: number, order: OperationOrder): Promise<TopOperation[]> {
     const { rows } = await this.q.query<{
       hash: string;
       count: string;
+      avg_cost: number | null;
+      total_cost: number | null;
       last_seen: Date;
       clients: string[];
       name: string;
@@ -119,21 +134,24 @@ export class UsageReads {
       coordinates: number;
     }>(
       `WITH per_client AS (
-         SELECT operation_hash, client, sum(count) AS n, max(last_seen) AS last_seen, max(hour) AS hour
+         SELECT operation_hash, client, sum(count) AS n, sum(cost_sum) AS cost_sum, sum(cost_requests) AS cost_requests,
+                max(last_seen) AS last_seen, max(hour) AS hour
            FROM usage_hourly WHERE hour >= $1 GROUP BY operation_hash, client
        ), top AS (
          SELECT operation_hash, sum(n) AS count, max(last_seen) AS last_seen, max(hour) AS hour,
+                sum(cost_sum) / NULLIF(sum(cost_requests), 0) AS avg_cost,
+                sum(cost_sum) / NULLIF(sum(cost_requests), 0) * sum(n) AS total_cost,
                 array_agg(client ORDER BY n DESC, client) AS clients
-           FROM per_client GROUP BY operation_hash ORDER BY sum(n) DESC, operation_hash LIMIT $2
+           FROM per_client GROUP BY operation_hash ORDER BY ${ORDER_BY[order]} LIMIT $2
        )
-       SELECT t.operation_hash AS hash, t.count, t.last_seen, t.clients, l.operation_name AS name, l.operation_body AS body,
-              cardinality(l.coordinates) AS coordinates
+       SELECT t.operation_hash, t.operation_hash AS hash, t.count, t.avg_cost, t.total_cost, t.last_seen, t.clients,
+              l.operation_name AS name, l.operation_body AS body, cardinality(l.coordinates) AS coordinates
          FROM top t
          CROSS JOIN LATERAL (
            SELECT operation_name, operation_body, coordinates FROM usage_hourly u
             WHERE u.hour = t.hour AND u.operation_hash = t.operation_hash ORDER BY last_seen DESC LIMIT 1
          ) l
-        ORDER BY t.count DESC, t.operation_hash`,
+        ORDER BY ${ORDER_BY[order]}`,
       [since, limit],
     );
     return rows.map((r) => ({
@@ -142,6 +160,7 @@ export class UsageReads {
       body: r.body,
       clients: r.clients,
       count: Number(r.count),
+      cost: r.avg_cost === null ? null : { perRequest: round(r.avg_cost), total: round(r.total_cost!) },
       lastSeen: r.last_seen.toISOString(),
       coordinates: r.coordinates,
     }));

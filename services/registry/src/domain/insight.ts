@@ -1,5 +1,16 @@
 import { badRequest } from '@halo/kit';
-import type { CheckDetail, CheckOptions, CheckRecord, CheckReport, CheckSummary, HourCount, NewCheck, UsageSeries } from './model';
+import {
+  OPERATION_ORDERS,
+  type CheckDetail,
+  type CheckOptions,
+  type CheckRecord,
+  type CheckReport,
+  type CheckSummary,
+  type HourCount,
+  type NewCheck,
+  type OperationOrder,
+  type UsageSeries,
+} from './model';
 
 /**
  * What the registry's readers (the read endpoints and the Studio) are given: the arguments they
@@ -40,6 +51,15 @@ export function coordinateFrom(value: unknown): string {
     throw badRequest(`coordinate must be Type, Type.field, Type.field.arg or Enum.VALUE, not ${JSON.stringify(value).slice(0, 320)}`);
   }
   return value;
+}
+
+/** How to order the top operations: `requests` when absent; 400 naming the choices otherwise. */
+export function operationOrderFrom(value: unknown): OperationOrder {
+  if (value === undefined) return 'requests';
+  if (typeof value !== 'string' || !(OPERATION_ORDERS as readonly string[]).includes(value)) {
+    throw badRequest(`by must be one of ${OPERATION_ORDERS.join(', ')}`);
+  }
+  return value as OperationOrder;
 }
 
 export function serviceFrom(value: unknown): string | undefined {

@@ -186,7 +186,11 @@ export interface UsageSeries {
   operations: OperationCount[];
 }
 
-/** One of the busiest operations of a window (`GET /v1/usage/operations`, `Registry.topOperations`). */
+/** How `GET /v1/usage/operations` orders: by requests, by estimated cost per request, or by estimated cost in all. */
+export const OPERATION_ORDERS = ['requests', 'cost', 'totalCost'] as const;
+export type OperationOrder = (typeof OPERATION_ORDERS)[number];
+
+/** One of the top operations of a window (`GET /v1/usage/operations`, `Registry.topOperations`). */
 export interface TopOperation {
   name: string;
   hash: string;
@@ -194,6 +198,11 @@ export interface TopOperation {
   /** The client names that sent it, busiest first. */
   clients: string[];
   count: number;
+  /**
+   * Its estimated cost (the gateways' cost analysis, with each request's variables): the mean per
+   * request, and that mean times its requests; null when no gateway reported a cost for it.
+   */
+  cost: { perRequest: number; total: number } | null;
   lastSeen: string;
   /** How many schema coordinates it uses. */
   coordinates: number;
@@ -248,7 +257,7 @@ export interface RegistryStore {
   /** The operations (per client version) that recorded `coordinate` since `since`, busiest first. */
   coordinateOperations(coordinate: string, since: Date): Promise<OperationCount[]>;
   /** The `limit` busiest operations since `since`. */
-  topOperations(since: Date, limit: number): Promise<TopOperation[]>;
+  topOperations(since: Date, limit: number, order: OperationOrder): Promise<TopOperation[]>;
   /** Requests since `since` per client version, busiest first. */
   clientCounts(since: Date): Promise<ClientUsage[]>;
   sawGateway(id: string, composition: number | null): Promise<void>;

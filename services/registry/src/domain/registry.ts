@@ -19,6 +19,7 @@ import {
   DAY_MS,
   daysFrom,
   serviceFrom,
+  operationOrderFrom,
   seriesOf,
   wholeNumber,
   windowHours,
@@ -276,8 +277,10 @@ export class Registry {
       const clientVersion = r.clientVersion ?? '';
       const key = `${hour.toISOString()}\n${r.operation.hash}\n${r.client}\n${clientVersion}`;
       const seen = summed.get(key);
-      if (seen) seen.count += r.count;
-      else summed.set(key, { ...r, hour: hour.toISOString(), clientVersion });
+      if (seen) {
+        seen.count += r.count;
+        if (r.cost) seen.cost = { sum: (seen.cost?.sum ?? 0) + r.cost.sum, requests: (seen.cost?.requests ?? 0) + r.cost.requests };
+      } else summed.set(key, { ...r, hour: hour.toISOString(), clientVersion, ...(r.cost ? { cost: { ...r.cost } } : {}) });
     }
     await this.store.addUsage([...summed.values()]);
     await this.store.sawGateway(gateway.id, gateway.composition);
@@ -319,10 +322,13 @@ export class Registry {
     return { coordinate: c, since: since.toISOString(), hours, series: seriesOf(hours, counts), operations };
   }
 
-  /** The busiest operations of the last `days`, busiest first: `limit` 1 to 200, default 50. */
-  async topOperations(days?: number, limit?: number): Promise<TopOperation[]> {
+  /**
+   * The top operations of the last `days` by `by` (requests, the default; `cost` per request;
+   * `totalCost`): `limit` 1 to 200, default 50.
+   */
+  async topOperations(days?: number, limit?: number, by?: unknown): Promise<TopOperation[]> {
     const since = this.since(days);
-    return this.store.topOperations(since, wholeNumber('limit', limit, 50, 1, 200));
+    return this.store.topOperations(since, wholeNumber('limit', limit, 50, 1, 200), operationOrderFrom(by));
   }
 
   /** Requests per client version in the last `days`, busiest first. */

@@ -50,7 +50,8 @@ export function insightRoutes(router: Router, registry: Registry, reader: (req: 
   route(router, '/v1/usage/operations', {
     get: async (req, res) => {
       await reader(req);
-      send(res, 200, { operations: await registry.topOperations(numberOf(req.query.days), numberOf(req.query.limit)) });
+      const { days, limit, by } = req.query;
+      send(res, 200, { operations: await registry.topOperations(numberOf(days), numberOf(limit), by) });
     },
   });
   route(router, '/v1/usage/clients', {

@@ -15,14 +15,18 @@ const usageBody = z.strictObject({
   gateway: z.strictObject({ id: z.string().min(1).max(200), composition: z.number().int().positive().nullable() }),
   reports: z
     .array(
-      z.strictObject({
-        hour: z.iso.datetime({ offset: true }),
-        client: z.string().max(64),
-        clientVersion: z.string().max(64).optional(),
-        operation: z.strictObject({ hash: z.string().min(1).max(128), name: z.string().max(200), body: z.string().max(100_000) }),
-        coordinates: z.array(z.string().min(1).max(300)).max(5_000),
-        count: z.number().int().min(0).max(1e12),
-      }),
+      z
+        .strictObject({
+          hour: z.iso.datetime({ offset: true }),
+          client: z.string().max(64),
+          clientVersion: z.string().max(64).optional(),
+          operation: z.strictObject({ hash: z.string().min(1).max(128), name: z.string().max(200), body: z.string().max(100_000) }),
+          coordinates: z.array(z.string().min(1).max(300)).max(5_000),
+          count: z.number().int().min(0).max(1e12),
+          // What the gateway's cost analysis estimated, summed over `requests` of the `count` requests.
+          cost: z.strictObject({ sum: z.number().min(0).max(1e18), requests: z.number().int().min(0).max(1e12) }).optional(),
+        })
+        .refine((r) => r.cost === undefined || r.cost.requests <= r.count, { path: ['cost', 'requests'] }),
     )
     .max(10_000),
 });

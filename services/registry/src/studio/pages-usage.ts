@@ -1,4 +1,5 @@
 import { badRequest } from '@halo/kit';
+import type { TopOperation } from '../domain/model';
 import type { Registry } from '../domain/registry';
 import { html, num, table, time, type Html } from './html';
 import { linePlot } from './plot';
@@ -91,13 +92,18 @@ export async function checkPage(registry: Registry, id: number): Promise<Html> {
     }`;
 }
 
-export async function usagePage(registry: Registry, days: number): Promise<Html> {
-  const [ops, clients, coords] = await Promise.all([
-    registry.topOperations(days, 25),
-    registry.usageClients(days),
-    registry.usageByCoordinate(days),
-  ]);
-  const opRows = ops.map(
+const OPERATION_COLUMNS = [
+  'operation',
+  'clients',
+  ['requests', 'n'],
+  ['cost per request', 'n'],
+  ['cost in all', 'n'],
+  ['fields used', 'n'],
+  'last seen',
+] as const;
+
+const operationRows = (ops: readonly TopOperation[]) =>
+  ops.map(
     (o) =>
       html`<tr>
         <th scope="row">
@@ -109,10 +115,20 @@ export async function usagePage(registry: Registry, days: number): Promise<Html>
         </th>
         <td>${o.clients.join(', ')}</td>
         <td class="n">${num(o.count)}</td>
+        <td class="n">${o.cost ? num(o.cost.perRequest) : html`<span class="muted">not reported</span>`}</td>
+        <td class="n">${o.cost ? num(o.cost.total) : ''}</td>
         <td class="n">${o.coordinates}</td>
         <td>${time(o.lastSeen)}</td>
       </tr>`,
   );
+
+export async function usagePage(registry: Registry, days: number): Promise<Html> {
+  const [busiest, costliest, clients, coords] = await Promise.all([
+    registry.topOperations(days, 25),
+    registry.topOperations(days, 25, 'cost'),
+    registry.usageClients(days),
+    registry.usageByCoordinate(days),
+  ]);
   const clientRows = clients.map(
     (c) =>
       html`<tr>
@@ -138,8 +154,14 @@ export async function usagePage(registry: Registry, days: number): Promise<Html>
         >A field, argument, type or enum value <input id="coordinate" name="coordinate" placeholder="Product.price" required /></label
       ><button type="submit">Show usage</button>
     </form>
-    <h2>Top operations</h2>
-    ${table('The busiest operations', ['operation', 'clients', ['requests', 'n'], ['fields used', 'n'], 'last seen'], opRows, 'No usage recorded yet.')}
+    <h2>Top operations by requests</h2>
+    ${table('The busiest operations', [...OPERATION_COLUMNS], operationRows(busiest), 'No usage recorded yet.')}
+    <h2>Top operations by cost</h2>
+    <p class="muted">
+      The cost the gateways estimated for each request (the limits' cost analysis, with its variables), as a mean per request; "in all" is
+      that mean times the requests.
+    </p>
+    ${table('The operations that cost most per request', [...OPERATION_COLUMNS], operationRows(costliest), 'No usage recorded yet.')}
     <h2>Clients and versions</h2>
     ${table('Every client and version seen', ['client', 'version', ['requests', 'n'], 'last seen'], clientRows, 'No usage recorded yet.')}
     <h2>Most used schema coordinates</h2>
