@@ -5,15 +5,27 @@ import {
   isEdgeService,
   SERVICES,
   serviceContract,
-  SERVICE_TOKEN_HEADER,
   type EdgeServiceName,
   type RestPart,
   type ServiceContract,
 } from '@halo/kit';
 import { isTakeoverChange } from '@halo/contracts';
 import { schemaFile } from './checkout-contracts';
-import { developerToken } from './dev-credentials';
 import { loadManifests } from './compose-rest';
+import {
+  checkHttpUrl,
+  cliMain,
+  credentialsHint,
+  failure,
+  portOffset,
+  registryUrl,
+  request as registryRequest,
+  runMain,
+  UsageError,
+  type CliResult,
+} from './registry-client';
+
+export { UsageError };
 
 /**
  * `npm run subgraph -- <command> --service NAME …`: a service team's CLI for the schema registry
@@ -42,9 +54,6 @@ Credentials: HALO_API_KEY (an admin key with scope schema:write, or schema:write
 const COMMANDS = ['check', 'publish', 'list', 'log', 'fetch', 'diff', 'rollback', 'routes'] as const;
 type Command = (typeof COMMANDS)[number];
 
-export class UsageError extends Error {}
-class Unreachable extends Error {}
-
 export interface CliOptions {
   command: Command;
   service?: EdgeServiceName;
@@ -62,14 +71,6 @@ export interface CliOptions {
   from?: number;
   to?: number;
   json: boolean;
-}
-
-/** The port offset `npm start` was given (HALO_PORT_OFFSET): the registry and the services move with it. */
-function portOffset(env: Record<string, string | undefined>): number {
-  const raw = env.HALO_PORT_OFFSET ?? '0';
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > 50_000) throw new UsageError(`HALO_PORT_OFFSET must be an integer from 0 to 50000 (got ${raw})`);
-  return n;
 }
 
 function checkOptions(
@@ -140,10 +141,7 @@ export function parseCli(argv: readonly string[], env: Record<string, string | u
   if (values.acknowledge !== undefined && (values.acknowledge.trim() === '' || !['publish', 'rollback'].includes(command))) {
     throw new UsageError('--acknowledge "<reason>" goes with publish or rollback, and needs a reason');
   }
-  for (const flag of ['url', 'registry'] as const) {
-    const v = values[flag];
-    if (v !== undefined && !/^https?:\/\/[^\s]+$/.test(v)) throw new UsageError(`--${flag} must be an http(s) URL`);
-  }
+  for (const flag of ['url', 'registry'] as const) checkHttpUrl(flag, values[flag]);
   for (const flag of ['schema', 'routes'] as const) {
     const v = values[flag];
     if (v !== undefined && !existsSync(v)) throw new UsageError(`--${flag}: no such file: ${v}`);
@@ -156,7 +154,7 @@ export function parseCli(argv: readonly string[], env: Record<string, string | u
   if (command === 'rollback' && to === undefined) throw new UsageError('rollback needs --to N: the version to roll back to (see log)');
   const options = checkOptions(command, values.window, values.threshold, values['exclude-client']);
   const offset = portOffset(env);
-  const registry = (values.registry ?? env.REGISTRY_URL ?? `http://127.0.0.1:${SERVICES.registry.httpPort + offset}`).replace(/\/+$/, '');
+  const registry = registryUrl(values.registry, env, offset);
   return {
     command: command as Command,
     ...(service ? { service } : {}),
@@ -229,56 +227,8 @@ interface RegistryAnswer {
   services?: { service: string; version: number; publishedAt: string; author: string; url: string }[];
 }
 
-/** HALO_API_KEY if set; else, against this checkout's npm start, the developer token it left for us. */
-async function credentials(registry: string): Promise<Record<string, string>> {
-  const key = process.env.HALO_API_KEY;
-  if (key) return { 'x-api-key': key };
-  const token = await developerToken(registry);
-  return token ? { [SERVICE_TOKEN_HEADER]: token } : {};
-}
-
-/** What to do about a 401 or a 403, in one line after the registry's own answer. */
-function credentialsHint(status: number): string[] {
-  if (status === 401) {
-    return process.env.HALO_API_KEY
-      ? ['  HALO_API_KEY was not accepted: an admin API key (POST /auth/api-keys) of this Halo, not revoked']
-      : [
-          "  set HALO_API_KEY (an admin API key with scope schema:write), or run this against this checkout's npm start, which hands this CLI its developer key",
-        ];
-  }
-  if (status === 403 && process.env.HALO_API_KEY) {
-    return ["  HALO_API_KEY's scopes do not cover this service: it needs schema:write, or schema:write:<service>"];
-  }
-  return [];
-}
-
-async function request(
-  o: CliOptions,
-  method: 'GET' | 'POST',
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; body: RegistryAnswer }> {
-  let res: Response;
-  try {
-    res = await fetch(`${o.registry}${path}`, {
-      method,
-      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(await credentials(o.registry)) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(30_000),
-    });
-  } catch (err) {
-    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    throw new Unreachable(`registry unreachable at ${o.registry}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
-  }
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = text ? JSON.parse(text) : {};
-  } catch {
-    parsed = { error: `not JSON (HTTP ${res.status})` };
-  }
-  return { status: res.status, body: parsed as RegistryAnswer };
-}
+const request = (o: CliOptions, method: 'GET' | 'POST', path: string, body?: unknown) =>
+  registryRequest<RegistryAnswer>(o, method, path, body);
 
 interface Report {
   ok: boolean;
@@ -334,14 +284,14 @@ function describeHistory(service: string, versions: NonNullable<RegistryAnswer['
 }
 
 /** Runs one command: what to print and the exit code. */
-export async function runCli(o: CliOptions): Promise<{ code: number; out: string[]; err: string[] }> {
+export async function runCli(o: CliOptions): Promise<CliResult> {
   const out: string[] = [];
   const err: string[] = [];
   const refused = (status: number, body: RegistryAnswer | null) => {
     if (o.json) out.push(JSON.stringify(body, null, 2));
     err.push(
       `${o.service ?? 'subgraph'}: refused (${status}): ${body?.error ?? 'unknown error'}`,
-      ...credentialsHint(status),
+      ...credentialsHint(status, { scope: 'schema:write', subject: 'service' }),
       ...describeReport(body?.report),
     );
     return { code: 1, out, err };
@@ -404,30 +354,8 @@ export async function runCli(o: CliOptions): Promise<{ code: number; out: string
       );
     return { code: 0, out, err };
   } catch (e) {
-    if (e instanceof Unreachable) return { code: 3, out, err: [e.message] };
-    if (e instanceof UsageError) return { code: 2, out, err: [`subgraph: ${e.message}`] };
-    throw e;
+    return failure(e, 'subgraph', out);
   }
 }
 
-async function main(): Promise<void> {
-  let options: CliOptions;
-  try {
-    options = parseCli(process.argv.slice(2));
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    process.stderr.write(`subgraph: ${e.message}\n${USAGE}\n`);
-    process.exit(2);
-  }
-  const { code, out, err } = await runCli(options);
-  if (out.length) process.stdout.write(`${out.join('\n')}\n`);
-  if (err.length) process.stderr.write(`${err.join('\n')}\n`);
-  process.exitCode = code;
-}
-
-if (require.main === module) {
-  main().catch((e: unknown) => {
-    process.stderr.write(`subgraph: ${(e as Error).message}\n`);
-    process.exit(1);
-  });
-}
+if (require.main === module) runMain('subgraph', () => cliMain('subgraph', USAGE, parseCli, runCli));
