@@ -1,7 +1,7 @@
 // Composed by `npm run compose` from the services' declarations (REST `scope`, GraphQL `@requiresScopes`). Do not edit by hand.
 
 /** Every scope an API key may be granted (`POST /auth/api-keys`). */
-export const API_KEY_SCOPES = ["profile:read","users:write","users:email:read","catalog:write","payments:read","payments:write","chat:read","chat:write","schema:read","schema:write","schema:write:auth","schema:write:catalog","schema:write:chat","schema:write:content","schema:write:payments"] as const;
+export const API_KEY_SCOPES = ["profile:read","users:write","users:email:read","catalog:write","payments:read","payments:write","chat:read","chat:write","schema:read","schema:write","schema:write:auth","schema:write:catalog","schema:write:chat","schema:write:content","schema:write:payments","operations:write"] as const;
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
 
 /**

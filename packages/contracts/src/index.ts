@@ -3,3 +3,4 @@ export * from './compose';
 export * from './changes';
 export * from './usage';
 export * from './takeovers';
+export * from './operations';

@@ -61,6 +61,12 @@ export interface OperationUsage {
   count: number;
   lastSeen: string;
   coordinates: readonly string[];
+  /**
+   * An operation a client registered for a version it ships (`POST /v1/operations`), not one a
+   * gateway counted: `hash` is its id, `clientVersion` the version, `count` 0 and `lastSeen` when
+   * its list was pushed. Any use by one blocks a breaking change, whatever the threshold.
+   */
+  registered?: true;
 }
 
 export interface ChangeUsage {

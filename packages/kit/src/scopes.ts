@@ -37,10 +37,22 @@ export const SCOPES = [
   'schema:write:chat',
   'schema:write:content',
   'schema:write:payments',
+  // Push and retire client apps' operation lists at the registry (docs/registry.md, "Client
+  // operation lists"), for every client; `operations:write:<client>` (CLIENT_OPERATIONS_SCOPE) for
+  // one client only: the key an app team's CI holds. Either implies reading the registry.
+  'operations:write',
 ] as const;
-export type Scope = (typeof SCOPES)[number];
 
-export const isScope = (s: string): s is Scope => (SCOPES as readonly string[]).includes(s);
+/**
+ * `operations:write:<client>`: `operations:write` for one client app, named as the registry
+ * names clients (1 to 64 characters of `[A-Za-z0-9._@/-]`: `web`, `@halo/client`). Client names
+ * are the client teams', not a list Halo knows, so these are matched by pattern, not listed.
+ */
+export const CLIENT_OPERATIONS_SCOPE = /^operations:write:[A-Za-z0-9._@/-]{1,64}$/;
+export type ClientOperationsScope = `operations:write:${string}`;
+export type Scope = (typeof SCOPES)[number] | ClientOperationsScope;
+
+export const isScope = (s: string): s is Scope => (SCOPES as readonly string[]).includes(s) || CLIENT_OPERATIONS_SCOPE.test(s);
 
 /** True for a user's own token, and for a key that holds `scope`. */
 export const holdsScope = (caller: Caller, scope: Scope): boolean => caller.scopes === null || caller.scopes.includes(scope);

@@ -83,6 +83,13 @@ describe('scopes', () => {
     expect(parseScopes(['payments:write', 'profile:read', 'payments:write'])).toEqual(['profile:read', 'payments:write']);
     expect(parseScopes(['users:write', 'catalog:write'])).toEqual(['users:write', 'catalog:write']);
   });
+  it('keeps per-client operations scopes (a pattern, not a list) after the listed ones, sorted', () => {
+    expect(parseScopes(['operations:write:web', 'schema:read', 'operations:write:@halo/client', 'operations:write:web'])).toEqual([
+      'schema:read',
+      'operations:write:@halo/client',
+      'operations:write:web',
+    ]);
+  });
   it.each([
     [undefined, 'scopes is required'],
     [[], 'scopes is required'],
@@ -90,6 +97,9 @@ describe('scopes', () => {
     [[1], 'scopes must be an array of strings'],
     [['profile:read', 'root'], 'unknown scope: root'],
     [['Profile:Read'], 'unknown scope: Profile:Read'],
+    [['operations:write:'], 'unknown scope: operations:write:'],
+    [['operations:write:a b'], 'unknown scope: operations:write:a b'],
+    [[`operations:write:${'x'.repeat(65)}`], `unknown scope: operations:write:${'x'.repeat(65)}`],
   ])('%j → 400 %s', (raw, message) => {
     expect(failure(() => parseScopes(raw))).toBe(`BAD_REQUEST: ${message}`);
   });

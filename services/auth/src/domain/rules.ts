@@ -62,7 +62,10 @@ function asObject(body: unknown): Record<string, unknown> {
 // What an API key may be granted is the kit's list, next to the rule that enforces it.
 export { SCOPES, type Scope } from '@halo/kit';
 
-/** A non-empty list of known scopes, de-duplicated, in the canonical order above. */
+/**
+ * A non-empty list of known scopes, de-duplicated, in the canonical order above, then the
+ * per-client ones (`operations:write:<client>`, which no list holds) sorted.
+ */
 export function parseScopes(raw: unknown): Scope[] {
   if (raw === undefined || raw === null) throw badRequest('scopes is required');
   if (!Array.isArray(raw) || raw.some((s) => typeof s !== 'string')) {
@@ -71,7 +74,9 @@ export function parseScopes(raw: unknown): Scope[] {
   const unknown = (raw as string[]).find((s) => !isScope(s));
   if (unknown !== undefined) throw badRequest(`unknown scope: ${unknown}`);
   if (raw.length === 0) throw badRequest('scopes is required');
-  return SCOPES.filter((s) => (raw as string[]).includes(s));
+  const listed: readonly string[] = SCOPES;
+  const perClient = [...new Set((raw as Scope[]).filter((s) => !listed.includes(s)))].sort();
+  return [...SCOPES.filter((s) => (raw as string[]).includes(s)), ...perClient];
 }
 
 // ── API keys ──────────────────────────────────────────────────────────────────────────────────

@@ -1,4 +1,14 @@
-import { defineRestManifest, emailAddress, MAX_USER_NAME, pathId, requiredText, ruleField, userName, z } from '@halo/kit';
+import {
+  CLIENT_OPERATIONS_SCOPE,
+  defineRestManifest,
+  emailAddress,
+  MAX_USER_NAME,
+  pathId,
+  requiredText,
+  ruleField,
+  userName,
+  z,
+} from '@halo/kit';
 import {
   AUTH_IDS,
   loginInput,
@@ -26,11 +36,19 @@ const profile = z.object({
   role: z.enum(['user', 'admin']),
   created_at: z.iso.datetime(),
 });
+/** A scope of SCOPES, or `operations:write:<client>` for one client app (a pattern: client names are the teams'). */
+const scope = z.union([z.enum(SCOPES), z.string().regex(CLIENT_OPERATIONS_SCOPE)]);
+const SCOPE_JSON = {
+  anyOf: [
+    { type: 'string', enum: [...SCOPES] },
+    { type: 'string', pattern: CLIENT_OPERATIONS_SCOPE.source },
+  ],
+};
 const apiKey = z.object({
   id: z.number().int(),
   name: z.string(),
   prefix: z.string(),
-  scopes: z.array(z.enum(SCOPES)),
+  scopes: z.array(scope),
   created_at: z.iso.datetime(),
   last_used_at: z.iso.datetime().nullable(),
   revoked: z.boolean(),
@@ -143,7 +161,7 @@ export const restManifest = defineRestManifest({
           maxLength: MAX_API_KEY_NAME,
           pattern: '\\S',
         }),
-        scopes: ruleField(parseScopes, { type: 'array', items: { type: 'string', enum: [...SCOPES] }, minItems: 1 }),
+        scopes: ruleField(parseScopes, { type: 'array', items: SCOPE_JSON, minItems: 1 }),
       }),
       responses: {
         201: {

@@ -16,6 +16,7 @@ import type {
   UsageReport,
   VersionRecord,
 } from '../domain/model';
+import { ClientOperationsSql } from './client-operations';
 import { UsageReads } from './usage-reads';
 
 type VersionRow = {
@@ -55,12 +56,15 @@ const CHECK_COLUMNS = 'id, service, kind, author, ok, outcome, report, acknowled
 export class PgRegistryStore implements RegistryStore {
   /** What the Studio reads of usage: aggregations over `usage_hourly` (usage-reads.ts). */
   private readonly usage: UsageReads;
+  /** Client apps' operation lists (client-operations.ts). */
+  readonly clientOperations: ClientOperationsSql;
 
   constructor(
     private readonly db: Db,
     private readonly q: Queryable = db,
   ) {
     this.usage = new UsageReads(q);
+    this.clientOperations = new ClientOperationsSql(db, q);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { forbidden, unauthenticated } from '@halo/kit';
-import type { Principal } from './model';
+import type { Principal, RegistryStore } from './model';
 
 /** Who an action is recorded as. */
 export function authorOf(p: Principal): string {
@@ -32,6 +32,29 @@ export function authorizePublisher(p: Principal, service: string): void {
   authorizeChecker(p, service);
 }
 
+/**
+ * Push and retire a client app's operation list (docs/registry.md, "Client operation lists"): an
+ * admin key with `operations:write` (every client: `clients` null) or `operations:write:<client>`
+ * (those clients only), and npm start's developer; never a service's token (403: services publish
+ * schemas, client teams their operations), never without credentials (401, development included).
+ * Without `client` (before the request is read) it answers what the principal alone decides: a
+ * key holding no operations scope is 403 whatever it names.
+ */
+export function authorizeOperationsWriter(p: Principal, client?: string): void {
+  if (p.kind === 'anonymous') throw unauthenticated('Token required');
+  if (p.kind === 'service') throw forbidden();
+  if (p.kind === 'admin' && p.clients !== null && (p.clients.length === 0 || (client !== undefined && !p.clients.includes(client)))) {
+    throw forbidden();
+  }
+}
+
+/** A signed token (a service's, npm start's developer's) is good for one write: sent again (a retry, a copy), it is refused. */
+export async function spendWriteToken(store: RegistryStore, p: Principal): Promise<void> {
+  if (p.kind !== 'service' && p.kind !== 'developer') return;
+  const { jti, exp } = p.token;
+  if (!(await store.spendToken(jti, new Date(exp * 1000)))) throw unauthenticated('Invalid token');
+}
+
 /** Usage reports, which decide what a check blocks: the gateway only. */
 export function authorizeUsageReporter(p: Principal): void {
   if (p.kind === 'anonymous') throw unauthenticated('Token required');
@@ -40,8 +63,9 @@ export function authorizeUsageReporter(p: Principal): void {
 
 /**
  * Reads (every GET of the API, and the Studio): any principal there is. A service's token reads
- * (the gateway its supergraph); an admin's key holds `schema:read` or a write scope, which implies
- * reading (the resolver refuses a key with neither, 403, before any route); npm start's developer
+ * (the gateway its supergraph); an admin's key holds `schema:read` or a write scope (`schema:write…`
+ * or `operations:write…`), which implies reading (the resolver refuses a key with none, 403,
+ * before any route); npm start's developer
  * and, in development, a loopback caller without credentials read as before. A new kind of
  * principal has to be placed here before it compiles.
  */

@@ -6,9 +6,11 @@ import {
   schemaChanges,
   takeoverChanges,
   usageOf,
+  type ChangeUsage,
   type Composition,
   type Contract,
 } from '@halo/contracts';
+import { registeredNote, registeredUsage } from './client-operations';
 import { DAY_MS } from './insight';
 import type { CheckOptions, CheckReport, RegistryStore, VersionRecord } from './model';
 
@@ -33,6 +35,28 @@ const needsAcknowledgement = (c: { type: string }) => isRestChange(c) || isTakeo
 /** The other services' current subgraph SDLs (a REST-only contract has none). */
 const othersSdl = (current: readonly VersionRecord[], service: string) =>
   current.flatMap((v) => (v.service !== service && v.contract.sdl ? [{ service: v.service, sdl: v.contract.sdl }] : []));
+
+/**
+ * What counted usage says of a breaking change it judges: unused, used within the threshold (a
+ * share of every request in the window, `total`), or used enough to block, naming up to five of
+ * the operations gateways counted (registered ones have their own note).
+ */
+function usageVerdict(path: string, used: ChangeUsage, days: number, total: number, thresholdPercent: number) {
+  if (used.count === 0) return { blocks: false, note: `${path}: breaking, but unused in the last ${days} days` };
+  const share = (used.count / Math.max(total, 1)) * 100;
+  if (thresholdPercent > 0 && share <= thresholdPercent) {
+    return {
+      blocks: false,
+      note: `${path}: breaking, used ${used.count} times in the last ${days} days (${share.toFixed(2)} % of requests), within the threshold of ${thresholdPercent} %`,
+    };
+  }
+  const who = used.operations
+    .filter((o) => !o.registered)
+    .slice(0, 5)
+    .map((o) => `${o.name || o.hash} (${o.clientVersion ? `${o.client} ${o.clientVersion}` : o.client}, ${o.count})`)
+    .join(', ');
+  return { blocks: true, note: `${path}: breaking and used ${used.count} times in the last ${days} days by ${who}` };
+}
 
 /**
  * The check: the contract composed with every other service's current one; its changes against
@@ -78,7 +102,11 @@ export async function evaluate(
   const breakingPaths = changes.filter((c) => c.breaking && !needsAcknowledgement(c)).map((c) => c.path);
   const days = options.windowDays;
   const since = new Date(ctx.now.getTime() - days * DAY_MS);
-  const usage = breakingPaths.length ? await store.usageOf(breakingPaths, since, options.excludeClients) : [];
+  const usage = [
+    ...(breakingPaths.length ? await store.usageOf(breakingPaths, since, options.excludeClients) : []),
+    // Operations client apps registered for versions they ship: any use blocks, whatever the threshold.
+    ...(await registeredUsage(store, breakingPaths, options.excludeClients)),
+  ];
   // A threshold is a share of every request in the window (of the clients that count).
   const total = breakingPaths.length && options.thresholdPercent > 0 ? await store.requestsSince(since, options.excludeClients) : 0;
   let blocked = false;
@@ -90,6 +118,11 @@ export async function evaluate(
     const acknowledged = c.breaking && acknowledge !== undefined;
     report.changes.push({ ...c, acknowledged, usage: used });
     if (!c.breaking) continue;
+    const registered = used.operations.filter((o) => o.registered);
+    if (registered.length > 0 && !acknowledged) {
+      blocked = true;
+      report.notes.push(registeredNote(c.path, registered));
+    }
     if (acknowledged) report.notes.push(`${c.path}: breaking, acknowledged: ${acknowledge}`);
     else if (isRestChange(c)) {
       // Gateways report GraphQL usage only: nobody can say a REST route is unused.
@@ -99,19 +132,10 @@ export async function evaluate(
       // Whose data it is, not who queries it, is the question: the team must say why.
       blocked = true;
       report.notes.push(`${c.path}: ${c.message}; it needs an acknowledgement naming why (--acknowledge)`);
-    } else if (used.count === 0) report.notes.push(`${c.path}: breaking, but unused in the last ${days} days`);
-    else if (options.thresholdPercent > 0 && (used.count / Math.max(total, 1)) * 100 <= options.thresholdPercent) {
-      const share = ((used.count / Math.max(total, 1)) * 100).toFixed(2);
-      report.notes.push(
-        `${c.path}: breaking, used ${used.count} times in the last ${days} days (${share} % of requests), within the threshold of ${options.thresholdPercent} %`,
-      );
-    } else {
-      blocked = true;
-      const who = used.operations
-        .slice(0, 5)
-        .map((o) => `${o.name || o.hash} (${o.clientVersion ? `${o.client} ${o.clientVersion}` : o.client}, ${o.count})`)
-        .join(', ');
-      report.notes.push(`${c.path}: breaking and used ${used.count} times in the last ${days} days by ${who}`);
+    } else if (used.count > 0 || registered.length === 0) {
+      const verdict = usageVerdict(c.path, used, days, total, options.thresholdPercent);
+      blocked ||= verdict.blocks;
+      report.notes.push(verdict.note);
     }
   }
   report.ok = !blocked;

@@ -1,5 +1,6 @@
 import type { ChangeUsage, Composition, Contract, OperationUsage } from '@halo/contracts';
 import type { UsageReport } from '@halo/kit';
+import type { ClientOperationStore } from './client-operations';
 
 /** Who is calling (docs/registry.md, "Authentication"). */
 export type Principal =
@@ -9,9 +10,11 @@ export type Principal =
    * An admin's API key with scope `schema:write` (every service: `services` null),
    * `schema:write:<service>` (those services only: a team's CI key), or only `schema:read`
    * (`services` empty: a reader, who may read the registry and its Studio but write nothing).
-   * Every admin principal reads; `services` says what it may write.
+   * Every admin principal reads; `services` says what it may write. `clients` likewise says whose
+   * operation lists it may push and retire: `operations:write` every client's (null),
+   * `operations:write:<client>` those clients', none (`[]`) without either.
    */
-  | { kind: 'admin'; id: string; name: string; services: readonly string[] | null }
+  | { kind: 'admin'; id: string; name: string; services: readonly string[] | null; clients: readonly string[] | null }
   /**
    * HALO_ENV=development only: a token signed with the developer key `npm start` makes and hands
    * to `npm run subgraph` (any service, as an admin's `schema:write` key).
@@ -264,4 +267,6 @@ export interface RegistryStore {
   gateways(): Promise<{ id: string; composition: number | null; lastSeen: string }[]>;
   /** Remembers a token as spent until it expires; false when it already was. */
   spendToken(jti: string, expiresAt: Date): Promise<boolean>;
+  /** Client apps' operation lists (tables `client_versions`, `client_operations`). */
+  readonly clientOperations: ClientOperationStore;
 }

@@ -8,8 +8,9 @@ import {
   type Composition,
   type Contract,
 } from '@halo/contracts';
-import { badRequest, notFound, unauthenticated } from '@halo/kit';
-import { authorizeChecker, authorizePublisher, authorizeUsageReporter, authorOf } from './access';
+import { badRequest, notFound } from '@halo/kit';
+import { authorizeChecker, authorizePublisher, authorizeUsageReporter, authorOf, spendWriteToken } from './access';
+import { ClientOperations } from './client-operations';
 import { evaluate, urlChange, type CheckContext } from './evaluate';
 import {
   checkDetail,
@@ -98,12 +99,15 @@ const compositionHash = (c: Composition) => createHash('sha256').update(canonica
 export class Registry {
   private readonly now: () => Date;
   private lastPrune = 0;
+  /** Client apps' operation lists (client-operations.ts), which checks hold changes against too. */
+  readonly operations: ClientOperations;
 
   constructor(
     private readonly store: RegistryStore,
     private readonly opts: RegistryOptions,
   ) {
     this.now = opts.now ?? (() => new Date());
+    this.operations = new ClientOperations(store);
   }
 
   /** The latest composition, or null; `ifNoneMatch` equal to its hash answers `notModified`. */
@@ -174,10 +178,8 @@ export class Registry {
   }
 
   /** A signed token is good for one write: sent again (a retry, a copy), it is refused. */
-  private async spend(principal: Principal): Promise<void> {
-    if (principal.kind !== 'service' && principal.kind !== 'developer') return;
-    const { jti, exp } = principal.token;
-    if (!(await this.store.spendToken(jti, new Date(exp * 1000)))) throw unauthenticated('Invalid token');
+  private spend(principal: Principal): Promise<void> {
+    return spendWriteToken(this.store, principal);
   }
 
   /**

@@ -21,17 +21,28 @@ export const SCHEMA_WRITE_SCOPE = 'schema:write';
 /** The scope that lets an admin's API key read the registry (every GET) and its Studio, and write nothing. */
 export const SCHEMA_READ_SCOPE = 'schema:read';
 
+/** The scope that lets an admin's API key push and retire every client app's operation list (and read). */
+export const OPERATIONS_WRITE_SCOPE = 'operations:write';
+
+/** What a key may write of one kind: all (null) with `scope`, those named by `<scope>:<name>`, none (`[]`). */
+function namesOf(scopes: readonly string[] | null, scope: string): readonly string[] | null {
+  if (scopes === null || scopes.includes(scope)) return null;
+  return scopes.filter((s) => s.startsWith(`${scope}:`)).map((s) => s.slice(scope.length + 1));
+}
+
 /**
- * The services a key may write: all (null) with `schema:write` (or an admin's own token, which is
- * not scope-limited), those named by `schema:write:<service>`, none (`[]`: a reader) with only
- * `schema:read`. A write scope implies reading. A key with no schema scope → 403 `Forbidden`,
- * whatever it asks.
+ * What a key may write: the services (all, null, with `schema:write` or an admin's own token,
+ * which is not scope-limited; those named by `schema:write:<service>`; none, `[]`, with only
+ * `schema:read`) and the clients whose operation lists (`operations:write`, or
+ * `operations:write:<client>`). Any of these scopes implies reading. A key with none of them → 403
+ * `Forbidden`, whatever it asks.
  */
-function schemaServicesOf(scopes: readonly string[] | null): readonly string[] | null {
-  if (scopes === null || scopes.includes(SCHEMA_WRITE_SCOPE)) return null;
-  const services = scopes.filter((s) => s.startsWith(`${SCHEMA_WRITE_SCOPE}:`)).map((s) => s.slice(SCHEMA_WRITE_SCOPE.length + 1));
-  if (services.length === 0 && !scopes.includes(SCHEMA_READ_SCOPE)) throw forbidden();
-  return services;
+function writableOf(scopes: readonly string[] | null): { services: readonly string[] | null; clients: readonly string[] | null } {
+  const services = namesOf(scopes, SCHEMA_WRITE_SCOPE);
+  const clients = namesOf(scopes, OPERATIONS_WRITE_SCOPE);
+  const reads = scopes === null || scopes.includes(SCHEMA_READ_SCOPE);
+  if (!reads && services?.length === 0 && clients?.length === 0) throw forbidden();
+  return { services, clients };
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
@@ -45,8 +56,8 @@ export const DEVELOPER = 'developer';
 
 /**
  * Who is calling (docs/registry.md, "Authentication"): a service token (`aud: registry`), an
- * admin's API key with `schema:write` (or `schema:write:<service>`, or `schema:read` to read only)
- * exchanged through auth, and in development only npm start's
+ * admin's API key with `schema:write` (or `schema:write:<service>`, or `schema:read` to read only,
+ * or `operations:write[:<client>]` for client operation lists) exchanged through auth, and in development only npm start's
  * developer token, or anyone on loopback without credentials (who may read and check, never
  * write). No credentials: 401 `Token required`; bad ones: 401 `Invalid token`; an API key of a
  * non-admin or without the scope: 403 `Forbidden`.
@@ -85,7 +96,7 @@ export function principalResolver(opts: {
         throw err;
       }
       const caller = requireAdmin(callerFromHeader(`Bearer ${accessToken}`, opts.jwtSecret));
-      return { kind: 'admin', id: String(caller.id), name: caller.name, services: schemaServicesOf(caller.scopes) };
+      return { kind: 'admin', id: String(caller.id), name: caller.name, ...writableOf(caller.scopes) };
     }
     if (opts.development && LOOPBACK.test(req.socket.remoteAddress ?? '')) return { kind: 'anonymous' };
     throw unauthenticated('Token required');

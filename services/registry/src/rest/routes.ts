@@ -4,6 +4,7 @@ import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Principal } from '../domain/model';
 import { insightRoutes } from './insight-routes';
+import { operationRoutes } from './operation-routes';
 import { send } from './send';
 import { textDiff } from './text-diff';
 import { authorizeReader, authorizeUsageReporter, type PublishOutcome, type Registry } from '../domain/registry';
@@ -95,6 +96,7 @@ export function registryRoutes(registry: Registry, principalOf: Resolve): Router
   route(router, '/v1/rollback', { post: async (req, res) => sendOutcome(res, await registry.rollback(await who(req), req.body)) });
   historyRoutes(router, registry, reader);
   insightRoutes(router, registry, reader);
+  operationRoutes(router, registry.operations, principalOf, reader);
   route(router, '/v1/usage', {
     post: async (req, res) => {
       const principal = await who(req);

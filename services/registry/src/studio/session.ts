@@ -31,7 +31,7 @@ export function sessionPrincipal(token: string, jwtSecret: string | undefined): 
     const caller = requireAdmin(callerFromHeader(`Bearer ${token}`, jwtSecret));
     if (caller.scopes !== null && !caller.scopes.some(READ_SCOPES)) return null;
     const exp = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { exp?: number };
-    return { kind: 'admin', id: String(caller.id), name: caller.name, services: [], expiresAt: (exp.exp ?? 0) * 1000 };
+    return { kind: 'admin', id: String(caller.id), name: caller.name, services: [], clients: [], expiresAt: (exp.exp ?? 0) * 1000 };
   } catch (err) {
     if (isHaloError(err)) return null;
     throw err;
