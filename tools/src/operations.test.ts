@@ -1,12 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { generateServiceKey } from '@halo/kit/launch';
-import { dropSchema, freePort, runNodeScript, TEST_DATABASE_URL, testIdentityEnv, throwawaySchema } from '@halo/kit/testing';
+import { freePort, runNodeScript } from '@halo/kit/testing';
 import { removeDevCredentials, writeDevCredentials } from './dev-credentials';
 import { parseOperationsCli, runOperationsCli } from './operations';
+import { startTestRegistry, type TestRegistry } from './test-registry';
 
 const ROOT = resolve(__dirname, '../..');
 const dir = mkdtempSync(join(tmpdir(), 'halo-operations-'));
@@ -91,58 +90,20 @@ it('a malformed manifest: exit 2, and no request is made (nothing listens at the
 });
 
 describe('against a real registry', () => {
-  const schema = throwawaySchema('cli_operations');
-  const developer = generateServiceKey('developer', 'test');
   const apiKey = process.env.HALO_API_KEY;
-  let registry: ChildProcess;
+  let registry: TestRegistry;
   let base: string;
-  let port: number;
   const cli = (...args: string[]) => runOperationsCli(parseOperationsCli([...args, '--registry', base], {}));
 
   beforeAll(async () => {
     delete process.env.HALO_API_KEY;
-    port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    const identity = testIdentityEnv('registry');
-    writeDevCredentials(port, developer);
-    registry = spawn(process.execPath, [resolve(ROOT, 'services/registry/dist/main.js')], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH,
-        HALO_ENV: 'development',
-        LOG_LEVEL: 'warn',
-        HTTP_HOST: '127.0.0.1',
-        HTTP_PORT: String(port),
-        GRPC_PORT: '0',
-        DATABASE_URL: TEST_DATABASE_URL,
-        DB_SCHEMA: schema,
-        AUTH_GRPC_ADDR: '127.0.0.1:9',
-        ...identity,
-        SERVICE_TRUSTED_KEYS: JSON.stringify({ keys: [...JSON.parse(identity.SERVICE_TRUSTED_KEYS!).keys, developer.publicJwk] }),
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    for (let i = 0; i < 300; i++) {
-      if (
-        await fetch(`${base}/readyz`).then(
-          (r) => r.ok,
-          () => false,
-        )
-      )
-        return;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error('the registry did not become ready');
+    registry = await startTestRegistry('cli_operations');
+    base = registry.base;
   }, 40_000);
 
   afterAll(async () => {
     if (apiKey !== undefined) process.env.HALO_API_KEY = apiKey;
-    if (registry.exitCode === null) {
-      registry.kill('SIGTERM');
-      await new Promise((r) => registry.once('exit', r));
-    }
-    removeDevCredentials(port);
-    await dropSchema(schema);
+    await registry?.stop();
   });
 
   const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -243,7 +204,7 @@ describe('against a real registry', () => {
   });
 
   it("without npm start's developer key or HALO_API_KEY, a push is refused (401) with what to do", async () => {
-    removeDevCredentials(port);
+    removeDevCredentials(registry.port);
     try {
       const res = await cli('push', '--client', 'web', '--version', '1.8.0', apollo);
       expect(res.code).toBe(1);
@@ -252,7 +213,7 @@ describe('against a real registry', () => {
         "  set HALO_API_KEY (an admin API key with scope operations:write), or run this against this checkout's npm start, which hands this CLI its developer key",
       );
     } finally {
-      writeDevCredentials(port, developer);
+      writeDevCredentials(registry.port, registry.developer);
     }
   });
 

@@ -1,10 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { generateServiceKey } from '@halo/kit/launch';
-import { dropSchema, freePort, runNodeScript, TEST_DATABASE_URL, testIdentityEnv, throwawaySchema } from '@halo/kit/testing';
+import { runNodeScript } from '@halo/kit/testing';
 import { removeDevCredentials, writeDevCredentials } from './dev-credentials';
+import { startTestRegistry, type TestRegistry } from './test-registry';
 
 /**
  * The real CLI (tools/dist/subgraph.js, built) against a real registry process (its built
@@ -12,12 +11,9 @@ import { removeDevCredentials, writeDevCredentials } from './dev-credentials';
  * registry trusts, left where npm start leaves it for this checkout's CLI.
  */
 const ROOT = resolve(__dirname, '../..');
-const schema = throwawaySchema('cli_registry');
 const dir = mkdtempSync(join(tmpdir(), 'halo-subgraph-'));
-let registry: ChildProcess;
+let registry: TestRegistry;
 let base: string;
-let port: number;
-const developer = generateServiceKey('developer', 'test');
 
 const runWith = (env: Record<string, string>, ...args: string[]) =>
   runNodeScript(resolve(ROOT, 'tools/dist/subgraph.js'), args, { cwd: ROOT, env });
@@ -25,47 +21,12 @@ const run = (...args: string[]) => runWith({}, ...args);
 const cli = (...args: string[]) => run(...args, '--registry', base);
 
 beforeAll(async () => {
-  port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  const identity = testIdentityEnv('registry');
-  writeDevCredentials(port, developer);
-  registry = spawn(process.execPath, [resolve(ROOT, 'services/registry/dist/main.js')], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH,
-      HALO_ENV: 'development',
-      LOG_LEVEL: 'warn',
-      HTTP_HOST: '127.0.0.1',
-      HTTP_PORT: String(port),
-      GRPC_PORT: '0',
-      DATABASE_URL: TEST_DATABASE_URL,
-      DB_SCHEMA: schema,
-      AUTH_GRPC_ADDR: '127.0.0.1:9',
-      ...identity,
-      SERVICE_TRUSTED_KEYS: JSON.stringify({ keys: [...JSON.parse(identity.SERVICE_TRUSTED_KEYS!).keys, developer.publicJwk] }),
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  for (let i = 0; i < 300; i++) {
-    if (
-      await fetch(`${base}/readyz`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('the registry did not become ready');
+  registry = await startTestRegistry('cli_registry');
+  base = registry.base;
 }, 40_000);
 
 afterAll(async () => {
-  if (registry.exitCode === null) {
-    registry.kill('SIGTERM');
-    await new Promise((r) => registry.once('exit', r));
-  }
-  removeDevCredentials(port);
-  await dropSchema(schema);
+  await registry?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -225,7 +186,7 @@ it('a takeover of another service’s field: exit 1, labelled TAKEOVER, with no 
 });
 
 it("without npm start's developer key or HALO_API_KEY, a publish is refused (401) with what to do; a check still runs", async () => {
-  removeDevCredentials(port);
+  removeDevCredentials(registry.port);
   try {
     const res = await cli('publish', '--service', 'catalog', '--schema', withSku());
     expect(res.code).toBe(1);
@@ -235,13 +196,12 @@ it("without npm start's developer key or HALO_API_KEY, a publish is refused (401
     ]);
     expect((await cli('check', '--service', 'catalog', '--schema', withSku())).code).toBe(0);
   } finally {
-    writeDevCredentials(port, developer);
+    writeDevCredentials(registry.port, registry.developer);
   }
 });
 
 it('registry stopped: exit 3 with one line', async () => {
-  registry.kill('SIGTERM');
-  await new Promise((r) => registry.once('exit', r));
+  await registry.stop();
   const res = await cli('check', '--service', 'catalog');
   expect(res.code).toBe(3);
   expect(res.stderr).toMatch(/^registry unreachable at http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED\n$/);
