@@ -227,6 +227,7 @@ function subscriptionsStage(
     recordUsage: usage
       ? (schema, document, operation, client, variables, cost) => usage.record(schema, document, operation, client, variables, cost)
       : undefined,
+    trusted: graphql.trusted,
     logger,
   });
 }

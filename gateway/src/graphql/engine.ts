@@ -155,6 +155,8 @@ export function createGraphQL(opts: GraphQLOptions) {
     policy,
     /** Parsing and validation exactly as HTTP operations get them (token cap, alias cap), kept once for every path. */
     documents,
+    /** The trusted documents (GRAPHQL_TRUSTED_DOCUMENTS), when only they may run: sockets and streams admit only them too. */
+    trusted: opts.persistedQueries.trusted ?? null,
     /** One HTTP request to /graphql, run inside its request context. */
     handle(req: IncomingMessage, res: ServerResponse): void {
       handleGraphQLRequest(http, req, res);

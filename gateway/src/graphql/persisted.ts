@@ -117,10 +117,17 @@ export function trustedDocumentsCache(documents: TrustedDocuments): QueryCache {
   };
 }
 
+/** HTTP 400 PERSISTED_QUERY_NOT_IN_LIST: the refusal of an operation the manifest does not hold, on every transport. */
+export const notInListError = () =>
+  new GraphQLError('Only trusted documents may run here', {
+    extensions: { code: 'PERSISTED_QUERY_NOT_IN_LIST', http: { status: 400 } },
+  });
+
 /**
  * Trusted documents mode: an operation whose text is not in the manifest (sent in full, or
  * registered under a hash the manifest does not have) is HTTP 400 PERSISTED_QUERY_NOT_IN_LIST
- * before anything runs. Introspection is an operation like any other: only if listed.
+ * before anything runs. Introspection is an operation like any other: only if listed. (Apollo
+ * Server's path; an operation sent over a WebSocket or an event stream is judged at its admission.)
  */
 export function trustedDocumentsPlugin<C extends object>(documents: TrustedDocuments): ApolloServerPlugin<C> {
   /* eslint-disable @typescript-eslint/require-await -- Apollo Server types every plugin hook as returning a
@@ -130,9 +137,7 @@ export function trustedDocumentsPlugin<C extends object>(documents: TrustedDocum
       return {
         async didResolveOperation({ queryHash }) {
           if (documents.has(queryHash)) return;
-          throw new GraphQLError('Only trusted documents may run here', {
-            extensions: { code: 'PERSISTED_QUERY_NOT_IN_LIST', http: { status: 400 } },
-          });
+          throw notInListError();
         },
       };
     },

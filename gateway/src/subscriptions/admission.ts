@@ -1,5 +1,12 @@
 import { GraphQLError, OperationTypeNode, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
-import { admitOperation, type Documents, type LoadedSupergraph, type OperationPolicy } from '../graphql';
+import {
+  admitOperation,
+  notInListError,
+  type Documents,
+  type LoadedSupergraph,
+  type OperationPolicy,
+  type TrustedDocuments,
+} from '../graphql';
 import type { RateLimits } from '../ratelimit';
 import { error, type ClientHeaders, type Connection, type OperationContext, type SubscriptionContext } from './context';
 import { SubscriptionPlanner } from './planner';
@@ -37,6 +44,8 @@ export interface Admission {
   planner: SubscriptionPlanner;
   policy: OperationPolicy;
   recordUsage: UsageRecorder | undefined;
+  /** Trusted documents mode: only these run (by the SHA-256 of their text), subscriptions included. */
+  trusted: TrustedDocuments | null;
 }
 
 /**
@@ -50,6 +59,8 @@ export function admitSocketOperation(loaded: LoadedSupergraph, connection: Conne
   // The steps every transport runs (graphql/operation-steps.ts), against the same caches.
   const admitted = admitOperation(a.documents, a.policy, loaded.apiSchema, { ...payload, query: payload.query }, connection.caller);
   if ('step' in admitted) return admitted.errors;
+  // As Apollo Server's plugin judges HTTP operations: before anything is planned or forwarded.
+  if (a.trusted && !a.trusted.has(admitted.queryHash)) return [notInListError()];
   const { document, operation, cost, variables: inputs } = admitted;
   const base = { schema: loaded.apiSchema, document, operationName, variableValues: inputs, cost };
   if (operation.operation !== OperationTypeNode.SUBSCRIPTION) {
@@ -78,13 +89,20 @@ export function createAdmission(opts: {
   documents: Documents;
   recordUsage?: UsageRecorder | undefined;
   rateLimits?: RateLimits | null | undefined;
+  trusted?: TrustedDocuments | null | undefined;
 }) {
   const { policy, rateLimits, documents } = opts;
   const planner = new SubscriptionPlanner(policy, documents);
   const admit = async (connection: Connection, payload: SubscribePayload): Promise<Admitted> => {
     const loaded = policy.current();
     if (!loaded) return [error('The gateway is starting', 'UNAVAILABLE')];
-    const admitted = admitSocketOperation(loaded, connection, payload, { documents, planner, policy, recordUsage: opts.recordUsage });
+    const admitted = admitSocketOperation(loaded, connection, payload, {
+      documents,
+      planner,
+      policy,
+      recordUsage: opts.recordUsage,
+      trusted: opts.trusted ?? null,
+    });
     if ('cost' in admitted && rateLimits && connection.limitKey !== undefined) {
       const refused = await rateLimits.charge(connection.limitKey, connection.caller !== null, admitted.cost);
       if (refused) return [refused];

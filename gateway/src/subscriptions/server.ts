@@ -5,7 +5,14 @@ import type { ExecutionResult, FormattedExecutionResult } from 'graphql';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Logger, OriginList } from '@halo/kit';
 import type { CallerResolver } from '../auth';
-import { connectionContextOf, type Documents, type GraphQLContext, type OperationPolicy, type OperationRequestText } from '../graphql';
+import {
+  connectionContextOf,
+  type Documents,
+  type GraphQLContext,
+  type OperationPolicy,
+  type OperationRequestText,
+  type TrustedDocuments,
+} from '../graphql';
 import type { RateLimits } from '../ratelimit';
 import { createAdmission, type Admitted, type UsageRecorder } from './admission';
 import { CLOSE_UNAUTHORIZED, closeConnection, keepApiKeyFresh, openConnection, usesApiKey } from './connection';
@@ -70,6 +77,8 @@ export interface SubscriptionOptions {
   rateLimits?: RateLimits | null;
   /** Field usage (src/usage): told of every subscription started, with the client's name. */
   recordUsage?: UsageRecorder | undefined;
+  /** Trusted documents mode (GRAPHQL_TRUSTED_DOCUMENTS): only these are admitted. */
+  trusted?: TrustedDocuments | null;
   logger: Logger;
 }
 
