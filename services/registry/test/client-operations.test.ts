@@ -279,6 +279,97 @@ describe('who may push and retire', () => {
   });
 });
 
+describe('the gateways’ feed: GET /v1/operations/active', () => {
+  /** The answer as sent: its ETag must be the sha256 of this very text. */
+  const feed = async (headers: Record<string, string> = key('read')) => {
+    const res = await fetch(`${reg.base}/v1/operations/active`, { headers });
+    return { status: res.status, etag: res.headers.get('etag'), cacheControl: res.headers.get('cache-control'), text: await res.text() };
+  };
+  const operationsOf = (text: string) => (JSON.parse(text) as { operations: unknown[] }).operations;
+  /** What the describes above leave active: web 1.4.0, web 2.0.0, @halo/client 1.0.0+build.5 (shop 3.1.0 and ios 1.0.0 are retired). */
+  const ACTIVE = [
+    { id: USERS.id, body: USERS.body, client: '@halo/client', version: '1.0.0+build.5' },
+    { id: sha256(NAMES), body: NAMES, client: 'web', version: '1.4.0' },
+    { id: USERS.id, body: USERS.body, client: 'web', version: '1.4.0' },
+    { id: 'deep-7', body: DEEP7, client: 'web', version: '2.0.0' },
+  ];
+
+  it('200: every operation of the active versions only, by client, version, id; a strong ETag, the sha256 of its text; no-cache', async () => {
+    const res = await feed();
+    expect([res.status, res.etag, res.cacheControl]).toEqual([200, `"${sha256(res.text)}"`, 'no-cache']);
+    expect(JSON.parse(res.text)).toEqual({ operations: ACTIVE });
+    expect(Object.keys(operationsOf(res.text)[0] as object)).toEqual(['id', 'body', 'client', 'version']);
+    // A client named `active`: in the feed, and read with its version through /v1/operations/:client/:version.
+    const pushed = await push({ client: 'active', version: '1.0.0', operations: [USERS, { id: 'names', body: NAMES }] });
+    expect(pushed.status).toBe(201);
+    const one = await get('/v1/operations/active/1.0.0');
+    expect([one.status, one.body.client, one.body.version, one.body.operations.map((o: any) => o.id)]).toEqual([
+      200,
+      'active',
+      '1.0.0',
+      ['names', USERS.id],
+    ]);
+    expect(operationsOf((await feed()).text)).toEqual([
+      ACTIVE[0],
+      { id: 'names', body: NAMES, client: 'active', version: '1.0.0' },
+      { id: USERS.id, body: USERS.body, client: 'active', version: '1.0.0' },
+      ...ACTIVE.slice(1),
+    ]);
+    // Retired, its operations leave the feed (as shop 3.1.0's and ios 1.0.0's did).
+    expect((await retire({ client: 'active', version: '1.0.0' })).status).toBe(200);
+    const after = await feed();
+    expect([after.status, JSON.parse(after.text), after.etag]).toEqual([200, { operations: ACTIVE }, res.etag]);
+  });
+
+  it('If-None-Match naming its ETag: 304 with no body and the same ETag; another tag: 200 with the feed', async () => {
+    const first = await feed();
+    expect(first.status).toBe(200);
+    const etag = first.etag!;
+    // `cache-control: no-cache` as a revalidating cache sends it: the registry still answers 304.
+    for (const ifNoneMatch of [etag, `W/${etag}`, `"0", ${etag}`, '*']) {
+      const again = await feed({ ...key('read'), 'if-none-match': ifNoneMatch, 'cache-control': 'no-cache' });
+      expect([ifNoneMatch, again.status, again.text, again.etag, again.cacheControl]).toEqual([ifNoneMatch, 304, '', etag, 'no-cache']);
+    }
+    const stale = await feed({ ...key('read'), 'if-none-match': `"${sha256('stale')}"` });
+    expect([stale.status, stale.etag, stale.text]).toEqual([200, etag, first.text]);
+  });
+
+  it('a push that changes the feed changes its ETag (an unchanged push does not); retiring changes it back', async () => {
+    const before = await feed();
+    const pushed = await push({ client: 'web', version: '3.0.0', operations: [USERS] });
+    expect(pushed.status).toBe(201);
+    const pushedFeed = await feed({ ...key('read'), 'if-none-match': before.etag! });
+    expect(pushedFeed.status).toBe(200);
+    expect(pushedFeed.etag).not.toBe(before.etag);
+    expect(pushedFeed.etag).toBe(`"${sha256(pushedFeed.text)}"`);
+    expect(operationsOf(pushedFeed.text)).toEqual([...ACTIVE, { id: USERS.id, body: USERS.body, client: 'web', version: '3.0.0' }]);
+    const unchanged = await push({ client: 'web', version: '3.0.0', operations: [USERS] });
+    expect([unchanged.status, unchanged.body.unchanged]).toEqual([200, true]);
+    expect((await feed({ ...key('read'), 'if-none-match': pushedFeed.etag! })).status).toBe(304);
+    expect((await retire({ client: 'web', version: '3.0.0' })).status).toBe(200);
+    const retiredFeed = await feed({ ...key('read'), 'if-none-match': pushedFeed.etag! });
+    expect([retiredFeed.status, JSON.parse(retiredFeed.text)]).toEqual([200, { operations: ACTIVE }]);
+    // The ETag is the feed's content: the same operations again, the same ETag.
+    expect(retiredFeed.etag).toBe(before.etag);
+  });
+
+  it('any reader: no credentials 401 (a matching ETag too), a key without a registry scope 403; the gateway’s token and reader keys 200', async () => {
+    const { etag } = await feed();
+    for (const [headers, status, error] of [
+      [{}, 401, 'Token required'],
+      [{ 'if-none-match': etag! }, 401, 'Token required'],
+      [key('none'), 403, 'Forbidden'],
+    ] as const) {
+      const res = await feed(headers);
+      expect([res.status, JSON.parse(res.text)]).toEqual([status, { error }]);
+    }
+    for (const headers of [await serviceToken('gateway'), key('read'), key('write'), key('ops'), key('ios')]) {
+      const res = await feed(headers);
+      expect([res.status, res.etag, JSON.parse(res.text)]).toEqual([200, etag, { operations: ACTIVE }]);
+    }
+  });
+});
+
 describe('development: npm start’s developer key pushes any client; loopback without credentials does not', () => {
   let dev: TestService<RegistryService>;
   const developer = generateServiceKey('developer', 'test');

@@ -1,5 +1,12 @@
 import type { Db, Queryable } from '@halo/kit';
-import type { ClientOperationStore, ClientVersionSummary, ListDiff, RegisteredUse, StoredOperation } from '../domain/client-operations';
+import type {
+  ActiveOperation,
+  ClientOperationStore,
+  ClientVersionSummary,
+  ListDiff,
+  RegisteredUse,
+  StoredOperation,
+} from '../domain/client-operations';
 
 type VersionRow = { client: string; version: string; operations: number; pushed_at: Date; pushed_by: string; retired_at: Date | null };
 const toSummary = (r: VersionRow): ClientVersionSummary => ({
@@ -95,6 +102,18 @@ export class ClientOperationsSql implements ClientOperationStore {
       [client, version, by],
     );
     return rows[0]?.retired_at.toISOString() ?? null;
+  }
+
+  async active(): Promise<ActiveOperation[]> {
+    // Byte order (COLLATE "C"), whatever the database's locale: the feed's ETag hashes this order.
+    const { rows } = await this.q.query<ActiveOperation>(
+      `SELECT o.id, o.body, o.client, o.version
+         FROM client_operations o
+         JOIN client_versions v ON v.client = o.client AND v.version = o.version
+        WHERE v.retired_at IS NULL
+        ORDER BY o.client COLLATE "C", o.version COLLATE "C", o.id COLLATE "C"`,
+    );
+    return rows;
   }
 
   async activeUsing(paths: readonly string[], excludeClients: readonly string[]): Promise<RegisteredUse[]> {

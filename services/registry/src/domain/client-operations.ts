@@ -46,6 +46,20 @@ export interface RegisteredUse {
   coordinates: string[];
 }
 
+/** One operation of the gateways' feed (`GET /v1/operations/active`). */
+export interface ActiveOperation {
+  id: string;
+  body: string;
+  client: string;
+  version: string;
+}
+
+/** The gateways' feed as sent: its JSON text and that text's strong ETag. */
+export interface ActiveFeed {
+  json: string;
+  etag: string;
+}
+
 /** What a push changed against the version's list before it. */
 export interface ListDiff {
   added: number;
@@ -73,6 +87,8 @@ export interface ClientOperationStore {
   operations(client: string, version: string): Promise<{ id: string; name: string; body: string }[]>;
   /** Retires a version once (by `by`, now); its retirement time, the first one when it already was; null when unknown. */
   retire(client: string, version: string, by: string): Promise<string | null>;
+  /** Every operation of every active (not retired) version, by client, version, id (byte order). */
+  active(): Promise<ActiveOperation[]>;
   /** Operations of active versions, but those of `excludeClients`, using any of `paths` (at or under). */
   activeUsing(paths: readonly string[], excludeClients: readonly string[]): Promise<RegisteredUse[]>;
 }
@@ -169,6 +185,19 @@ export class ClientOperations {
     if (!found) throw notRegistered(client, version);
     const { operations: _n, ...rest } = found;
     return { ...rest, operations: await this.store.clientOperations.operations(client, version) };
+  }
+
+  /**
+   * What gateways poll (`GET /v1/operations/active`) to enforce or audit registered operations:
+   * `{operations: [{id, body, client, version}]}`, every operation of every active version by
+   * client, version, id, as the JSON text sent, and its strong ETag (the quoted hex sha256 of that
+   * text), so a poll naming it is answered 304 and any push or retirement that changes the feed
+   * changes it.
+   */
+  async active(): Promise<ActiveFeed> {
+    const rows = await this.store.clientOperations.active();
+    const json = JSON.stringify({ operations: rows.map((o) => ({ id: o.id, body: o.body, client: o.client, version: o.version })) });
+    return { json, etag: `"${sha256(json)}"` };
   }
 
   private async apiSchema(): Promise<ApiSchema> {

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { badRequest, route } from '@halo/kit';
+import { badRequest, quietAccessLog, route } from '@halo/kit';
 import type { Request, Router } from 'express';
 import { z } from 'zod';
 import { authorizeOperationsWriter } from '../domain/access';
@@ -24,6 +24,15 @@ const pushBody = z.strictObject({
 });
 const retireBody = z.strictObject(clientVersion);
 
+/**
+ * If-None-Match names `etag` (RFC 9110's weak comparison, as for any If-None-Match): `*`, or a
+ * listed tag equal to it with or without `W/`.
+ */
+function namesEtag(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (ifNoneMatch === undefined) return false;
+  return ifNoneMatch.trim() === '*' || ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
+}
+
 /** The request body as `schema` reads it, else 400 naming the first field it refuses (as `POST /v1/usage`). */
 function parsed<T>(schema: z.ZodType<T>, body: unknown): T {
   const result = schema.safeParse(body);
@@ -34,10 +43,10 @@ function parsed<T>(schema: z.ZodType<T>, body: unknown): T {
 
 /**
  * Client operation lists (docs/registry.md, "Client operation lists"): push a client version's
- * operations, read them back, retire a version. Thin: every rule is in the domain
- * (domain/client-operations.ts). Who may write is answered before the body is read, as far as
- * the principal alone decides it (401 without credentials, 403 for a service or a key without an
- * operations scope), so such a caller learns nothing from a 400.
+ * operations, read them back, retire a version; gateways poll the active ones. Thin: every rule
+ * is in the domain (domain/client-operations.ts). Who may write is answered before the body is
+ * read, as far as the principal alone decides it (401 without credentials, 403 for a service or a
+ * key without an operations scope), so such a caller learns nothing from a 400.
  */
 export function operationRoutes(
   router: Router,
@@ -63,6 +72,21 @@ export function operationRoutes(
       const { client, version, operations: n, added, removed } = outcome;
       if (outcome.unchanged) send(res, 200, { client, version, operations: n, added, removed, unchanged: true });
       else send(res, 201, { client, version, operations: n, added, removed });
+    },
+  });
+  // Before `/v1/operations/:client/:version` (a client named `active` is read there, with its version).
+  route(router, '/v1/operations/active', {
+    get: async (req, res) => {
+      await reader(req);
+      const feed = await operations.active();
+      const headers = { etag: feed.etag, 'cache-control': 'no-cache' };
+      if (namesEtag(req.get('if-none-match'), feed.etag)) {
+        // Every gateway polls it: "nothing changed" is a debug line, as for GET /v1/supergraph.
+        quietAccessLog(res);
+        return void res.status(304).set(headers).end();
+      }
+      // The very text the ETag hashes.
+      res.status(200).set(headers).type('json').send(feed.json);
     },
   });
   route(router, '/v1/operations/retire', {
