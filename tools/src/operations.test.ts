@@ -225,7 +225,7 @@ describe('against a real registry', () => {
     const usage = await runNodeScript(script, ['push', '--client', 'web'], { cwd: ROOT });
     expect([usage.code, usage.stdout]).toEqual([2, '']);
     expect(usage.stderr).toMatch(/^operations: push needs --client NAME --version V\nUsage: npm run operations/);
-  }, 30_000);
+  }, 60_000);
 
   it('registry unreachable: exit 3 with one line', async () => {
     const closed = await freePort();

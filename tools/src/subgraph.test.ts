@@ -45,7 +45,7 @@ it('check: exit 0 and a human report; --json: the registry’s JSON', async () =
   const json = await cli('check', '--service', 'catalog', '--json');
   expect(json.code).toBe(0);
   expect(JSON.parse(json.stdout)).toMatchObject({ ok: true, report: { service: 'catalog', composition: { ok: true }, changes: [] } });
-}, 30_000);
+}, 60_000);
 
 it('check options reach the registry: --window, --threshold, --exclude-client (repeatable)', async () => {
   const res = await cli(
@@ -64,7 +64,7 @@ it('check options reach the registry: --window, --threshold, --exclude-client (r
   );
   expect(res.code).toBe(0);
   expect(JSON.parse(res.stdout).report.options).toEqual({ windowDays: 3, thresholdPercent: 2.5, excludeClients: ['k6', 'internal'] });
-}, 30_000);
+}, 60_000);
 
 it('publish: an additive change becomes version 2 and is listed', async () => {
   const res = await cli('publish', '--service', 'catalog', '--schema', withSku());
@@ -78,7 +78,7 @@ it('publish: an additive change becomes version 2 and is listed', async () => {
       .filter(Boolean)
       .map((l) => l.split('  ')[0]),
   ).toEqual(['catalog v2', 'catalog v1']);
-}, 30_000);
+}, 60_000);
 
 it('publish: a composition error is refused (exit 1, the reason named) and nothing changes', async () => {
   const broken = schemaWith('broken.graphql', `${catalogSchema}\nextend type Query { user(id: ID!): Int }`);
@@ -86,7 +86,7 @@ it('publish: a composition error is refused (exit 1, the reason named) and nothi
   expect(res.code).toBe(1);
   expect(res.stderr).toMatch(/^catalog: refused \(422\): Check failed\n  composition: .*user/);
   expect((await cli('list', '--service', 'catalog')).stdout.split('\n')[0]).toMatch(/^catalog v2 /);
-}, 30_000);
+}, 60_000);
 
 it('a routing URL moves only when --url says so, and the check reports it', async () => {
   const kept = await cli('check', '--service', 'catalog', '--schema', withSku(), '--json');
@@ -96,7 +96,7 @@ it('a routing URL moves only when --url says so, and the check reports it', asyn
     0,
     expect.stringContaining('  change: Routing URL changed from http://127.0.0.1:4003 to http://catalog.elsewhere:8080\n'),
   ]);
-}, 30_000);
+}, 60_000);
 
 it("fetch: one version's SDL; diff: the change list, then a text diff", async () => {
   const v2 = await cli('fetch', '--service', 'catalog', '--version', '2');
@@ -109,7 +109,7 @@ it("fetch: one version's SDL; diff: the change list, then a text diff", async ()
   expect(diff.code).toBe(0);
   expect(diff.stdout).toMatch(/^catalog: v1 → v2\n  change: Field 'sku' was added to object type 'Product'\n\n/);
   expect(diff.stdout).toMatch(/^\+\s+sku: String$/m);
-}, 30_000);
+}, 60_000);
 
 it("rollback --to 1: version 1 republished as version 3, which log shows with every version's changes", async () => {
   const res = await cli('rollback', '--service', 'catalog', '--to', '1');
@@ -121,14 +121,14 @@ it("rollback --to 1: version 1 republished as version 3, which log shows with ev
   expect(log[1]).toMatch(/^ {2}BREAKING: Field 'sku' was removed from object type 'Product'/);
   expect(log).toContain("  change: Field 'sku' was added to object type 'Product'");
   expect(log).toContain('  (changes not recorded: published before the registry kept them)');
-}, 30_000);
+}, 60_000);
 
 it('HALO_PORT_OFFSET moves the default registry, as it moves npm start', async () => {
   const res = await runWith({ HALO_PORT_OFFSET: '20000' }, 'list');
   expect([res.code, res.stderr]).toEqual([3, 'registry unreachable at http://127.0.0.1:24006: ECONNREFUSED\n']);
   const bad = await runWith({ HALO_PORT_OFFSET: 'x' }, 'list');
   expect([bad.code, bad.stderr]).toEqual([2, expect.stringMatching(/^subgraph: HALO_PORT_OFFSET must be an integer/)]);
-}, 30_000);
+}, 60_000);
 
 it('routes prints the REST part, which --routes reads back', async () => {
   const routes = await run('routes', '--service', 'catalog');
@@ -138,7 +138,7 @@ it('routes prints the REST part, which --routes reads back', async () => {
   expect(part.routes.every((r) => r.service === 'catalog')).toBe(true);
   const same = await cli('publish', '--service', 'catalog', '--routes', schemaWith('routes.json', routes.stdout));
   expect([same.code, same.stdout]).toEqual([0, 'catalog: unchanged (version 3, composition 3)\n']);
-}, 30_000);
+}, 60_000);
 
 it('a removed REST route: refused until acknowledged, and never called unused (REST calls are not recorded)', async () => {
   const part = JSON.parse((await run('routes', '--service', 'catalog')).stdout) as {
@@ -151,7 +151,7 @@ it('a removed REST route: refused until acknowledged, and never called unused (R
   expect(res.code).toBe(1);
   expect(res.stderr).toMatch(/BREAKING: 'DELETE \/products\/:id v1' was removed \[REST calls are not recorded: usage unknown\]/);
   expect(res.stderr).not.toContain('[used 0×]');
-}, 30_000);
+}, 60_000);
 
 it('a usage error exits 2 with the usage', async () => {
   for (const args of [
@@ -172,7 +172,7 @@ it('a usage error exits 2 with the usage', async () => {
     expect([args, res.code]).toEqual([args, 2]);
     expect(res.stderr).toMatch(/^subgraph: .+\nUsage: npm run subgraph/);
   }
-}, 30_000);
+}, 60_000);
 
 it('a takeover of another service’s field: exit 1, labelled TAKEOVER, with no usage count (usage cannot judge it)', async () => {
   const file = schemaWith(
@@ -206,4 +206,4 @@ it('registry stopped: exit 3 with one line', async () => {
   expect(res.code).toBe(3);
   expect(res.stderr).toMatch(/^registry unreachable at http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED\n$/);
   expect(res.stdout).toBe('');
-}, 30_000);
+}, 60_000);
