@@ -14,13 +14,26 @@ import { createCallerResolver, type CallerResolver } from './auth';
 import { graphqlLimits, rateLimitConfig, type GatewayConfig } from './config';
 import { createDocs, migrationGuides } from './docs';
 import { createCors } from './http';
-import { createGraphQL, loadTrustedDocuments, RedisQueryCache, RedisResponseTier, type GraphQLHandler } from './graphql';
+import {
+  createGraphQL,
+  loadTrustedDocuments,
+  RedisQueryCache,
+  RedisResponseTier,
+  RegisteredOperations,
+  type GraphQLHandler,
+} from './graphql';
 import { createGatewayMetrics, type GatewayMetrics, type WatchedSources } from './observability';
 import { createHttpServer } from './pipeline';
 import { createRateLimits, type RateLimits } from './ratelimit';
 import { createRestStage, createServiceProxies, type ServiceProxies } from './rest';
 import { createSubscriptions } from './subscriptions';
-import { createSupergraphSource, type SupergraphSource } from './supergraph';
+import {
+  createSupergraphSource,
+  startOperationsFeed,
+  type OperationsFeed,
+  type RegistryConnection,
+  type SupergraphSource,
+} from './supergraph';
 import { createUsageReporting, type UsageReporting } from './usage';
 
 export interface Gateway {
@@ -51,7 +64,11 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   // Prometheus metrics, on their own port (src/observability); off: nothing is measured at all.
   const metrics = config.METRICS_PORT === null ? null : createGatewayMetrics(logger);
   const identity = serviceIdentityFor('gateway', config);
-  const source = supergraphSource(config, identity, logger, (next) => rest.setRoutes(next));
+  const registry: RegistryConnection | undefined = config.REGISTRY_URL
+    ? { url: config.REGISTRY_URL, pollMs: config.REGISTRY_POLL_MS, identity, gatewayId: GATEWAY_ID }
+    : undefined;
+  const source = supergraphSource(config, registry, logger, (next) => rest.setRoutes(next));
+  const { registered, feed } = registeredOperations(config, registry, metrics, logger);
   const usage = usageReporting(config, identity, source, logger);
   const proxies = createServiceProxies({
     targets: config.serviceUrls,
@@ -71,7 +88,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
   // APQ registrations, cached answers and the rate-limit counters in the Redis every replica
   // shares; without one, in this process (embedded).
   const { redis, rateLimits } = sharedCounters(config, metrics, logger);
-  const graphql = graphqlStage(config, { callers, source, redis, rateLimits, metrics, usage, logger });
+  const graphql = graphqlStage(config, { callers, source, redis, rateLimits, metrics, usage, registered, logger });
   const rest = createRestStage({ routes: source.routes(), proxies, callers, rateLimits, logger });
   // GraphQL over WebSocket on /graphql (graphql-transport-ws), and over SSE at /graphql/stream.
   const subscriptions = subscriptionsStage(config, { callers, graphql, source, rateLimits, usage, logger });
@@ -86,6 +103,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
       metrics,
       lifecycle,
       served: source.status,
+      operations: feed.status,
       registryBootFromFiles: config.REGISTRY_BOOT_FROM_FILES,
       logger,
     },
@@ -98,6 +116,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     server,
     metricsServer: () => metricsServer,
     source,
+    feed,
     usage,
     proxies,
     callers,
@@ -131,7 +150,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
  */
 function supergraphSource(
   config: GatewayConfig,
-  identity: ServiceIdentity,
+  registry: RegistryConnection | undefined,
   logger: Logger,
   onRoutes: NonNullable<Parameters<typeof createSupergraphSource>[0]['onRoutes']>,
 ): SupergraphSource {
@@ -139,14 +158,33 @@ function supergraphSource(
     supergraphPath: config.SUPERGRAPH_PATH,
     routesPath: config.ROUTES_PATH,
     openapiPath: config.OPENAPI_PATH,
-    registry: config.REGISTRY_URL
-      ? { url: config.REGISTRY_URL, pollMs: config.REGISTRY_POLL_MS, identity, gatewayId: GATEWAY_ID }
-      : undefined,
+    registry,
     serviceUrlOverrides: config.explicitServiceUrls,
     defaultServiceUrls: config.serviceUrls,
     onRoutes,
     logger,
   });
+}
+
+/**
+ * The operations clients registered (PERSISTED_OPERATIONS audit or enforce): the trusted documents
+ * file, and the registry's lists polled beside the supergraph. Null (and no feed) when off.
+ */
+function registeredOperations(
+  config: GatewayConfig,
+  registry: RegistryConnection | undefined,
+  metrics: GatewayMetrics | null,
+  logger: Logger,
+): { registered: RegisteredOperations | null; feed: OperationsFeed } {
+  if (config.PERSISTED_OPERATIONS === 'off') return { registered: null, feed: startOperationsFeed(null, undefined, logger) };
+  const registered = new RegisteredOperations({
+    mode: config.PERSISTED_OPERATIONS,
+    allowClients: config.PERSISTED_OPERATIONS_ALLOW_CLIENTS,
+    ...(config.GRAPHQL_TRUSTED_DOCUMENTS ? { shared: loadTrustedDocuments(config.GRAPHQL_TRUSTED_DOCUMENTS) } : {}),
+    logger,
+    ...(metrics ? { count: metrics.registeredOperation } : {}),
+  });
+  return { registered, feed: startOperationsFeed(registered, registry, logger) };
 }
 
 /** Which fields operations use, for the registry's checks (src/usage); off the request path. Null when off. */
@@ -227,7 +265,7 @@ function subscriptionsStage(
     recordUsage: usage
       ? (schema, document, operation, client, variables, cost) => usage.record(schema, document, operation, client, variables, cost)
       : undefined,
-    trusted: graphql.trusted,
+    registered: graphql.registered,
     logger,
   });
 }
@@ -239,10 +277,14 @@ interface GraphQLParts {
   rateLimits: RateLimits | null;
   metrics: GatewayMetrics | null;
   usage: UsageReporting | null;
+  registered?: RegisteredOperations | null;
   logger: Logger;
 }
 
-function graphqlStage(config: GatewayConfig, { callers, source, redis, rateLimits, metrics, usage, logger }: GraphQLParts): GraphQLHandler {
+function graphqlStage(
+  config: GatewayConfig,
+  { callers, source, redis, rateLimits, metrics, usage, registered, logger }: GraphQLParts,
+): GraphQLHandler {
   return createGraphQL({
     callers,
     rateLimits,
@@ -255,8 +297,8 @@ function graphqlStage(config: GatewayConfig, { callers, source, redis, rateLimit
     persistedQueries: {
       ...(redis ? { cache: new RedisQueryCache(redis, config.REDIS_KEY_PREFIX, logger) } : {}),
       ttlSeconds: config.GRAPHQL_APQ_TTL_S,
-      ...(config.GRAPHQL_TRUSTED_DOCUMENTS ? { trusted: loadTrustedDocuments(config.GRAPHQL_TRUSTED_DOCUMENTS) } : {}),
     },
+    registered: registered ?? null,
     queryPlanCacheMiB: config.GRAPHQL_QUERY_PLAN_CACHE_MIB,
     dedupeInflight: config.GRAPHQL_DEDUPE_INFLIGHT,
     responseCacheMiB: config.GRAPHQL_RESPONSE_CACHE_MIB,
@@ -273,6 +315,7 @@ interface Releasable {
   /** Made by `start`, so read at shutdown. */
   metricsServer: () => Server | null;
   source: SupergraphSource;
+  feed: OperationsFeed;
   usage: UsageReporting | null;
   proxies: ServiceProxies;
   callers: CallerResolver;
@@ -291,6 +334,7 @@ function registerShutdown(lifecycle: Lifecycle, config: GatewayConfig, r: Releas
     if (metricsServer) await closeHttpServer(metricsServer, config.SHUTDOWN_TIMEOUT_MS);
   });
   lifecycle.register('composed files', () => r.source.stop());
+  lifecycle.register('operation lists', () => r.feed.stop());
   // After the server drained: what the last requests used is sent too (best effort).
   lifecycle.register('usage', async () => r.usage?.stop());
   lifecycle.register('upstream pools', async () => {

@@ -15,9 +15,11 @@ import {
   z,
   type EdgeServiceName,
 } from '@halo/kit';
+import { PERSISTED_MODES } from './graphql/registered';
 import { parseTrustedProxies } from './http';
 import { GATEWAY_DIR } from './paths';
 import { DEFAULT_ROUTES_PATH } from './rest';
+import { clientNameOf } from './usage/clients';
 
 /** The composed supergraph committed beside the package (`npm run compose` writes it). */
 export const DEFAULT_SUPERGRAPH_PATH = resolve(GATEWAY_DIR, 'supergraph.graphql');
@@ -122,6 +124,26 @@ export const gatewayConfigShape = {
    */
   GRAPHQL_TRUSTED_DOCUMENTS: z.string().min(1).optional(),
   /**
+   * Registered operations (docs/registry.md "Client operation lists"): `off`, `audit` (operations
+   * not registered for their client are served, counted and logged) or `enforce` (they are refused
+   * with 400). The lists come from the registry (REGISTRY_URL) and GRAPHQL_TRUSTED_DOCUMENTS.
+   * Default: `enforce` with GRAPHQL_TRUSTED_DOCUMENTS, else `off`.
+   */
+  PERSISTED_OPERATIONS: z.enum(PERSISTED_MODES).optional(),
+  /** Client names (comma-separated) that may still send free-form operations in `enforce`, e.g. an internal admin tool. */
+  PERSISTED_OPERATIONS_ALLOW_CLIENTS: z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      const names = v
+        .split(',')
+        .map((n) => n.trim())
+        .filter(Boolean);
+      const bad = names.find((n) => clientNameOf(n, undefined) !== n);
+      if (bad !== undefined) ctx.addIssue({ code: 'custom', message: `"${bad}" is not a client name ([A-Za-z0-9._/@-], at most 64)` });
+      return names;
+    }),
+  /**
    * `__schema` / `__type` queries; unset: on except when HALO_ENV=production (where they are
    * 400 `INTROSPECTION_DISABLED`). GraphiQL (development) needs them on.
    */
@@ -204,6 +226,15 @@ export function loadGatewayConfig(source: Record<string, string | undefined> = p
   if (USAGE_REPORTING && !registryUrl) {
     throw new ConfigError('Invalid configuration: USAGE_REPORTING: needs REGISTRY_URL (usage is sent to the registry)');
   }
+  const persistedOperations = config.PERSISTED_OPERATIONS ?? (config.GRAPHQL_TRUSTED_DOCUMENTS ? 'enforce' : 'off');
+  if (persistedOperations === 'off' && config.GRAPHQL_TRUSTED_DOCUMENTS) {
+    throw new ConfigError('Invalid configuration: GRAPHQL_TRUSTED_DOCUMENTS: needs PERSISTED_OPERATIONS audit or enforce (it is off)');
+  }
+  if (persistedOperations !== 'off' && !registryUrl && !config.GRAPHQL_TRUSTED_DOCUMENTS) {
+    throw new ConfigError(
+      `Invalid configuration: PERSISTED_OPERATIONS: ${persistedOperations} needs REGISTRY_URL or GRAPHQL_TRUSTED_DOCUMENTS (no operation would be registered)`,
+    );
+  }
   const limitDefaults = RATE_LIMIT_DEFAULTS[config.HALO_ENV === 'production' ? 'production' : 'embedded'];
   return {
     ...config,
@@ -214,6 +245,7 @@ export function loadGatewayConfig(source: Record<string, string | undefined> = p
     CORS_ORIGINS: effectiveOrigins(config.CORS_ORIGINS, config.HALO_ENV),
     REGISTRY_URL: registryUrl,
     USAGE_REPORTING: USAGE_REPORTING ?? registryUrl !== undefined,
+    PERSISTED_OPERATIONS: persistedOperations,
     serviceUrls,
     explicitServiceUrls,
   };

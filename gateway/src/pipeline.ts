@@ -21,7 +21,7 @@ import {
   type GatewayMetrics,
 } from './observability';
 import type { RestStage } from './rest';
-import type { ServedComposition } from './supergraph';
+import type { RegistryStatus, ServedComposition } from './supergraph';
 import { serveWithRequestId, type CorsStage } from './http';
 
 /** The stages a request can reach, in the order the dispatcher asks them. */
@@ -38,6 +38,8 @@ export interface EdgeStages {
   lifecycle: Lifecycle;
   /** What `/readyz` reports. */
   served: () => ServedComposition;
+  /** The registry's operation lists (PERSISTED_OPERATIONS audit or enforce with a registry), null otherwise. */
+  operations: () => RegistryStatus | null;
   /** Ready on the committed files before the registry first answers (REGISTRY_BOOT_FROM_FILES). */
   registryBootFromFiles: boolean;
   logger: Logger;
@@ -82,7 +84,8 @@ function dispatcher(stages: EdgeStages) {
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     // Probes come every few seconds and are not worth a log line each.
-    if (path === '/readyz') return readiness(res, lifecycle, graphql.isReady(), served(), stages.registryBootFromFiles);
+    if (path === '/readyz')
+      return readiness(res, lifecycle, graphql.isReady(), served(), stages.operations(), stages.registryBootFromFiles);
     if (path === '/healthz') return health(req, res, () => notFound(req, res));
     if (logger.isLevelEnabled('info')) logRequest(logger, req, res, 'path', path);
     metrics?.track(response);
@@ -123,20 +126,33 @@ function dispatcher(stages: EdgeStages) {
  * files, which may be older than what its peers serve: not ready then, unless
  * REGISTRY_BOOT_FROM_FILES says the files will do.
  */
-function readiness(res: ServerResponse, lifecycle: Lifecycle, ready: boolean, served: ServedComposition, bootFromFiles: boolean): void {
+function readiness(
+  res: ServerResponse,
+  lifecycle: Lifecycle,
+  ready: boolean,
+  served: ServedComposition,
+  operations: RegistryStatus | null,
+  bootFromFiles: boolean,
+): void {
   if (!lifecycle.accepting) return sendJson(res, 503, { status: 'shutting down' });
   if (!ready) return sendJson(res, 503, { status: 'unavailable' });
   const { registry } = served;
   const detail = registry === null ? 'off' : registry.up ? 'ok' : `unreachable since ${new Date(registry.since).toISOString()}`;
-  const waiting = registry !== null && !registry.reached && !bootFromFiles;
+  const waitingComposition = registry !== null && !registry.reached && !bootFromFiles;
+  // Registered operations judge every request: until their lists came once, a replica would refuse (or miscount) what its peers serve.
+  const waitingLists = operations !== null && !operations.reached && !bootFromFiles;
+  const waiting = waitingComposition || waitingLists;
   sendJson(res, waiting ? 503 : 200, {
     status: waiting ? 'unavailable' : 'ready',
-    ...(waiting
+    ...(waitingComposition
       ? {
           reason:
             'the registry has not answered since start-up: the committed files may be older than what the other gateways serve (REGISTRY_BOOT_FROM_FILES=true accepts them)',
         }
-      : {}),
+      : waitingLists
+        ? { reason: 'the registry has not answered since start-up: the registered operation lists are not loaded yet' }
+        : {}),
+    ...(operations !== null ? { operations: operations.up ? 'ok' : `unreachable since ${new Date(operations.since).toISOString()}` } : {}),
     composition: served.composition,
     source: served.source,
     servedSince: new Date(served.since).toISOString(),

@@ -19,7 +19,7 @@ import { leanGraphQL, type LeanAnswer } from './lean';
 import { OperationPolicy } from './operation-policy';
 import type { RateLimits } from '../ratelimit';
 import { RedisResponseTier, ResponseCache, responseCachePlugin, ResponseCacheStore } from './response-cache';
-import { trustedDocumentsCache, trustedDocumentsPlugin, type TrustedDocuments } from './persisted';
+import type { RegisteredOperations } from './registered';
 import { operationChoicePlugin } from './request-checks';
 import { aliasLimitRule, formatGatewayError, noIntrospectionRule } from './rules';
 import { createHttpFetcher, type HttpFetcher } from './http-fetcher';
@@ -50,9 +50,12 @@ export interface GraphQLOptions {
     /** Where APQ registrations live (Redis); default: in this process. */
     cache?: NonNullable<PersistedQueryOptions['cache']>;
     ttlSeconds: number;
-    /** Trusted documents mode: only these operations run. */
-    trusted?: TrustedDocuments;
   };
+  /**
+   * Registered operations (PERSISTED_OPERATIONS audit or enforce: the registry's lists and the
+   * trusted documents file), judged on every transport before anything runs; null when off.
+   */
+  registered?: RegisteredOperations | null;
   queryPlanCacheMiB: number;
   /**
    * Identical subgraph fetches of read-only operations share one request while it is in flight
@@ -108,9 +111,8 @@ export function createGraphQL(opts: GraphQLOptions) {
     ? new ResponseCache(new ResponseCacheStore(opts.responseCacheMiB * 1024 * 1024), opts.sharedResponseCache)
     : null;
   const server = apolloServer(opts, apolloLogger, gateway, validationRules, edgePlugins(opts, policy, responseCache));
-  // Trusted documents mode stays on Apollo Server's path entirely (its plugin decides what runs).
   const lean =
-    (opts.lean ?? true) && !opts.persistedQueries.trusted
+    (opts.lean ?? true)
       ? leanGraphQL({
           gateway,
           policy,
@@ -125,6 +127,7 @@ export function createGraphQL(opts: GraphQLOptions) {
         })
       : null;
   const http: HttpGraphQL = {
+    registered: opts.registered ?? null,
     lean,
     leanAnswered: opts.leanAnswered,
     server,
@@ -155,8 +158,8 @@ export function createGraphQL(opts: GraphQLOptions) {
     policy,
     /** Parsing and validation exactly as HTTP operations get them (token cap, alias cap), kept once for every path. */
     documents,
-    /** The trusted documents (GRAPHQL_TRUSTED_DOCUMENTS), when only they may run: sockets and streams admit only them too. */
-    trusted: opts.persistedQueries.trusted ?? null,
+    /** Registered operations (null when off): sockets and streams judge their operations by them too. */
+    registered: opts.registered ?? null,
     /** One HTTP request to /graphql, run inside its request context. */
     handle(req: IncomingMessage, res: ServerResponse): void {
       handleGraphQLRequest(http, req, res);
@@ -238,14 +241,12 @@ function edgePlugins(
   policy: OperationPolicy,
   responseCache: ResponseCache | null,
 ): ApolloServerPlugin<GraphQLContext>[] {
-  const trusted = opts.persistedQueries.trusted;
   return [
     ...(opts.plugins ?? []),
     ApolloServerPluginUsageReportingDisabled(),
     ApolloServerPluginSchemaReportingDisabled(),
     // Apollo's landing page loads Apollo Sandbox from a CDN; development gets GraphiQL (src/docs).
     ApolloServerPluginLandingPageDisabled(),
-    ...(trusted ? [trustedDocumentsPlugin<GraphQLContext>(trusted)] : []),
     operationChoicePlugin<GraphQLContext>(),
     // The policy, the cost spend, private for callers (operation-policy.ts `commitOperation`).
     policy.plugin<GraphQLContext>(spendCost(opts.rateLimits ?? null)),
@@ -261,7 +262,6 @@ function apolloServer(
   validationRules: ReturnType<typeof aliasLimitRule>[],
   plugins: ApolloServerPlugin<GraphQLContext>[],
 ): ApolloServer<GraphQLContext> {
-  const trusted = opts.persistedQueries.trusted;
   return new ApolloServer<GraphQLContext>({
     gateway,
     logger,
@@ -281,7 +281,7 @@ function apolloServer(
     validationRules,
     persistedQueries: {
       ttl: opts.persistedQueries.ttlSeconds,
-      ...(trusted ? { cache: trustedDocumentsCache(trusted) } : opts.persistedQueries.cache ? { cache: opts.persistedQueries.cache } : {}),
+      ...(opts.persistedQueries.cache ? { cache: opts.persistedQueries.cache } : {}),
     },
     plugins,
   });

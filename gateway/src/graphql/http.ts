@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { GraphQLFormattedError } from 'graphql';
+import type { GraphQLError, GraphQLFormattedError } from 'graphql';
 import { HeaderMap, type ApolloServer } from '@apollo/server';
 import { badRequest, INTERNAL_MESSAGE, isHaloError, sendJson, type Logger, boundRequestId } from '@halo/kit';
 import { toTransportError, type CallerResolver } from '../auth';
@@ -8,6 +8,7 @@ import type { RateLimits, RateLimitTicket } from '../ratelimit';
 import { httpContextOf, type GraphQLContext } from './context';
 import type { LeanAnswer, LeftToApollo } from './lean';
 import { cacheControlFor } from './operation-policy';
+import type { IdentifiedOperation, RegisteredOperations } from './registered';
 import { getOperationRequest, getSubscriptionError, operationRequestError, type OperationRequest } from './request-checks';
 
 /** Apollo's header on PERSISTED_QUERY_NOT_FOUND; every error here says `no-store` instead. */
@@ -23,6 +24,8 @@ export interface HttpGraphQL {
   logger: Logger;
   /** Who answered an HTTP operation (ADR 0016, 0019; ./lean.ts): the lean path, or Apollo Server and why. */
   leanAnswered: ((by: LeanAnswer | 'apollo', reason?: LeftToApollo['apollo']) => void) | undefined;
+  /** Registered operations (PERSISTED_OPERATIONS audit or enforce), null when off. */
+  registered: RegisteredOperations | null;
   /** The lean path: who answered, or why it left the request to Apollo Server; null when switched off (GRAPHQL_LEAN=false). */
   lean:
     | ((req: IncomingMessage, res: ServerResponse, body: unknown, limit: RateLimitTicket | undefined) => Promise<LeanAnswer | LeftToApollo>)
@@ -68,8 +71,15 @@ async function execute(http: HttpGraphQL, req: IncomingMessage, res: ServerRespo
   }
   const url = req.url ?? '';
   const q = url.indexOf('?');
-  const refused = requestError(body, req.method === 'GET' && q !== -1 ? url.slice(q) : '');
+  let search = q === -1 ? '' : url.slice(q);
+  const refused = requestError(body, req.method === 'GET' ? search : '');
   if (refused) return sendJson(res, 400, { errors: [refused] });
+  if (http.registered) {
+    const resolved = resolveRegistered(http.registered, req, body, req.method === 'GET' ? search : '');
+    if ('refused' in resolved) return sendJson(res, 400, { errors: [formatRefusal(resolved.refused)] });
+    body = resolved.body;
+    if (resolved.search !== undefined) search = resolved.search;
+  }
   if (http.lean) {
     // The executor is chosen in one place (lean.ts `decide`); every refusal is Apollo Server's to word.
     const taken: LeanAnswer | LeftToApollo = req.method === 'POST' ? await http.lean(req, res, body, limit) : { apollo: 'method' };
@@ -82,7 +92,7 @@ async function execute(http: HttpGraphQL, req: IncomingMessage, res: ServerRespo
   }
   const { callers } = http;
   const response = await http.server.executeHTTPGraphQLRequest({
-    httpGraphQLRequest: { method: req.method ?? 'GET', headers, search: q === -1 ? '' : url.slice(q), body },
+    httpGraphQLRequest: { method: req.method ?? 'GET', headers, search, body },
     // Credentials are checked once per HTTP request (a batch shares them); a bad one is a 401.
     context: async () => {
       const caller = await callers.resolve(req).catch((err: unknown) => {
@@ -133,3 +143,54 @@ function requestError(body: unknown, getSearch: string): GraphQLFormattedError |
 }
 
 const isObject = (value: unknown): value is OperationRequest => typeof value === 'object' && value !== null;
+
+/**
+ * Every operation of the request (one, a batch, a GET's parameters) resolved against the
+ * registered operations (./registered.ts): sent by id, its text from the list; a refusal of any
+ * refuses the request, before anything of it runs.
+ */
+function resolveRegistered(
+  registered: RegisteredOperations,
+  req: IncomingMessage,
+  body: unknown,
+  getSearch: string,
+): { body: unknown; search?: string } | { refused: GraphQLError } {
+  const client = registered.clientOf((name) => req.headers[name]);
+  if (Array.isArray(body)) {
+    const ops: unknown[] = [];
+    for (const op of body) {
+      if (!isObject(op)) {
+        ops.push(op);
+        continue;
+      }
+      const resolved = registered.resolve(op, client);
+      if ('refused' in resolved) return resolved;
+      ops.push(resolved.op);
+    }
+    return { body: ops };
+  }
+  if (isObject(body)) {
+    const resolved = registered.resolve(body, client);
+    return 'refused' in resolved ? resolved : { body: resolved.op };
+  }
+  if (!getSearch) return { body };
+  const params = new URLSearchParams(getSearch);
+  const op: IdentifiedOperation = { ...getOperationRequest(getSearch) };
+  for (const name of ['documentId', 'doc_id'] as const) if (params.has(name)) op[name] = params.get(name);
+  const resolved = registered.resolve(op, client);
+  if ('refused' in resolved) return resolved;
+  if (resolved.op === op) return { body };
+  // Sent by id: the text from the list, the ids gone (what stays is as the client sent it).
+  params.set('query', String(resolved.op.query));
+  params.delete('documentId');
+  params.delete('doc_id');
+  if (resolved.op.extensions === undefined) params.delete('extensions');
+  else params.set('extensions', JSON.stringify(resolved.op.extensions));
+  return { body, search: `?${params.toString()}` };
+}
+
+/** A GraphQLError refused before Apollo: its formatted form, without the transport's status. */
+function formatRefusal(error: GraphQLError): GraphQLFormattedError {
+  const { http: _http, ...extensions } = error.extensions;
+  return { message: error.message, extensions };
+}

@@ -16,7 +16,15 @@ export { connectionContextOf } from './context';
 export { Documents, type JudgedDocument } from './documents';
 export { admitOperation, type AdmittedOperation, type OperationInput, type RefusedOperation } from './operation-steps';
 export { OperationPolicy, type LoadedSupergraph, type OperationLimits, type SupergraphPolicy } from './operation-policy';
-export { loadTrustedDocuments, notInListError, RedisQueryCache, sha256, type TrustedDocuments } from './persisted';
+export { loadTrustedDocuments, RedisQueryCache, sha256, type TrustedDocuments } from './persisted';
+export {
+  parseActiveOperations,
+  PERSISTED_MODES,
+  RegisteredOperations,
+  type ActiveOperation,
+  type PersistedMode,
+  type RegisteredLabels,
+} from './registered';
 export { RedisResponseTier, ResponseCacheStore } from './response-cache';
 export { deeperThan, MAX_VARIABLES_DEPTH, operationChoiceError, operationRequestError } from './request-checks';
 export { analyse, readCostDirectives, type CostDirectives } from './limits';

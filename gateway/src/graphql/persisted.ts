@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { ApolloServerPlugin, PersistedQueryOptions } from '@apollo/server';
+import type { PersistedQueryOptions } from '@apollo/server';
 import type { Logger, Redis } from '@halo/kit';
-import { GraphQLError } from 'graphql';
 
 /**
  * Persisted queries at the edge.
@@ -13,8 +12,9 @@ import { GraphQLError } from 'graphql';
  * `@authenticated`); a hash that does not match its query is a 400. Where they are kept is ours:
  * with `REDIS_URL` in a Redis every replica shares (`RedisQueryCache`), otherwise in the process.
  *
- * Trusted documents (`GRAPHQL_TRUSTED_DOCUMENTS`, off by default) replace that store with a
- * manifest: only its operations run, sent by hash or in full.
+ * Trusted documents (`GRAPHQL_TRUSTED_DOCUMENTS`, off by default) are a manifest of operations
+ * every client may send, by hash or in full: with the registry's lists, the registered operations
+ * of ./registered.ts (which refuses the rest in `enforce`, the default when the file is set).
  */
 
 /** Apollo Server's KeyValueCache (the version it depends on), as its APQ store. */
@@ -105,42 +105,4 @@ export function loadTrustedDocuments(path: string): TrustedDocuments {
     documents.set(id, body);
   }
   return documents;
-}
-
-/** The manifest as Apollo's APQ store: lookups only, registrations ignored. */
-export function trustedDocumentsCache(documents: TrustedDocuments): QueryCache {
-  const hashOf = (key: string) => (key.startsWith(APQ_PREFIX) ? key.slice(APQ_PREFIX.length) : key);
-  return {
-    get: (key) => Promise.resolve(documents.get(hashOf(key))),
-    set: () => Promise.resolve(),
-    delete: () => Promise.resolve(),
-  };
-}
-
-/** HTTP 400 PERSISTED_QUERY_NOT_IN_LIST: the refusal of an operation the manifest does not hold, on every transport. */
-export const notInListError = () =>
-  new GraphQLError('Only trusted documents may run here', {
-    extensions: { code: 'PERSISTED_QUERY_NOT_IN_LIST', http: { status: 400 } },
-  });
-
-/**
- * Trusted documents mode: an operation whose text is not in the manifest (sent in full, or
- * registered under a hash the manifest does not have) is HTTP 400 PERSISTED_QUERY_NOT_IN_LIST
- * before anything runs. Introspection is an operation like any other: only if listed. (Apollo
- * Server's path; an operation sent over a WebSocket or an event stream is judged at its admission.)
- */
-export function trustedDocumentsPlugin<C extends object>(documents: TrustedDocuments): ApolloServerPlugin<C> {
-  /* eslint-disable @typescript-eslint/require-await -- Apollo Server types every plugin hook as returning a
-     promise; written async, a hook that throws rejects as Apollo expects. */
-  return {
-    async requestDidStart() {
-      return {
-        async didResolveOperation({ queryHash }) {
-          if (documents.has(queryHash)) return;
-          throw notInListError();
-        },
-      };
-    },
-  };
-  /* eslint-enable @typescript-eslint/require-await */
 }

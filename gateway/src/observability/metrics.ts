@@ -134,6 +134,11 @@ export interface GatewayMetrics {
   observeOperation: OperationObserver;
   /** An HTTP operation while the lean path is on: answered by it, or left to Apollo Server (and why). */
   leanAnswered: (by: 'lean' | 'direct' | 'cache' | 'apollo', reason?: string) => void;
+  /**
+   * One operation judged against the registered operations (PERSISTED_OPERATIONS audit or
+   * enforce), by client and version as the lists name them (`other` otherwise) and whether it was registered.
+   */
+  registeredOperation: (labels: { client: string; version: string; registered: 'true' | 'false' }) => void;
   /** The rate limits' counters (src/ratelimit): store failures (failed open) and refusals by policy. */
   rateLimit: { storeError(): void; limited(policy: string): void };
   /** gRPC calls the gateway makes (auth's API-key exchange). */
@@ -192,6 +197,12 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
     labelNames: ['policy'] as const,
     registers: [registry],
   });
+  const registered = new Counter({
+    name: 'halo_graphql_registered_operations_total',
+    help: 'GraphQL operations judged against the registered operation lists (PERSISTED_OPERATIONS audit or enforce), by client and version (as the lists name them, else other; none: no version sent) and whether the operation was registered for its client',
+    labelNames: ['client', 'version', 'registered'] as const,
+    registers: [registry],
+  });
   const names = new BoundedLabel(MAX_OPERATION_NAMES, OPERATION_NAME);
   const codes = new BoundedLabel(50, ERROR_CODE);
   const grpcClient = grpcClientMetrics(registry);
@@ -221,6 +232,7 @@ export function createGatewayMetrics(logger: Logger): GatewayMetrics {
     graphqlPlugin: () => operationMetricsPlugin(observeOperation, reject),
     observeOperation,
     leanAnswered: (by, reason) => lean.inc(reason === undefined ? { by } : { by, reason }),
+    registeredOperation: (labels) => registered.inc(labels),
     watch: (next) => watch(registry, watched, next),
     listen: (host, port) => serveMetrics(registry, logger, host, port),
     text: () => registry.metrics(),

@@ -1,12 +1,5 @@
 import { GraphQLError, OperationTypeNode, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
-import {
-  admitOperation,
-  notInListError,
-  type Documents,
-  type LoadedSupergraph,
-  type OperationPolicy,
-  type TrustedDocuments,
-} from '../graphql';
+import { admitOperation, type Documents, type LoadedSupergraph, type OperationPolicy, type RegisteredOperations } from '../graphql';
 import type { RateLimits } from '../ratelimit';
 import { error, type ClientHeaders, type Connection, type OperationContext, type SubscriptionContext } from './context';
 import { SubscriptionPlanner } from './planner';
@@ -37,6 +30,10 @@ export interface SubscribePayload {
   query?: unknown;
   operationName?: string | null | undefined;
   variables?: Record<string, unknown> | null | undefined;
+  /** A registered operation's id (`persistedQuery.sha256Hash`) may stand for its text. */
+  extensions?: unknown;
+  documentId?: unknown;
+  doc_id?: unknown;
 }
 
 export interface Admission {
@@ -44,8 +41,8 @@ export interface Admission {
   planner: SubscriptionPlanner;
   policy: OperationPolicy;
   recordUsage: UsageRecorder | undefined;
-  /** Trusted documents mode: only these run (by the SHA-256 of their text), subscriptions included. */
-  trusted: TrustedDocuments | null;
+  /** Registered operations (PERSISTED_OPERATIONS audit or enforce), subscriptions included; null when off. */
+  registered: RegisteredOperations | null;
 }
 
 /**
@@ -53,14 +50,23 @@ export interface Admission {
  * parsed and validated (token and alias caps), its variables coerced, its depth, cost and
  * `@authenticated` fields checked; a subscription is planned too.
  */
-export function admitSocketOperation(loaded: LoadedSupergraph, connection: Connection, payload: SubscribePayload, a: Admission): Admitted {
+export function admitSocketOperation(loaded: LoadedSupergraph, connection: Connection, sent: SubscribePayload, a: Admission): Admitted {
+  let payload = sent;
+  if (a.registered) {
+    // As HTTP operations are judged (graphql/http.ts), with what the connection declared of its client.
+    const h = connection.client as Readonly<Record<string, string | undefined>>;
+    const resolved = a.registered.resolve(
+      payload,
+      a.registered.clientOf((name) => h[name]),
+    );
+    if ('refused' in resolved) return [resolved.refused];
+    payload = resolved.op as SubscribePayload;
+  }
   if (typeof payload.query !== 'string' || payload.query === '') return [error('A query is required', 'BAD_REQUEST')];
   const operationName = payload.operationName ?? undefined;
   // The steps every transport runs (graphql/operation-steps.ts), against the same caches.
   const admitted = admitOperation(a.documents, a.policy, loaded.apiSchema, { ...payload, query: payload.query }, connection.caller);
   if ('step' in admitted) return admitted.errors;
-  // As Apollo Server's plugin judges HTTP operations: before anything is planned or forwarded.
-  if (a.trusted && !a.trusted.has(admitted.queryHash)) return [notInListError()];
   const { document, operation, cost, variables: inputs } = admitted;
   const base = { schema: loaded.apiSchema, document, operationName, variableValues: inputs, cost };
   if (operation.operation !== OperationTypeNode.SUBSCRIPTION) {
@@ -89,7 +95,7 @@ export function createAdmission(opts: {
   documents: Documents;
   recordUsage?: UsageRecorder | undefined;
   rateLimits?: RateLimits | null | undefined;
-  trusted?: TrustedDocuments | null | undefined;
+  registered?: RegisteredOperations | null | undefined;
 }) {
   const { policy, rateLimits, documents } = opts;
   const planner = new SubscriptionPlanner(policy, documents);
@@ -101,7 +107,7 @@ export function createAdmission(opts: {
       planner,
       policy,
       recordUsage: opts.recordUsage,
-      trusted: opts.trusted ?? null,
+      registered: opts.registered ?? null,
     });
     if ('cost' in admitted && rateLimits && connection.limitKey !== undefined) {
       const refused = await rateLimits.charge(connection.limitKey, connection.caller !== null, admitted.cost);

@@ -11,7 +11,7 @@ import {
   type GraphQLContext,
   type OperationPolicy,
   type OperationRequestText,
-  type TrustedDocuments,
+  type RegisteredOperations,
 } from '../graphql';
 import type { RateLimits } from '../ratelimit';
 import { createAdmission, type Admitted, type UsageRecorder } from './admission';
@@ -77,8 +77,8 @@ export interface SubscriptionOptions {
   rateLimits?: RateLimits | null;
   /** Field usage (src/usage): told of every subscription started, with the client's name. */
   recordUsage?: UsageRecorder | undefined;
-  /** Trusted documents mode (GRAPHQL_TRUSTED_DOCUMENTS): only these are admitted. */
-  trusted?: TrustedDocuments | null;
+  /** Registered operations (PERSISTED_OPERATIONS audit or enforce): judged at admission as over HTTP. */
+  registered?: RegisteredOperations | null;
   logger: Logger;
 }
 

@@ -1,19 +1,21 @@
 import type { SupergraphSdlHook } from '@apollo/gateway';
-import type { Logger, ServiceIdentity } from '@halo/kit';
+import type { Logger } from '@halo/kit';
 import type { Versioning } from '../rest';
 import {
   acceptOpenApi,
   acceptRoutes,
   acceptSupergraph,
   fileCompositionId,
+  parseRegistryComposition,
   type OpenApiBody,
   type RegistryComposition,
 } from './composition';
 import { watchComposedFile, watchComposedFileAsync, type WatchedFile } from './files';
-import { startRegistryPoller, type RegistryPoller, type RegistryStatus } from './registry';
+import { startRegistryPoller, type RegistryConnection, type RegistryPoller, type RegistryStatus } from './registry';
 
 export { COMPOSED_FILE_POLL_MS } from './files';
-export type { RegistryStatus } from './registry';
+export { startRegistryPoller, type RegistryConnection, type RegistryPoller, type RegistryStatus } from './registry';
+export { startOperationsFeed, type OperationsFeed } from './operations';
 
 /**
  * Where what the gateway serves comes from (docs/registry.md "Gateway"): the supergraph, the REST
@@ -30,7 +32,7 @@ export interface SupergraphSourceOptions {
   supergraphPath: string;
   routesPath: string;
   openapiPath: string;
-  registry?: { url: string; pollMs: number; identity: ServiceIdentity; gatewayId: string } | undefined;
+  registry?: RegistryConnection | undefined;
   /** `<SERVICE>_URL` values set explicitly: they win over the URL composed into the supergraph. */
   serviceUrlOverrides: Readonly<Record<string, string>>;
   /** Where a Halo service listens by default (no composed URL, no override). */
@@ -134,7 +136,7 @@ export function createSupergraphSource(opts: SupergraphSourceOptions): Supergrap
     const first = supergraphFile.current();
     served = { composition: fileCompositionId(first), source: 'file', since: Date.now() };
     if (registry) {
-      poller = startRegistryPoller({ ...registry, logger, served: () => served.composition, apply: applyComposition(update) });
+      poller = compositionPoller(registry, logger, applyComposition(update));
     }
     return { supergraphSdl: first, cleanup: () => stopAll() };
   };
@@ -156,6 +158,20 @@ export function createSupergraphSource(opts: SupergraphSourceOptions): Supergrap
     pollNow: async () => poller?.pollNow(),
     stop: stopAll,
   };
+}
+
+/** `GET /v1/supergraph` polled (./registry.ts), each new composition applied whole. */
+function compositionPoller(registry: RegistryConnection, logger: Logger, apply: (c: RegistryComposition) => void): RegistryPoller {
+  return startRegistryPoller({
+    ...registry,
+    logger,
+    path: '/v1/supergraph',
+    what: 'composition',
+    parse: parseRegistryComposition,
+    etagOf: (c) => `"${c.hash}"`,
+    describe: (c) => ({ composition: c.composition }),
+    apply,
+  });
 }
 
 /** An explicit `<SERVICE>_URL` wins over the URL the service published, so it moves REST and GraphQL together. */

@@ -1,5 +1,4 @@
 import { SERVICE_TOKEN_METADATA, type Logger, type ServiceIdentity } from '@halo/kit';
-import { parseRegistryComposition, type RegistryComposition } from './composition';
 
 /** The registry's audience in the gateway's service token (docs/registry.md). */
 export const REGISTRY_AUDIENCE = 'registry';
@@ -22,17 +21,29 @@ export interface RegistryStatus {
   reached: boolean;
 }
 
-export interface RegistryPollerOptions {
+/** Where the registry is and who polls it: the same for every feed a gateway polls. */
+export interface RegistryConnection {
   /** The registry's HTTP base, no trailing slash. */
   url: string;
   pollMs: number;
   identity: ServiceIdentity;
   gatewayId: string;
+}
+
+export interface RegistryPollerOptions<T> extends RegistryConnection {
   logger: Logger;
-  /** What the gateway serves now (the registry's number, or `file:…`). */
-  served(): string;
-  /** Validates and swaps a new composition in; throws to refuse it (nothing changes then). */
-  apply(composition: RegistryComposition): void;
+  /** The feed's path (`/v1/supergraph`, `/v1/operations/active`). */
+  path: string;
+  /** What the feed holds, for the logs ("composition", "operation lists"). */
+  what: string;
+  /** Reads a 200's JSON; throws when it is not an answer the gateway can use. */
+  parse(json: unknown): T;
+  /** The ETag to send next when the answer had none. */
+  etagOf?(value: T): string;
+  /** Validates and swaps the new value in; throws to refuse it (nothing changes then). */
+  apply(value: T): void;
+  /** What the refused value was, for the log line. */
+  describe?(value: T): Record<string, unknown>;
 }
 
 export interface RegistryPoller {
@@ -43,14 +54,15 @@ export interface RegistryPoller {
 }
 
 /**
- * Conditional polling of `GET /v1/supergraph` (ETag / If-None-Match), one poll at a time, the
- * first at once so a gateway booted from older files catches up within one round trip. The
- * registry being away changes nothing served: the last good composition stays, and `status()`
- * says since when it is away. A composition that is refused is remembered by its ETag, so it
- * is neither downloaded nor checked again until the registry has a newer one.
+ * Conditional polling of one of the registry's feeds (`GET /v1/supergraph`, `GET
+ * /v1/operations/active`) with ETag / If-None-Match, one poll at a time, the first at once so a
+ * gateway booted from older files catches up within one round trip. The registry being away
+ * changes nothing served: the last good value stays, and `status()` says since when it is away.
+ * A value that is refused is remembered by its ETag, so it is neither downloaded nor checked
+ * again until the registry has a newer one.
  */
-export function startRegistryPoller(opts: RegistryPollerOptions): RegistryPoller {
-  const log = opts.logger.child({ component: 'registry' });
+export function startRegistryPoller<T>(opts: RegistryPollerOptions<T>): RegistryPoller {
+  const log = opts.logger.child({ component: 'registry', feed: opts.path });
   let etag: string | undefined;
   let state: RegistryStatus = { up: false, since: Date.now(), reason: 'not polled yet', reached: false };
   let stopped = false;
@@ -68,7 +80,7 @@ export function startRegistryPoller(opts: RegistryPollerOptions): RegistryPoller
     // Away since the last answer (or since start-up, if it never answered).
     state = { up: false, since: state.up ? Date.now() : state.since, reached: state.reached, ...(reason ? { reason } : {}) };
     // Logged on the change only: a registry away for an hour is one line, not 1,800.
-    if (!warned) log.warn({ reason }, 'registry unreachable; serving the last good composition');
+    if (!warned) log.warn({ reason }, `registry unreachable; serving the last good ${opts.what}`);
     warned = true;
   };
 
@@ -78,7 +90,7 @@ export function startRegistryPoller(opts: RegistryPollerOptions): RegistryPoller
       const headers: Record<string, string> = { [GATEWAY_ID_HEADER]: opts.gatewayId };
       if (opts.identity.canCall) headers[SERVICE_TOKEN_METADATA] = await opts.identity.tokenFor(REGISTRY_AUDIENCE);
       if (etag) headers['if-none-match'] = etag;
-      res = await fetch(`${opts.url}/v1/supergraph`, { headers, signal: AbortSignal.timeout(POLL_TIMEOUT_MS) });
+      res = await fetch(`${opts.url}${opts.path}`, { headers, signal: AbortSignal.timeout(POLL_TIMEOUT_MS) });
     } catch (err) {
       const cause = (err as { cause?: { code?: string } }).cause?.code;
       return mark(false, cause ?? (err as Error).message);
@@ -92,18 +104,18 @@ export function startRegistryPoller(opts: RegistryPollerOptions): RegistryPoller
       const text = await res.text().catch(() => '');
       return mark(false, `HTTP ${res.status} ${text.slice(0, 200)}`.trim());
     }
-    let composition: RegistryComposition;
+    let value: T;
     try {
-      composition = parseRegistryComposition(await res.json());
+      value = opts.parse(await res.json());
     } catch (err) {
       return mark(false, `unreadable answer: ${(err as Error).message}`);
     }
     mark(true);
-    etag = res.headers.get('etag') ?? `"${composition.hash}"`;
+    etag = res.headers.get('etag') ?? opts.etagOf?.(value);
     try {
-      opts.apply(composition);
+      opts.apply(value);
     } catch (err) {
-      log.error({ composition: composition.composition, message: (err as Error).message }, 'composition refused; keeping the previous one');
+      log.error({ ...opts.describe?.(value), message: (err as Error).message }, `${opts.what} refused; keeping the previous one`);
     }
   };
 
