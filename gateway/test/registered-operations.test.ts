@@ -36,6 +36,18 @@ describe('a registered operation sent by id', () => {
     expect(r).toEqual({ op: { query: WEB_QUERY, variables: { a: 1 } }, registered: true });
   });
 
+  it('pushed under its tooling’s own id (Relay, a manifest): by that id, by its hash, or in full', () => {
+    const registered = registeredFor('enforce');
+    registered.replace([{ id: 'q1', body: OTHER_QUERY, client: 'ios', version: '2.0.0' }]);
+    const ios = { name: 'ios', version: '2.0.0' };
+    const expected = { op: { query: OTHER_QUERY }, registered: true };
+    expect(registered.resolve({ doc_id: 'q1' }, ios)).toEqual(expected);
+    expect(registered.resolve({ extensions: apq(OTHER_QUERY) }, ios)).toEqual(expected);
+    expect(registered.resolve({ query: OTHER_QUERY }, ios)).toEqual({ op: { query: OTHER_QUERY }, registered: true });
+    expect(codeOf(registered.resolve({ doc_id: 'Q1' }, ios))).toBe('PERSISTED_QUERY_NOT_FOUND');
+    expect(registered.size).toEqual({ registry: 1, shared: 1 });
+  });
+
   it('keeps the extensions the client sent besides the id', () => {
     const r = registeredFor('audit').resolve({ extensions: { ...apq(WEB_QUERY), tracing: true } }, web);
     expect(r).toEqual({ op: { query: WEB_QUERY, extensions: { tracing: true } }, registered: true });
@@ -116,6 +128,6 @@ describe('parseActiveOperations', () => {
     const op = { id: sha256(WEB_QUERY), body: WEB_QUERY, client: 'web', version: '1.4.0' };
     expect(parseActiveOperations({ operations: [op] })).toEqual([op]);
     expect(() => parseActiveOperations({})).toThrow('no operations array');
-    expect(() => parseActiveOperations({ operations: [{ ...op, id: 'x' }] })).toThrow('operations[0] is not {id, body, client, version}');
+    expect(() => parseActiveOperations({ operations: [{ ...op, id: '' }] })).toThrow('operations[0] is not {id, body, client, version}');
   });
 });

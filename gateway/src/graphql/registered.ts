@@ -51,7 +51,6 @@ export interface RegisteredLabels {
   registered: 'true' | 'false';
 }
 
-const SHA256_HEX = /^[0-9a-f]{64}$/;
 /** How long an unregistered (client, version, operation) is not logged again in `audit`. */
 const AUDIT_LOG_EVERY_MS = 10 * 60_000;
 
@@ -61,13 +60,7 @@ export function parseActiveOperations(json: unknown): ActiveOperation[] {
   if (!Array.isArray(operations)) throw new Error('no operations array');
   return operations.map((op: Partial<Record<keyof ActiveOperation, unknown>>, i) => {
     const { id, body, client, version } = op ?? {};
-    if (
-      typeof id !== 'string' ||
-      !SHA256_HEX.test(id) ||
-      typeof body !== 'string' ||
-      typeof client !== 'string' ||
-      typeof version !== 'string'
-    ) {
+    if (typeof id !== 'string' || id === '' || typeof body !== 'string' || typeof client !== 'string' || typeof version !== 'string') {
       throw new Error(`operations[${i}] is not {id, body, client, version}`);
     }
     return { id, body, client, version };
@@ -112,7 +105,10 @@ export class RegisteredOperations {
     for (const op of feed) {
       let list = lists.get(op.client);
       if (!list) lists.set(op.client, (list = { operations: new Map(), versions: new Set() }));
+      // By the id the client's tooling gave it (Relay's, a manifest's) and by the SHA-256 of its text
+      // (what APQ links send, and how an operation sent in full is recognised).
       list.operations.set(op.id, op.body);
+      list.operations.set(sha256(op.body), op.body);
       list.versions.add(op.version);
     }
     this.lists = lists;
@@ -122,7 +118,7 @@ export class RegisteredOperations {
   /** Operations held: the registry's (every client's, once per client) and the shared file's. */
   get size(): { registry: number; shared: number } {
     let registry = 0;
-    for (const list of this.lists.values()) registry += list.operations.size;
+    for (const list of this.lists.values()) registry += new Set(list.operations.values()).size;
     return { registry, shared: this.shared.size };
   }
 
@@ -161,7 +157,7 @@ export class RegisteredOperations {
       return { refused: notRegistered(client, 'PERSISTED_QUERY_NOT_FOUND') };
     }
     const hash = sha256(query);
-    if (docId !== undefined && idOf(docId) !== hash) return { refused: mismatch() };
+    // An id no list holds, sent with a text: the text is judged, as if sent alone.
     const registered = this.lookup(client.name, hash) !== undefined;
     this.counted(client, registered);
     if (!registered) {
@@ -207,8 +203,11 @@ export class RegisteredOperations {
   }
 }
 
-/** A document id as Relay, GraphQL Code Generator and Hive send it: the hex SHA-256, optionally `sha256:`-prefixed. */
-const idOf = (id: string) => (id.startsWith('sha256:') ? id.slice('sha256:'.length) : id).toLowerCase();
+/**
+ * A document id as clients send it: the id the operation was pushed with (Relay's, a manifest's)
+ * or the SHA-256 of its text, which some tools prefix with `sha256:`.
+ */
+const idOf = (id: string) => (id.startsWith('sha256:') ? id.slice('sha256:'.length) : id);
 
 /** The operation without the ids it was sent by: its text is what runs now. */
 function withoutIds(op: IdentifiedOperation): IdentifiedOperation {
