@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
+import { createHaloClient, GraphQLRequestError, persistedQueryManifest, typed } from '@halo/client';
 import { freePort } from '@halo/kit/testing';
 import { parseOperationsCli, runOperationsCli } from '../tools/src/operations';
 import { startE2ESystem } from './helpers';
@@ -154,6 +155,36 @@ it('a Relay map pushed for another client runs by Relay’s own id (doc_id), for
   expect(answer.body.data.products.data[0]).toHaveProperty('price');
   expect(code(await post({ doc_id: 'ios-q1' }))).toBe('PERSISTED_QUERY_NOT_FOUND');
   await operations('retire', '--client', 'ios', '--version', '7.0.0');
+});
+
+it('the SDK’s worked example: an app’s manifest pushed, then its calls run by hash alone in enforce', async () => {
+  const TOP = typed<{ products: { data: { id: string; name: string }[] } }, { n: number }>(
+    'query ShopTop($n: Int) { products(limit: $n) { data { id name } } }',
+  );
+  const manifest = join(dir, 'shop.json');
+  writeFileSync(manifest, JSON.stringify(await persistedQueryManifest([TOP])));
+  await operations('push', '--client', 'shop', '--version', '2.0.0', manifest);
+  const sent: string[] = [];
+  const shop = createHaloClient({
+    baseUrl: gateway,
+    clientName: 'shop',
+    clientVersion: '2.0.0',
+    fetch: (input, init) => {
+      sent.push(typeof init?.body === 'string' ? init.body : '');
+      return fetch(input, init);
+    },
+  });
+  const top = await until('the gateway to load the shop list', () => shop.graphql.query(TOP, { n: 2 }).catch(() => null));
+  expect(top.products.data).toHaveLength(2);
+  // Only the hash went over the wire: no registration round trip, no query text.
+  expect(JSON.parse(sent.at(-1)!)).toEqual({
+    variables: { n: 2 },
+    extensions: { persistedQuery: { version: 1, sha256Hash: sha256(TOP) } },
+  });
+  // An operation the app did not register is refused, as a GraphQL error the app can read.
+  const refused = await shop.graphql.query('{ products(limit: 1) { meta { total } } }').catch((e: unknown) => e);
+  expect(refused).toBeInstanceOf(GraphQLRequestError);
+  expect((refused as GraphQLRequestError).codes).toEqual(['PERSISTED_QUERY_NOT_IN_LIST']);
 });
 
 it('over a WebSocket and an event stream, what web did not register is refused before anything is forwarded', async () => {

@@ -17,7 +17,7 @@ function registeredFor(mode: PersistedMode, counted: RegisteredLabels[] = []) {
     mode,
     allowClients: ['admin-tool'],
     shared: new Map([[sha256(SHARED_QUERY), SHARED_QUERY]]),
-    logger: createLogger({ name: 'test', level: 'silent' }),
+    logger: createLogger('test', 'silent'),
     count: (labels) => counted.push(labels),
   });
   registered.replace([{ id: sha256(WEB_QUERY), body: WEB_QUERY, client: 'web', version: '1.4.0' }]);

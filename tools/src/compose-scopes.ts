@@ -91,9 +91,11 @@ export function clientScopes(ops: readonly DeclaredOperation[]): string {
   const entries = ops.filter((o) => o.scope !== null).map((o) => `  ${JSON.stringify(o.operation)}: ${JSON.stringify(o.scope)},`);
   return `// Composed by \`npm run compose\` from the services' declarations (REST \`scope\`, GraphQL \`@requiresScopes\`). Do not edit by hand.
 
-/** Every scope an API key may be granted (\`POST /auth/api-keys\`). */
+/** Every scope an API key may be granted (\`POST /auth/api-keys\`), besides one client app's \`operations:write:<client>\`. */
 export const API_KEY_SCOPES = ${JSON.stringify(SCOPES)} as const;
-export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
+/** \`operations:write\` for one client app (its name as the registry records it: 1–64 of \`A-Z a-z 0-9 . _ @ / -\`). */
+export type ClientOperationsScope = \`operations:write:\${string}\`;
+export type ApiKeyScope = (typeof API_KEY_SCOPES)[number] | ClientOperationsScope;
 
 /**
  * The scope an API key needs for each authenticated operation (\`METHOD /path\`, \`Type.field\`).

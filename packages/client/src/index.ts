@@ -1,5 +1,6 @@
 export { createHaloClient, HaloClient, type HaloClientOptions } from './client.js';
 export { MemoryCookieJar, type CookieJar } from './cookie-jar.js';
+export { persistedQueryManifest, type ManifestOperation, type PersistedQueryManifest } from './manifest.js';
 export {
   GraphQLRequestError,
   HaloApiError,

@@ -1,8 +1,10 @@
 // Composed by `npm run compose` from the services' declarations (REST `scope`, GraphQL `@requiresScopes`). Do not edit by hand.
 
-/** Every scope an API key may be granted (`POST /auth/api-keys`). */
+/** Every scope an API key may be granted (`POST /auth/api-keys`), besides one client app's `operations:write:<client>`. */
 export const API_KEY_SCOPES = ["profile:read","users:write","users:email:read","catalog:write","payments:read","payments:write","chat:read","chat:write","schema:read","schema:write","schema:write:auth","schema:write:catalog","schema:write:chat","schema:write:content","schema:write:payments","operations:write"] as const;
-export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
+/** `operations:write` for one client app (its name as the registry records it: 1–64 of `A-Z a-z 0-9 . _ @ / -`). */
+export type ClientOperationsScope = `operations:write:${string}`;
+export type ApiKeyScope = (typeof API_KEY_SCOPES)[number] | ClientOperationsScope;
 
 /**
  * The scope an API key needs for each authenticated operation (`METHOD /path`, `Type.field`).

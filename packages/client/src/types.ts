@@ -47,7 +47,7 @@ export interface Profile {
 }
 
 import type { ApiKeyScope } from './scopes.js';
-export { API_KEY_SCOPES, OPERATION_SCOPES, type ApiKeyScope } from './scopes.js';
+export { API_KEY_SCOPES, OPERATION_SCOPES, type ApiKeyScope, type ClientOperationsScope } from './scopes.js';
 
 /** An API key as listed (`GET /auth/api-keys`): never the key itself. */
 export interface ApiKey {
