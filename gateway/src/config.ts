@@ -15,11 +15,11 @@ import {
   z,
   type EdgeServiceName,
 } from '@halo/kit';
-import { PERSISTED_MODES } from './graphql/registered';
+import { PERSISTED_MODES } from './graphql';
 import { parseTrustedProxies } from './http';
 import { GATEWAY_DIR } from './paths';
 import { DEFAULT_ROUTES_PATH } from './rest';
-import { clientNameOf } from './usage/clients';
+import { clientNameOf } from './usage';
 
 /** The composed supergraph committed beside the package (`npm run compose` writes it). */
 export const DEFAULT_SUPERGRAPH_PATH = resolve(GATEWAY_DIR, 'supergraph.graphql');

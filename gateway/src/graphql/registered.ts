@@ -1,7 +1,7 @@
 import type { Logger } from '@halo/kit';
 import { GraphQLError } from 'graphql';
 import { LRUCache } from 'lru-cache';
-import { clientCache, UNKNOWN_CLIENT, type UsageClient } from '../usage/clients';
+import { clientCache, UNKNOWN_CLIENT, type UsageClient } from '../usage';
 import { sha256, type TrustedDocuments } from './persisted';
 import type { OperationRequest } from './request-checks';
 

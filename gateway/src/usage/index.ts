@@ -8,6 +8,7 @@ import { createUsageSender, type ReportStats } from './reporter';
 
 export {
   CLIENT_HEADERS,
+  clientCache,
   clientHeadersOf,
   clientNameOf,
   clientVersionOf,
