@@ -1,3 +1,4 @@
+import { specLink } from '@halo/contracts/links';
 import { ERROR_KINDS, type HaloError } from '@halo/kit';
 import {
   getNamedType,
@@ -13,7 +14,6 @@ import {
   type GraphQLSchema,
   type OperationDefinitionNode,
 } from 'graphql';
-import { specLink } from '../links';
 
 /** Which parts of the supergraph need a caller: `Type.field` coordinates and whole types. */
 export interface AuthPolicy {

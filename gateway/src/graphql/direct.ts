@@ -1,6 +1,7 @@
 import type { ApolloGateway, Experimental_DidResolveQueryPlanCallback, GraphQLDataSource } from '@apollo/gateway';
 // The executor's own request kind (not re-exported by the package's index; it has no exports map).
 import { GraphQLDataSourceRequestKind } from '@apollo/gateway/dist/datasources/types';
+import { specLink } from '@halo/contracts/links';
 import {
   BREAK,
   Kind,
@@ -13,7 +14,6 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 import type { GraphQLContext, Prefetched } from './context';
-import { specLink } from '../links';
 import type { LoadedSupergraph } from './operation-policy';
 
 const INACCESSIBLE_SPEC = 'https://specs.apollo.dev/inaccessible/';

@@ -4,3 +4,5 @@ export * from './changes';
 export * from './usage';
 export * from './takeovers';
 export * from './operations';
+export * from './cost';
+export * from './links';

@@ -1,6 +1,6 @@
 import { buildSchema, Kind, parse, type OperationDefinitionNode } from 'graphql';
-// The gateway's limit is the reference the registry's depth must agree with.
-import { analyse, NO_COST_DIRECTIVES } from '../../../gateway/src/graphql/limits';
+// The gateway's limits run this analysis: the reference the registry's depth must agree with.
+import { analyse, NO_COST_DIRECTIVES } from './cost';
 import { checkOperation, operationDepth } from './operations';
 
 const schema = buildSchema(`
@@ -65,11 +65,11 @@ describe('checkOperation', () => {
       name: 'Q',
       reason: 'invalid against the current API schema: Fragment "F" is never used.',
     });
-    expect(checkOperation(schema, 'query Deep { user(id: 1) { friends { friends { name } } } }', 3)).toEqual({
+    expect(checkOperation(schema, 'query Deep { user(id: 1) { friends { friends { name } } } }', { maxDepth: 3 })).toEqual({
       ok: false,
       name: 'Deep',
       reason: 'depth 4 exceeds the limit of 3',
     });
-    expect(checkOperation(schema, 'query Deep { user(id: 1) { friends { friends { name } } } }', 4).ok).toBe(true);
+    expect(checkOperation(schema, 'query Deep { user(id: 1) { friends { friends { name } } } }', { maxDepth: 4 }).ok).toBe(true);
   });
 });

@@ -16,6 +16,8 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
+import { analyse, NO_COST_DIRECTIVES, type CostDirectives } from './cost';
+import { skippedLiterally } from './cost-compiler';
 import { operationCoordinates } from './usage';
 
 /**
@@ -24,20 +26,18 @@ import { operationCoordinates } from './usage';
  */
 export const MAX_OPERATION_DEPTH = 7;
 
-/** True for a field a literal `@skip(if: true)` or `@include(if: false)` removes. */
-function skippedLiterally(node: FieldNode): boolean {
-  for (const d of node.directives ?? []) {
-    const cond = d.arguments?.find((a) => a.name.value === 'if')?.value;
-    if (cond?.kind !== Kind.BOOLEAN) continue;
-    if (d.name.value === 'skip' && cond.value) return true;
-    if (d.name.value === 'include' && !cond.value) return true;
-  }
-  return false;
-}
+/**
+ * The largest estimated cost of a client's operation: the gateway's default `GRAPHQL_MAX_COST`,
+ * which refuses a costlier one with COST_ESTIMATED_TOO_EXPENSIVE.
+ */
+export const MAX_OPERATION_COST = 1000;
+
+/** Items assumed for a list nothing else sizes: the gateway's default `GRAPHQL_DEFAULT_LIST_SIZE`. */
+export const DEFAULT_LIST_SIZE = 10;
 
 /**
  * The depth of one operation, measured as the gateway's limit measures it (the reference:
- * gateway/src/graphql/limits.ts `analyse` and cost.ts `CostCompiler`, whose depth half this is):
+ * ./cost.ts `analyse` and ./cost-compiler.ts `CostCompiler`, whose depth half this is):
  * the longest chain of nested fields, root fields being depth 1; fragments and inline fragments
  * add no depth of their own; `__typename` and introspection fields, fields a literal `@skip(if:
  * true)` / `@include(if: false)` removes, and fields the schema does not know count for nothing;
@@ -98,13 +98,29 @@ export type CheckedOperation = { ok: true; name: string; coordinates: string[] }
 /** At most this many validation errors are named in a reason (the rest are counted). */
 const MAX_ERRORS_NAMED = 3;
 
+/** What `checkOperation` holds an operation to; each defaults to the gateway's default. */
+export interface OperationLimits {
+  /** Deepest nesting (`MAX_OPERATION_DEPTH`). */
+  maxDepth?: number;
+  /** Largest estimated cost (`MAX_OPERATION_COST`). */
+  maxCost?: number;
+  /** The supergraph's `@cost`/`@listSize` (`readCostDirectives`); without them, the spec's default weights. */
+  costDirectives?: CostDirectives;
+  /** Items assumed for a list nothing else sizes (`DEFAULT_LIST_SIZE`). */
+  defaultListSize?: number;
+}
+
 /**
  * Whether `body`, a client's persisted operation, would run against the API schema: it parses,
- * holds exactly one operation (fragments allowed), passes graphql-js validation and is at most
- * `maxDepth` deep (as the gateway measures it). Accepted, it comes with the schema coordinates it
- * uses (`operationCoordinates`, what a check matches a change against).
+ * holds exactly one operation (fragments allowed), passes graphql-js validation, is at most
+ * `maxDepth` deep and costs at most `maxCost` (both as the gateway measures them). The cost is the
+ * gateway's `analyse` with no variables sent, as the gateway prices a request that sends none: a
+ * variable is its declared default, else absent (a slicing argument then falls back to the
+ * `@listSize` assumedSize, else the default list size). Accepted, it comes with the schema
+ * coordinates it uses (`operationCoordinates`, what a check matches a change against).
  */
-export function checkOperation(schema: GraphQLSchema, body: string, maxDepth = MAX_OPERATION_DEPTH): CheckedOperation {
+export function checkOperation(schema: GraphQLSchema, body: string, limits: OperationLimits = {}): CheckedOperation {
+  const { maxDepth = MAX_OPERATION_DEPTH, maxCost = MAX_OPERATION_COST } = limits;
   let document: DocumentNode;
   try {
     document = parse(body);
@@ -117,16 +133,20 @@ export function checkOperation(schema: GraphQLSchema, body: string, maxDepth = M
   if (operations.length !== 1) {
     return { ok: false, name, reason: `holds ${operations.length} operations: a document holds exactly one (and any fragments)` };
   }
+  const operation = operations[0]!;
   const errors = validate(schema, document);
   if (errors.length > 0) {
     const named = errors.slice(0, MAX_ERRORS_NAMED).map((e) => e.message);
     if (errors.length > MAX_ERRORS_NAMED) named.push(`and ${errors.length - MAX_ERRORS_NAMED} more`);
     return { ok: false, name, reason: `invalid against the current API schema: ${named.join('; ')}` };
   }
-  const depth = operationDepth(schema, document, operations[0]!);
+  const depth = operationDepth(schema, document, operation);
   if (depth > maxDepth) {
     const measured = Number.isFinite(depth) ? String(depth) : 'unbounded (a fragment cycle)';
     return { ok: false, name, reason: `depth ${measured} exceeds the limit of ${maxDepth}` };
   }
+  const directives = limits.costDirectives ?? NO_COST_DIRECTIVES;
+  const cost = analyse(schema, document, operation, directives, limits.defaultListSize ?? DEFAULT_LIST_SIZE).cost(undefined);
+  if (cost > maxCost) return { ok: false, name, reason: `estimated cost ${cost} exceeds the limit of ${maxCost}` };
   return { ok: true, name, coordinates: operationCoordinates(schema, document) };
 }

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { MAX_OPERATION_COST } from '@halo/contracts';
 import { ConfigError, defaultGrpcAddr, EDGE_SERVICE_NAMES, env, serviceUrlVar, type ServiceConfig } from '@halo/kit';
 
 /** The registry's own variables (docs/registry.md, "Registry configuration"). */
@@ -12,6 +13,8 @@ export const registryConfigShape = {
   REGISTRY_CHECK_EXCLUDE_CLIENTS: env.str(''),
   /** Hourly usage rows are kept this many days. */
   REGISTRY_USAGE_RETENTION_DAYS: env.int(30, 1),
+  /** A pushed client operation whose estimated cost (as the gateway estimates it) exceeds this is refused: `GRAPHQL_MAX_COST`'s default. */
+  OPERATIONS_MAX_COST: env.int(MAX_OPERATION_COST, 1),
   /** Where the committed composed files are (the bootstrap): the repository root by default. */
   REGISTRY_BOOTSTRAP_DIR: env.str(resolve(__dirname, '../../..')),
   AUTH_GRPC_ADDR: env.str(defaultGrpcAddr('auth')),

@@ -38,6 +38,7 @@ export const registryService = defineService({
       excludeClients: config.REGISTRY_CHECK_EXCLUDE_CLIENTS.split(',')
         .map((c) => c.trim())
         .filter(Boolean),
+      operationsMaxCost: config.OPERATIONS_MAX_COST,
     });
     const urls = config as unknown as Record<string, string | undefined>;
     const urlOf = (s: string) => (urls[serviceUrlVar(s as EdgeServiceName)] ?? defaultServiceUrl(s as EdgeServiceName)).replace(/\/+$/, '');

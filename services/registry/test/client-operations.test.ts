@@ -28,9 +28,22 @@ const PRICE = {
   body: 'query ProductPrice($id: ID!) { product(id: $id) { ...Priced } } fragment Priced on Product { price }',
 };
 const USERS = { id: 'users-1', body: 'query Users { users { id name } }' };
-/** Seven fields deep, the gateway's limit; one more field nested is eight. */
-const DEEP7 = 'query Deep { user(id: 1) { posts { author { posts { author { posts { title } } } } } } }';
-const DEEP8 = 'query TooDeep { user(id: 1) { posts { author { posts { author { posts { author { name } } } } } } } }';
+/**
+ * Seven fields deep, the gateway's limit; one more field nested is eight. Both cost well under its
+ * cost limit (one post, its ten comments), so depth alone decides.
+ */
+const DEEP7 = 'query Deep { posts(first: 1) { edges { node { comments { post { author { name } } } } } } }';
+const DEEP8 = 'query TooDeep { posts(first: 1) { edges { node { comments { post { author { posts { title } } } } } } } }';
+/**
+ * Priced as the gateway prices a request that sends no variables (the limit: 1000, its default
+ * GRAPHQL_MAX_COST): `first` is the variable's default, else `posts`' assumed size, 10; lists the
+ * supergraph sizes nowhere count 10. 1 + 100 × (edge 1 + post 1 + 10 comments) = 1201 with 100; 961 with 80.
+ */
+const COSTLY = (first: number) =>
+  `query ManyPosts($first: Int = ${first}) { posts(first: $first) { edges { node { title comments { body } } } } }`;
+/** 1 + 10 × (edge 1 + post 1 + 10 × (comment 1 + author 1 + 10 posts)) = 1221, seven deep. */
+const COSTLY_UNSIZED =
+  'query AllComments($first: Int) { posts(first: $first) { edges { node { comments { author { posts { title } } } } } } }';
 
 beforeAll(async () => {
   auth = await startTestSystem();
@@ -120,6 +133,27 @@ describe('pushing a client version’s operations', () => {
     expect((await get('/v1/operations/web/1.4.0')).body).toEqual(before);
     // Seven deep is within the limit.
     expect((await push({ client: 'web', version: '2.0.0', operations: [{ id: 'deep-7', body: DEEP7 }] })).status).toBe(201);
+  });
+
+  it('refuses an operation whose estimated cost exceeds the gateway’s limit, naming it and its cost, and stores nothing', async () => {
+    const res = await push({
+      client: 'web',
+      version: '2.1.0',
+      operations: [
+        { id: 'within', body: COSTLY(80) },
+        { id: 'costly', body: COSTLY(100) },
+        { id: 'unsized', body: COSTLY_UNSIZED },
+      ],
+    });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({
+      error: '2 of 3 operations refused',
+      refused: [
+        { id: 'costly', name: 'ManyPosts', reason: 'estimated cost 1201 exceeds the limit of 1000' },
+        { id: 'unsized', name: 'AllComments', reason: 'estimated cost 1221 exceeds the limit of 1000' },
+      ],
+    });
+    expect(await get('/v1/operations/web/2.1.0')).toMatchObject({ status: 404, body: { error: 'No operations registered for web 2.1.0' } });
   });
 
   it('400 naming the field of a malformed push, as POST /v1/usage', async () => {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { apiSchemaOf, checkOperation, type OperationUsage } from '@halo/contracts';
+import { apiSchemaOf, checkOperation, costDirectivesOf, type CostDirectives, type OperationUsage } from '@halo/contracts';
 import { badRequest, conflict, notFound } from '@halo/kit';
 import { authorizeOperationsWriter, authorOf, spendWriteToken } from './access';
 import type { Principal, RegistryStore } from './model';
@@ -126,14 +126,27 @@ export function diffLists(before: readonly StoredOperation[], after: readonly St
   return { added: after.filter((o) => !kept(o, had)).length, removed: before.filter((o) => !kept(o, has)).length };
 }
 
-type ApiSchema = ReturnType<typeof apiSchemaOf>;
+/** What a pushed operation is validated against: the latest composition's API schema and its supergraph's cost directives. */
+interface Judge {
+  hash: string;
+  schema: ReturnType<typeof apiSchemaOf>;
+  costDirectives: CostDirectives;
+}
+
+export interface ClientOperationsOptions {
+  /** The largest estimated cost of an operation (OPERATIONS_MAX_COST; default the gateway's `GRAPHQL_MAX_COST` default). */
+  maxCost?: number;
+}
 
 /** The rules of client operation lists; storage is the store's `clientOperations`. */
 export class ClientOperations {
-  /** The API schema of the latest composition, built once per composition. */
-  private api: { hash: string; schema: ApiSchema } | null = null;
+  /** The latest composition's API schema and cost directives, each built once per composition. */
+  private judge: Judge | null = null;
 
-  constructor(private readonly store: RegistryStore) {}
+  constructor(
+    private readonly store: RegistryStore,
+    private readonly options: ClientOperationsOptions = {},
+  ) {}
 
   /**
    * Replaces a client version's list with `manifest`'s, after every operation passed (else 400
@@ -144,12 +157,12 @@ export class ClientOperations {
     authorizeOperationsWriter(principal, client);
     await spendWriteToken(this.store, principal);
     if ((await this.store.clientOperations.version(client, version))?.retiredAt) throw retired(client, version);
-    const schema = await this.apiSchema();
+    const { schema, costDirectives } = await this.currentJudge();
     const refused: Refusal[] = [];
     const accepted: StoredOperation[] = [];
     const seen = new Set<string>();
     for (const op of manifest.operations) {
-      const checked = checkOperation(schema, op.body);
+      const checked = checkOperation(schema, op.body, { costDirectives, maxCost: this.options.maxCost });
       const name = op.name ?? checked.name;
       const reason = refusalOf(op, seen) ?? (checked.ok ? null : checked.reason);
       if (reason !== null) refused.push({ id: op.id, name, reason });
@@ -200,15 +213,20 @@ export class ClientOperations {
     return { json, etag: `"${sha256(json)}"` };
   }
 
-  private async apiSchema(): Promise<ApiSchema> {
+  /**
+   * The latest composition's API schema (what gateways validate against) and its supergraph's
+   * `@cost`/`@listSize` (what they estimate cost from; the API schema drops them).
+   */
+  private async currentJudge(): Promise<Judge> {
     const head = await this.store.latestHead();
     if (!head) throw conflict('Nothing composed yet: operations are validated against the current composition');
-    if (this.api?.hash !== head.hash) {
+    if (this.judge?.hash !== head.hash) {
       const composition = await this.store.composition(head.composition);
       if (!composition) throw conflict('Nothing composed yet: operations are validated against the current composition');
-      this.api = { hash: head.hash, schema: apiSchemaOf(composition.supergraph) };
+      const { supergraph } = composition;
+      this.judge = { hash: head.hash, schema: apiSchemaOf(supergraph), costDirectives: costDirectivesOf(supergraph) };
     }
-    return this.api.schema;
+    return this.judge;
   }
 }
 

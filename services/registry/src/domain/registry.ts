@@ -62,6 +62,8 @@ export interface RegistryOptions {
   excludeClients?: readonly string[];
   /** The OpenAPI document's version (Halo's). */
   apiVersion?: string;
+  /** The largest estimated cost of a pushed client operation (OPERATIONS_MAX_COST). */
+  operationsMaxCost?: number;
   now?: () => Date;
 }
 
@@ -107,7 +109,7 @@ export class Registry {
     private readonly opts: RegistryOptions,
   ) {
     this.now = opts.now ?? (() => new Date());
-    this.operations = new ClientOperations(store);
+    this.operations = new ClientOperations(store, { maxCost: opts.operationsMaxCost });
   }
 
   /** The latest composition, or null; `ifNoneMatch` equal to its hash answers `notModified`. */

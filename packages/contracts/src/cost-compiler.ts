@@ -20,7 +20,7 @@ import {
 } from 'graphql';
 
 /**
- * The compiler behind `analyse` (./limits.ts): a selection set becomes its depth and a cost that
+ * The compiler behind `analyse` (./cost.ts): a selection set becomes its depth and a cost that
  * is a small function of the request's variables, constant parts folded at compile time.
  */
 
@@ -106,7 +106,7 @@ const usesVariables = (node: ValueNode): boolean =>
   (node.kind === Kind.OBJECT && node.fields.some((f) => usesVariables(f.value)));
 
 /** True for a field a literal `@skip(if: true)` or `@include(if: false)` removes. */
-function skippedLiterally(node: FieldNode): boolean {
+export function skippedLiterally(node: FieldNode): boolean {
   for (const d of node.directives ?? []) {
     const cond = d.arguments?.find((a) => a.name.value === 'if')?.value;
     if (cond?.kind !== Kind.BOOLEAN) continue;
