@@ -25,6 +25,8 @@ let page: Page;
 
 const cli = (...args: string[]) =>
   runNodeScript(resolve(ROOT, 'tools/dist/subgraph.js'), [...args, '--registry', sys!.direct('registry')], { cwd: ROOT });
+const operationsCli = (...args: string[]) =>
+  runNodeScript(resolve(ROOT, 'tools/dist/operations.js'), [...args, '--registry', sys!.direct('registry')], { cwd: ROOT });
 
 async function until<T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
   const end = Date.now() + timeoutMs;
@@ -174,5 +176,21 @@ describeBrowser('Halo Studio in a browser', () => {
     expect(detail).toContain('StorePrices');
     expect(detail).toMatch(/ios-app 2\.3\.1/);
     await open(new URL(page.url()).pathname, 'check-refused');
+  });
+
+  it('Clients: each app version’s registered operations, active or retired, and one version’s list', async () => {
+    const manifest = join(SHOTS, 'ios-operations.json');
+    writeFileSync(manifest, JSON.stringify({ q1: 'query StorePrices { products(limit: 2) { data { id price } } }' }));
+    expect((await operationsCli('push', '--client', 'ios-app', '--version', '2.3.1', manifest)).code).toBe(0);
+    expect((await operationsCli('push', '--client', 'ios-app', '--version', '2.2.0', manifest)).code).toBe(0);
+    expect((await operationsCli('retire', '--client', 'ios-app', '--version', '2.2.0')).code).toBe(0);
+    const list = await open('/studio/clients', 'clients');
+    expect(list).toMatch(/2\.3\.1\s+active/);
+    expect(list).toMatch(/2\.2\.0\s+retired/);
+    await page.click('a[href="/studio/clients/ios-app/2.3.1"]');
+    await page.waitForSelector('h1');
+    const version = await open(new URL(page.url()).pathname, 'client-version');
+    expect(version).toContain('StorePrices');
+    expect(version).toContain('products(limit: 2)');
   });
 });

@@ -8,9 +8,9 @@ import type { Principal } from '../domain/model';
 import { send } from './send';
 
 /** A client's name as gateways record it (docs/registry.md, "Gateway"): `web`, `@halo/client`. */
-const CLIENT = /^[A-Za-z0-9._@/-]{1,64}$/;
+export const CLIENT = /^[A-Za-z0-9._@/-]{1,64}$/;
 /** A client version as gateways record it: semver, build metadata included. */
-const VERSION = /^[A-Za-z0-9._+-]{1,64}$/;
+export const VERSION = /^[A-Za-z0-9._+-]{1,64}$/;
 /** An operation's id in its client's manifest (a persisted-query hash, or the client's own key). */
 const OPERATION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 

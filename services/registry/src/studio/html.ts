@@ -47,6 +47,7 @@ const NAV = [
   ['/studio/services', 'History'],
   ['/studio/checks', 'Checks'],
   ['/studio/usage', 'Usage'],
+  ['/studio/clients', 'Clients'],
 ] as const;
 
 const STYLE = `

@@ -4,6 +4,7 @@ import express, { Router, type Request, type Response } from 'express';
 import type { Principal } from '../domain/model';
 import type { Registry } from '../domain/registry';
 import { html, page, type Html } from './html';
+import { clientsPage, clientVersionPage } from './pages-clients';
 import { diffPage, historyPage, overviewPage, servicesPage } from './pages-registry';
 import { schemaPage, typePage, type UsageTotals } from './pages-schema';
 import { checkPage, checksPage, coordinatePage, usagePage } from './pages-usage';
@@ -12,9 +13,9 @@ import { clearedSessionCookie, sessionCookie, sessionPrincipal, sessionToken } f
 /**
  * Halo Studio (docs/registry.md, "Studio"): the registry as web pages a service team opens, served
  * by the registry itself under `/studio` — overview, schema explorer, history with side-by-side
- * diffs, checks, usage. Read-only. Who may look: whoever may read the registry's API (its
- * principal resolver), or a browser signed in with an admin API key that holds `schema:read` or
- * `schema:write` (./session.ts).
+ * diffs, checks, usage, the operation lists client apps registered. Read-only. Who may look:
+ * whoever may read the registry's API (its principal resolver), or a browser signed in with an
+ * admin API key that holds `schema:read` or `schema:write` (./session.ts).
  */
 export interface StudioOptions {
   registry: Registry;
@@ -93,6 +94,14 @@ function pagesOf({ registry, windowDays }: StudioOptions): PageSpec[] {
       title: (req) => `Usage of ${String(req.params.coordinate)}`,
       section: '/studio/usage',
       body: (req) => coordinatePage(registry, String(req.params.coordinate), windowDays),
+    },
+    { path: '/studio/clients', title: () => 'Clients', section: '/studio/clients', body: () => clientsPage(registry) },
+    {
+      // Each part percent-encoded in links (clientVersionPath): a client's name may hold `/`.
+      path: '/studio/clients/:client/:version',
+      title: (req) => `${String(req.params.client)} ${String(req.params.version)}`,
+      section: '/studio/clients',
+      body: (req) => clientVersionPage(registry, String(req.params.client), String(req.params.version)),
     },
   ];
 }
