@@ -199,16 +199,20 @@ describe('closeHttpServer', () => {
     server = http.createServer((_req, res) => res.end('ok'));
     const port = await listen(server, 0, '127.0.0.1');
     const agent = new http.Agent({ keepAlive: true });
-    await new Promise<void>((resolve, reject) =>
-      http
-        .get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
-          res.resume();
-          res.on('end', resolve);
-        })
-        .on('error', reject),
-    );
-    // The socket now sits idle in the agent; a long grace period proves it is not waited for.
+    const socket = await new Promise<import('node:net').Socket>((resolve, reject) => {
+      const req = http.get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(req.socket!));
+      });
+      req.on('error', reject);
+    });
+    const closedByServer = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    // The socket now sits idle in the agent, open; a long grace period proves it is not waited for
+    // (were it, this test would time out), and the server closes it.
+    expect(socket.destroyed).toBe(false);
     await closeHttpServer(server, 120_000);
+    await closedByServer;
+    expect(socket.destroyed).toBe(true);
     agent.destroy();
   });
 
