@@ -92,7 +92,7 @@ export interface GraphQLOptions {
 export function createGraphQL(opts: GraphQLOptions) {
   const { limits, logger } = opts;
   const policy = new OperationPolicy(limits, logger);
-  // Halo sends nothing to Apollo's servers (STACK-NOTES.md); read by the gateway's constructor.
+  // Halo sends nothing to Apollo's servers (no telemetry, no reporting); read by the gateway's constructor.
   process.env.APOLLO_TELEMETRY_DISABLED ??= 'true';
   // This gateway's keep-alive pools to the subgraphs, closed when it stops.
   const fetcher = createHttpFetcher();

@@ -32,8 +32,7 @@ function isShareable(options: Options): boolean {
 
 /**
  * One subgraph, behind @apollo/gateway's GraphQLDataSource interface: the gateway's keep-alive
- * fetcher (undici's dispatcher with a pool per subgraph, src/graphql/http-fetcher.ts: Apollo's
- * default fetcher costs about 1.5× the CPU of Node's global fetch, STACK-NOTES.md), the caller's
+ * fetcher (undici's dispatcher with a pool per subgraph, src/graphql/http-fetcher.ts), the caller's
  * credentials and the request id forwarded, shareable requests (queries) through the deduping
  * fetcher when there is one, the rest (mutations, health checks) through the plain one.
  *

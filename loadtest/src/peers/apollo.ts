@@ -11,8 +11,7 @@ import { startStandaloneServer } from '@apollo/server/standalone';
 /**
  * A peer for the gateway comparison (`npm run bench`): a plain @apollo/gateway behind Apollo
  * Server 5's standalone server, as its documentation sets one up, plus what any fair setup needs:
- * a keep-alive subgraph fetcher (Node's global fetch; Apollo's default fetcher costs ~1.5× the
- * CPU, STACK-NOTES.md), the client's `authorization` forwarded to the subgraphs (which verify
+ * a keep-alive subgraph fetcher (Node's global fetch), the client's `authorization` forwarded to the subgraphs (which verify
  * it), and nothing sent to Apollo (APOLLO_TELEMETRY_DISABLED, usage and schema reporting off).
  * The supergraph's `@link(… authenticated / requiresScopes …, for: SECURITY)` lose their purpose
  * argument, which @apollo/gateway refuses (it enforces neither; the subgraphs do).

@@ -83,7 +83,7 @@ export function parseBytes(value: string): number | null {
   return Number(m[1]) * factor;
 }
 
-/** The variables every service reads (STYLE.md: same names in every service). */
+/** The variables every service reads, with the same names in every service. */
 export function serviceConfigShape(defaults: { httpPort: number; grpcPort?: number }) {
   return {
     HALO_ENV: env.haloEnv(),
