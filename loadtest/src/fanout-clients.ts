@@ -10,8 +10,8 @@ import WebSocket from 'ws';
  *   here (connection_init, connection_ack, subscribe, pong). The first copy of each message any
  *   subscriber receives is parsed in full and checked; every other subscriber's copy must be
  *   byte for byte the same payload, under its own subscription id, or it counts as wrong. Only
- *   the message's text (its send time) is read without a parse. About 0.7× the load generator's
- *   CPU per message of the `graphql-ws` client, so 500 subscribers on one core measure more of
+ *   the message's text (its send time) is read without a parse. It costs the load generator less
+ *   CPU per message than the `graphql-ws` client, so 500 subscribers on one core measure more of
  *   the system and less of the bench (docs/benchmarks.md, S5).
  * - `graphql-ws`: the graphql-ws library's client, as the bench used before (a full parse and
  *   validation of every message by every subscriber). Its figures are not comparable with the

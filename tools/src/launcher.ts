@@ -276,8 +276,8 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
   const common: Record<string, string | undefined> = {
     ...peers,
     // glibc raises its mmap threshold after the first large free, so argon2's 19 MiB buffers
-    // (auth's password hashing) then come from the heap and stay resident: a service that seeded
-    // three passwords idled at ~150 MB instead of ~110 MB. A fixed threshold returns them.
+    // (auth's password hashing) then come from the heap and stay resident long after a service
+    // seeded its passwords. A fixed threshold returns them.
     MALLOC_MMAP_THRESHOLD_: process.env.MALLOC_MMAP_THRESHOLD_ ?? '1048576',
     // The dev secret only ever comes from here, and only in development.
     ...(dev && !opts.env?.JWT_SECRET && !process.env.JWT_SECRET ? { JWT_SECRET: DEV_JWT_SECRET } : {}),
@@ -464,10 +464,10 @@ export const GATEWAY_NODE_OPTIONS = '--max-semi-space-size=8';
 /**
  * V8 flags the gateway is started with (not allowed in NODE_OPTIONS, hence on the command line).
  * On a machine with more than 16 GB of memory V8 lets the old generation grow to 4× what survived
- * the last full collection before collecting again: the gateway's ~50 MB of live heap became
- * ~200 MB of old space and ~300 MB of RSS under load. 2× (what V8 picks by itself for the heap of a
- * pod with a memory limit) holds its peak RSS under 200 MB at no measurable CPU cost
- * (docs/benchmarks.md, "Gateway memory").
+ * the last full collection before collecting again, so the gateway's old space and RSS grew to
+ * several times its live heap under load. 2× (what V8 picks by itself for the heap of a pod with a
+ * memory limit) holds its peak RSS far lower at no measurable CPU cost (docs/benchmarks.md,
+ * "Gateway memory").
  */
 export const GATEWAY_V8_FLAGS = ['--heap-growing-percent=100'] as const;
 

@@ -6,7 +6,7 @@ import { pipeline } from 'node:stream';
  * connection starts the server behind it (`start`, which resolves to the loopback port that server
  * listens on). Every connection, the first included, is then relayed byte for byte to that port,
  * so clients see one address whether or not the server has started. For the dev OpenID provider:
- * few use it, and until someone does it costs no process (and ~90 MB) of its own.
+ * few use it, and until someone does it costs no process (and no memory) of its own.
  */
 export interface LazyPort {
   /** Whether a connection has come and `start` was called. */

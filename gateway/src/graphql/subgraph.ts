@@ -38,8 +38,8 @@ function isShareable(options: Options): boolean {
  *
  * What RemoteGraphQLDataSource (@apollo/gateway 2.14) does, minus what costs per subgraph fetch
  * and serves nothing here: it builds a node-fetch `Headers` for every request, copies it into a
- * plain object, and builds a node-fetch `Request` that only its hooks would read (about 10 µs per
- * fetch, WHATWG header validation and URL parsing included). Kept as it does: the body
+ * plain object, and builds a node-fetch `Request` that only its hooks would read (WHATWG header
+ * validation and URL parsing included, per fetch). Kept as it does: the body
  * (`{query, variables, operationName}`), `Content-Type`, any header the executor set, a subgraph
  * answer that is not 2xx as `<status>: <statusText>` with the answer under `extensions.response`
  * (401 UNAUTHENTICATED, 403 FORBIDDEN), a JSON body required, the subgraph's `Cache-Control`

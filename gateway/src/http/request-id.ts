@@ -8,7 +8,7 @@ import { bindRequestContext, requestIdOf } from '@halo/kit';
  * reads it from there (`requestContextOf(req)`: the REST proxy, the access log, the API-key
  * exchange) or from the GraphQL context value made from it (the subgraph fetches). Nothing takes it
  * as a parameter. Not `runInRequest`: on Node 20 `AsyncLocalStorage` hooks every promise of the
- * process, 10–30 % more gateway CPU per request (docs/adr/0008-request-context.md).
+ * process, which costs the gateway measurably more CPU per request (docs/adr/0008-request-context.md).
  */
 export function serveWithRequestId(
   req: IncomingMessage,

@@ -1,6 +1,6 @@
 /**
  * What the embedded launcher needs from the kit, and nothing more: the launcher loads only this
- * (the whole kit would cost it ~0.7 s of start-up and ~30 MB of memory for servers it never runs).
+ * (the whole kit would cost it start-up time and memory for servers it never runs).
  */
 export * from './topology';
 export * from './db-roles';

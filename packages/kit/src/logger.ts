@@ -49,7 +49,7 @@ let isoField = '';
 
 /**
  * pino's `stdTimeFunctions.isoTime` (`,"time":"<ISO 8601>"`), formatted once per millisecond:
- * under load many lines share one, and formatting a Date was ~2 % of the gateway's busy time.
+ * under load many lines share one, and formatting a Date per line showed in the gateway's profile.
  */
 export function isoTime(): string {
   const now = Date.now();
@@ -112,8 +112,8 @@ let stdout: DestinationStream | undefined;
 /**
  * Standard output through one buffer per process: lines are written in batches of up to 64 KiB,
  * and at least every 250 ms, instead of one write system call per line (at the gateway's
- * per-request access log that was ≈6% of its CPU under load; batches of 4 KiB still cost ~7 % of
- * its busy time on a proxied GET). What is buffered is written synchronously when
+ * per-request access log those writes showed in its profile under load, and smaller batches still
+ * did on a proxied GET; docs/benchmarks.md). What is buffered is written synchronously when
  * the process exits; only a SIGKILL can lose the last 250 ms of lines.
  */
 function bufferedStdout(): DestinationStream {

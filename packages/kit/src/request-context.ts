@@ -32,7 +32,7 @@ type Bound = IncomingMessage & { [BOUND]?: RequestContext };
 /**
  * The same context held by the request object itself, for an edge that must not turn on async
  * hooks: on Node 20 the first `runInRequest` makes every async resource and promise of the process
- * pay a hook, measured at the gateway as 10–30 % more CPU per request (ADR 0008). The gateway binds
+ * pay a hook, a cost measured at the gateway (ADR 0008). The gateway binds
  * the context to each request; what serves it reads it from there (the REST proxy from `req`,
  * GraphQL from its operation context), and its access-log line from `logRequest`.
  */
