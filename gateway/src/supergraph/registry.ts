@@ -1,9 +1,7 @@
-import { SERVICE_TOKEN_METADATA, type Logger, type ServiceIdentity } from '@halo/kit';
+import { GATEWAY_ID_HEADER, SERVICE_TOKEN_METADATA, type Logger, type ServiceIdentity } from '@halo/kit';
 
 /** The registry's audience in the gateway's service token (docs/registry.md). */
 export const REGISTRY_AUDIENCE = 'registry';
-/** Who is polling, for the registry's `GET /v1/gateways`. */
-export const GATEWAY_ID_HEADER = 'x-halo-gateway-id';
 /** A poll that takes longer than this counts as the registry being away. */
 const POLL_TIMEOUT_MS = 5_000;
 /** The first retry while the registry has never answered, and the most it doubles to. */

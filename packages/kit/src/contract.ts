@@ -76,6 +76,9 @@ export class PublishError extends Error {
 /** The header that carries a service token over HTTP (the same name as the gRPC metadata key). */
 export const SERVICE_TOKEN_HEADER = 'x-halo-service-token';
 
+/** Which gateway is polling the registry (its pod name and pid), for the registry's `GET /v1/gateways`. */
+export const GATEWAY_ID_HEADER = 'x-halo-gateway-id';
+
 /**
  * Publishes `contract` to the registry as the service itself: its service token (`aud: registry`)
  * in `x-halo-service-token`. Resolves on 200/201; throws a PublishError otherwise.

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { badRequest, quietAccessLog, route } from '@halo/kit';
+import { badRequest, GATEWAY_ID_HEADER, quietAccessLog, route } from '@halo/kit';
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Principal } from '../domain/model';
@@ -8,9 +8,6 @@ import { operationRoutes } from './operation-routes';
 import { send } from './send';
 import { textDiff } from './text-diff';
 import { authorizeReader, authorizeUsageReporter, type PublishOutcome, type Registry } from '../domain/registry';
-
-/** A gateway names itself on its polls (optional), so `GET /v1/gateways` shows what each serves. */
-export const GATEWAY_ID_HEADER = 'x-halo-gateway-id';
 
 const usageBody = z.strictObject({
   gateway: z.strictObject({ id: z.string().min(1).max(200), composition: z.number().int().positive().nullable() }),
