@@ -98,6 +98,8 @@ it('packages/client/README.md: every example runs against the real system and pr
   expect(quickStart!.logs).toEqual([[404, 'Not found', expect.stringMatching(/^req-|^[0-9a-f-]{36}$/)]]);
   expect(browser!.showLogin).toHaveBeenCalledTimes(1); // no refresh cookie in a fresh client
   expect(graphql!.logs).toEqual([[['NOT_FOUND'], { user: null }]]);
+  const manifest = runs[blocks.findIndex((b) => b.includes('persistedQueryManifest('))];
+  expect(manifest!.logs).toEqual([['Product']]);
   expect(runs.flatMap((r) => r.errors)).toEqual([]);
 }, 60_000);
 
