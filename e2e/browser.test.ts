@@ -15,7 +15,7 @@ import { startE2ESystem } from './helpers';
  *
  * Origins: the gateway is `http://localhost:<gateway port>`, the web app `http://localhost:<app
  * port>` — another origin but the same site, so the `SameSite=Strict` refresh cookie is kept and
- * sent (README "Calling Halo from a web app"). The same app server reached as `http://127.0.0.1:
+ * sent (docs/calling-halo.md "Calling Halo from a web app"). The same app server reached as `http://127.0.0.1:
  * <app port>` is the origin that is not listed.
  */
 const describeBrowser = describeWithChromium('e2e/browser.test.ts');

@@ -15,7 +15,7 @@ export const DEFAULT_TEST_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/tes
 
 /**
  * The real Postgres used by the test suites: the machine's, or one Jest's global setup started for
- * the run when nothing answers there (tools/jest/test-servers.ts; README "Test it").
+ * the run when nothing answers there (tools/jest/test-servers.ts; docs/testing.md).
  */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? DEFAULT_TEST_DATABASE_URL;
 
