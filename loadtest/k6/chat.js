@@ -13,9 +13,12 @@ import { BASE_URL, JSON_HEADERS, login, PROFILE, summaryWriter } from './lib/com
 const SUBSCRIBERS = Number(__ENV.SUBSCRIBERS || (PROFILE === 'smoke' ? 5 : 100));
 const RATE = Number(__ENV.RATE || (PROFILE === 'smoke' ? 2 : 10));
 const DURATION = __ENV.DURATION || (PROFILE === 'smoke' ? '30s' : '2m');
-/** One chat per run, so runs never hear each other. */
-const CHAT_ID = __ENV.CHAT_ID || `k6-${Date.now()}`;
 const WS_URL = `${BASE_URL.replace(/^http/, 'ws')}/graphql`;
+/** The sender starts this late, so that the subscribers are connected first. */
+const SENDER_START_MS = 5000;
+/** Subscribers listen until the sender has stopped and its last messages had this long to arrive. */
+const DRAIN_MS = 2000;
+const HOLD_MS = SENDER_START_MS + durationMs(DURATION) + DRAIN_MS;
 
 const latency = new Trend('fanout_latency', true);
 const received = new Counter('events_received');
@@ -29,14 +32,13 @@ export const options = {
       exec: 'subscriber',
       vus: SUBSCRIBERS,
       iterations: 1,
-      maxDuration: DURATION,
+      maxDuration: `${Math.ceil(HOLD_MS / 1000) + 10}s`,
     },
     sender: Object.assign(
       {
         executor: PROFILE === 'stress' ? 'ramping-arrival-rate' : 'constant-arrival-rate',
         exec: 'sender',
-        // Subscribers connect first.
-        startTime: '5s',
+        startTime: `${SENDER_START_MS / 1000}s`,
         timeUnit: '1s',
         preAllocatedVUs: 5,
         maxVUs: 50,
@@ -52,13 +54,17 @@ export const options = {
   },
 };
 
+/**
+ * One chat per run, so runs never hear each other. Chosen here, not in the init context: that runs
+ * once per VU, so each VU would pick its own chat; setup() runs once and every VU receives its result.
+ * @returns {{ token: string, chatId: string }}
+ */
 export function setup() {
-  return { token: login() };
+  return { token: login(), chatId: __ENV.CHAT_ID || `k6-${Date.now()}` };
 }
 
-/** @param {{ token: string }} data */
+/** @param {{ token: string, chatId: string }} data */
 export function subscriber(data) {
-  const holdMs = durationMs(DURATION) + 5000;
   const res = ws.connect(WS_URL, { headers: { 'Sec-WebSocket-Protocol': 'graphql-transport-ws' } }, (socket) => {
     socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${data.token}` } })));
     socket.on('message', (raw) => {
@@ -68,7 +74,10 @@ export function subscriber(data) {
           JSON.stringify({
             id: '1',
             type: 'subscribe',
-            payload: { query: 'subscription($c: ID!) { newMessage(chatId: $c) { id text author { name } } }', variables: { c: CHAT_ID } },
+            payload: {
+              query: 'subscription($c: ID!) { newMessage(chatId: $c) { id text author { name } } }',
+              variables: { c: data.chatId },
+            },
           }),
         );
       } else if (msg.type === 'next') {
@@ -90,18 +99,18 @@ export function subscriber(data) {
     socket.setTimeout(() => {
       socket.send(JSON.stringify({ id: '1', type: 'complete' }));
       socket.close(1000);
-    }, holdMs);
+    }, HOLD_MS);
   });
   check(res, { 'websocket upgraded (101)': (r) => r && r.status === 101 });
 }
 
-/** @param {{ token: string }} data */
+/** @param {{ token: string, chatId: string }} data */
 export function sender(data) {
   const res = http.post(
     `${BASE_URL}/graphql`,
     JSON.stringify({
       query: 'mutation($c: ID!, $t: String!) { sendMessage(chatId: $c, text: $t) { id } }',
-      variables: { c: CHAT_ID, t: `t:${Date.now()}` },
+      variables: { c: data.chatId, t: `t:${Date.now()}` },
     }),
     { headers: Object.assign({ Authorization: `Bearer ${data.token}` }, JSON_HEADERS), tags: { name: 'sendMessage' } },
   );

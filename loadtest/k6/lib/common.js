@@ -94,20 +94,24 @@ export function login(email = __ENV.EMAIL || 'alice@halo.local', password = __EN
 }
 
 /**
- * `handleSummary` for every suite: the summary as JSON under loadtest/results/ (or SUMMARY_DIR)
- * and a one-line verdict on stdout.
+ * `handleSummary` for every suite: a one-line verdict on stdout, and the summary as JSON in
+ * `SUMMARY_DIR/k6-<suite>-<profile>.json` when SUMMARY_DIR is given. k6 creates no directory: it
+ * must exist (relative to where k6 runs). Without SUMMARY_DIR no file is written, so a run from
+ * any directory ends without a summary error.
  * @param {string} suite
  */
 export function summaryWriter(suite) {
   /** @param {any} data */
   return (data) => {
-    const dir = __ENV.SUMMARY_DIR || 'loadtest/results';
     const failed = Object.entries(data.metrics || {})
       .filter(([, m]) => m && m.thresholds && Object.values(m.thresholds).some((t) => t && t.ok === false))
       .map(([name]) => name);
-    return {
-      [`${dir}/k6-${suite}-${PROFILE}.json`]: JSON.stringify(data, null, 2),
+    /** @type {Record<string, string>} */
+    const out = {
       stdout: `${suite} (${PROFILE}): ${failed.length ? `thresholds FAILED: ${failed.join(', ')}` : 'all thresholds passed'}\n`,
     };
+    const dir = (__ENV.SUMMARY_DIR || '').replace(/\/+$/, '');
+    if (dir) out[`${dir}/k6-${suite}-${PROFILE}.json`] = JSON.stringify(data, null, 2);
+    return out;
   };
 }
