@@ -34,11 +34,20 @@ export interface ServiceMetrics {
 /** Seconds: from a millisecond cache hit to a request that hit a 10 s deadline. */
 export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
+/**
+ * prom-client's runtime gauges whose names end in `_total`, a suffix the exposition format reserves
+ * for counters (`promtool check metrics` refuses them). Each is the sum of the gauge of the same
+ * name without the suffix, labelled by `type` (`sum by (service) (nodejs_active_handles)`), so
+ * leaving them out loses nothing.
+ */
+export const DROPPED_RUNTIME_GAUGES = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
 /** A process's registry: every series labelled `service=<name>`, with the Node runtime's metrics and the count of unhandled rejections (unhandled.ts). */
 export function createProcessRegistry(name: string): Registry {
   const registry = new Registry();
   registry.setDefaultLabels({ service: name });
   collectDefaultMetrics({ register: registry });
+  for (const gauge of DROPPED_RUNTIME_GAUGES) registry.removeSingleMetric(gauge);
   new Counter({
     name: 'halo_unhandled_rejections_total',
     help: 'Promise rejections no code handled (each one a bug; logged, and the process goes on)',
