@@ -45,6 +45,7 @@ module.exports = {
     '^@halo/kit/process$': '<rootDir>/packages/kit/src/process.ts',
     '^@halo/proto$': '<rootDir>/packages/proto/src/index.ts',
     '^@halo/client$': '<rootDir>/packages/client/src/index.ts',
+    '^@halo/client/sse$': '<rootDir>/packages/client/src/sse.ts',
     '^@halo/contracts$': '<rootDir>/packages/contracts/src/index.ts',
     '^@halo/contracts/cost$': '<rootDir>/packages/contracts/src/cost.ts',
     '^@halo/contracts/links$': '<rootDir>/packages/contracts/src/links.ts',

@@ -3,6 +3,7 @@ import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { Client as Pg } from 'pg';
 import { createHaloClient, type HaloClient, type ResumeOptions } from '@halo/client';
+import { sseTransport } from '@halo/client/sse';
 import { signAccessToken } from '@halo/kit';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import { gql, startE2ESystem } from './helpers';
@@ -192,7 +193,11 @@ describe('@halo/client resumes by itself', () => {
     const client = createHaloClient({
       baseUrl: gateway,
       accessToken: token,
-      subscriptions: { transport, webSocketImpl: WebSocket, reconnect: { attempts: 60, baseDelayMs: 200, maxDelayMs: 1000 } },
+      subscriptions: {
+        transport: transport === 'sse' ? sseTransport : transport,
+        webSocketImpl: WebSocket,
+        reconnect: { attempts: 60, baseDelayMs: 200, maxDelayMs: 1000 },
+      },
     });
     sdks.push(client);
     return client;

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as sdk from '@halo/client';
+import * as sse from '@halo/client/sse';
 import ts from 'typescript';
 import WebSocket from 'ws';
 import { startE2ESystem } from './helpers';
@@ -52,7 +53,7 @@ async function runBlock(source: string, scope: Record<string, unknown>): Promise
     compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
   });
   const run: Run = { logs: [], errors: [], showLogin: jest.fn() };
-  const modules: Record<string, unknown> = { '@halo/client': { ...sdk, createHaloClient }, ws: WebSocket };
+  const modules: Record<string, unknown> = { '@halo/client': { ...sdk, createHaloClient }, '@halo/client/sse': sse, ws: WebSocket };
   const given: Record<string, unknown> = {
     ...scope,
     showLogin: run.showLogin,

@@ -1,5 +1,6 @@
 import { createClient, type Client } from 'graphql-sse';
 import { createHaloClient, GraphQLRequestError, type HaloClient } from '@halo/client';
+import { sseTransport } from '@halo/client/sse';
 import { signAccessToken } from '@halo/kit';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import { gql, metricValue, startE2ESystem } from './helpers';
@@ -222,13 +223,13 @@ describe('refusals', () => {
   });
 });
 
-describe('the SDK over SSE (subscriptions.transport: sse)', () => {
+describe('the SDK over SSE (subscriptions.transport: sseTransport)', () => {
   /** An SDK client on SSE whose requests' paths are recorded. */
   function sdk() {
     const paths: string[] = [];
     const client = createHaloClient({
       baseUrl: gateway,
-      subscriptions: { transport: 'sse' },
+      subscriptions: { transport: sseTransport },
       fetch: (input, init) => {
         paths.push(new URL(input instanceof Request ? input.url : input).pathname);
         return fetch(input, init);

@@ -4,6 +4,7 @@
  * through `globalThis.haloPage`, whose methods answer plain data (errors as `{ name, message }`).
  */
 import { createHaloClient, type HaloClient } from '@halo/client';
+import { sseTransport } from '@halo/client/sse';
 
 export interface Failure {
   name: string;
@@ -69,7 +70,11 @@ const api = {
     const listener: Listener = { texts: [], errors: [], connected: false };
     const sub = make({
       accessToken: current().accessToken,
-      subscriptions: { transport, reconnect: { attempts: reconnectAttempts }, onConnected: () => void (listener.connected = true) },
+      subscriptions: {
+        transport: transport === 'sse' ? sseTransport : transport,
+        reconnect: { attempts: reconnectAttempts },
+        onConnected: () => void (listener.connected = true),
+      },
     });
     sub.graphql.subscribe<{ newMessage: { text: string } }>(
       NEW_MESSAGE,

@@ -1,6 +1,7 @@
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { createHaloClient, type HaloClientOptions } from '@halo/client';
+import { sseTransport } from '@halo/client/sse';
 import { signAccessToken } from '@halo/kit';
 import { startTestService, TEST_JWT_SECRET, type TestService } from '@halo/kit/testing';
 import { SDK_VERSION } from '../../packages/client/src/version';
@@ -190,7 +191,7 @@ it('Halo’s SDK: @halo/client and its version by default, the app’s own when 
     });
   const byDefault = sdk({});
   const app = sdk({ clientName: 'ios-app', clientVersion: '2.3.1' });
-  const appSse = sdk({ clientName: 'web', clientVersion: '2.4.0', subscriptions: { transport: 'sse' } });
+  const appSse = sdk({ clientName: 'web', clientVersion: '2.4.0', subscriptions: { transport: sseTransport } });
   try {
     // Persisted queries: the hash alone first (not executed, not counted), then the query.
     expect(await byDefault.graphql.query('query UsageSdk { __typename }')).toEqual({ __typename: 'Query' });

@@ -13,8 +13,7 @@ import {
 } from './rest.js';
 import { DEFAULT_RETRY, realSleep, type RetryOptions, type Sleep } from './retry.js';
 import { Session } from './session.js';
-import { SseSubscriptions } from './sse-subscriptions.js';
-import { Subscriptions, type ReconnectOptions, type SubscriptionTransport } from './subscriptions.js';
+import { Subscriptions, type ReconnectOptions, type SubscriptionTransport, type SubscriptionTransportFactory } from './subscriptions.js';
 import { Transport, type DeprecationNotice, type FetchCredentials, type HaloResponse, type RequestSpec } from './transport.js';
 
 export interface HaloClientOptions {
@@ -64,11 +63,11 @@ export interface HaloClientOptions {
   graphql?: Partial<GraphQLSettings>;
   subscriptions?: {
     /**
-     * `websocket` (default): graphql-ws at `ws(s)://…/graphql`. `sse`: Server-Sent Events (the
-     * graphql-sse protocol) at `…/graphql/stream`, one HTTP request per subscription, for where a
-     * WebSocket cannot go; it needs the `graphql` package.
+     * `websocket` (default): graphql-ws at `ws(s)://…/graphql`. `sseTransport` from
+     * `@halo/client/sse`: Server-Sent Events (the graphql-sse protocol) at `…/graphql/stream`, one
+     * HTTP request per subscription, for where a WebSocket cannot go; it needs the `graphql` package.
      */
-    transport?: 'websocket' | 'sse';
+    transport?: 'websocket' | SubscriptionTransportFactory;
     /** Default: the base URL with ws(s):// and the GraphQL path (`sse`: the base URL and `/graphql/stream`). */
     url?: string;
     /** Browsers and Node ≥ 22 have a WebSocket; on Node 20 pass `require('ws')` (`websocket` only). */
@@ -188,11 +187,24 @@ function subscriptionTransport(
 ): SubscriptionTransport {
   const o = opts.subscriptions;
   const reconnect = { attempts: 10, baseDelayMs: 1000, maxDelayMs: 30_000, ...o?.reconnect };
-  if (o?.transport === 'sse') {
-    const url = o.url ?? transport.url({ path: `${graphqlPath}/stream` });
-    const headers = { ...unlessGiven(clientInfo, opts.headers), ...opts.headers };
-    return new SseSubscriptions({ url, fetch: fetchImpl, reconnect, headers }, session, opts.apiKey, sleep);
+  const chosen: unknown = o?.transport;
+  if (chosen === 'sse') {
+    throw new TypeError("subscriptions.transport 'sse' is sseTransport from '@halo/client/sse': import it and pass it instead");
   }
+  if (typeof chosen === 'object' && chosen !== null) {
+    return (chosen as SubscriptionTransportFactory).create({
+      url: o?.url,
+      graphqlUrl: transport.url({ path: graphqlPath }),
+      fetch: fetchImpl,
+      reconnect,
+      headers: { ...unlessGiven(clientInfo, opts.headers), ...opts.headers },
+      session,
+      apiKey: opts.apiKey,
+      sleep,
+    });
+  }
+  if (chosen !== undefined && chosen !== 'websocket')
+    throw new TypeError(`subscriptions.transport: 'websocket' or sseTransport, not ${JSON.stringify(chosen)}`);
   return new Subscriptions(
     {
       url: o?.url ?? transport.url({ path: graphqlPath }).replace(/^http/, 'ws'),

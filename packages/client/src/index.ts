@@ -44,7 +44,13 @@ export {
   type RetryOptions,
   type Sleep,
 } from './retry.js';
-export { CLOSE_UNAUTHORIZED, type ReconnectOptions, type SubscriptionSink } from './subscriptions.js';
+export {
+  CLOSE_UNAUTHORIZED,
+  type ReconnectOptions,
+  type SubscriptionSink,
+  type SubscriptionTransportFactory,
+  type TransportContext,
+} from './subscriptions.js';
 export type { AuthMode, DeprecationNotice, FetchCredentials, HaloResponse, QueryValue, RequestSpec } from './transport.js';
 export * from './types.js';
 export { uuidV4 } from './web-crypto.js';

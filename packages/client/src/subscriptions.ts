@@ -54,6 +54,34 @@ export interface SubscriptionTransport {
   close(): Promise<void>;
 }
 
+/**
+ * What the client gives a transport it does not build in itself: the settings the options chose
+ * and the client's own session. Built by HaloClient; apps only pass the factory along.
+ */
+export interface TransportContext {
+  /** `subscriptions.url` when given. */
+  url: string | undefined;
+  /** The client's GraphQL endpoint over HTTP(S) (the base URL and the GraphQL path). */
+  graphqlUrl: string;
+  fetch: typeof fetch;
+  reconnect: ReconnectOptions;
+  /** The client's `headers`, and its name and version (./client-info.ts). */
+  headers: Record<string, string>;
+  session: Session;
+  apiKey: string | undefined;
+  sleep: Sleep;
+}
+
+/**
+ * A subscription transport outside the main entry, given as `subscriptions.transport`:
+ * `sseTransport` of `@halo/client/sse`. It lives behind its own entry so that an app on the
+ * WebSocket transport bundles nothing of graphql-sse (nor the `graphql` package it loads).
+ */
+export interface SubscriptionTransportFactory {
+  readonly name: string;
+  create(context: TransportContext): SubscriptionTransport;
+}
+
 /** The gateway's close code for a refused or expired token (docs/api/graphql.md, README "Subscriptions"). */
 export const CLOSE_UNAUTHORIZED = 4401;
 

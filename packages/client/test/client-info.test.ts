@@ -8,6 +8,7 @@ import { useServer } from 'graphql-ws/use/ws';
 import WebSocket, { WebSocketServer } from 'ws';
 import { createHaloClient, type HaloClient, type HaloClientOptions } from '../src';
 import { SDK_NAME, SDK_VERSION } from '../src/version';
+import { sseTransport } from '../src/sse';
 import { json, startServer, type TestServer } from './servers';
 
 /**
@@ -165,7 +166,7 @@ describe('subscriptions', () => {
 
   it('over SSE: as headers of each stream request, the client’s own headers winning', async () => {
     streamHeaders.length = 0;
-    const sse = { transport: 'sse' as const };
+    const sse = { transport: sseTransport };
     const sdk = createHaloClient({ baseUrl: url, subscriptions: sse });
     const app = createHaloClient({ baseUrl: url, clientName: 'web', clientVersion: '2.4.0', subscriptions: sse });
     const own = createHaloClient({ baseUrl: url, headers: { 'Apollographql-Client-Name': 'kiosk' }, subscriptions: sse });

@@ -74,7 +74,10 @@ describe('npm pack', () => {
         'dist/esm/package.json',
       ]),
     );
-    const targets = Object.values(exportMap.exports['.']!).flatMap((conditions) => Object.values(conditions));
+    expect(Object.keys(exportMap.exports)).toEqual(['.', './sse', './package.json']);
+    const targets = ['.', './sse'].flatMap((entry) =>
+      Object.values(exportMap.exports[entry]!).flatMap((conditions) => Object.values(conditions)),
+    );
     expect(targets.map((target) => target.replace(/^\.\//, '')).filter((target) => !files.includes(target))).toEqual([]);
   });
 
@@ -114,11 +117,34 @@ describe('the packed tarball, installed', () => {
     expect(keys).toEqual(names);
   });
 
+  it('@halo/client/sse loads from both builds, and the main entry never loads graphql-sse', async () => {
+    const cjs =
+      "const m = require('@halo/client/sse'); console.log(JSON.stringify([require.resolve('@halo/client/sse'), Object.keys(m), m.sseTransport.name]))";
+    expect(await nodeJson(project, ['-e', cjs])).toEqual([
+      expect.stringMatching(/@halo\/client\/dist\/cjs\/sse\.js$/),
+      ['sseTransport'],
+      'sse',
+    ]);
+    const esm =
+      "const m = await import('@halo/client/sse'); console.log(JSON.stringify([import.meta.resolve('@halo/client/sse'), Object.keys(m), m.sseTransport.name]))";
+    expect(await nodeJson(project, ['--input-type=module', '-e', esm])).toEqual([
+      expect.stringMatching(/@halo\/client\/dist\/esm\/sse\.js$/),
+      ['sseTransport'],
+      'sse',
+    ]);
+    const main =
+      "require('@halo/client'); console.log(JSON.stringify(Object.keys(require.cache).filter((f) => /graphql-sse|sse\\.js$/.test(f))))";
+    expect(await nodeJson(project, ['-e', main])).toEqual([]);
+  });
+
   it('is typed for ES module and CommonJS importers (TypeScript, module nodenext)', async () => {
     // Wrong on purpose: were the types unresolved (`any`), the @ts-expect-error would be unused.
     const body = [
       "import { createHaloClient, DEFAULT_RETRY, type HaloClient } from '@halo/client';",
-      "const halo: HaloClient = createHaloClient({ baseUrl: 'http://127.0.0.1:9' });",
+      "import { sseTransport } from '@halo/client/sse';",
+      "const halo: HaloClient = createHaloClient({ baseUrl: 'http://127.0.0.1:9', subscriptions: { transport: sseTransport } });",
+      '// @ts-expect-error the SSE transport is sseTransport of @halo/client/sse',
+      "createHaloClient({ subscriptions: { transport: 'sse' } });",
       'const retries: number = DEFAULT_RETRY.retries;',
       '// @ts-expect-error baseUrl is a string',
       'createHaloClient({ baseUrl: 4000 });',

@@ -7,7 +7,8 @@ import { json, startServer } from './servers';
  * The SDK runs in browsers: its sources import only each other and graphql-ws's browser-safe
  * client (the build also compiles them without Node's types: tsconfig.json). graphql-sse (whose
  * entry point also holds its server, which needs `graphql`) is imported for its types only and
- * loaded with `import()` when an SSE subscription starts.
+ * loaded with `import()` when an SSE subscription starts, from the `@halo/client/sse` entry alone
+ * (src/sse.ts): the main entry never reaches it (test/bundle.test.ts).
  */
 it('src/ imports nothing but its own modules and graphql-ws/client', () => {
   const dir = join(__dirname, '../src');
@@ -32,4 +33,9 @@ it('keeps the base URL path prefix and leaves empty query parameters out', async
   } finally {
     await server.close();
   }
+});
+
+it("refuses the former transport: 'sse', naming the entry that has it", () => {
+  const sse = 'sse' as unknown as 'websocket';
+  expect(() => createHaloClient({ subscriptions: { transport: sse } })).toThrow("sseTransport from '@halo/client/sse'");
 });
