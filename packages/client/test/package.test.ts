@@ -84,10 +84,20 @@ describe('npm pack', () => {
   it('ships no tests, no TypeScript sources and no build bookkeeping', () => {
     const unwanted = files.filter(
       (f) =>
-        !/^dist\/(cjs|esm)\/[\w-]+\.(js|js\.map|d\.ts)$/.test(f) && !['README.md', 'package.json', 'dist/esm/package.json'].includes(f),
+        !/^dist\/(cjs|esm)\/[\w-]+\.(js|js\.map|d\.ts)$/.test(f) &&
+        !['LICENSE', 'README.md', 'package.json', 'dist/esm/package.json'].includes(f),
     );
     expect(unwanted).toEqual([]);
     expect(files.filter((f) => /(^|\/)(test|src)\//.test(f) || f.endsWith('.test.js'))).toEqual([]);
+  });
+
+  it('ships the Apache-2.0 text its license field names: the LICENSE of the repository', () => {
+    expect(files).toContain('LICENSE');
+    expect((JSON.parse(readFileSync(join(PACKAGE_DIR, 'package.json'), 'utf8')) as { license: string }).license).toBe('Apache-2.0');
+    const shipped = readFileSync(join(project, 'node_modules/@halo/client/LICENSE'), 'utf8');
+    expect(shipped).toMatch(/Apache License\s+Version 2\.0, January 2004/);
+    expect(shipped).toContain('TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION');
+    expect(shipped).toBe(readFileSync(join(ROOT, 'LICENSE'), 'utf8'));
   });
 
   it('source maps carry their TypeScript, since src/ is not shipped', () => {
