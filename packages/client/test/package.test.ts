@@ -100,6 +100,17 @@ describe('npm pack', () => {
     expect(shipped).toBe(readFileSync(join(ROOT, 'LICENSE'), 'utf8'));
   });
 
+  it('every map a shipped file points at is shipped too', () => {
+    const dangling = files
+      .filter((f) => /\.(js|d\.ts)$/.test(f))
+      .flatMap((f) => {
+        const url = /\/\/# sourceMappingURL=(\S+)\s*$/.exec(readFileSync(join(project, 'node_modules/@halo/client', f), 'utf8'))?.[1];
+        const target = url ? join(f, '..', url) : undefined;
+        return target && !files.includes(target) ? [`${f} -> ${target}`] : [];
+      });
+    expect(dangling).toEqual([]);
+  });
+
   it('source maps carry their TypeScript, since src/ is not shipped', () => {
     const map = JSON.parse(readFileSync(join(project, 'node_modules/@halo/client/dist/esm/retry.js.map'), 'utf8')) as {
       sourcesContent?: string[];
