@@ -1,5 +1,6 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { getOperationAST, GraphQLError, OperationTypeNode, parse, type GraphQLFormattedError } from 'graphql';
+import { deeperThan } from '@halo/kit';
 import { sha256 } from './persisted';
 
 /**
@@ -16,17 +17,8 @@ import { sha256 } from './persisted';
  */
 export const MAX_VARIABLES_DEPTH = 64;
 
-/** True when `value` nests objects or arrays more than `levels` levels deep (itself being level 1). Allocates nothing. */
-export function deeperThan(value: unknown, levels: number): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  if (levels === 0) return true;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) if (deeperThan(value[i], levels - 1)) return true;
-    return false;
-  }
-  for (const key in value) if (deeperThan((value as Record<string, unknown>)[key], levels - 1)) return true;
-  return false;
-}
+/** Shared with every service's JSON body check (@halo/kit's json-depth.ts). */
+export { deeperThan };
 
 /** The refusal of variables or extensions nested past MAX_VARIABLES_DEPTH, on every transport. */
 export const nestedTooDeep = (what: 'variables' | 'extensions') => ({

@@ -4,6 +4,7 @@ import { load } from './lazy';
 import { HaloError, isHaloError, toRestError } from './errors';
 import type { Lifecycle } from './lifecycle';
 import type { Logger } from './logger';
+import { deeperThan, JSON_TOO_DEEP, MAX_JSON_DEPTH } from './json-depth';
 import { BODY_MAY_HOLD_NUL, findNul, nulError, rawJsonMayHoldNul } from './nul';
 import { logRequest } from './access-log';
 import { runInRequest } from './request-context';
@@ -77,8 +78,20 @@ function serveInContext(logger: Logger, req: Request, res: Response, next: NextF
   next();
 }
 
-/** JSON bodies with the contract's 400 `Invalid JSON` / 413 `Payload too large` answers. */
+/**
+ * JSON bodies with the contract's 400 `Invalid JSON` / 413 `Payload too large` answers, and 400
+ * `JSON nested deeper than 64 levels` (json-depth.ts) before any route walks the body.
+ */
 export function jsonBody(limitBytes: number): RequestHandler {
+  const parse = jsonParser(limitBytes);
+  return (req, res, next) =>
+    parse(req, res, (err?: unknown) => {
+      if (err === undefined && deeperThan(req.body, MAX_JSON_DEPTH)) return next(new HaloError('BAD_REQUEST', JSON_TOO_DEEP));
+      next(err);
+    });
+}
+
+function jsonParser(limitBytes: number): RequestHandler {
   return load.express().json({
     limit: limitBytes,
     strict: false,

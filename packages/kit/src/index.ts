@@ -25,6 +25,7 @@ export * from './request-context';
 export * from './access-log';
 export { saneRequestId } from './request-id';
 export * from './text';
+export * from './json-depth';
 export * from './nul';
 export * from './single-headers';
 export * from './users';

@@ -226,6 +226,21 @@ describe('400 before anything is locked or charged', () => {
     expect((await pay(t.base, key, { amount: 1 })).status).toBe(201);
   });
 
+  /** `{"amount":1,"x":[[…]]}`: the body object plus `arrays` levels below it. */
+  const nested = (arrays: number) => `{"amount":1,"x":${'['.repeat(arrays)}${']'.repeat(arrays)}}`;
+
+  it('a body nested thousands of levels deep → 400 with the contract’s shape, the key not taken', async () => {
+    const key = newKey();
+    const res = await pay(t.base, key, nested(2350));
+    expect([res.status, res.body]).toEqual([400, { error: 'JSON nested deeper than 64 levels' }]);
+    expect((await pay(t.base, key, { amount: 1 })).status).toBe(201);
+  });
+
+  it('64 levels are fine, 65 are not', async () => {
+    expect((await pay(t.base, newKey(), nested(63))).status).toBe(201);
+    expect((await pay(t.base, newKey(), nested(64))).body).toEqual({ error: 'JSON nested deeper than 64 levels' });
+  });
+
   it('the largest and smallest amounts are exact', async () => {
     for (const amount of [9_999_999_999.99, 0.01, 19.99]) {
       const res = await pay(t.base, newKey(), { amount });
