@@ -21,6 +21,7 @@ describe('rules', () => {
   it('Idempotency-Key: required, at most 255 characters, kept exactly', () => {
     for (const raw of [undefined, null, '', '   ', 42, ['']]) expect(() => idempotencyKey(raw)).toThrow('Idempotency-Key required');
     expect(() => idempotencyKey('k'.repeat(256))).toThrow('Idempotency-Key must be at most 255 characters');
+    expect(() => idempotencyKey('k1, k2')).toThrow('Idempotency-Key must not contain a comma');
     expect(idempotencyKey(' a b ')).toBe(' a b ');
     expect(idempotencyKey('k'.repeat(255))).toHaveLength(255);
   });

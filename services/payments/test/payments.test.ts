@@ -201,6 +201,21 @@ describe('400 before anything is locked or charged', () => {
     expect(res.body).toEqual({ error: message });
   });
 
+  it('two keys folded into one line (`k1, k2`) → the same 400 as two lines, nothing charged', async () => {
+    const [k1, k2] = [newKey(), newKey()];
+    for (const folded of [`${k1}, ${k2}`, `${k1},${k2}`]) {
+      const res = await pay(t.base, folded, { amount: 10 });
+      expect([res.status, res.body]).toEqual([400, { error: 'Idempotency-Key must be sent once' }]);
+      expect(await paymentRows(t.db, folded)).toEqual([]);
+    }
+    const twoLines = new Headers({ ...AS.user(7), 'content-type': 'application/json' });
+    twoLines.append('idempotency-key', k1);
+    twoLines.append('idempotency-key', k2);
+    const res = await fetch(`${t.base}/api/payments`, { method: 'POST', headers: twoLines, body: '{"amount":10}' });
+    expect([res.status, await res.json()]).toEqual([400, { error: 'Idempotency-Key must be sent once' }]);
+    expect([...(await paymentRows(t.db, k1)), ...(await paymentRows(t.db, k2))]).toEqual([]);
+  });
+
   it('a key of exactly 255 characters is fine', async () => {
     expect((await pay(t.base, `${newKey()}${'k'.repeat(219)}`, { amount: 1 })).status).toBe(201);
   });

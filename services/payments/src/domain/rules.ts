@@ -10,6 +10,8 @@ export const MAX_AMOUNT_CENTS = 999_999_999_999;
 export const MAX_CLIENT_ORDER_ID = 100;
 
 export const IDEMPOTENCY_KEY_REQUIRED = 'Idempotency-Key required';
+/** A comma separates list members in a header: a key never holds one. */
+export const KEY_WITH_COMMA = 'Idempotency-Key must not contain a comma';
 export const KEY_REUSED = 'Idempotency-Key reused with a different request';
 export const REQUEST_IN_PROGRESS = 'Request in progress';
 export const STORE_UNAVAILABLE = 'Idempotency store unavailable';
@@ -22,11 +24,18 @@ export const PAYMENTS_PATH = '/api/payments';
 type Body = Record<string, unknown>;
 const asBody = (raw: unknown): Body => (typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Body) : {});
 
-/** The `Idempotency-Key` header: required (missing or blank → 400), at most 255 characters, kept exactly as sent. */
+/**
+ * The `Idempotency-Key` header: required (missing or blank → 400), at most 255 characters, kept
+ * exactly as sent. Never a comma: in a header a comma separates list members (RFC 9110 §5.3), so
+ * `k1, k2` is two keys folded into one line, which every service refuses before this (the kit's
+ * single-valued headers); GraphQL's `idempotencyKey` is held to the same, so a key means the same
+ * on both transports.
+ */
 export function idempotencyKey(raw: unknown): string {
   const key: unknown = Array.isArray(raw) ? raw[0] : raw;
   if (typeof key !== 'string' || key.trim() === '') throw badRequest(IDEMPOTENCY_KEY_REQUIRED);
   if (key.length > MAX_IDEMPOTENCY_KEY) throw badRequest(`Idempotency-Key must be at most ${MAX_IDEMPOTENCY_KEY} characters`);
+  if (key.includes(',')) throw badRequest(KEY_WITH_COMMA);
   return key;
 }
 

@@ -54,7 +54,7 @@ export const restManifest = defineRestManifest({
       path: '/api/payments',
       summary: 'Create a payment (retry-safe with Idempotency-Key)',
       description: [
-        'Header `Idempotency-Key` (1–255 characters, e.g. a UUID v4) is required; keys are scoped to the caller.',
+        'Header `Idempotency-Key` (1–255 characters without a comma, e.g. a UUID v4) is required, once; keys are scoped to the caller.',
         'The first request is charged and answered 201. A repeat with the same key and the same request (method, path, JSON body)',
         'answers the first status and body byte for byte with `Idempotent-Replayed: true`, and charges nothing. While the first is',
         'in progress: 409 with `Retry-After`. The same key with another body: 422. A failed attempt (503) releases the key.',
@@ -72,7 +72,7 @@ export const restManifest = defineRestManifest({
         },
         400: {
           description:
-            '`Idempotency-Key required`, `Idempotency-Key must be at most 255 characters`, `Idempotency-Key must be sent once` (the header repeated), or the amount’s message',
+            '`Idempotency-Key required`, `Idempotency-Key must be at most 255 characters`, `Idempotency-Key must be sent once` (the header repeated, or two keys folded into one line: a comma), or the amount’s message',
         },
         403: FORBIDDEN,
         409: { description: '`Request in progress` (`status: "processing"`), with `Retry-After`', schema: processing, retryAfter: true },
