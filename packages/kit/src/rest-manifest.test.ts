@@ -56,7 +56,7 @@ const things = defineRestManifest({
         name: ruleField((v) => requiredText(v, 'name', 5), { type: 'string', minLength: 1, maxLength: 5 }),
         size: z.number({ error: 'size must be a number' }).optional(),
       }),
-      responses: { 201: { description: 'Created' } },
+      responses: { 201: { description: 'Created', location: 'The thing' } },
       versions: {
         1: { deprecated: { sunset: SUNSET, link: GUIDE } },
         2: { body: z.object({ label: z.string({ error: 'label is required' }) }) },
@@ -467,6 +467,26 @@ describe('restOpenApi: the headers and security a route declares (issue 29)', ()
         routes: [{ id: 'go', method: 'GET', path: '/go', summary: 's', responses: { 302: { description: 'away' } } }],
       }),
     ).toThrow('redirect 302 needs a location');
+  });
+
+  it('refuses a 201 without a location, in any version', () => {
+    const created = (v2: Record<number, { description: string; location?: string }>) => () =>
+      defineRestManifest({
+        service: 'catalog',
+        description: 'd',
+        routes: [
+          {
+            id: 'make',
+            method: 'POST',
+            path: '/made',
+            summary: 's',
+            responses: { 201: { description: 'made', location: 'The thing: `/made/<id>`' } },
+            versions: { 1: {}, 2: { responses: v2 } },
+          },
+        ],
+      });
+    expect(created({ 201: { description: 'made' } })).toThrow('catalog: REST route make (POST /made): 201 needs a location');
+    expect(created({ 201: { description: 'made', location: 'The thing: `/api/v2/made/<id>`' } })).not.toThrow();
   });
 });
 

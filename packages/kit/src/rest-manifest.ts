@@ -166,11 +166,15 @@ export function defineRestManifest<const M extends RestManifest>(manifest: M): M
         throw new Error(`${where(r)}: params must describe exactly the path parameters (${declared.join(', ') || 'none'})`);
       }
     }
-    for (const [status, response] of Object.entries(r.responses)) {
-      if (/^3\d\d$/.test(status) && status !== '304' && !response.location)
-        throw new Error(`${where(r)}: redirect ${status} needs a location`);
-    }
     const versions = routeVersions(r);
+    for (const responses of [r.responses, ...versions.map(([, v]) => v.responses ?? {})]) {
+      for (const [status, response] of Object.entries(responses)) {
+        if (/^3\d\d$/.test(status) && status !== '304' && !response.location)
+          throw new Error(`${where(r)}: redirect ${status} needs a location`);
+        // 201 Created names what it created (RFC 9110 §15.3.2): the handler sends it, the document declares it.
+        if (status === '201' && !response.location) throw new Error(`${where(r)}: 201 needs a location (the created resource)`);
+      }
+    }
     if (versions.length === 0) throw new Error(`${where(r)}: no version`);
     for (const [n, v] of versions) {
       if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${where(r)}: version ${n} is not a positive integer`);

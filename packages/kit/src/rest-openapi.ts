@@ -193,7 +193,9 @@ function responseHeaders(route: RestRoute, status: number, r: RestResponse, noti
     h.Link = { description: 'The migration guide', schema: { type: 'string', const: `<${notice.link}>; rel="successor-version"` } };
   }
   if (r.location) {
-    h.Location = { description: r.location, required: status >= 300 && status < 400, schema: { type: 'string', format: 'uri-reference' } };
+    // Always sent on a redirect, and on a 201 (it names what was created).
+    const required = status === 201 || (status >= 300 && status < 400);
+    h.Location = { description: r.location, required, schema: { type: 'string', format: 'uri-reference' } };
   }
   if (status === 429) h['Retry-After'] = { $ref: '#/components/headers/Retry-After' };
   else if (status === 503 || r.retryAfter) h['Retry-After'] = { $ref: '#/components/headers/Retry-After-Optional' };

@@ -90,6 +90,7 @@ export const restManifest = defineRestManifest({
       responses: {
         201: {
           description: 'The new user',
+          location: 'The user’s own resource: `/profile` (read with the user’s token; the API has no `/users/<id>`)',
           schema: z.object({ user: z.object({ id: z.number().int(), name: z.string(), email: z.string() }) }),
         },
         409: { description: '`Email already registered`' },
@@ -166,6 +167,7 @@ export const restManifest = defineRestManifest({
       responses: {
         201: {
           description: 'The key; `key` is never shown again',
+          location: 'The key: `/auth/api-keys/<id>` (what `DELETE` revokes)',
           schema: z.object({
             data: apiKey.pick({ id: true, name: true, prefix: true, scopes: true, created_at: true }).extend({ key: z.string() }),
           }),

@@ -7,6 +7,11 @@ import { restManifest } from './manifest';
 import { oauthHandlers, type OAuthRoutesOptions } from './oauth-routes';
 import type { HttpSessions } from './sessions';
 
+/** The caller's own user resource: what a registration creates, as a URL path. */
+export const PROFILE_PATH = '/profile';
+/** The API keys collection; a key is `/auth/api-keys/<id>` (what `DELETE` revokes). */
+export const API_KEYS_PATH = '/auth/api-keys';
+
 /** REST records use snake_case and integer ids (docs/api/conventions.md). Never a password or a hash. */
 export const profileJson = (u: User) => ({
   id: u.id,
@@ -47,7 +52,11 @@ export function restRoutes(deps: {
     {
       register: withRetryAfter(async (req, res, { body }) => {
         const user = await accounts.register(body, req.ip ?? 'unknown');
-        res.status(201).json({ user: { id: user.id, name: user.name, email: user.email } });
+        // The API's one user resource is the user's own profile (there is no `/users/:id`).
+        res
+          .status(201)
+          .location(PROFILE_PATH)
+          .json({ user: { id: user.id, name: user.name, email: user.email } });
       }),
       login: {
         // A cross-site login is 403 before its body is looked at.
@@ -72,7 +81,7 @@ export function restRoutes(deps: {
           const { record, key } = await apiKeys.create(caller(), body);
           const { id, name, prefix, scopes, created_at } = apiKeyJson(record);
           res.setHeader('Cache-Control', 'no-store');
-          res.status(201).json({ data: { id, name, prefix, scopes, created_at, key } });
+          res.status(201).location(`${API_KEYS_PATH}/${id}`).json({ data: { id, name, prefix, scopes, created_at, key } });
         },
       },
       revokeApiKey: {

@@ -154,10 +154,13 @@ export const restManifest = defineRestManifest({
       auth: 'required',
       scope: 'catalog:write',
       body: newProduct('price'),
-      responses: { 201: { description: 'The new product', schema: one(productV1) }, 403: FORBIDDEN },
+      responses: {
+        201: { description: 'The new product', schema: one(productV1), location: 'The product: `/products/<id>`' },
+        403: FORBIDDEN,
+      },
       versions: versions({
         body: newProduct('price_cents'),
-        responses: { 201: { description: 'The new product', schema: one(productV2) } },
+        responses: { 201: { description: 'The new product', schema: one(productV2), location: 'The product: `/api/v2/products/<id>`' } },
       }),
     },
     {

@@ -34,12 +34,17 @@ export const productJsonV2 = (p: Product) => ({
 interface Representation {
   json: (p: Product) => Record<string, unknown>;
   money: MoneyField;
+  /**
+   * The product's URL path as clients address this version (the `Location` of a created one): v1
+   * is the unversioned path, v2 the gateway's `/api/v2/…`, which it serves here as `/v2/…`.
+   */
+  path: (p: Product) => string;
 }
 
 /** Same routes, same use cases, one representation per API version (src/rest/manifest.ts). */
 const VERSIONS: Record<number, Representation> = {
-  1: { json: productJsonV1, money: 'price' },
-  2: { json: productJsonV2, money: 'price_cents' },
+  1: { json: productJsonV1, money: 'price', path: (p) => `/products/${p.id}` },
+  2: { json: productJsonV2, money: 'price_cents', path: (p) => `/api/v2/products/${p.id}` },
 };
 
 /**
@@ -70,7 +75,10 @@ export function restRoutes(catalog: Catalog, jwtSecret: string | undefined): Rou
         ...writer,
         handle: async (_req, res, { version, body, caller }) => {
           const product = await catalog.createProduct(caller(), body, rep(version).money);
-          res.status(201).json({ data: rep(version).json(product) });
+          res
+            .status(201)
+            .location(rep(version).path(product))
+            .json({ data: rep(version).json(product) });
         },
       },
       getProduct: async (_req, res, { version, params }) => {

@@ -114,7 +114,7 @@ export const restManifest = defineRestManifest({
       body: newOrder,
       responses: {
         200: { description: 'The existing order with this client_order_id', schema: one(order) },
-        201: { description: 'The new order', schema: one(order) },
+        201: { description: 'The new order', schema: one(order), location: 'The order: `/api/orders/<id>`' },
         403: FORBIDDEN,
         404: { description: '`Product not found`' },
         503: { description: '`Service unavailable`: catalog could not be asked' },

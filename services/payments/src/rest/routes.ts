@@ -13,6 +13,9 @@ export const orderJson = (o: Order) => ({
   created_at: o.createdAt,
 });
 
+/** An order's URL path: the `Location` of a created one. */
+export const orderPath = (o: Order) => `/api/orders/${o.id}`;
+
 /** Writes a stored response exactly: the same status, headers and bytes for the first answer and every replay. */
 function sendOutcome(res: Response, { response, replayed }: Outcome): void {
   res.status(response.status);
@@ -82,7 +85,9 @@ export function restRoutes(payments: Payments, jwtSecret: string | undefined): R
         authorize: (_req, { caller }) => payments.payer(caller()),
         handle: async (_req, res, { body, caller }) => {
           const { order, created } = await payments.createOrder(caller(), body);
-          res.status(created ? 201 : 200).json({ data: orderJson(order) });
+          // A new order is a new resource: Location names it (docs/api/resources.md, "Orders").
+          if (created) res.status(201).location(orderPath(order));
+          res.json({ data: orderJson(order) });
         },
       },
       getOrder: {
