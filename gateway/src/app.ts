@@ -77,6 +77,7 @@ export function createGateway(config: GatewayConfig, logger: Logger): Gateway {
     logger,
     ...(metrics ? { metrics } : {}),
     trustedProxies: config.GATEWAY_TRUSTED_PROXIES,
+    identity,
   });
   const callers = createCallerResolver({
     identity,

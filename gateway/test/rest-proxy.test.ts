@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { createLogger, signAccessToken } from '@halo/kit';
-import { TEST_JWT_SECRET } from '@halo/kit/testing';
+import { TEST_JWT_SECRET, testIdentity } from '@halo/kit/testing';
 import {
   closedPort,
   composeSupergraph,
@@ -139,6 +139,16 @@ describe('proxying', () => {
     expect(seen.headers['x-forwarded-for']).toBe('127.0.0.1');
     expect(seen.headers['x-forwarded-proto']).toBe('http');
     expect(seen.bodyLength).toBe(0);
+  });
+
+  it('vouches with its service token to auth only (audience auth), and never relays a client’s own', async () => {
+    const forged = { 'x-halo-service-token': 'from-a-client' };
+    const toAuth = await echoed('/auth/login', { method: 'POST', headers: { ...forged, 'content-type': 'application/json' }, body: '{}' });
+    const token = toAuth.seen.headers['x-halo-service-token'] as string;
+    expect(await testIdentity('auth').verify(token)).toBe('gateway');
+    await expect(testIdentity('content').verify(token)).rejects.toThrow('Invalid service token');
+    const toContent = await echoed('/posts/1', { headers: forged });
+    expect(toContent.seen.headers['x-halo-service-token']).toBeUndefined();
   });
 
   it('routes every content path', async () => {

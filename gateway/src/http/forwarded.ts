@@ -6,7 +6,8 @@ import { BlockList, isIP } from 'node:net';
  * (the socket) is one of `GATEWAY_TRUSTED_PROXIES` (the ingress in front of it); from anyone else
  * it is replaced by the socket address, so a client cannot choose the address it is counted under.
  * The chain forwarded always ends with the client address as the gateway judged it, so each
- * service believes exactly one hop (the gateway's last entry; auth's `TRUST_PROXY`).
+ * service believes exactly one hop (the gateway's last entry; auth only with the gateway's service
+ * token, which the REST proxy attaches: src/rest/proxy.ts).
  */
 export interface TrustedProxies {
   /** True when `address` (an IPv4, IPv6 or IPv4-mapped IPv6 address) is a trusted proxy. */

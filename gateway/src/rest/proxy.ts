@@ -2,7 +2,16 @@ import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerR
 import { Readable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { Pool, type Dispatcher } from 'undici';
-import { REQUEST_ID_HEADER, sendJson, type Logger, type EdgeServiceName, boundRequestId } from '@halo/kit';
+import {
+  REQUEST_ID_HEADER,
+  sendJson,
+  SERVICE_TOKEN_METADATA,
+  trustedCallersOf,
+  type Logger,
+  type EdgeServiceName,
+  type ServiceIdentity,
+  boundRequestId,
+} from '@halo/kit';
 import {
   clientOf,
   hasBody,
@@ -27,8 +36,10 @@ import type { GatewayMetrics } from '../observability';
  * - Headers: hop-by-hop ones (RFC 9110 §7.6.1, and any the Connection header names) are dropped
  *   both ways. `X-Forwarded-*` are the gateway's (src/http/forwarded.ts): from a trusted proxy its
  *   `-Port/-Proto` are appended to and `-Host` kept, from anyone else all are replaced; the last
- *   `X-Forwarded-For` entry is always the client (auth's `trust proxy` reads that one hop).
- *   `Host` stays the client's, as with http-proxy's `changeOrigin: false`.
+ *   `X-Forwarded-For` entry is always the client. To a service that trusts the gateway's key
+ *   (auth) the gateway vouches for them with its service token (`x-halo-service-token`, audience
+ *   that service): auth believes forwarded headers only with it. A client's own such token is
+ *   never relayed. `Host` stays the client's, as with http-proxy's `changeOrigin: false`.
  * - Bodies: a JSON body (not compressed) is read and checked here first, so malformed JSON and
  *   invalid UTF-8 are 400 `Invalid JSON` at the edge, then sent with its Content-Length. Any other
  *   body streams through, counted: over `bodyLimit` (declared or as it arrives) it is 413 and the
@@ -53,6 +64,8 @@ export interface ProxyOptions {
   metrics?: Pick<GatewayMetrics, 'upstream'>;
   /** Whose `X-Forwarded-*` to keep (`GATEWAY_TRUSTED_PROXIES`); null: nobody's. */
   trustedProxies?: TrustedProxies | null;
+  /** The gateway's identity: its token goes with each request to a service that trusts its key. */
+  identity?: ServiceIdentity | null;
 }
 
 /** Connection errors that mean "the service is not there" rather than "it answered badly". */
@@ -63,7 +76,7 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_A
  * `Expect`: the gateway's server already answered `100 Continue` to the client.
  */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'transfer-encoding', 'upgrade', 'trailer']);
-const HOP_BY_HOP_REQUEST = new Set([...HOP_BY_HOP, 'expect']);
+const HOP_BY_HOP_REQUEST = new Set([...HOP_BY_HOP, 'expect', SERVICE_TOKEN_METADATA]);
 /** From a peer that is not a trusted proxy, its `X-Forwarded-*` are not copied either (replaced below). */
 const HOP_BY_HOP_UNTRUSTED = new Set([...HOP_BY_HOP_REQUEST, 'x-forwarded-port', 'x-forwarded-proto', 'x-forwarded-host']);
 
@@ -153,6 +166,8 @@ interface Target {
   timeouts: UpstreamTimeouts;
   /** The base URL's path, if any (`http://host/base` → `/base`), put before every request path. */
   prefix: string;
+  /** The gateway's service token for this service (one that trusts the gateway's key), else null. */
+  vouch: (() => Promise<string>) | null;
 }
 
 /** What a failure the gateway answers for says about the upstream, in the metrics. */
@@ -174,6 +189,7 @@ export function createServiceProxies({
   maxSockets = 256,
   metrics,
   trustedProxies = null,
+  identity = null,
 }: ProxyOptions) {
   const p: Proxying = { bodyLimit, logger, metrics, trustedProxies };
   const byService = new Map<EdgeServiceName, Target>();
@@ -182,7 +198,8 @@ export function createServiceProxies({
     // Each a 504: no connection, no answer head, or silence within the answer body.
     const timeouts = { connectTimeout: timeoutMs, headersTimeout: timeoutMs, bodyTimeout: timeoutMs };
     const pool = new Pool(url.origin, { connections: maxSockets, pipelining: 1, ...timeouts });
-    byService.set(service, { pool, origin: url.origin, timeouts, service, prefix: url.pathname.replace(/\/+$/, '') });
+    const vouch = identity?.canCall && trustedCallersOf(service).includes('gateway') ? () => identity.tokenFor(service) : null;
+    byService.set(service, { pool, origin: url.origin, timeouts, service, prefix: url.pathname.replace(/\/+$/, ''), vouch });
   }
 
   return {
@@ -236,8 +253,20 @@ function exchange(
   res: ServerResponse,
   body: Buffer | null | undefined,
   attempt = 1,
+  token?: string,
 ): void {
+  if (target.vouch !== null && token === undefined) {
+    target.vouch().then(
+      (t) => exchange(p, target, req, res, body, attempt, t),
+      (err: unknown) => {
+        p.logger.error({ err, requestId: boundRequestId(req), service: target.service }, 'no service token for the upstream');
+        sendJson(res, 502, { error: 'Bad gateway' });
+      },
+    );
+    return;
+  }
   const headers = upstreamHeaders(req, p.trustedProxies);
+  if (token !== undefined) headers[SERVICE_TOKEN_METADATA] = token;
   // Without a Content-Length undici sends a streamed body chunked (the incoming
   // Transfer-Encoding is hop-by-hop and not copied).
   if (body) headers['content-length'] = String(body.length);

@@ -173,8 +173,11 @@ export interface ServiceDefinition<X extends z.ZodRawShape, C extends KitConfig,
   seed?: (parts: ServiceParts<C> & { domain: D }) => Promise<void>;
   /** Readiness beyond the database ping (e.g. Redis). */
   ready?: (domain: D) => Promise<void>;
-  /** Express settings the routes rely on (e.g. `trust proxy`), before any route. */
-  configureHttp?: (app: Express, config: C) => void;
+  /**
+   * Express settings and middleware the routes rely on (e.g. `trust proxy`), before any route;
+   * `identity` verifies a caller's service token (auth believes the gateway's forwarded headers by it).
+   */
+  configureHttp?: (app: Express, config: C, identity: ServiceIdentity) => void;
   /**
    * The subgraph: its schema from `<root>/schema.graphql` (build it with @apollo/subgraph) and
    * per-request context. A schema with a Subscription type is also served over WebSocket
@@ -316,7 +319,7 @@ export function defineService<X extends z.ZodRawShape = Record<never, never>, C 
         if (extraReady) await extraReady(domain);
       };
       const app = createHttpApp({ logger, lifecycle, ready, bodyLimit: config.BODY_LIMIT, metrics });
-      def.configureHttp?.(app, config);
+      def.configureHttp?.(app, config, identity);
       let subscriptions: SubgraphSubscriptions | undefined;
       let lean: LeanGraphql | undefined;
       if (def.graphql) {

@@ -1,4 +1,3 @@
-import express from 'express';
 import {
   assertSigningSecret,
   ConfigError,
@@ -24,22 +23,6 @@ const duration = (fallback: string) =>
         return z.NEVER;
       }
       return seconds;
-    });
-
-/** Express's `trust proxy`: true/false, a hop count, or addresses/subnets/presets (comma list). */
-const trustProxy = () =>
-  z
-    .string()
-    .default('loopback, linklocal, uniquelocal')
-    .transform((v, ctx) => {
-      const value: boolean | number | string = v === 'true' ? true : v === 'false' ? false : /^\d+$/.test(v) ? Number(v) : v;
-      try {
-        express().set('trust proxy', value);
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'must be true, false, a hop count or a list of addresses/subnets' });
-        return z.NEVER;
-      }
-      return value;
     });
 
 /** Auth's own variables; the kit adds the ones every service reads (ports, DATABASE_URL, SEED_DEMO_DATA…). */
@@ -71,11 +54,6 @@ export const authConfigShape = {
     .string()
     .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
     .optional(),
-  /**
-   * The gateway's addresses: from them, and only one hop deep, X-Forwarded-For's last entry is the
-   * client address (the gateway owns that header; src/rest/client-address.ts).
-   */
-  TRUST_PROXY: trustProxy(),
   CONTENT_GRPC_ADDR: env.str(defaultGrpcAddr('content')),
 };
 

@@ -25,7 +25,7 @@ import { Sessions } from './domain/sessions';
 import { authSchema } from './graphql/resolvers';
 import { contentUsers } from './grpc/clients/content-users';
 import { apiKeyServiceBinding } from './grpc/server/api-key-service';
-import { trustGatewayHop } from './rest/client-address';
+import { believeGatewayOnly } from './rest/client-address';
 import { restManifest } from './rest/manifest';
 import { restRoutes } from './rest/routes';
 import { HttpSessions } from './rest/sessions';
@@ -104,8 +104,9 @@ export const authService = defineService({
   ready: async ({ redis }) => {
     if (redis) await redis.ping();
   },
-  // The client address for the per-address limits: the gateway's last X-Forwarded-For entry.
-  configureHttp: (app, config) => trustGatewayHop(app, config.TRUST_PROXY),
+  // The client address for the per-address limits: the gateway's last X-Forwarded-For entry, when
+  // the gateway's service token says it is the gateway's; else the socket address.
+  configureHttp: (app, _config, identity) => believeGatewayOnly(app, identity),
   graphql: { schema: (typeDefs, { accounts }) => authSchema(typeDefs, accounts) },
   restManifest,
   rest: ({ accounts, apiKeys, sessions, oauth }, config) => {

@@ -243,7 +243,13 @@ describe('addressKey (the per-address login counter)', () => {
     ['::1', '0:0:0:0::/64'],
     ['fe80::1%eth0', 'fe80:0:0:0::/64'],
     ['64:ff9b::192.0.2.33', '64:ff9b:0:0::/64'],
-    ['unknown', 'unknown'],
-    ['1:2:3', '1:2:3'],
+    // One address written four ways is one counter; a text that is not an address is no counter of its own.
+    ['10.66.0.1', '10.66.0.1'],
+    ['0:0:0:0:0:ffff:10.66.0.1', '10.66.0.1'],
+    ['::ffff:a42:1', '10.66.0.1'],
+    ['010.066.000.001', 'unparsed'],
+    ['10.66.1', 'unparsed'],
+    ['unknown', 'unparsed'],
+    ['1:2:3', 'unparsed'],
   ])('%s → %s', (ip, key) => expect(addressKey(ip)).toBe(key));
 });

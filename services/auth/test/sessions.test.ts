@@ -1,5 +1,6 @@
 import { capturingLogger } from '@halo/kit/testing';
 import { cookie, decodeJwt, http, login, post, refreshCookieOf, signUp, startTestSystem, type TestSystem } from './helpers';
+import { viaGateway } from './login-limits';
 
 let sys: TestSystem;
 
@@ -94,6 +95,10 @@ describe('POST /auth/refresh', () => {
     ['Sec-Fetch-Site: cross-site', { 'sec-fetch-site': 'cross-site' }],
     ['a foreign Origin', { origin: 'https://evil.example' }],
     ['Origin: null', { origin: 'null' }],
+    [
+      'an Origin matched by X-Forwarded-Host/-Proto that the gateway did not vouch for',
+      { origin: 'https://halo.example', 'x-forwarded-host': 'halo.example', 'x-forwarded-proto': 'https' },
+    ],
   ])('%s → 403 Forbidden, and the token is left alone', async (_, headers) => {
     const me = await signUp(sys.base);
     const res = await refresh(me.refreshToken, headers);
@@ -108,8 +113,7 @@ describe('POST /auth/refresh', () => {
       'the Origin the client addressed (X-Forwarded-Host/-Proto as the gateway sets them)',
       () => ({
         origin: 'https://halo.example',
-        'x-forwarded-host': 'halo.example',
-        'x-forwarded-proto': 'https',
+        ...viaGateway({ 'x-forwarded-host': 'halo.example', 'x-forwarded-proto': 'https' }),
       }),
     ],
   ])('%s is fine', async (_, headers) => {
@@ -151,8 +155,7 @@ describe('POST /auth/refresh', () => {
     const sameSite = {
       origin: 'https://app.halo.example',
       'sec-fetch-site': 'same-site',
-      'x-forwarded-host': 'api.halo.example',
-      'x-forwarded-proto': 'https',
+      ...viaGateway({ 'x-forwarded-host': 'api.halo.example', 'x-forwarded-proto': 'https' }),
     };
     const res = await post(other.base, '/auth/refresh', undefined, { ...cookie(me.refreshToken), ...sameSite });
     expect(res.status).toBe(200);

@@ -3,6 +3,7 @@ import { mountRestRoutes, type RestCaller, type RestHandler, type User } from '@
 import type { Accounts } from '../domain/accounts';
 import type { ApiKeyRecord, ApiKeys } from '../domain/api-keys';
 import { TooManyAttempts } from '../domain/tokens';
+import { clientAddress } from './client-address';
 import { restManifest } from './manifest';
 import { oauthHandlers, type OAuthRoutesOptions } from './oauth-routes';
 import type { HttpSessions } from './sessions';
@@ -51,7 +52,7 @@ export function restRoutes(deps: {
     restManifest,
     {
       register: withRetryAfter(async (req, res, { body }) => {
-        const user = await accounts.register(body, req.ip ?? 'unknown');
+        const user = await accounts.register(body, clientAddress(req));
         // The API's one user resource is the user's own profile (there is no `/users/:id`).
         res
           .status(201)
@@ -62,8 +63,8 @@ export function restRoutes(deps: {
         // A cross-site login is 403 before its body is looked at.
         authorize: (req) => sessions.assertSameSite(req),
         handle: withRetryAfter(async (req, res, { body }) => {
-          // req.ip honours X-Forwarded-For from trusted proxies only (TRUST_PROXY), i.e. the gateway.
-          const user = await accounts.login(body, req.ip ?? 'unknown');
+          // The gateway's X-Forwarded-For only when its service token vouches for it (client-address.ts).
+          const user = await accounts.login(body, clientAddress(req));
           await sessions.issueLogin(res, user);
         }),
       },
