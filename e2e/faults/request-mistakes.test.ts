@@ -169,6 +169,22 @@ describe('GraphQL request errors are 400 with a code of their own', () => {
   });
 });
 
+describe('REST bodies nested past 64 levels', () => {
+  it('a payment with a member nested 2,350 levels deep → 400 with the contract’s shape, through the gateway and at payments itself', async () => {
+    const alice = bearer('2', 'Alice', 'user');
+    const deep = `{"amount":1,"x":${'['.repeat(2350)}${']'.repeat(2350)}}`;
+    for (const base of [sys.url, sys.direct('payments')]) {
+      const key = `deep-${randomUUID()}`;
+      const res = await fetch(`${base}/api/payments`, {
+        method: 'POST',
+        headers: { ...alice, 'content-type': 'application/json', 'idempotency-key': key },
+        body: deep,
+      });
+      expect([base, res.status, await res.json()]).toEqual([base, 400, { error: 'JSON nested deeper than 64 levels' }]);
+    }
+  });
+});
+
 /** A request with headers sent as given, repeated ones included (fetch would join them into one). */
 function raw(url: string, method: string, headers: [string, string | string[]][], body?: unknown) {
   return new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; json: any }>((resolve, reject) => {
