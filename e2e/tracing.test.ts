@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -141,4 +142,27 @@ it('a federated query is one trace across the gateway and the subgraph it calls'
   expect(trace.some((s) => s.service === 'halo-gateway' && s.kind === 2)).toBe(true);
   // The gateway's fetch to the subgraph is a client span (undici) in the same trace.
   expect(trace.some((s) => s.service === 'halo-gateway' && s.kind === 3)).toBe(true);
+});
+
+it("a client's traceparent on a proxied REST request: the service's span hangs off the gateway's client span, in the client's trace", async () => {
+  // Three routes of three services, each with a trace of the client's own.
+  const calls: [string, RequestInit][] = [
+    ['/products/4', {}],
+    ['/greet', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Budi' }) }],
+    ['/posts/2', {}],
+  ];
+  for (const [path, init] of calls) {
+    const traceId = randomBytes(16).toString('hex');
+    const traceparent = `00-${traceId}-${randomBytes(8).toString('hex')}-01`;
+    const res = await fetch(`${sys.url}${path}`, { ...init, headers: { ...init.headers, traceparent, tracestate: 'client=1' } });
+    expect(res.status).toBe(200);
+    const inTrace = () => spans.filter((s) => s.traceId === traceId);
+    const gatewayClient = () => inTrace().find((s) => s.service === 'halo-gateway' && s.kind === 3);
+    const serviceServer = () => inTrace().find((s) => s.service !== 'halo-gateway' && s.kind === 2);
+    await until(() => gatewayClient() !== undefined && serviceServer() !== undefined, `the spans of ${path} in the client's trace`);
+    // The service's server span is the child of the gateway's proxied request, not a new root.
+    expect(serviceServer()!.parentSpanId).toBe(gatewayClient()!.spanId);
+    // And the gateway's own server span joined the client's trace.
+    expect(inTrace().some((s) => s.service === 'halo-gateway' && s.kind === 2)).toBe(true);
+  }
 });

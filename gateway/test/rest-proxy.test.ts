@@ -151,6 +151,14 @@ describe('proxying', () => {
     expect(toContent.seen.headers['x-halo-service-token']).toBeUndefined();
   });
 
+  it("does not copy the client's trace context: the tracing instrumentation writes the gateway's own", async () => {
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const { seen } = await echoed('/hello', { headers: { traceparent, tracestate: 'client=1', baggage: 'k=v' } });
+    expect(seen.headers).not.toHaveProperty('traceparent');
+    expect(seen.headers).not.toHaveProperty('tracestate');
+    expect(seen.headers).not.toHaveProperty('baggage');
+  });
+
   it('routes every content path', async () => {
     for (const path of ['/hello', '/users/7/posts', '/posts/1', '/posts/1/comments']) {
       const { res, seen } = await echoed(path);

@@ -76,7 +76,14 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_A
  * `Expect`: the gateway's server already answered `100 Continue` to the client.
  */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'transfer-encoding', 'upgrade', 'trailer']);
-const HOP_BY_HOP_REQUEST = new Set([...HOP_BY_HOP, 'expect', SERVICE_TOKEN_METADATA]);
+/**
+ * Requests also lose the client's W3C trace context: the gateway's HTTP instrumentation has
+ * already joined the client's trace, and its undici instrumentation writes the gateway's own span
+ * as the upstream request's `traceparent` (and `tracestate`, `baggage`). A copy of the client's
+ * would make a second field, which the service reads as none (its span a new root). A client's
+ * own service token is never relayed either (the gateway sends its own where a service trusts it).
+ */
+const HOP_BY_HOP_REQUEST = new Set([...HOP_BY_HOP, 'expect', SERVICE_TOKEN_METADATA, 'traceparent', 'tracestate', 'baggage']);
 /** From a peer that is not a trusted proxy, its `X-Forwarded-*` are not copied either (replaced below). */
 const HOP_BY_HOP_UNTRUSTED = new Set([...HOP_BY_HOP_REQUEST, 'x-forwarded-port', 'x-forwarded-proto', 'x-forwarded-host']);
 
@@ -100,7 +107,7 @@ const HOST_PORT = /:(\d+)$/;
 const CLOSE = Object.freeze({ connection: 'close' });
 
 /**
- * The headers the service receives: the client's, minus hop-by-hop, with the request id of the
+ * The headers the service receives: the client's, minus hop-by-hop and trace context, with the request id of the
  * request context (the client's only when it was sane), plus the X-Forwarded-* set.
  */
 export function upstreamHeaders(req: IncomingMessage, trusted: TrustedProxies | null = null): OutgoingHttpHeaders {
