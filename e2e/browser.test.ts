@@ -84,6 +84,22 @@ async function until(what: string, ok: () => boolean, timeoutMs = 10_000): Promi
   }
 }
 
+/** The text of the first element matching `selector` (Monaco writes spaces as U+00A0), or '' if none. */
+async function textOf(page: Page, selector: string): Promise<string> {
+  const el = await page.$(selector);
+  if (!el) return '';
+  return ((await el.evaluate((e) => e.textContent)) ?? '').replace(/\u00a0/g, ' ');
+}
+
+/** Polls `ok` (every 50 ms, at most 15 s). */
+async function untilAsync(what: string, ok: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await ok())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** A fresh tab on `origin`'s web app with a client for the gateway; page errors fail the test. */
 async function openApp(origin: string): Promise<Page> {
   const page = await browser!.newPage();
@@ -245,6 +261,35 @@ describeBrowser('Halo from a browser', () => {
       const answer = await introspection;
       expect(answer.status()).toBe(200);
       expect(((await answer.json()) as { data?: { __schema?: unknown } }).data?.__schema).toBeDefined();
+    });
+
+    it('/graphql: GraphiQL opens on the example query, naming its own origin, and Run answers with data', async () => {
+      // A fresh profile: no tabs a previous visit stored.
+      const context = await browser!.createBrowserContext();
+      const ide = await context.newPage();
+      try {
+        ide.on('pageerror', (err) => void pageErrors.push(`graphiql: ${(err as Error).message}`));
+        await ide.goto(`${gateway}/graphql`, { waitUntil: 'load' });
+        await ide.waitForSelector('.graphiql-query-editor .view-lines', { timeout: 20_000 });
+        // The sign-in hint names the gateway as the browser reached it (localhost and this port).
+        const editor = () => textOf(ide, '.graphiql-query-editor .view-lines');
+        await untilAsync('the example query in the editor', async () => (await editor()).includes(`curl -s -X POST ${gateway}/auth/login`));
+        const run = ide.waitForResponse(
+          (r) => r.url() === `${gateway}/graphql` && r.request().method() === 'POST' && (r.request().postData() ?? '').includes('posts'),
+          { timeout: 15_000 },
+        );
+        // Nothing typed: Run executes what the page opened with.
+        await ide.locator('.graphiql-execute-button').setTimeout(15_000).click();
+        const answer = await run;
+        expect(answer.status()).toBe(200);
+        const body = (await answer.json()) as { data?: { posts?: { edges: unknown[] } }; errors?: unknown };
+        expect(body.errors).toBeUndefined();
+        expect(body.data?.posts?.edges.length).toBeGreaterThan(0);
+        // And the result pane shows it.
+        await untilAsync('the answer in the result pane', async () => (await textOf(ide, '.graphiql-response')).includes('"edges"'));
+      } finally {
+        await context.close();
+      }
     });
   });
 

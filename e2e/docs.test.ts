@@ -94,8 +94,8 @@ describe('GraphiQL', () => {
   it("GraphiQL's example query works without signing in, and its sign-in hint works as written", async () => {
     const html = await (await fetch(`${url}/graphql`, { headers: { accept: BROWSER } })).text();
     const block = /<script id="graphiql-options" type="application\/json">([^<]*)<\/script>/.exec(html);
-    const { defaultQuery } = JSON.parse(block![1]!) as { defaultQuery: string };
-    const { body: anonymous } = await gql(url, defaultQuery);
+    const { query } = JSON.parse(block![1]!) as { query: string };
+    const { body: anonymous } = await gql(url, query);
     expect(anonymous.errors).toBeUndefined();
     expect(anonymous.data.posts.edges.length).toBeGreaterThan(0);
     expect(anonymous.data.posts.edges[0].node).toEqual({
@@ -104,11 +104,11 @@ describe('GraphiQL', () => {
       author: { name: expect.any(String) },
     });
     // The hint: the login body it shows, then its accessToken as a Bearer token.
-    const body = /-d '([^']+)'/.exec(defaultQuery)![1]!;
+    const body = /-d '([^']+)'/.exec(query)![1]!;
     const login = await fetch(`${url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
     const { accessToken } = (await login.json()) as { accessToken: string };
     const header = JSON.parse(
-      /\{ "Authorization": "Bearer <accessToken>" \}/.exec(defaultQuery)![0].replace('<accessToken>', accessToken),
+      /\{ "Authorization": "Bearer <accessToken>" \}/.exec(query)![0].replace('<accessToken>', accessToken),
     ) as Record<string, string>;
     expect((await gql(url, '{ me { name } }', undefined, header)).body).toEqual({ data: { me: { name: 'Alice' } } });
   });

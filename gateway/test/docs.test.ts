@@ -7,6 +7,7 @@ import { getIntrospectionQuery } from 'graphql';
 import { capturingLogger } from '@halo/kit/testing';
 import { isGatewayPath } from '@halo/kit';
 import { DEFAULT_OPENAPI_PATH } from '../src/config';
+import { GRAPHIQL_ORIGIN } from '../src/docs/pages';
 import {
   composeSupergraph,
   MINIMAL_SUBGRAPH_SDL,
@@ -166,15 +167,20 @@ describe('GraphiQL at /graphql', () => {
   });
 
   it('opens with an example query and how to send a token, as options in the page that graphiql.js reads', async () => {
-    const html = await (await fetch(`${dev.url}/graphql`, { headers: { accept: BROWSER } })).text();
+    // Whatever Host the request names, the page is the same: the origin is the browser's to fill in.
+    const html = await (await fetch(`${dev.url}/graphql`, { headers: { accept: BROWSER, host: 'evil.example' } })).text();
     const block = /<script id="graphiql-options" type="application\/json">([^<]*)<\/script>/.exec(html);
-    const options = JSON.parse(block![1]!) as { endpoint: string; defaultQuery: string; subscriptionsProtocol: string };
+    const options = JSON.parse(block![1]!) as { endpoint: string; query: string; subscriptionsProtocol: string };
+    // `query`, the option Yoga's GraphiQL opens on (it opens on its welcome comment without it).
     expect(options).toMatchObject({ endpoint: '/graphql', subscriptionsProtocol: 'WS' });
-    expect(options.defaultQuery).toContain('posts(first: 5)');
-    expect(options.defaultQuery).toContain('POST /auth/login');
-    expect(options.defaultQuery).toContain('{ "Authorization": "Bearer <accessToken>" }');
+    expect(options.query).toContain('posts(first: 5)');
+    expect(options.query).toContain('POST /auth/login');
+    expect(options.query).toContain('{ "Authorization": "Bearer <accessToken>" }');
+    expect(options.query).toContain(`curl -s -X POST ${GRAPHIQL_ORIGIN}/auth/login`);
+    expect(html).not.toMatch(/127\.0\.0\.1:4000|evil\.example/);
     const init = await (await fetch(`${dev.url}/graphiql/assets/graphiql.js`)).text();
     expect(init).toContain("JSON.parse(document.getElementById('graphiql-options').textContent)");
+    expect(init).toContain('location.origin');
   });
 
   it('in development, operations still go to GraphQL (POST, and GET asking for JSON)', async () => {

@@ -40,17 +40,23 @@ export const swaggerInit = `window.ui = SwaggerUIBundle({
 `;
 
 /**
- * What GraphiQL opens with (a first visit; later ones restore the browser's own tabs): a query
- * that works without signing in, and above it how to sign in for the rest: a token from
- * `POST /auth/login` in the headers editor. The headers editor itself starts empty, since a
- * placeholder token there would make every query fail with 401.
+ * In the example query, where the page's own origin goes: graphiql.js puts the browser's
+ * `location.origin` there, so the example names the address the page was opened at (any port
+ * offset, any host name) without the gateway ever echoing a client's Host header into a page.
  */
-export const GRAPHIQL_DEFAULT_QUERY = `# Halo's GraphQL API (GraphiQL is served in development only).
+export const GRAPHIQL_ORIGIN = '{{origin}}';
+
+/**
+ * What GraphiQL opens with: a query that works without signing in, and above it how to sign in
+ * for the rest: a token from `POST /auth/login` in the headers editor. The headers editor itself
+ * starts empty, since a placeholder token there would make every query fail with 401.
+ */
+export const GRAPHIQL_QUERY = `# Halo's GraphQL API (GraphiQL is served in development only).
 #
 # This query needs no sign-in. Fields marked @authenticated (me, orders, messages,
 # sendMessage, ...) need an access token. Get one with POST /auth/login, e.g.
 #
-#   curl -s -X POST http://127.0.0.1:4000/auth/login -H 'content-type: application/json' \\
+#   curl -s -X POST ${GRAPHIQL_ORIGIN}/auth/login -H 'content-type: application/json' \\
 #     -d '{"email":"alice@halo.local","password":"password123"}'
 #
 # and put its "accessToken" in the Headers tab below:
@@ -73,13 +79,18 @@ export const GRAPHIQL_DEFAULT_QUERY = `# Halo's GraphQL API (GraphiQL is served 
 }
 `;
 
-/** GraphiQL's options, in the page as a JSON data block (not run, so the policy allows it) that graphiql.js reads. */
+/**
+ * GraphiQL's options, in the page as a JSON data block (not run, so the policy allows it) that
+ * graphiql.js reads. Yoga's GraphiQL opens on `query` (a `?query=` in the address wins, which is
+ * how an edited query survives a reload); without it, it opens on its generic welcome comment,
+ * which has nothing to run, whatever GraphiQL's own `defaultQuery` says.
+ */
 export const GRAPHIQL_OPTIONS = {
   endpoint: '/graphql',
   title: 'Halo GraphiQL',
   // Subscriptions over graphql-ws (graphql-transport-ws), as the gateway speaks them.
   subscriptionsProtocol: 'WS',
-  defaultQuery: GRAPHIQL_DEFAULT_QUERY,
+  query: GRAPHIQL_QUERY,
 };
 
 export const graphiqlPage = `<!doctype html>
@@ -115,10 +126,9 @@ export const graphiqlEnvironment = `self.MonacoEnvironment = {
 };
 `;
 
-export const graphiqlInit = `YogaGraphiQL.renderYogaGraphiQL(
-  document.getElementById('graphiql'),
-  JSON.parse(document.getElementById('graphiql-options').textContent),
-);
+export const graphiqlInit = `var options = JSON.parse(document.getElementById('graphiql-options').textContent);
+options.query = options.query.split(${JSON.stringify(GRAPHIQL_ORIGIN)}).join(location.origin);
+YogaGraphiQL.renderYogaGraphiQL(document.getElementById('graphiql'), options);
 `;
 
 export const indexPage = (links: [string, string, string][]) => `<!doctype html>
