@@ -140,8 +140,9 @@ function appendForwarded(headers: OutgoingHttpHeaders, name: string, value: stri
 }
 
 /**
- * Copies the service's answer head onto `res`, minus hop-by-hop, with the Cache-Control rule.
- * Repeated fields are joined as node's own client joins them (Set-Cookie stays a list).
+ * Copies the service's answer head onto `res`, minus hop-by-hop, with the Cache-Control rule (and,
+ * on a 429, without the gateway's RateLimit fields). Repeated fields are joined as node's own client
+ * joins them (Set-Cookie stays a list).
  */
 function copyResponseHead(
   status: number,
@@ -151,6 +152,13 @@ function copyResponseHead(
   res: ServerResponse,
 ): void {
   const named = connectionTokens(headers.connection);
+  // A service's refusal (auth's login lockout) is not the gateway's limit: the gateway's RateLimit
+  // fields would describe quota left on another limit. Its own Retry-After (and RateLimit, if it
+  // sends one) stand.
+  if (status === 429) {
+    res.removeHeader('ratelimit');
+    res.removeHeader('ratelimit-policy');
+  }
   for (const name in headers) {
     if (HOP_BY_HOP.has(name) || (named !== null && named.has(name))) continue;
     const value = headers[name]!;

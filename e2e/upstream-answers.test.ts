@@ -1,0 +1,41 @@
+import { startE2ESystem } from './helpers';
+
+/**
+ * What the gateway adds to, or takes from, a service's answer on its way through the REST proxy,
+ * with the real gateway and services: a service's own 429 (auth's per-email login lockout) must
+ * not carry the gateway's RateLimit fields, which describe another limit.
+ */
+let sys: Awaited<ReturnType<typeof startE2ESystem>>;
+let url: string;
+
+beforeAll(async () => {
+  sys = await startE2ESystem({ portOffset: 3500 });
+  url = sys.url;
+}, 90_000);
+
+afterAll(async () => {
+  await sys?.stop();
+});
+
+const post = (path: string, body: unknown) =>
+  fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+describe("a service's own 429", () => {
+  it("auth's login lockout keeps its Retry-After, without the gateway's RateLimit fields", async () => {
+    const email = 'lockout@example.com';
+    expect((await post('/auth/register', { name: 'Lock', email, password: 'correct-horse' })).status).toBe(201);
+    // The gateway's limits admit these: its fields are on every answer it let through.
+    for (let i = 0; i < 5; i++) {
+      const refused = await post('/auth/login', { email, password: `wrong-${i}` });
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get('ratelimit')).toMatch(/^"anonymous";r=\d+;t=\d+$/);
+    }
+    const blocked = await post('/auth/login', { email, password: 'correct-horse' });
+    expect(blocked.status).toBe(429);
+    expect(await blocked.json()).toEqual({ error: 'Too many attempts' });
+    expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
+    // The limit that refused is auth's: the gateway's quota left (on another limit) is not said.
+    expect(blocked.headers.get('ratelimit')).toBeNull();
+    expect(blocked.headers.get('ratelimit-policy')).toBeNull();
+  });
+});
