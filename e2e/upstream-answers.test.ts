@@ -3,7 +3,8 @@ import { startE2ESystem } from './helpers';
 /**
  * What the gateway adds to, or takes from, a service's answer on its way through the REST proxy,
  * with the real gateway and services: a service's own 429 (auth's per-email login lockout) must
- * not carry the gateway's RateLimit fields, which describe another limit.
+ * not carry the gateway's RateLimit fields, which describe another limit; a version negotiated on
+ * the unversioned path is labelled as its own media type, as the OpenAPI document describes it.
  */
 let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 let url: string;
@@ -37,5 +38,25 @@ describe("a service's own 429", () => {
     // The limit that refused is auth's: the gateway's quota left (on another limit) is not said.
     expect(blocked.headers.get('ratelimit')).toBeNull();
     expect(blocked.headers.get('ratelimit-policy')).toBeNull();
+  });
+});
+
+describe('a version negotiated on the unversioned path', () => {
+  it.each([
+    ['/products?limit=2', { accept: 'application/vnd.halo.v2+json' }],
+    ['/products?limit=2&version=2', {}],
+  ])('%s %j answers v2 as application/vnd.halo.v2+json', async (path, headers: Record<string, string>) => {
+    const res = await fetch(`${url}${path}`, { headers });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/vnd\.halo\.v2\+json(;|$)/);
+    const page = (await res.json()) as { data: Record<string, unknown>[] };
+    expect(page.data[0]).toHaveProperty('price_cents');
+    expect(page.data[0]).not.toHaveProperty('price');
+  });
+
+  it('v1 there, and v2 at /api/v2, stay application/json', async () => {
+    for (const path of ['/products?limit=2', '/api/v2/products?limit=2']) {
+      expect((await fetch(`${url}${path}`)).headers.get('content-type')).toMatch(/^application\/json(;|$)/);
+    }
   });
 });

@@ -73,6 +73,12 @@ function clientSource(): string {
     `  const page = (await listProductsAsV2()) ;`,
     `  return page.data.map((p) => p.price_cents);`,
     `}`,
+    // A client that reads only application/json gets v1 alone (a v1|v2 union has no common price).
+    `const v1Client = createClient<paths, 'application/json'>({ baseUrl: 'http://127.0.0.1:4000' });`,
+    `export async function productsInUnits(): Promise<number[]> {`,
+    `  const { data } = await v1Client.GET('/products');`,
+    `  return data ? data.data.map((p) => p.price) : [];`,
+    `}`,
     ...calls,
   ].join('\n\n');
 }

@@ -29,25 +29,32 @@ export interface RestStageOptions {
 export function createRestStage({ routes: initial, proxies, callers, rateLimits = null, logger }: RestStageOptions) {
   // Read per request: swapped whole when a new composition arrives.
   let routes = initial;
-  const forwardIfCaller = (service: EdgeServiceName, req: IncomingMessage, res: ServerResponse) =>
+  // `mediaType`: the negotiated version's Content-Type (src/rest/versioning.ts), if any.
+  const forwardIfCaller = (service: EdgeServiceName, req: IncomingMessage, res: ServerResponse, mediaType: string | undefined) =>
     callers.resolve(req).then(
       (caller) => {
         if (!caller) return sendJson(res, 401, { error: TOKEN_REQUIRED });
-        proxies.forward(service, req, res);
+        proxies.forward(service, req, res, mediaType);
       },
       (err: unknown) => sendError(res, err, logger),
     );
-  const forward = (route: RouteDef, req: IncomingMessage, res: ServerResponse) => {
+  const forward = (route: RouteDef, req: IncomingMessage, res: ServerResponse, mediaType: string | undefined) => {
     // The proxy reads and checks a JSON body (413, 400 Invalid JSON) and streams any other.
-    if (!route.auth) proxies.forward(route.service, req, res);
+    if (!route.auth) proxies.forward(route.service, req, res, mediaType);
     // Protected: no caller, no proxying (docs/api/auth.md: 401 Token required / Invalid token).
-    else void forwardIfCaller(route.service, req, res);
+    else void forwardIfCaller(route.service, req, res, mediaType);
   };
   // Counted per caller before anything is proxied; bad credentials count by address (the caller
   // check below answers them: the same promise, verified once).
-  const admitThenForward = (limits: RateLimits, route: RouteDef, req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  const admitThenForward = (
+    limits: RateLimits,
+    route: RouteDef,
+    req: IncomingMessage,
+    res: ServerResponse,
+    mediaType: string | undefined,
+  ): Promise<void> => {
     const forwardIfAdmitted = (ticket: RateLimitTicket | null) => {
-      if (ticket !== null) forward(route, req, res);
+      if (ticket !== null) forward(route, req, res, mediaType);
     };
     // Without credentials the caller is known at once: nobody (no promise to wait for).
     if (!hasCredentials(req)) return limits.admit(req, res, null, 'rest').then(forwardIfAdmitted);
@@ -68,8 +75,8 @@ export function createRestStage({ routes: initial, proxies, callers, rateLimits 
         res.route = match.route.path;
         // A versioned request goes to the path that serves its version (e.g. /api/v2/products → /v2/products).
         if (match.url !== undefined) req.url = match.url;
-        if (rateLimits === null) forward(match.route, req, res);
-        else admitThenForward(rateLimits, match.route, req, res).catch((err: unknown) => sendError(res, err, logger));
+        if (rateLimits === null) forward(match.route, req, res, match.mediaType);
+        else admitThenForward(rateLimits, match.route, req, res, match.mediaType).catch((err: unknown) => sendError(res, err, logger));
         return true;
       }
       if (match.kind === 'method-not-allowed') {

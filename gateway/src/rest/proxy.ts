@@ -150,6 +150,7 @@ function copyResponseHead(
   headers: IncomingHttpHeaders,
   req: IncomingMessage,
   res: ServerResponse,
+  mediaType: string | undefined,
 ): void {
   const named = connectionTokens(headers.connection);
   // A service's refusal (auth's login lockout) is not the gateway's limit: the gateway's RateLimit
@@ -167,9 +168,20 @@ function copyResponseHead(
   // A service's Cache-Control stands for its public answers; an error, or an answer to a caller
   // with credentials, is never stored. Without one, the gateway's default no-store stays.
   if (status >= 400 || hasCredentials(req.headers)) res.setHeader('cache-control', 'no-store');
+  // A version negotiated on the unversioned path: its JSON answer is labelled as that version.
+  if (mediaType !== undefined && status < 300) relabel(res, headers['content-type'], mediaType);
   res.statusCode = status;
   if (statusMessage) res.statusMessage = statusMessage;
 }
+
+/** `application/json; charset=utf-8` → `<mediaType>; charset=utf-8`; any other type is left alone. */
+function relabel(res: ServerResponse, type: string | undefined, mediaType: string): void {
+  if (type === undefined || !type.startsWith(JSON_TYPE)) return;
+  const rest = type.slice(JSON_TYPE.length);
+  if (rest === '' || rest.startsWith(';')) res.setHeader('content-type', mediaType + rest);
+}
+
+const JSON_TYPE = 'application/json';
 
 const hasCredentials = (headers: IncomingHttpHeaders) => headers.authorization !== undefined || headers['x-api-key'] !== undefined;
 
@@ -222,19 +234,19 @@ export function createServiceProxies({
      * Forwards the request to the service (the route's version rewrite already in `req.url`).
      * Without a body it goes at once; a JSON body is read and checked first; any other streams.
      */
-    forward(service: EdgeServiceName, req: IncomingMessage, res: ServerResponse): void {
+    forward(service: EdgeServiceName, req: IncomingMessage, res: ServerResponse, mediaType?: string): void {
       const target = byService.get(service);
       if (!target) {
         logger.error({ requestId: boundRequestId(req), service }, 'no upstream configured for the service');
         sendJson(res, 502, { error: 'Bad gateway' });
         return;
       }
-      if (!hasBody(req)) return exchange(p, target, req, res, undefined);
+      if (!hasBody(req)) return exchange(p, target, req, res, undefined, mediaType);
       // A compressed body is the service's to decode (and judge); only plain JSON is checked.
       if (isEncoded(req) || !isJsonType(req.headers['content-type'])) {
         const declared = req.headers['content-length'];
         if (declared !== undefined && Number(declared) > bodyLimit) return sendBodyError(res, payloadTooLarge(), logger);
-        return exchange(p, target, req, res, null);
+        return exchange(p, target, req, res, null, mediaType);
       }
       readBody(req, bodyLimit).then(
         (body) => {
@@ -243,7 +255,7 @@ export function createServiceProxies({
           } catch (err) {
             return sendBodyError(res, err, logger);
           }
-          exchange(p, target, req, res, body);
+          exchange(p, target, req, res, body, mediaType);
         },
         (err: unknown) => sendBodyError(res, err, logger),
       );
@@ -267,6 +279,7 @@ function exchange(
   req: IncomingMessage,
   res: ServerResponse,
   body: Buffer | null | undefined,
+  mediaType: string | undefined,
   attempt = 1,
   token?: string,
 ): void {
@@ -286,7 +299,7 @@ function exchange(
   // Transfer-Encoding is hop-by-hop and not copied).
   if (body) headers['content-length'] = String(body.length);
   const retry = attempt === 1 && body === undefined && SAFE_METHODS.has(req.method ?? '');
-  const handler = new Exchange(p, target, req, res, body === null, retry);
+  const handler = new Exchange(p, target, req, res, body === null, retry, mediaType);
   const stream = body === null ? countedBody(req, p.bodyLimit, () => handler.tooLarge()) : null;
   // 'close' without a finished answer: the client left (or the gateway destroyed the answer).
   if (attempt === 1) res.on('close', () => exchangeOf.get(res)?.closed());
@@ -327,6 +340,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     private readonly streamed: boolean,
     /** A safe request without a body, not yet sent again: it may go once more (below). */
     private readonly retry: boolean,
+    /** The negotiated version's Content-Type for a successful JSON answer (src/rest/versioning.ts). */
+    private readonly mediaType: string | undefined,
   ) {
     this.sentAt = p.metrics ? process.hrtime.bigint() : 0n;
   }
@@ -358,7 +373,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.p.metrics?.upstream(this.target.service, status, this.sentAt);
     // Ignored from here on: the rest of the answer is read so that the connection is kept.
     if (this.done || this.res.destroyed) return;
-    copyResponseHead(status, statusMessage, headers, this.req, this.res);
+    copyResponseHead(status, statusMessage, headers, this.req, this.res, this.mediaType);
   }
 
   onResponseData(c: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -381,7 +396,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     // more, on a new connection (src/http/upstream.ts). Anything else may have run: its failure stands.
     if (this.retry && !this.answered && code !== undefined && CLOSED_UNDER_REQUEST.has(code)) {
       this.done = true;
-      return exchange(this.p, this.target, this.req, this.res, undefined, 2);
+      return exchange(this.p, this.target, this.req, this.res, undefined, this.mediaType, 2);
     }
     // Nobody listening (a service down or restarting): say so, and fast (docs/api/conventions.md).
     if (code !== undefined && TIMED_OUT.has(code)) this.fail(504, 'Gateway timeout', 'ETIMEDOUT', err);

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { toHttpDate } from '@halo/kit';
+import { toHttpDate, versionMediaType } from '@halo/kit';
 import { createRouteTable, versionsOf, type RouteDef, type RouteMatch, type RouteTable } from './routes';
 
 /**
@@ -17,6 +17,9 @@ import { createRouteTable, versionsOf, type RouteDef, type RouteMatch, type Rout
  *   `Sunset: <HTTP-date>` and `Link: <guide>; rel="successor-version"`.
  * - `Vary: Accept` on the routes that exist in more than one version, and on every answer whose
  *   version the Accept header chose, so a shared cache never serves one version for another.
+ * - A version other than the default negotiated on the unversioned path (`Accept`, `?version=`)
+ *   answers as its own media type (`Content-Type: application/vnd.halo.v2+json`), the one the
+ *   OpenAPI document describes it under; `/api/vN/…` answers `application/json`, as documented there.
  *
  * The unversioned hot path costs three cheap tests (path prefix, `version=` in the query string,
  * a regex over Accept) and one Map lookup; every header object is built once, when the table is.
@@ -54,6 +57,8 @@ export type VersionedMatch = (RouteMatch | { kind: 'unsupported-version'; error:
   headers?: Headers;
   /** The upstream path and query, when they differ from the request's. */
   url?: string;
+  /** The Content-Type of a successful JSON answer, when the version was negotiated on the unversioned path. */
+  mediaType?: string;
 };
 
 const VARY_ACCEPT: Headers = Object.freeze({ vary: 'Accept' });
@@ -78,7 +83,8 @@ export function createVersioning(routes: readonly RouteDef[], config: Versioning
     tables.set(n, createRouteTable(routes, n));
     headers.set(n, routeHeaders(routes, n));
   }
-  const all: Versions = { versions, tables, headers, defaultVersion: config.defaultVersion };
+  const mediaTypes = new Map([...versions.keys()].map((n) => [n, versionMediaType(n)]));
+  const all: Versions = { versions, tables, headers, mediaTypes, defaultVersion: config.defaultVersion };
   const defaultTable = tables.get(config.defaultVersion)!;
   const defaultHeaders = headers.get(config.defaultVersion)!;
 
@@ -150,6 +156,8 @@ interface Versions {
   versions: ReadonlyMap<number, VersionConfig>;
   tables: ReadonlyMap<number, RouteTable>;
   headers: ReadonlyMap<number, ReadonlyMap<RouteDef, Headers>>;
+  /** Each version's media type (`application/vnd.halo.v2+json`), made once. */
+  mediaTypes: ReadonlyMap<number, string>;
   defaultVersion: number;
 }
 
@@ -209,6 +217,8 @@ function selected(all: Versions, method: string, url: string, q: number, path: s
   const own = all.headers.get(version)!.get(match.route);
   const h = own && vary && !own.vary ? { ...own, ...vary } : (own ?? vary);
   if (h) match.headers = h;
+  // Negotiated on the unversioned path: the answer is labelled as the version's own media type.
+  if (version !== all.defaultVersion && publicPath === path) match.mediaType = all.mediaTypes.get(version);
   const upstream = `${all.versions.get(version)!.upstreamPrefix}${publicPath}${search}`;
   if (upstream !== url) match.url = upstream;
   return match;

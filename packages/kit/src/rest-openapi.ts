@@ -150,8 +150,8 @@ function operation(m: RestManifest, route: RestRoute, version: number, v: RestVe
     notice && `Version ${version} is deprecated: it stops answering on ${notice.sunset}. Migration guide: ${notice.link}`,
     others.length > 0 &&
       `Version ${others.map(([n]) => n).join(', ')} of this route answers here too, with \`Accept: ${versionMediaType(others[0]![0])}\` ` +
-        `or \`?version=${others[0]![0]}\`: its shape is the answer's \`${versionMediaType(others[0]![0])}\` media type ` +
-        '(sent as `application/json`), its request body that of the `/api/vN` operation.',
+        `or \`?version=${others[0]![0]}\`: its answer is the \`${versionMediaType(others[0]![0])}\` media type (its ` +
+        '`Content-Type` too; an error stays `application/json`), its request body that of the `/api/vN` operation.',
     route.idempotent && 'Retry-safe: send `Idempotency-Key`; a replay answers with `Idempotent-Replayed: true`.',
   ]
     .filter(Boolean)
