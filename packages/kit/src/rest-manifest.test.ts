@@ -449,6 +449,23 @@ describe('restOpenApi: the headers and security a route declares (issue 29)', ()
     expect(doc.components.responses!.TooManyRequests).toMatchObject({ headers: { 'Retry-After': {}, RateLimit: {} } });
   });
 
+  it('every answer declares X-Request-Id, one shared component', () => {
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const method of Object.keys(ops)) {
+        for (const [status, r] of Object.entries(op(path, method).responses as Record<string, any>)) {
+          const headers = r.$ref ? (doc.components.responses![r.$ref.split('/').pop()] as any).headers : r.headers;
+          expect([path, method, status, headers?.['X-Request-Id']]).toEqual([
+            path,
+            method,
+            status,
+            { $ref: '#/components/headers/X-Request-Id' },
+          ]);
+        }
+      }
+    }
+    expect(doc.components.headers!['X-Request-Id']).toMatchObject({ required: true, schema: { type: 'string' } });
+  });
+
   it('the unversioned path declares version 2 as a second media type, and ?version', () => {
     const items = op('/items', 'get');
     expect(items.responses['200'].content['application/vnd.halo.v2+json'].schema.properties).toHaveProperty('cents');

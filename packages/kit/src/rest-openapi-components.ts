@@ -30,6 +30,13 @@ const headers: Record<string, JsonObject> = {
     description: 'Seconds to wait before retrying (at least 1), when the server knows',
     schema: { type: 'integer', minimum: 1 },
   },
+  'X-Request-Id': {
+    description:
+      "The request's id, on every answer: the client's own `X-Request-Id` when it was sane (1-128 letters, digits, " +
+      '`_`, `.`, `:`, `-`), else one the gateway made. Every service logs it; quote it when reporting a problem.',
+    required: true,
+    schema: { type: 'string', minLength: 1, maxLength: 128 },
+  },
   'Idempotent-Replayed': {
     description: '`true` on an answer replayed for a repeated `Idempotency-Key` (nothing was done again)',
     schema: { type: 'string', const: 'true' },
@@ -55,6 +62,7 @@ const responses: Record<string, JsonObject> = {
       'Retry-After': { $ref: '#/components/headers/Retry-After' },
       RateLimit: { $ref: '#/components/headers/RateLimit' },
       'RateLimit-Policy': { $ref: '#/components/headers/RateLimit-Policy' },
+      'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
     },
     content: { 'application/json': { schema: ERROR_REF } },
   },

@@ -21,7 +21,8 @@ import { ERROR_REF, usedComponents } from './rest-openapi-components';
  * what a route declares, so a new route cannot forget it: `security` (`[]` when public), the
  * `Idempotency-Key` parameter and `Idempotent-Replayed` (`idempotent`), `Set-Cookie`
  * (`setsCookie`), `Location` (a response's `location`), `Retry-After` (429, 503, `retryAfter`),
- * the deprecation notice, the gateway's rate-limit fields and 429 on every operation, and on the
+ * the deprecation notice, `X-Request-Id` on every answer, the gateway's rate-limit fields and 429
+ * on every operation, and on the
  * unversioned path each negotiated version's shape as its own media type. `npm test` lints the
  * composed document with Redocly and Spectral (docs/api/README.md, "Lint").
  */
@@ -172,16 +173,20 @@ function operation(m: RestManifest, route: RestRoute, version: number, v: RestVe
 
 type Notice = { sunset: string; link: string } | undefined;
 
-/** The rate-limit fields every answer of a limited route carries (README "Limits"). */
-const RATE_LIMIT_HEADERS = {
+/**
+ * The fields every answer carries: the gateway's rate-limit fields (README "Limits") and the
+ * request id (docs/api/conventions.md), each a shared component.
+ */
+const EVERY_ANSWER_HEADERS = {
   RateLimit: { $ref: '#/components/headers/RateLimit' },
   'RateLimit-Policy': { $ref: '#/components/headers/RateLimit-Policy' },
+  'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
 };
 
-/** A response with the rate-limit fields and `extra` headers. */
+/** A response with the fields of every answer and `extra` headers. */
 const withHeaders = (response: JsonObject, extra: JsonObject): JsonObject => ({
   ...response,
-  headers: { ...RATE_LIMIT_HEADERS, ...extra },
+  headers: { ...EVERY_ANSWER_HEADERS, ...extra },
 });
 
 /** The headers one declared answer carries, from what its route and the answer declare. */
