@@ -17,6 +17,7 @@ import {
   uniqueEmail,
   type TestSystem,
 } from './helpers';
+import { restManifest } from '../src/rest/manifest';
 
 let sys: TestSystem;
 
@@ -147,6 +148,9 @@ describe('POST /auth/login', () => {
       expect(res.body).toEqual({ error: 'Email atau password salah' });
       expect(res.headers.get('set-cookie')).toBeNull();
     }
+    // The OpenAPI document (composed from the manifest) names the message the service answers.
+    const documented = restManifest.routes.find((r) => r.id === 'login')!.responses[401].description;
+    expect(documented).toContain(`\`${(wrong.body as { error: string }).error}\``);
   });
 
   it('a user without a password (e.g. created by OAuth) cannot log in with any password', async () => {

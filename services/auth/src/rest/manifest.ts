@@ -19,6 +19,7 @@ import {
   passwordPolicy,
   SCOPES,
 } from '../domain/rules';
+import { INVALID_CREDENTIALS, TOO_MANY_ATTEMPTS } from '../domain/tokens';
 
 /**
  * auth's public REST routes (gateway route table and OpenAPI are composed from this file by
@@ -106,9 +107,10 @@ export const restManifest = defineRestManifest({
       body: z.object({ email: loginEmail, password: loginPassword }),
       responses: {
         200: { description: 'Tokens and the user', schema: token.extend({ user: z.object({ id: z.number().int(), name: z.string() }) }) },
-        401: { description: '`Invalid credentials` (the same for an unknown email and a wrong password)' },
+        // The domain's own messages: the document says what the service answers.
+        401: { description: `\`${INVALID_CREDENTIALS}\` (the same for an unknown email and a wrong password)` },
         403: FORBIDDEN_CROSS_SITE,
-        429: { description: '`Too many attempts`, with `Retry-After`' },
+        429: { description: `\`${TOO_MANY_ATTEMPTS}\`, with \`Retry-After\`` },
       },
     },
     {
