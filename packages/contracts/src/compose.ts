@@ -14,10 +14,11 @@ export const REST_COMMENT = 'Composed by `npm run compose` from services/*/src/r
 const INFO_DESCRIPTION = `Every REST route of Halo, composed from the services' own manifests. The same
 address serves GraphQL at \`/graphql\`.
 
-**Versions.** Unversioned paths are version 1; \`/api/v1/<path>\` is the same. Version N of a route
-is \`/api/vN/<path>\`, or the unversioned path with \`Accept: application/vnd.halo.vN+json\` or
-\`?version=N\`. An unknown version is 400 \`Unsupported API version\`. A deprecated version answers
-with \`Deprecation\`, \`Sunset\` and \`Link: <guide>; rel="successor-version"\`.
+**Versions.** Unversioned paths are version 1. Version N of a route that has several is
+\`/api/vN/<path>\` (each listed here, \`/api/v1/<path>\` included), or the unversioned path with
+\`Accept: application/vnd.halo.vN+json\` or \`?version=N\`, which answers as that media type. An
+unknown version is 400 \`Unsupported API version\`. A deprecated version answers with
+\`Deprecation\`, \`Sunset\` and \`Link: <guide>; rel="successor-version"\`.
 
 **Errors.** Every error is \`{"error": "<message>"}\`; a validation error names the field
 (\`name is required\`). Unknown route 404, wrong method 405 with \`Allow\`, malformed JSON 400, a body

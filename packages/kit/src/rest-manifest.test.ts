@@ -346,7 +346,8 @@ describe('restOpenApi', () => {
 
   it('lists version 1 at the path and version N at /api/vN, with OpenAPI path templates', () => {
     expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.paths)).toEqual(['/api/v2/things', '/things', '/things/{id}', '/things/{id}/callback']);
+    // /things has two versions: its v1 is also listed at /api/v1 (operation createThingV1).
+    expect(Object.keys(doc.paths)).toEqual(['/api/v1/things', '/api/v2/things', '/things', '/things/{id}', '/things/{id}/callback']);
     expect(Object.keys(doc.paths['/things']!)).toEqual(['get', 'post']);
     expect(doc.paths['/api/v2/things']!.post!.operationId).toBe('createThingV2');
   });
@@ -464,6 +465,18 @@ describe('restOpenApi: the headers and security a route declares (issue 29)', ()
       }
     }
     expect(doc.components.headers!['X-Request-Id']).toMatchObject({ required: true, schema: { type: 'string' } });
+  });
+
+  it('a route with several versions lists each at /api/vN, v1 included; a route with one is listed once', () => {
+    const v1 = op('/api/v1/items', 'get');
+    expect(v1.operationId).toBe('itemsV1');
+    expect(v1.responses['200'].content).toEqual({ 'application/json': expect.anything() });
+    expect(v1.responses['200'].content['application/json'].schema.properties).toHaveProperty('price');
+    // The path names the version: no selector there.
+    expect(v1.parameters ?? []).not.toContainEqual(expect.objectContaining({ name: 'version' }));
+    expect(op('/api/v2/items', 'get').operationId).toBe('itemsV2');
+    expect(op('/items', 'get').operationId).toBe('items');
+    expect(Object.keys(doc.paths).filter((p) => p.startsWith('/api/v1/'))).toEqual(['/api/v1/items']);
   });
 
   it('the unversioned path declares version 2 as a second media type, and ?version', () => {

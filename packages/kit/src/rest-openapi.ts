@@ -83,9 +83,18 @@ function parameters(route: RestRoute, query: z.ZodObject | undefined): JsonObjec
   return out;
 }
 
+/** Other versions of a route, as a client reaches them on its unversioned path (`Accept`, `?version=`). */
+type Negotiated = [number, RestVersion][];
+
+/**
+ * Where an operation is listed: the unversioned path (version 1, where the others are negotiated)
+ * or `/api/v<N>/<path>`, which names its version (v1 there for a route that has several).
+ */
+type Listed = 'unversioned' | 'prefixed';
+
 /** The other versions of a route a client reaches on its unversioned path (`Accept`, `?version=`). */
-const negotiated = (route: RestRoute, version: number): [number, RestVersion][] =>
-  version === 1 ? routeVersions(route).filter(([n]) => n !== 1) : [];
+const negotiated = (route: RestRoute, at: Listed): Negotiated =>
+  at === 'unversioned' ? routeVersions(route).filter(([n]) => n !== 1) : [];
 
 /** `application/vnd.halo.v2+json`: how a client asks for version N on the unversioned path. */
 export const versionMediaType = (n: number) => `application/vnd.halo.v${n}+json`;
@@ -99,10 +108,10 @@ function access(route: RestRoute): string {
 }
 
 /** A declared answer's body: JSON, and on the unversioned path each negotiated version's own shape. */
-function responseContent(route: RestRoute, version: number, status: string, r: RestResponse): JsonObject | undefined {
+function responseContent(route: RestRoute, others: Negotiated, status: string, r: RestResponse): JsonObject | undefined {
   if (!r.schema) return Number(status) >= 400 ? { 'application/json': { schema: ERROR_REF } } : undefined;
   const content: JsonObject = { 'application/json': { schema: jsonSchema(r.schema, 'output') } };
-  for (const [n, other] of negotiated(route, version)) {
+  for (const [n, other] of others) {
     const schema = other.responses?.[Number(status)]?.schema ?? route.responses[Number(status)]?.schema;
     if (schema) content[versionMediaType(n)] = { schema: jsonSchema(schema, 'output') };
   }
@@ -110,10 +119,9 @@ function responseContent(route: RestRoute, version: number, status: string, r: R
 }
 
 /** The parameters of one version of a route: path, query, `Idempotency-Key`, the version selector. */
-function operationParameters(route: RestRoute, version: number, query: z.ZodObject | undefined): JsonObject[] {
+function operationParameters(route: RestRoute, others: Negotiated, query: z.ZodObject | undefined): JsonObject[] {
   const out = parameters(route, query);
   if (route.idempotent) out.push({ $ref: '#/components/parameters/IdempotencyKey' });
-  const others = negotiated(route, version);
   if (others.length > 0) {
     out.push({
       name: 'version',
@@ -128,11 +136,12 @@ function operationParameters(route: RestRoute, version: number, query: z.ZodObje
   return out;
 }
 
-function operation(m: RestManifest, route: RestRoute, version: number, v: RestVersion): JsonObject {
+function operation(m: RestManifest, route: RestRoute, version: number, v: RestVersion, at: Listed): JsonObject {
   const s = versionSchemas(route, version);
   const notice = v.deprecated ? { ...v.deprecated, sunset: toHttpDate(v.deprecated.sunset)! } : undefined;
-  const responses = operationResponses(route, version, v, notice);
-  const parameters = operationParameters(route, version, s.query);
+  const others = negotiated(route, at);
+  const responses = operationResponses(route, others, v, notice);
+  const parameters = operationParameters(route, others, s.query);
   if ((s.params || s.query || s.body || parameters.length > 0) && !responses['400']) {
     responses['400'] = withHeaders(errorResponse('Invalid input: the message names the field'), {});
   }
@@ -144,7 +153,6 @@ function operation(m: RestManifest, route: RestRoute, version: number, v: RestVe
       : '`Forbidden`: any API key (no scope allows this route)';
     responses['403'] = withHeaders(errorResponse(forbidden), {});
   }
-  const others = negotiated(route, version);
   const description = [
     route.description,
     access(route),
@@ -158,7 +166,7 @@ function operation(m: RestManifest, route: RestRoute, version: number, v: RestVe
     .filter(Boolean)
     .join('\n\n');
   return {
-    operationId: version === 1 ? route.id : `${route.id}V${version}`,
+    operationId: at === 'unversioned' ? route.id : `${route.id}V${version}`,
     summary: route.summary,
     description,
     tags: [m.service],
@@ -210,10 +218,10 @@ function responseHeaders(route: RestRoute, status: number, r: RestResponse, noti
 }
 
 /** The declared answers of one version of a route, and the gateway's 429 (every REST route is rate-limited). */
-function operationResponses(route: RestRoute, version: number, v: RestVersion, notice: Notice): JsonObject {
+function operationResponses(route: RestRoute, others: Negotiated, v: RestVersion, notice: Notice): JsonObject {
   const responses: JsonObject = {};
   for (const [status, r] of Object.entries({ ...route.responses, ...v.responses })) {
-    const content = responseContent(route, version, status, r);
+    const content = responseContent(route, others, status, r);
     responses[status] = withHeaders(
       { description: r.description, ...(content ? { content } : {}) },
       responseHeaders(route, Number(status), r, notice),
@@ -237,17 +245,27 @@ export interface OpenApiPart {
 
 /**
  * A service's OpenAPI part (its part of a published contract). Version 1 is the unversioned path;
- * version N ≥ 2 is listed at `/api/v<N>/<path>` (how the gateway serves it).
+ * version N ≥ 2 is listed at `/api/v<N>/<path>` (how the gateway serves it), and so is version 1
+ * of a route that has several (`/api/v1/products`, operation `listProductsV1`): a client can name
+ * every version of it by path. (The gateway answers `/api/v1/<path>` for any route; a route with
+ * one version is listed once, at its unversioned path.)
  */
 export function serviceOpenApi(m: RestManifest): OpenApiPart {
   const paths: Record<string, Record<string, JsonObject>> = {};
+  const add = (r: RestRoute, n: number, v: RestVersion, path: string, at: Listed) => {
+    const item = (paths[openApiPath(path)] ??= {});
+    const method = r.method.toLowerCase();
+    if (item[method]) throw new Error(`OpenAPI: ${r.method} ${openApiPath(path)} is declared twice`);
+    item[method] = operation(m, r, n, v, at);
+  };
   for (const r of m.routes) {
-    for (const [n, v] of routeVersions(r)) {
-      const path = openApiPath(n === 1 ? r.path : `/api/v${n}${r.path}`);
-      const item = (paths[path] ??= {});
-      const method = r.method.toLowerCase();
-      if (item[method]) throw new Error(`OpenAPI: ${r.method} ${path} is declared twice`);
-      item[method] = operation(m, r, n, v);
+    const versions = routeVersions(r);
+    for (const [n, v] of versions) {
+      if (n !== 1) add(r, n, v, `/api/v${n}${r.path}`, 'prefixed');
+      else {
+        add(r, n, v, r.path, 'unversioned');
+        if (versions.length > 1) add(r, n, v, `/api/v1${r.path}`, 'prefixed');
+      }
     }
   }
   return { tag: { name: m.service, description: m.description }, paths: sortedPaths(paths) };
