@@ -25,7 +25,8 @@ unknown version is 400 \`Unsupported API version\`. A deprecated version answers
 over the limit 413.
 
 **Limits.** Every route is rate-limited per caller: \`RateLimit\` and \`RateLimit-Policy\` on every
-answer, 429 \`Too many requests\` with \`Retry-After\` (README "Limits").`;
+answer, 429 \`Too many requests\` with \`Retry-After\` (README "Limits"). A service's own 429 (login's
+\`Too many attempts\`) is another limit: \`Retry-After\` only, none of the gateway's fields.`;
 
 /** Who answers for the API: the maintainers, reached as CONTRIBUTING.md says. */
 const INFO_CONTACT = { name: 'Halo maintainers (see CONTRIBUTING.md)' };
