@@ -285,7 +285,7 @@ function exchange(
 ): void {
   if (target.vouch !== null && token === undefined) {
     target.vouch().then(
-      (t) => exchange(p, target, req, res, body, attempt, t),
+      (t) => exchange(p, target, req, res, body, mediaType, attempt, t),
       (err: unknown) => {
         p.logger.error({ err, requestId: boundRequestId(req), service: target.service }, 'no service token for the upstream');
         sendJson(res, 502, { error: 'Bad gateway' });
