@@ -116,3 +116,18 @@ export async function metricValue(metricsUrl: string, name: string): Promise<num
   const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
   return line ? Number(line.split(' ').pop()) : NaN;
 }
+
+/**
+ * Polls `check` until it gives a truthy value (a thrown error counts as not yet), every 100 ms, and
+ * returns it; throws naming `what` after `timeoutMs`. For what a running system does on its own time
+ * (a poll, a flush): assert the outcome, never the time it took.
+ */
+export async function until<T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check().catch(() => null);
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -8,7 +8,7 @@ import WebSocket from 'ws';
 import { createHaloClient, GraphQLRequestError, persistedQueryManifest, typed } from '@halo/client';
 import { freePort } from '@halo/kit/testing';
 import { parseOperationsCli, runOperationsCli } from '../tools/src/operations';
-import { startE2ESystem } from './helpers';
+import { startE2ESystem, until } from './helpers';
 
 /**
  * Client apps register their operations (issue 44), every process real: a client's manifest is
@@ -31,16 +31,6 @@ let gateway: string;
 let registry: string;
 let audit: { child: ChildProcess; url: string; metrics: string; output: string[] } | undefined;
 const dir = mkdtempSync(join(tmpdir(), 'halo-registered-'));
-
-const until = async <T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> => {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check().catch(() => null);
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-};
 
 type Answer = { status: number; body: any }; // any: GraphQL's JSON, asserted per test
 async function post(body: unknown, headers: Record<string, string> = WEB, url = gateway): Promise<Answer> {

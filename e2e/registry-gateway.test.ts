@@ -7,7 +7,7 @@ import { signAccessToken, type ServiceContract } from '@halo/kit';
 import { freePort, TEST_JWT_SECRET } from '@halo/kit/testing';
 import { checkoutContracts } from '../tools/src/checkout-contracts';
 import { devCredentialsFile, developerToken } from '../tools/src/dev-credentials';
-import { gql, startE2ESystem } from './helpers';
+import { gql, startE2ESystem, until } from './helpers';
 
 /**
  * The gateway against the real registry (issue 25), every process real: services publish their
@@ -34,15 +34,6 @@ const gatewayEnv = () =>
   );
 
 const POLL_MS = 300;
-const until = async <T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> => {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check().catch(() => null);
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-};
 const readyz = async (url = gateway) =>
   (await (await fetch(`${url}/readyz`)).json()) as { status: string; composition: string; source: string; registry: string };
 /** As `npm run subgraph` does against npm start: with the developer key the launcher left for it. */

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
 import { describeWithChromium, launchChromium } from './browser/chromium';
 import { runNodeScript } from '@halo/kit/testing';
-import { startE2ESystem } from './helpers';
+import { startE2ESystem, until } from './helpers';
 
 /**
  * Halo Studio in a real browser (Debian's Chromium) against a running system whose registry runs
@@ -27,16 +27,6 @@ const cli = (...args: string[]) =>
   runNodeScript(resolve(ROOT, 'tools/dist/subgraph.js'), [...args, '--registry', sys!.direct('registry')], { cwd: ROOT });
 const operationsCli = (...args: string[]) =>
   runNodeScript(resolve(ROOT, 'tools/dist/operations.js'), [...args, '--registry', sys!.direct('registry')], { cwd: ROOT });
-
-async function until<T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check().catch(() => null);
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 /** What the page shows, as a person reads it. */
 const bodyText = async () => String(await page.evaluate('document.body.innerText'));

@@ -182,12 +182,7 @@ export function analyse(
   directives: CostDirectives,
   defaultListSize: number,
 ): Analysis {
-  const root =
-    operation.operation === OperationTypeNode.QUERY
-      ? schema.getQueryType()
-      : operation.operation === OperationTypeNode.MUTATION
-        ? schema.getMutationType()
-        : schema.getSubscriptionType();
+  const root = schema.getRootType(operation.operation);
   if (!root) return { depth: 0, cost: () => 0 };
   const body = new CostCompiler(schema, document, directives, defaultListSize).selections(operation.selectionSet, root, null);
   const total = sum([makeConstant(operation.operation === OperationTypeNode.MUTATION ? 10 : 0), body.cost]);

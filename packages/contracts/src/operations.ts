@@ -5,7 +5,6 @@ import {
   isInterfaceType,
   isObjectType,
   Kind,
-  OperationTypeNode,
   parse,
   validate,
   type DocumentNode,
@@ -44,12 +43,7 @@ export const DEFAULT_LIST_SIZE = 10;
  * a fragment cycle is infinitely deep.
  */
 export function operationDepth(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): number {
-  const root =
-    operation.operation === OperationTypeNode.QUERY
-      ? schema.getQueryType()
-      : operation.operation === OperationTypeNode.MUTATION
-        ? schema.getMutationType()
-        : schema.getSubscriptionType();
+  const root = schema.getRootType(operation.operation);
   if (!root) return 0;
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const def of document.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
