@@ -103,6 +103,27 @@ describe('breaking changes and usage', () => {
     ]);
   });
 
+  it('a registered operation’s coordinates: enum values and input fields written, enum variables’ every value', () => {
+    const schema = buildSchema(`
+      type Query { products(sort: Sort, filter: Filter): [Product] }
+      type Product { id: ID! kind: Kind }
+      enum Sort { PRICE NAME }
+      enum Kind { BOOK GAME }
+      enum Order { ASC DESC }
+      input Filter { category: String order: Order }
+    `);
+    const literal = parse('{ products(sort: PRICE, filter: { category: "books" }) { id } }');
+    expect(operationCoordinates(schema, literal)).toEqual(
+      expect.arrayContaining(['Sort.PRICE', 'Filter.category', 'Query.products.filter']),
+    );
+    expect(operationCoordinates(schema, literal)).not.toContain('Sort.NAME');
+    // What a selected field returns: any value of its enum may reach the client.
+    expect(operationCoordinates(schema, parse('{ products { kind } }'))).toEqual(expect.arrayContaining(['Kind.BOOK', 'Kind.GAME']));
+    // Sent in variables, not yet known: every value the variables' types can name counts.
+    const variables = parse('query Q($s: Sort, $f: Filter) { products(sort: $s, filter: $f) { id } }');
+    expect(operationCoordinates(schema, variables)).toEqual(expect.arrayContaining(['Sort.PRICE', 'Sort.NAME', 'Order.ASC', 'Order.DESC']));
+  });
+
   it('an operation’s coordinates: types, fields through fragments, arguments', () => {
     const schema = buildSchema(
       'type Query { product(id: ID!): Product products(limit: Int): [Product] } type Product { id: ID! name: String price: Float }',

@@ -1,47 +1,33 @@
-import { getNamedType, Kind, TypeInfo, visit, visitWithTypeInfo, type DocumentNode, type GraphQLSchema } from 'graphql';
+import { getNamedType, isEnumType, isInputObjectType, Kind, type DocumentNode, type GraphQLInputType, type GraphQLSchema } from 'graphql';
+import { coordinatesOf, enumVariablesOf } from './coordinates';
 
 /**
- * Usage coordinates (docs/registry.md, "Matching a change to usage"): an operation uses
- * `Type.field` for every field it selects (through fragments), `Type.field.arg` for every argument
- * it passes, and `Type` for every named type it touches. A change at path `P` is used by an
- * operation that recorded `P` or a coordinate under `P.`.
+ * The usage coordinates of a registered operation (docs/registry.md, "Matching a change to
+ * usage"), read as the gateway reads an executed one (`coordinatesOf`): `Type.field` for every
+ * field it selects (through fragments), `Type.field.arg` for every argument it passes,
+ * `Input.field` and `Enum.VALUE` for every input field and enum value written in it, every value
+ * of an enum a selected field returns, and `Type` for every named type it touches. A registered
+ * operation has not sent its variables yet, so a variable whose type reaches an enum may send any
+ * of its values: all of them count (the gateway counts only those a request sent). A change at
+ * path `P` is used by an operation that recorded `P` or a coordinate under `P.`.
  */
 export function operationCoordinates(schema: GraphQLSchema, document: DocumentNode): string[] {
   const out = new Set<string>();
-  const typeInfo = new TypeInfo(schema);
-  visit(
-    document,
-    visitWithTypeInfo(typeInfo, {
-      Field() {
-        const parent = typeInfo.getParentType();
-        const field = typeInfo.getFieldDef();
-        if (!parent || !field) return;
-        out.add(parent.name);
-        out.add(`${parent.name}.${field.name}`);
-        out.add(getNamedType(field.type).name);
-      },
-      Argument(node) {
-        const parent = typeInfo.getParentType();
-        const field = typeInfo.getFieldDef();
-        const arg = typeInfo.getArgument();
-        if (parent && field && arg) {
-          out.add(`${parent.name}.${field.name}.${node.name.value}`);
-          out.add(getNamedType(arg.type).name);
-        }
-      },
-      ObjectField() {
-        const input = typeInfo.getParentInputType();
-        const named = input ? getNamedType(input) : undefined;
-        if (named) out.add(named.name);
-      },
-      VariableDefinition(node) {
-        let t = node.type;
-        while (t.kind !== Kind.NAMED_TYPE) t = t.type;
-        out.add(t.name.value);
-      },
-    }),
-  );
+  for (const def of document.definitions) {
+    if (def.kind !== Kind.OPERATION_DEFINITION) continue;
+    for (const c of coordinatesOf(schema, document, def)) out.add(c);
+    for (const v of enumVariablesOf(schema, def)) addEnumValues(v.type, out, new Set());
+  }
   return [...out].sort();
+}
+
+/** Every `Enum.VALUE` a value of `type` can name (through lists and input object fields). */
+function addEnumValues(type: GraphQLInputType, out: Set<string>, seen: Set<string>): void {
+  const named = getNamedType(type);
+  if (seen.has(named.name)) return;
+  seen.add(named.name);
+  if (isEnumType(named)) for (const value of named.getValues()) out.add(`${named.name}.${value.name}`);
+  else if (isInputObjectType(named)) for (const field of Object.values(named.getFields())) addEnumValues(field.type, out, seen);
 }
 
 /** Whether an operation that recorded `coordinates` uses the schema element at `path`. */

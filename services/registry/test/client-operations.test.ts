@@ -254,6 +254,20 @@ describe('checks hold breaking changes against registered operations', () => {
     expect((await check({ options: { thresholdPercent: 100 } })).body.ok).toBe(false);
   });
 
+  it('an enum value only a registered operation writes is held too (its coordinates read as the gateway reads them)', async () => {
+    const NEWEST = { id: 'newest-1', body: 'query Newest { products(sort: CREATED_AT) { data { id } } }' };
+    expect((await push({ client: 'sorter', version: '1.0.0', operations: [NEWEST] })).status).toBe(201);
+    const c = contractOf('catalog');
+    c.sdl = c.sdl!.replace(/\n\s*CREATED_AT\n/, '\n');
+    const refused = await call(reg.base, 'POST', '/v1/check', { contract: c }, key('write'));
+    expect(refused.body.ok).toBe(false);
+    expect(refused.body.report.notes).toEqual([
+      'ProductSort.CREATED_AT: breaking and used by registered operations: Newest (sorter 1.0.0)',
+    ]);
+    expect((await retire({ client: 'sorter', version: '1.0.0' })).status).toBe(200);
+    expect((await call(reg.base, 'POST', '/v1/check', { contract: c }, key('write'))).body.ok).toBe(true);
+  });
+
   it('a retired version blocks no more, takes no pushes (409), and retiring is idempotent', async () => {
     const first = await retire({ client: 'shop', version: '3.1.0' });
     expect([first.status, first.body]).toEqual([200, { client: 'shop', version: '3.1.0', retiredAt: expect.any(String) }]);
