@@ -239,10 +239,15 @@ it('in audit, a second gateway serves an unregistered operation, counts and logs
   });
   child.stdout.on('data', (d: Buffer) => output.push(d.toString()));
   audit = { child, url: `http://127.0.0.1:${port}`, metrics: `http://127.0.0.1:${metricsPort}/metrics`, output };
-  await until('the audit gateway ready with the lists', async () => {
-    const r = await fetch(`${audit!.url}/readyz`);
-    return r.status === 200 && ((await r.json()) as { operations?: string }).operations === 'ok';
-  });
+  // A cold start of a second gateway process on a busy machine: a wide bound, only for it.
+  await until(
+    'the audit gateway ready with the lists',
+    async () => {
+      const r = await fetch(`${audit!.url}/readyz`);
+      return r.status === 200 && ((await r.json()) as { operations?: string }).operations === 'ok';
+    },
+    60_000,
+  );
   const served = await post({ query: UNREGISTERED }, WEB, audit.url);
   expect(served.status).toBe(200);
   expect(served.body.data.products.data[0]).toHaveProperty('price');
@@ -259,7 +264,7 @@ it('in audit, a second gateway serves an unregistered operation, counts and logs
     ),
   );
   expect(JSON.parse(line)).toEqual(expect.objectContaining({ client: 'web', version: '1.0.0', hash: sha256(UNREGISTERED) }));
-});
+}, 90_000);
 
 it('with the registry away, the last good lists stay; retiring the version unregisters its operations', async () => {
   const reg = sys.system.processes.find((p) => p.name === 'registry')!;
