@@ -50,6 +50,7 @@ module.exports = {
     '^@halo/contracts/cost$': '<rootDir>/packages/contracts/src/cost.ts',
     '^@halo/contracts/links$': '<rootDir>/packages/contracts/src/links.ts',
     '^@halo/contracts/coordinates$': '<rootDir>/packages/contracts/src/coordinates.ts',
+    '^@halo/contracts/wire$': '<rootDir>/packages/contracts/src/wire.ts',
     // @halo/client's sources import each other as `./x.js` (the specifier its ESM build needs in
     // Node); Jest runs the `.ts` beside it. `./x` resolves to x.js first wherever x.js exists.
     '^(\\.{1,2}/.+)\\.js$': '$1',

@@ -6,3 +6,5 @@ export * from './takeovers';
 export * from './operations';
 export * from './cost';
 export * from './links';
+/** The registry's HTTP answers (also the light entry `@halo/contracts/wire`). */
+export * as wire from './wire';
