@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { apiSchemaOf, checkOperation, costDirectivesOf, type CostDirectives, type OperationUsage } from '@halo/contracts';
+import { apiSchemaOf, checkOperation, costDirectivesOf, type CostDirectives, type OperationUsage, type wire } from '@halo/contracts';
 import { badRequest, conflict, notFound } from '@halo/kit';
 import { authorizeOperationsWriter, authorOf, spendWriteToken } from './access';
 import type { Principal, RegistryStore } from './model';
@@ -46,13 +46,8 @@ export interface RegisteredUse {
   coordinates: string[];
 }
 
-/** One operation of the gateways' feed (`GET /v1/operations/active`). */
-export interface ActiveOperation {
-  id: string;
-  body: string;
-  client: string;
-  version: string;
-}
+/** One operation of the gateways' feed (`GET /v1/operations/active`), as @halo/contracts/wire declares it. */
+export type ActiveOperation = wire.ActiveOperation;
 
 /** The gateways' feed as sent: its JSON text and that text's strong ETag. */
 export interface ActiveFeed {
@@ -170,7 +165,8 @@ export class ClientOperations {
       seen.add(op.id);
     }
     const m = manifest.operations.length;
-    if (refused.length > 0) throw badRequest(`${refused.length} of ${m} operations refused`, { refused });
+    if (refused.length > 0)
+      throw badRequest(`${refused.length} of ${m} operations refused`, { refused } satisfies Omit<wire.PushRefusedAnswer, 'error'>);
     const diff = await this.store.clientOperations.replace(client, version, authorOf(principal), accepted, (before) =>
       diffLists(before, accepted),
     );
@@ -209,7 +205,10 @@ export class ClientOperations {
    */
   async active(): Promise<ActiveFeed> {
     const rows = await this.store.clientOperations.active();
-    const json = JSON.stringify({ operations: rows.map((o) => ({ id: o.id, body: o.body, client: o.client, version: o.version })) });
+    const feed = {
+      operations: rows.map((o) => ({ id: o.id, body: o.body, client: o.client, version: o.version })),
+    } satisfies wire.ActiveOperationsAnswer;
+    const json = JSON.stringify(feed);
     return { json, etag: `"${sha256(json)}"` };
   }
 

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { badRequest, quietAccessLog, route } from '@halo/kit';
 import type { Request, Router } from 'express';
+import type { ClientsAnswer, ClientVersionAnswer, PushAnswer, RetireAnswer } from '@halo/contracts/wire';
 import { z } from 'zod';
 import { authorizeOperationsWriter } from '../domain/access';
 import type { ClientOperations } from '../domain/client-operations';
@@ -64,14 +65,14 @@ export function operationRoutes(
       await reader(req);
       const client = req.query.client;
       if (client !== undefined && (typeof client !== 'string' || !CLIENT.test(client))) throw badRequest('client is invalid');
-      send(res, 200, { clients: await operations.list(client) });
+      send(res, 200, { clients: await operations.list(client) } satisfies ClientsAnswer);
     },
     post: async (req, res) => {
       const principal = await writer(req);
       const outcome = await operations.push(principal, parsed(pushBody, req.body));
       const { client, version, operations: n, added, removed } = outcome;
-      if (outcome.unchanged) send(res, 200, { client, version, operations: n, added, removed, unchanged: true });
-      else send(res, 201, { client, version, operations: n, added, removed });
+      if (outcome.unchanged) send(res, 200, { client, version, operations: n, added, removed, unchanged: true } satisfies PushAnswer);
+      else send(res, 201, { client, version, operations: n, added, removed } satisfies PushAnswer);
     },
   });
   // Before `/v1/operations/:client/:version` (a client named `active` is read there, with its version).
@@ -93,14 +94,14 @@ export function operationRoutes(
     post: async (req, res) => {
       const principal = await writer(req);
       const { client, version } = parsed(retireBody, req.body);
-      send(res, 200, await operations.retire(principal, client, version));
+      send(res, 200, (await operations.retire(principal, client, version)) satisfies RetireAnswer);
     },
   });
   // A client's name may hold `/` and `@`: sent percent-encoded (`%40halo%2Fclient`), it is one segment.
   route(router, '/v1/operations/:client/:version', {
     get: async (req, res) => {
       await reader(req);
-      send(res, 200, await operations.get(String(req.params.client), String(req.params.version)));
+      send(res, 200, (await operations.get(String(req.params.client), String(req.params.version))) satisfies ClientVersionAnswer);
     },
   });
 }

@@ -1,6 +1,16 @@
 import type { IncomingMessage } from 'node:http';
 import { badRequest, GATEWAY_ID_HEADER, quietAccessLog, route } from '@halo/kit';
 import { Router, type Request, type Response } from 'express';
+import type {
+  CheckAnswer,
+  DiffAnswer,
+  PublishAnswer,
+  RefusedAnswer,
+  ServicesAnswer,
+  SupergraphAnswer,
+  VersionAnswer,
+  VersionsAnswer,
+} from '@halo/contracts/wire';
 import { z } from 'zod';
 import type { Principal } from '../domain/model';
 import { insightRoutes } from './insight-routes';
@@ -38,9 +48,11 @@ function versionParam(name: string, value: unknown): number {
 }
 
 function sendOutcome(res: Response, outcome: PublishOutcome): void {
-  if (outcome.kind === 'published') send(res, 201, { version: outcome.version, composition: outcome.composition, report: outcome.report });
-  else if (outcome.kind === 'unchanged') send(res, 200, { unchanged: true, version: outcome.version, composition: outcome.composition });
-  else send(res, 422, { error: 'Check failed', report: outcome.report });
+  if (outcome.kind === 'published')
+    send(res, 201, { version: outcome.version, composition: outcome.composition, report: outcome.report } satisfies PublishAnswer);
+  else if (outcome.kind === 'unchanged')
+    send(res, 200, { unchanged: true, version: outcome.version, composition: outcome.composition } satisfies PublishAnswer);
+  else send(res, 422, { error: 'Check failed', report: outcome.report } satisfies RefusedAnswer);
 }
 
 /** The registry's HTTP API (docs/registry.md): thin, every rule in the domain. */
@@ -78,7 +90,7 @@ export function registryRoutes(registry: Registry, principalOf: Resolve): Router
           routes: latest.routes,
           openapi: latest.openapi,
           services: latest.services,
-        },
+        } satisfies SupergraphAnswer,
         { etag: `"${latest.hash}"` },
       );
     },
@@ -86,7 +98,7 @@ export function registryRoutes(registry: Registry, principalOf: Resolve): Router
   route(router, '/v1/check', {
     post: async (req, res) => {
       const report = await registry.check(await who(req), req.body);
-      send(res, 200, { ok: report.ok, report });
+      send(res, 200, { ok: report.ok, report } satisfies CheckAnswer);
     },
   });
   route(router, '/v1/publish', { post: async (req, res) => sendOutcome(res, await registry.publish(await who(req), req.body)) });
@@ -121,13 +133,13 @@ function historyRoutes(router: Router, registry: Registry, reader: (req: Request
   route(router, '/v1/services', {
     get: async (req, res) => {
       await reader(req);
-      send(res, 200, { services: await registry.services() });
+      send(res, 200, { services: await registry.services() } satisfies ServicesAnswer);
     },
   });
   route(router, '/v1/services/:service/versions', {
     get: async (req, res) => {
       await reader(req);
-      send(res, 200, { versions: await registry.versions(String(req.params.service)) });
+      send(res, 200, { versions: await registry.versions(String(req.params.service)) } satisfies VersionsAnswer);
     },
   });
   route(router, '/v1/services/:service/versions/:version', {
@@ -143,7 +155,7 @@ function historyRoutes(router: Router, registry: Registry, reader: (req: Request
         createdAt: v.createdAt,
         rollbackOf: v.rollbackOf ?? null,
         contract: v.contract,
-      });
+      } satisfies VersionAnswer);
     },
   });
   route(router, '/v1/services/:service/diff', {
@@ -152,7 +164,7 @@ function historyRoutes(router: Router, registry: Registry, reader: (req: Request
       const from = versionParam('from', req.query.from);
       const to = versionParam('to', req.query.to);
       const { versions, ...diff } = await registry.diff(String(req.params.service), from, to);
-      send(res, 200, { ...diff, text: textDiff(...versions) });
+      send(res, 200, { ...diff, text: textDiff(...versions) } satisfies DiffAnswer);
     },
   });
 }
