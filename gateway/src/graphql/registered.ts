@@ -1,4 +1,5 @@
 import type { Logger } from '@halo/kit';
+import { ActiveOperationsAnswer, type ActiveOperation } from '@halo/contracts/wire';
 import { GraphQLError } from 'graphql';
 import { LRUCache } from 'lru-cache';
 import { clientCache, UNKNOWN_CLIENT, type UsageClient } from '../usage';
@@ -28,12 +29,7 @@ export const PERSISTED_MODES = ['off', 'audit', 'enforce'] as const;
 export type PersistedMode = (typeof PERSISTED_MODES)[number];
 
 /** One operation of the registry's feed (`GET /v1/operations/active`). */
-export interface ActiveOperation {
-  id: string;
-  body: string;
-  client: string;
-  version: string;
-}
+export type { ActiveOperation };
 
 /** An operation request as clients send it, with the ids a persisted-documents client may send. */
 export interface IdentifiedOperation extends OperationRequest {
@@ -56,15 +52,11 @@ const AUDIT_LOG_EVERY_MS = 10 * 60_000;
 
 /** `GET /v1/operations/active`'s answer; throws when it is not one (the poller keeps the last good lists). */
 export function parseActiveOperations(json: unknown): ActiveOperation[] {
-  const operations = (json as { operations?: unknown } | null)?.operations;
-  if (!Array.isArray(operations)) throw new Error('no operations array');
-  return operations.map((op: Partial<Record<keyof ActiveOperation, unknown>>, i) => {
-    const { id, body, client, version } = op ?? {};
-    if (typeof id !== 'string' || id === '' || typeof body !== 'string' || typeof client !== 'string' || typeof version !== 'string') {
-      throw new Error(`operations[${i}] is not {id, body, client, version}`);
-    }
-    return { id, body, client, version };
-  });
+  const result = ActiveOperationsAnswer.safeParse(json);
+  if (result.success) return result.data.operations;
+  const [member, index] = result.error.issues[0]?.path ?? [];
+  if (member !== 'operations' || typeof index !== 'number') throw new Error('no operations array');
+  throw new Error(`operations[${index}] is not {id, body, client, version}`);
 }
 
 interface ClientList {

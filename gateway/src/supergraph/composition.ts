@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { parseWire, SupergraphAnswer } from '@halo/contracts/wire';
 import { parse } from 'graphql';
 import { prepareSupergraph } from '../auth';
 import { acceptOpenApi, type OpenApiBody } from '../docs';
@@ -27,36 +28,11 @@ export function acceptRoutes(text: string): Versioning {
 
 export { acceptOpenApi, type OpenApiBody };
 
-/** `GET /v1/supergraph`'s answer (docs/registry.md). */
-export interface RegistryComposition {
-  composition: number;
-  hash: string;
-  createdAt: string;
-  supergraph: string;
-  routes: unknown;
-  openapi: unknown;
-  services: Record<string, number>;
-}
+/** `GET /v1/supergraph`'s answer (docs/registry.md), as @halo/contracts/wire declares it. */
+export type RegistryComposition = SupergraphAnswer;
 
-/** A registry answer checked for shape (the contents are checked by the accept functions). */
-export function parseRegistryComposition(json: unknown): RegistryComposition {
-  const c = json as Partial<RegistryComposition> | null;
-  if (!c || typeof c !== 'object') throw new Error('not a JSON object');
-  if (typeof c.composition !== 'number' || !Number.isInteger(c.composition)) throw new Error('composition: not an integer');
-  if (typeof c.hash !== 'string' || c.hash === '') throw new Error('hash: missing');
-  if (typeof c.supergraph !== 'string') throw new Error('supergraph: not a string');
-  if (!c.routes || typeof c.routes !== 'object') throw new Error('routes: not an object');
-  if (!c.openapi || typeof c.openapi !== 'object') throw new Error('openapi: not an object');
-  return {
-    composition: c.composition,
-    hash: c.hash,
-    createdAt: typeof c.createdAt === 'string' ? c.createdAt : '',
-    supergraph: c.supergraph,
-    routes: c.routes,
-    openapi: c.openapi,
-    services: c.services && typeof c.services === 'object' ? c.services : {},
-  };
-}
+/** A registry answer checked for shape (the contents are checked by the accept functions); throws naming what it refuses. */
+export const parseRegistryComposition = (json: unknown): RegistryComposition => parseWire(SupergraphAnswer, json);
 
 /** A short, stable name for a composition read from files: `file:<12 hex of its supergraph>`. */
 export const fileCompositionId = (supergraph: string) => `file:${createHash('sha256').update(supergraph).digest('hex').slice(0, 12)}`;
