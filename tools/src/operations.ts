@@ -1,16 +1,26 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import {
+  ClientsAnswer,
+  ClientVersionAnswer,
+  parseWire,
+  PushAnswer,
+  RetireAnswer,
+  type PushRefusedAnswer,
+  type WireSchema,
+} from '@halo/contracts/wire';
 import { ManifestError, parseManifestText, type ManifestOperation } from './operation-manifests';
 import {
+  answer,
   checkHttpUrl,
   cliMain,
   credentialsHint,
   failure,
   portOffset,
   registryUrl,
-  request,
   runMain,
   UsageError,
+  type Answer,
   type CliResult,
   type Env,
 } from './registry-client';
@@ -106,22 +116,6 @@ function readManifest(file: string): ManifestOperation[] {
   }
 }
 
-/** The registry's answers, as far as this CLI reads them (which members depend on the command). */
-interface OperationsAnswer {
-  error?: string;
-  refused?: { id: string; name: string; reason: string }[];
-  client?: string;
-  version?: string;
-  operations?: number | { id: string; name: string; body: string }[];
-  added?: number;
-  removed?: number;
-  unchanged?: boolean;
-  pushedAt?: string;
-  pushedBy?: string;
-  retiredAt?: string | null;
-  clients?: { client: string; version: string; operations: number; pushedAt: string; pushedBy: string; retiredAt: string | null }[];
-}
-
 const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
 
 /** Columns padded to their widest cell, two spaces apart. */
@@ -130,7 +124,7 @@ function table(rows: string[][]): string[] {
   return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  '));
 }
 
-function describeClients(clients: NonNullable<OperationsAnswer['clients']>): string[] {
+function describeClients(clients: ClientsAnswer['clients']): string[] {
   if (clients.length === 0) return ['no client has registered operations'];
   return table([
     ['client', 'version', 'operations', 'pushed', 'by', 'retired'],
@@ -138,8 +132,8 @@ function describeClients(clients: NonNullable<OperationsAnswer['clients']>): str
   ]);
 }
 
-function describeVersion(body: OperationsAnswer): string[] {
-  const operations = Array.isArray(body.operations) ? body.operations : [];
+function describeVersion(body: ClientVersionAnswer): string[] {
+  const { operations } = body;
   const retired = body.retiredAt ? `, retired at ${body.retiredAt}` : '';
   return [
     `${body.client} ${body.version}: ${plural(operations.length, 'operation')}, pushed at ${body.pushedAt} by ${body.pushedBy}${retired}`,
@@ -147,23 +141,34 @@ function describeVersion(body: OperationsAnswer): string[] {
   ];
 }
 
-function describePush(o: OperationsCliOptions, body: OperationsAnswer): string {
-  const count = typeof body.operations === 'number' ? body.operations : 0;
+function describePush(o: OperationsCliOptions, body: PushAnswer): string {
+  const count = body.operations;
   if (body.unchanged) return `${o.client} ${o.version}: unchanged (${plural(count, 'operation')})`;
-  return `${o.client} ${o.version}: ${plural(count, 'operation')} registered (${body.added ?? 0} added, ${body.removed ?? 0} removed)`;
+  return `${o.client} ${o.version}: ${plural(count, 'operation')} registered (${body.added} added, ${body.removed} removed)`;
 }
 
-/** The request a command makes. */
-function call(o: OperationsCliOptions) {
+/** A 200 or 201 read by `schema` (else `unreadable answer`), anything else as the registry's refusal. */
+const call = <T>(o: OperationsCliOptions, schema: WireSchema<T>, method: 'GET' | 'POST', path: string, body?: unknown) =>
+  answer<T, PushRefusedAnswer>(o, method, path, body, (json) => parseWire(schema, json));
+
+/** Runs one command's request; what it prints on success. */
+async function run(o: OperationsCliOptions): Promise<Answer<string[], PushRefusedAnswer>> {
+  const ok = <T>(res: Answer<T, PushRefusedAnswer>, describe: (body: T) => string[]): Answer<string[], PushRefusedAnswer> =>
+    res.ok ? { ...res, body: o.json ? [JSON.stringify(res.body, null, 2)] : describe(res.body) } : res;
   const target = `${encodeURIComponent(o.client ?? '')}/${encodeURIComponent(o.version ?? '')}`;
+  const clientVersion = { client: o.client, version: o.version };
   if (o.command === 'push') {
     const operations = readManifest(o.manifest!);
-    return request<OperationsAnswer>(o, 'POST', '/v1/operations', { client: o.client, version: o.version, operations });
+    const res = await call(o, PushAnswer, 'POST', '/v1/operations', { ...clientVersion, operations });
+    return ok(res, (body) => [describePush(o, body)]);
   }
-  if (o.command === 'retire')
-    return request<OperationsAnswer>(o, 'POST', '/v1/operations/retire', { client: o.client, version: o.version });
-  if (o.version !== undefined) return request<OperationsAnswer>(o, 'GET', `/v1/operations/${target}`);
-  return request<OperationsAnswer>(o, 'GET', `/v1/operations${o.client ? `?client=${encodeURIComponent(o.client)}` : ''}`);
+  if (o.command === 'retire') {
+    const res = await call(o, RetireAnswer, 'POST', '/v1/operations/retire', clientVersion);
+    return ok(res, (body) => [`${o.client} ${o.version}: retired at ${body.retiredAt}`]);
+  }
+  if (o.version !== undefined) return ok(await call(o, ClientVersionAnswer, 'GET', `/v1/operations/${target}`), describeVersion);
+  const query = o.client ? `?client=${encodeURIComponent(o.client)}` : '';
+  return ok(await call(o, ClientsAnswer, 'GET', `/v1/operations${query}`), (body) => describeClients(body.clients));
 }
 
 /** Runs one command: what to print and the exit code. */
@@ -171,8 +176,8 @@ export async function runOperationsCli(o: OperationsCliOptions): Promise<CliResu
   const out: string[] = [];
   const err: string[] = [];
   try {
-    const res = await call(o);
-    if (res.status !== 200 && res.status !== 201) {
+    const res = await run(o);
+    if (!res.ok) {
       if (o.json) out.push(JSON.stringify(res.body, null, 2));
       const who = o.client ? `${o.client}${o.version ? ` ${o.version}` : ''}` : 'operations';
       err.push(
@@ -182,11 +187,7 @@ export async function runOperationsCli(o: OperationsCliOptions): Promise<CliResu
       );
       return { code: 1, out, err };
     }
-    if (o.json) out.push(JSON.stringify(res.body, null, 2));
-    else if (o.command === 'push') out.push(describePush(o, res.body));
-    else if (o.command === 'retire') out.push(`${o.client} ${o.version}: retired at ${res.body.retiredAt}`);
-    else if (o.version !== undefined) out.push(...describeVersion(res.body));
-    else out.push(...describeClients(res.body.clients ?? []));
+    out.push(...res.body);
     return { code: 0, out, err };
   } catch (e) {
     return failure(e, 'operations', out);

@@ -1,3 +1,4 @@
+import type { ErrorAnswer } from '@halo/contracts/wire';
 import { SERVICES, SERVICE_TOKEN_HEADER } from '@halo/kit';
 import { developerToken } from './dev-credentials';
 
@@ -93,6 +94,30 @@ export async function request<T>(
     parsed = { error: `not JSON (HTTP ${res.status})` };
   }
   return { status: res.status, body: parsed as T };
+}
+
+/**
+ * A registry answer as a CLI reads it: a 200 or 201 as `T`, anything else as the refusal `E` (the
+ * shapes are @halo/contracts/wire's). `check`, when given, validates a 200 or 201 first (throwing
+ * `unreadable answer`); the body is kept as sent, so `--json` prints what the registry said.
+ */
+export type Answer<T, E extends ErrorAnswer = ErrorAnswer> = { ok: true; status: number; body: T } | { ok: false; status: number; body: E };
+
+export async function answer<T, E extends ErrorAnswer = ErrorAnswer>(
+  o: { registry: string },
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+  check?: (json: unknown) => unknown,
+): Promise<Answer<T, E>> {
+  const res = await request<unknown>(o, method, path, body);
+  if (res.status !== 200 && res.status !== 201) return { ok: false, status: res.status, body: res.body as E };
+  try {
+    check?.(res.body);
+  } catch (err) {
+    throw new Error(`unreadable answer from ${method} ${path.replace(/\?.*$/, '')} (HTTP ${res.status}): ${(err as Error).message}`);
+  }
+  return { ok: true, status: res.status, body: res.body as T };
 }
 
 /** A run's failure as a result: unreachable exits 3, a usage error 2 (named for the CLI); anything else is thrown on. */

@@ -10,16 +10,26 @@ import {
   type ServiceContract,
 } from '@halo/kit';
 import { isTakeoverChange } from '@halo/contracts';
+import type {
+  CheckAnswer,
+  CheckReport,
+  DiffAnswer,
+  PublishAnswer,
+  RefusedAnswer,
+  ServicesAnswer,
+  VersionAnswer,
+  VersionsAnswer,
+} from '@halo/contracts/wire';
 import { schemaFile } from './checkout-contracts';
 import { loadManifests } from './compose-rest';
 import {
+  answer,
   checkHttpUrl,
   cliMain,
   credentialsHint,
   failure,
   portOffset,
   registryUrl,
-  request as registryRequest,
   runMain,
   UsageError,
   type CliResult,
@@ -202,41 +212,10 @@ export function contractFor(o: CliOptions, registeredUrl?: string): ServiceContr
   };
 }
 
-/** The registry's JSON answer, as far as this CLI reads it (which members depend on the command). */
-interface RegistryAnswer {
-  error?: string;
-  ok?: boolean;
-  report?: Report;
-  unchanged?: boolean;
-  version?: number;
-  composition?: number;
-  versions?: {
-    version: number;
-    createdAt: string;
-    author: string;
-    url: string;
-    hash: string;
-    changes: { type: string; message: string; breaking: boolean; acknowledged: boolean }[] | null;
-    acknowledgement: string | null;
-    rollbackOf: number | null;
-  }[];
-  contract?: ServiceContract;
-  changes?: { type: string; message: string; breaking: boolean }[];
-  errors?: string[];
-  text?: string;
-  services?: { service: string; version: number; publishedAt: string; author: string; url: string }[];
-}
+/** A request whose 200 or 201 this CLI reads as `T` (the wire's), anything else as a refusal. */
+const request = <T>(o: CliOptions, method: 'GET' | 'POST', path: string, body?: unknown) => answer<T, RefusedAnswer>(o, method, path, body);
 
-const request = (o: CliOptions, method: 'GET' | 'POST', path: string, body?: unknown) =>
-  registryRequest<RegistryAnswer>(o, method, path, body);
-
-interface Report {
-  ok: boolean;
-  composition: { errors: string[] };
-  rest: { errors: string[] };
-  changes: { type: string; path: string; message: string; breaking: boolean; acknowledged: boolean; usage: { count: number } }[];
-  notes: string[];
-}
+type Report = Pick<CheckReport, 'ok' | 'composition' | 'rest' | 'changes' | 'notes'>;
 
 /** How much a breaking change is used: gateways record GraphQL usage only, so a REST change's is unknown. */
 const usedNote = (c: Report['changes'][number]) =>
@@ -261,13 +240,13 @@ function describeReport(r: Report | undefined): string[] {
 
 /** The routing URL the registry holds for the service now, if it holds one. */
 async function currentUrl(o: CliOptions): Promise<string | undefined> {
-  const res = await request(o, 'GET', '/v1/services');
-  if (res.status !== 200) return undefined;
+  const res = await request<ServicesAnswer>(o, 'GET', '/v1/services');
+  if (!res.ok) return undefined;
   return res.body.services?.find((s) => s.service === o.service)?.url;
 }
 
 /** `list --service` (one line a version) and `log` (each version's changes and acknowledgement too). */
-function describeHistory(service: string, versions: NonNullable<RegistryAnswer['versions']>, full: boolean): string[] {
+function describeHistory(service: string, versions: VersionsAnswer['versions'], full: boolean): string[] {
   const lines: string[] = [];
   for (const v of versions) {
     const rollback = v.rollbackOf ? `  (rollback to v${v.rollbackOf})` : '';
@@ -287,7 +266,7 @@ function describeHistory(service: string, versions: NonNullable<RegistryAnswer['
 export async function runCli(o: CliOptions): Promise<CliResult> {
   const out: string[] = [];
   const err: string[] = [];
-  const refused = (status: number, body: RegistryAnswer | null) => {
+  const refused = ({ status, body }: { status: number; body: RefusedAnswer | null }) => {
     if (o.json) out.push(JSON.stringify(body, null, 2));
     err.push(
       `${o.service ?? 'subgraph'}: refused (${status}): ${body?.error ?? 'unknown error'}`,
@@ -302,23 +281,24 @@ export async function runCli(o: CliOptions): Promise<CliResult> {
       return { code: 0, out, err };
     }
     if (o.command === 'list' || o.command === 'log') {
-      const res = await request(o, 'GET', o.service ? `/v1/services/${o.service}/versions` : '/v1/services');
-      if (res.status !== 200) return refused(res.status, res.body);
+      const path = o.service ? `/v1/services/${o.service}/versions` : '/v1/services';
+      const res = await request<VersionsAnswer | ServicesAnswer>(o, 'GET', path);
+      if (!res.ok) return refused(res);
       if (o.json) out.push(JSON.stringify(res.body, null, 2));
-      else if (o.service) out.push(...describeHistory(o.service, res.body.versions!, o.command === 'log'));
-      else for (const s of res.body.services!) out.push(`${s.service.padEnd(10)} v${s.version}  ${s.publishedAt}  ${s.author}  ${s.url}`);
+      else if ('versions' in res.body) out.push(...describeHistory(o.service!, res.body.versions, o.command === 'log'));
+      else for (const s of res.body.services) out.push(`${s.service.padEnd(10)} v${s.version}  ${s.publishedAt}  ${s.author}  ${s.url}`);
       return { code: 0, out, err };
     }
     if (o.command === 'fetch') {
-      const res = await request(o, 'GET', `/v1/services/${o.service}/versions/${o.version}`);
-      if (res.status !== 200) return refused(res.status, res.body);
+      const res = await request<VersionAnswer>(o, 'GET', `/v1/services/${o.service}/versions/${o.version}`);
+      if (!res.ok) return refused(res);
       if (o.json) out.push(JSON.stringify(res.body, null, 2));
       else out.push((res.body.contract?.sdl ?? `# ${o.service} v${o.version} has no GraphQL schema`).replace(/\n$/, ''));
       return { code: 0, out, err };
     }
     if (o.command === 'diff') {
-      const res = await request(o, 'GET', `/v1/services/${o.service}/diff?from=${o.from}&to=${o.to}`);
-      if (res.status !== 200) return refused(res.status, res.body);
+      const res = await request<DiffAnswer>(o, 'GET', `/v1/services/${o.service}/diff?from=${o.from}&to=${o.to}`);
+      if (!res.ok) return refused(res);
       if (o.json) out.push(JSON.stringify(res.body, null, 2));
       else {
         out.push(`${o.service}: v${o.from} → v${o.to}`);
@@ -331,20 +311,19 @@ export async function runCli(o: CliOptions): Promise<CliResult> {
     }
     const ack = { ...(o.acknowledge ? { acknowledge: o.acknowledge } : {}), ...(o.options ? { options: o.options } : {}) };
     const registeredUrl = o.url === undefined && o.command !== 'rollback' ? await currentUrl(o) : undefined;
-    const res =
-      o.command === 'check'
-        ? await request(o, 'POST', '/v1/check', { contract: contractFor(o, registeredUrl), ...ack })
-        : o.command === 'publish'
-          ? await request(o, 'POST', '/v1/publish', { contract: contractFor(o, registeredUrl), ...ack })
-          : await request(o, 'POST', '/v1/rollback', { service: o.service, to: o.to, ...ack });
     if (o.command === 'check') {
-      if (res.status !== 200) return refused(res.status, res.body);
+      const res = await request<CheckAnswer>(o, 'POST', '/v1/check', { contract: contractFor(o, registeredUrl), ...ack });
+      if (!res.ok) return refused(res);
       if (o.json) out.push(JSON.stringify(res.body, null, 2));
       const lines = [`${o.service}: check ${res.body.ok ? 'passed' : 'failed'}`, ...describeReport(res.body.report)];
       if (!o.json) (res.body.ok ? out : err).push(...lines);
       return { code: res.body.ok ? 0 : 1, out, err };
     }
-    if (res.status !== 200 && res.status !== 201) return refused(res.status, res.body);
+    const res =
+      o.command === 'publish'
+        ? await request<PublishAnswer>(o, 'POST', '/v1/publish', { contract: contractFor(o, registeredUrl), ...ack })
+        : await request<PublishAnswer>(o, 'POST', '/v1/rollback', { service: o.service, to: o.to, ...ack });
+    if (!res.ok) return refused(res);
     if (o.json) out.push(JSON.stringify(res.body, null, 2));
     else if (res.body.unchanged) out.push(`${o.service}: unchanged (version ${res.body.version}, composition ${res.body.composition})`);
     else
