@@ -4,6 +4,7 @@ import {
   closeHttpServer,
   Lifecycle,
   listen,
+  closeRedis,
   openRedis,
   serviceIdentityFor,
   type Logger,
@@ -340,7 +341,7 @@ function registerShutdown(lifecycle: Lifecycle, config: GatewayConfig, r: Releas
   lifecycle.register('usage', async () => r.usage?.stop());
   lifecycle.register('upstream pools', async () => {
     r.callers.close();
-    r.redis?.disconnect();
+    if (r.redis) closeRedis(r.redis);
     await r.proxies.close();
   });
   lifecycle.register('graphql', () => r.graphql.stop());

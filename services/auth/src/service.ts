@@ -3,6 +3,7 @@ import type { Response } from 'express';
 import {
   callPolicyFor,
   defineService,
+  closeRedis,
   openRedis,
   redisReady,
   signAccessToken,
@@ -126,7 +127,7 @@ export type AuthService = Awaited<ReturnType<typeof authService.start>>;
 async function limiterRedis(url: string, logger: Logger, lifecycle: Lifecycle): Promise<Redis> {
   const client = openRedis(url, logger);
   lifecycle.register('redis', () => {
-    client.disconnect();
+    closeRedis(client);
   });
   if (!(await redisReady(client))) logger.warn('redis not reachable at start-up; logins are refused until it is');
   return client;

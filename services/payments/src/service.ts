@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { callPolicyFor, defineService, openRedis, redisReady, type Lifecycle, type Logger } from '@halo/kit';
+import { callPolicyFor, closeRedis, defineService, openRedis, redisReady, type Lifecycle, type Logger } from '@halo/kit';
 import { MemoryIdempotencyStore } from './adapters/memory/idempotency';
 import { SimulatedProcessor } from './adapters/processor/simulated';
 import { RedisIdempotencyStore } from './adapters/redis/idempotency';
@@ -80,7 +80,7 @@ async function idempotencyStore(config: PaymentsConfig, prefix: string, logger: 
     case 'redis': {
       const redis = openRedis(config.REDIS_URL!, logger);
       lifecycle.register('redis', () => {
-        redis.disconnect();
+        closeRedis(redis);
       });
       if (!(await redisReady(redis))) logger.warn('redis not reachable at start-up; payments are refused until it is');
       return new RedisIdempotencyStore(redis, prefix);

@@ -1,4 +1,4 @@
-import { openRedis, redisReady, type Lifecycle, type Logger, type Redis } from '@halo/kit';
+import { closeRedis, openRedis, redisReady, type Lifecycle, type Logger, type Redis } from '@halo/kit';
 import { RedisPubSub } from 'graphql-redis-subscriptions';
 import { PubSubMessageBus } from '../pubsub/bus';
 
@@ -12,8 +12,8 @@ export async function redisMessageBus(url: string, prefix: string, logger: Logge
   const publisher = openRedis(url, logger);
   const subscriber = openRedis(url, logger);
   lifecycle.register('redis', () => {
-    publisher.disconnect();
-    subscriber.disconnect();
+    closeRedis(publisher);
+    closeRedis(subscriber);
   });
   const refused = new Set<string>();
   guardUnsubscribe(subscriber, (channels) => channels.forEach((c) => refused.add(c)));
