@@ -1,5 +1,15 @@
 import { createServer } from 'node:http';
-import { createLogger, listen, openRedis, redisReady, runInRequest, serviceIdentityFor, signAccessToken, type Redis } from '@halo/kit';
+import {
+  closeRedis,
+  createLogger,
+  listen,
+  openRedis,
+  redisReady,
+  runInRequest,
+  serviceIdentityFor,
+  signAccessToken,
+  type Redis,
+} from '@halo/kit';
 import { TEST_JWT_SECRET, testIdentityEnv } from '@halo/kit/testing';
 import { createCallerResolver } from '../src/auth';
 import { graphqlLimits, loadGatewayConfig } from '../src/config';
@@ -321,7 +331,7 @@ describe('shared by every replica through Redis (REDIS_URL)', () => {
       expect((await send(q, { url: c.url })).reached).toBe(false);
     } finally {
       await c.stop();
-      away.disconnect();
+      closeRedis(away);
     }
   });
 });
