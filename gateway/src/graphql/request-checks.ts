@@ -1,6 +1,6 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { getOperationAST, GraphQLError, OperationTypeNode, parse, type GraphQLFormattedError } from 'graphql';
-import { deeperThan } from '@halo/kit';
+import { deeperThan, MAX_JSON_DEPTH } from '@halo/kit';
 import { sha256 } from './persisted';
 
 /**
@@ -10,12 +10,11 @@ import { sha256 } from './persisted';
  */
 
 /**
- * The deepest `variables` (and `extensions`) a request may nest: 64 levels. No input type of the
- * supergraph nests beyond a few levels, and graphql-js and Apollo walk variables recursively, so
- * thousands of levels overflowed the stack (a 500). 64 is the JSON nesting cap other parsers use
- * by default (e.g. Rust's serde_json allows 128); well below any stack, well above any real input.
+ * The deepest `variables` (and `extensions`) a request may nest: the kit's cap on every JSON body
+ * (64 levels). No input type of the supergraph nests beyond a few levels, and graphql-js and
+ * Apollo walk variables recursively, so thousands of levels overflowed the stack (a 500).
  */
-export const MAX_VARIABLES_DEPTH = 64;
+export const MAX_VARIABLES_DEPTH = MAX_JSON_DEPTH;
 
 /** Shared with every service's JSON body check (@halo/kit's json-depth.ts). */
 export { deeperThan };

@@ -2,8 +2,8 @@
  * The deepest a JSON request body may nest objects and arrays: 64 levels. No Halo body nests
  * beyond a few dozen (a composed OpenAPI document, the deepest, about twenty), and code that walks
  * a body recursively (a canonical form, a fingerprint, a GraphQL coercion) overflows the stack on
- * thousands: a 500 and a stack trace per request. 64 is the cap the gateway puts on GraphQL
- * variables too (gateway/src/graphql/request-checks.ts).
+ * thousands: a 500 and a stack trace per request. The gateway holds GraphQL variables and
+ * extensions to the same cap (gateway/src/graphql/request-checks.ts).
  */
 export const MAX_JSON_DEPTH = 64;
 
