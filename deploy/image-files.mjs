@@ -7,7 +7,7 @@
 // workspaces (the kit, the generated gRPC code) into node_modules, native addons included. Only
 // those files reach the image: no type declarations, source maps, README files, ESM copies of
 // CommonJS packages, or packages that only a dev tool or a browser bundle depends on (sizes:
-// docs/benchmarks.md, "Images").
+// docs/benchmarks/images.md).
 // APP's own files beside its code (migrations, schema, composed files) are copied by the
 // Dockerfile. The build fails if a dev-only package would reach the image.
 import { copyFileSync, lstatSync, mkdirSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';

@@ -466,7 +466,7 @@ export const GATEWAY_NODE_OPTIONS = '--max-semi-space-size=8';
  * On a machine with more than 16 GB of memory V8 lets the old generation grow to 4× what survived
  * the last full collection before collecting again, so the gateway's old space and RSS grew to
  * several times its live heap under load. 2× (what V8 picks by itself for the heap of a pod with a
- * memory limit) holds its peak RSS far lower at no measurable CPU cost (docs/benchmarks-history.md,
+ * memory limit) holds its peak RSS far lower at no measurable CPU cost (docs/benchmarks/history.md,
  * "Gateway memory").
  */
 export const GATEWAY_V8_FLAGS = ['--heap-growing-percent=100'] as const;

@@ -9,7 +9,7 @@ import type { Logger } from './logger';
  * `--expose-gc`) over the IPC channel to compact: one full collection now, which also frees the start's garbage and
  * marks the point the rate is measured from, and a second one SECOND_GC_MS later, which finds the
  * idle rate and gives the young generation back (less resident memory per process;
- * docs/benchmarks.md, "Idle memory"). V8
+ * docs/benchmarks/startup-and-memory.md). V8
  * alone judges the rate: in some runs a process or two keep theirs (the debug line says). Under
  * load the young generation grows again as V8 sees fit; nothing changes outside the launcher.
  */

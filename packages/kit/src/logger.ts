@@ -113,7 +113,7 @@ let stdout: DestinationStream | undefined;
  * Standard output through one buffer per process: lines are written in batches of up to 64 KiB,
  * and at least every 250 ms, instead of one write system call per line (at the gateway's
  * per-request access log those writes showed in its profile under load, and smaller batches still
- * did on a proxied GET; docs/benchmarks.md). What is buffered is written synchronously when
+ * did on a proxied GET; docs/benchmarks/rest-proxy.md). What is buffered is written synchronously when
  * the process exits; only a SIGKILL can lose the last 250 ms of lines.
  */
 function bufferedStdout(): DestinationStream {
