@@ -5,16 +5,17 @@ import { parse } from 'yaml';
 import { ROOT } from './render';
 
 /**
- * The charts as a product: their value references are what @adobe/jsonschema2md generates from
- * values.schema.json today (`npm run helm:docs`), each chart's CHANGELOG names its Chart.yaml
- * version, and the library's version is the one both charts depend on.
+ * The charts as a product: their values references (docs/values.md) are what `npm run helm:docs`
+ * renders from values.schema.json and values.yaml today (through tools/dist: built by
+ * `npm run build`), each chart's CHANGELOG names its Chart.yaml version, and the library's
+ * version is the one both charts depend on.
  */
 const HELM = join(ROOT, 'helm');
 const chartOf = (name: string) =>
   parse(readFileSync(join(HELM, name, 'Chart.yaml'), 'utf8')) as { version: string; dependencies?: { name: string; version: string }[] };
 
 describe('chart docs and versions', () => {
-  it('the generated value references (docs/values/) are current', () => {
+  it('the generated values references (docs/values.md) are current', () => {
     const run = spawnSync(process.execPath, [join(HELM, 'docs/values-docs.mjs'), '--check'], { encoding: 'utf8' });
     expect(run.stderr).toBe('');
     expect(run.status).toBe(0);
