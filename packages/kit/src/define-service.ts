@@ -40,23 +40,51 @@ type Env = Record<string, string | undefined>;
 export function kitConfigShape(name: ServiceName) {
   return {
     ...serviceConfigShape(SERVICES[name]),
-    /** Seeds the service's demo data; defaults to on only when HALO_ENV=development, refused in production. */
-    SEED_DEMO_DATA: env.flag(),
-    /** Apply the service's migrations and exit 0, serving nothing (the chart's migration Job). */
-    HALO_MIGRATE_ONLY: env.flag(),
-    /** The schema registry's HTTP base (docs/registry.md); `npm start` sets it. */
-    REGISTRY_URL: env.url(),
-    /** The routing URL this service publishes; default `http://127.0.0.1:<HTTP_PORT>`. */
-    SERVICE_PUBLIC_URL: env.url(),
-    /** Publish this service's contract after start (embedded only; refused when HALO_ENV=production). */
-    REGISTRY_PUBLISH_ON_START: env.flag(),
-    /** Publish the contract and exit, serving nothing (the chart's post-install/upgrade hook). */
-    HALO_PUBLISH_CONTRACT_ONLY: env.flag(),
-    /** The reason a publish lets breaking changes through with (the registry records it; chart: publish.acknowledge). */
-    REGISTRY_PUBLISH_ACKNOWLEDGE: env.reason(),
-    /** Serve the plain `POST /graphql` on the lean path (ADR 0015); default on, `false` leaves all of it to Apollo Server. */
-    GRAPHQL_LEAN: env.flag(),
+    SEED_DEMO_DATA: env
+      .flag()
+      .describe(
+        "seed the service's demo data (content: users, posts and comments; auth: their passwords; catalog: 42 products); " +
+          'idempotent; unset: on only when `HALO_ENV=development`; refused when `HALO_ENV=production`',
+      ),
+    HALO_MIGRATE_ONLY: env
+      .flag()
+      .describe("apply the service's migrations and exit 0 without serving (the chart's migration Job); exit 1 if they fail"),
+    REGISTRY_URL: env
+      .url()
+      .describe(
+        "the schema registry's HTTP base, where the service publishes its contract ([docs/registry.md](docs/registry.md)); " +
+          '`npm start` sets it',
+      ),
+    SERVICE_PUBLIC_URL: env
+      .url()
+      .describe(
+        "the routing URL the service publishes with its contract; unset: `http://127.0.0.1:<HTTP_PORT>` (the chart sets the Service's cluster DNS name)",
+      ),
+    REGISTRY_PUBLISH_ON_START: env
+      .flag()
+      .describe('publish the contract after start (needs `REGISTRY_URL`); `npm start` sets it; refused when `HALO_ENV=production`'),
+    HALO_PUBLISH_CONTRACT_ONLY: env
+      .flag()
+      .describe(
+        'publish the contract and exit without serving: 0 published, 1 refused, 3 registry unreachable, 78 a configuration ' +
+          "that can never start (the chart's post-install/post-upgrade hook); needs `REGISTRY_URL` and `SERVICE_SIGNING_KEY`, reads nothing else " +
+          'of the service (no database, secret or peer)',
+      ),
+    REGISTRY_PUBLISH_ACKNOWLEDGE: env
+      .reason()
+      .describe("the reason a publish lets breaking changes through with (the registry records it; the chart's `publish.acknowledge`)"),
+    GRAPHQL_LEAN: env
+      .bool(true)
+      .describe(
+        '`false`: every `/graphql` request of a subgraph goes through express and Apollo Server, as before the lean path ' +
+          '([ADR 0015](docs/adr/0015-lean-subgraph-path.md)); the answers are the same either way',
+      ),
   };
+}
+
+/** The variables a service reads: the kit's and the service's own (`X`, which wins on a shared name). */
+export function serviceShape<X extends z.ZodRawShape = Record<never, never>>(name: ServiceName, extra?: X) {
+  return { ...kitConfigShape(name), ...extra } as KitShape & X;
 }
 
 type KitShape = ReturnType<typeof kitConfigShape>;
@@ -73,7 +101,7 @@ export function loadServiceConfig<X extends z.ZodRawShape = Record<never, never>
   extra?: X,
   source: Env = process.env,
 ): ServiceConfig<X> {
-  const loaded = loadConfig({ ...kitConfigShape(name), ...extra }, source);
+  const loaded = loadConfig(serviceShape(name, extra), source);
   const seed = (loaded as { SEED_DEMO_DATA?: boolean }).SEED_DEMO_DATA;
   const haloEnv = (loaded as { HALO_ENV: string }).HALO_ENV;
   refuseDevSecrets(source, haloEnv);
@@ -98,17 +126,17 @@ export function loadServiceConfig<X extends z.ZodRawShape = Record<never, never>
  * database credentials, JWT secret, Redis or peer addresses, so none is required here.
  */
 export function publishConfigShape(name: ServiceName) {
-  const shared = serviceConfigShape(SERVICES[name]);
+  const kit = kitConfigShape(name);
   return {
-    HALO_ENV: shared.HALO_ENV,
-    HTTP_PORT: shared.HTTP_PORT,
-    LOG_LEVEL: shared.LOG_LEVEL,
-    SHUTDOWN_TIMEOUT_MS: shared.SHUTDOWN_TIMEOUT_MS,
-    SERVICE_SIGNING_KEY: shared.SERVICE_SIGNING_KEY,
-    REGISTRY_URL: env.url(),
-    SERVICE_PUBLIC_URL: env.url(),
-    HALO_PUBLISH_CONTRACT_ONLY: env.flag(),
-    REGISTRY_PUBLISH_ACKNOWLEDGE: env.reason(),
+    HALO_ENV: kit.HALO_ENV,
+    HTTP_PORT: kit.HTTP_PORT,
+    LOG_LEVEL: kit.LOG_LEVEL,
+    SHUTDOWN_TIMEOUT_MS: kit.SHUTDOWN_TIMEOUT_MS,
+    SERVICE_SIGNING_KEY: kit.SERVICE_SIGNING_KEY,
+    REGISTRY_URL: kit.REGISTRY_URL,
+    SERVICE_PUBLIC_URL: kit.SERVICE_PUBLIC_URL,
+    HALO_PUBLISH_CONTRACT_ONLY: kit.HALO_PUBLISH_CONTRACT_ONLY,
+    REGISTRY_PUBLISH_ACKNOWLEDGE: kit.REGISTRY_PUBLISH_ACKNOWLEDGE,
   };
 }
 
@@ -208,6 +236,8 @@ export interface RunningService<D> extends StartedService {
 export interface DefinedService<C, D> {
   readonly name: ServiceName;
   readonly migrationsDir: string;
+  /** Every variable `loadConfig` validates (the kit's and the service's own): docs/configuration.md is generated from it. */
+  readonly configShape: z.ZodRawShape;
   loadConfig(source?: Env): C;
   /** Applies the service's migrations with its own settings and closes the connection (HALO_MIGRATE_ONLY). */
   migrate(config: C, logger: Logger): Promise<void>;
@@ -398,6 +428,7 @@ export function defineService<X extends z.ZodRawShape = Record<never, never>, C 
   return {
     name: def.name,
     migrationsDir,
+    configShape: serviceShape(def.name, def.config),
     loadConfig: loadConfigFor,
     migrate: migrateOnly,
     start,
