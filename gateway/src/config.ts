@@ -10,6 +10,7 @@ import {
   loadConfig,
   originListField,
   refuseDevSecrets,
+  serviceConfigShape,
   EDGE_SERVICE_NAMES,
   serviceUrlVar,
   z,
@@ -35,21 +36,23 @@ export const RATE_LIMIT_DEFAULTS = {
   embedded: { anonymous: 10_000_000, authenticated: 10_000_000, graphqlCost: 1_000_000_000 },
 } as const;
 
+/** A rate limit's defaults, said in its description (they depend on HALO_ENV, so the shape has none). */
+const rateDefaults = (limit: keyof (typeof RATE_LIMIT_DEFAULTS)['production']) =>
+  `Unset: ${RATE_LIMIT_DEFAULTS.production[limit]}; \`HALO_ENV\` development or test: ${RATE_LIMIT_DEFAULTS.embedded[limit]}. \`0\`: off`;
+
+/** The variables the gateway shares with every service: the same schemas, so one row each in docs/configuration.md. */
+const shared = serviceConfigShape({ httpPort: GATEWAY_PORT });
+
 export const gatewayConfigShape = {
-  HALO_ENV: env.haloEnv(),
-  HTTP_HOST: env.str('0.0.0.0'),
-  HTTP_PORT: env.port(GATEWAY_PORT),
-  /**
-   * The web apps' origins that may call the gateway from a browser (CORS, WebSocket upgrades) and
-   * sign in through auth, which reads the same list: exact origins and patterns, comma-separated
-   * (`https://app.example.com,http://localhost:*,https://*.example.com`). Unset:
-   * `http://localhost:*,http://127.0.0.1:*` when HALO_ENV=development, else none (same-origin only).
-   */
-  CORS_ORIGINS: originListField(),
-  /**
-   * Prometheus' `GET /metrics`, on its own port (bound on HTTP_HOST) so the public one never
-   * serves it: a port (0: any free one, as HTTP_PORT), or `off`.
-   */
+  HALO_ENV: shared.HALO_ENV,
+  HTTP_HOST: shared.HTTP_HOST,
+  HTTP_PORT: shared.HTTP_PORT,
+  CORS_ORIGINS: originListField().describe(
+    "the web apps' origins that may call Halo from a browser: the gateway's CORS and WebSocket `Origin` check (auth reads " +
+      'the same list for its sign-in origin check); exact origins or patterns, comma-separated ' +
+      '(`https://app.example.com,https://*.example.com,http://localhost:*`), never `*` ([Calling Halo from a web app](docs/calling-halo.md#calling-halo-from-a-web-app)). Unset: none, same-origin only; ' +
+      '`HALO_ENV=development` and `npm start`: `http://localhost:*,http://127.0.0.1:*`; the Helm chart: `corsOrigins`',
+  ),
   METRICS_PORT: z
     .string()
     .default(String(GATEWAY_METRICS_PORT))
@@ -59,19 +62,18 @@ export const gatewayConfigShape = {
       if (port <= 65535) return port;
       ctx.addIssue({ code: 'custom', message: 'must be a port (0: any free one) or off' });
       return z.NEVER;
-    }),
-  LOG_LEVEL: env.logLevel(),
-  BODY_LIMIT: env.bytes('1mb'),
-  SHUTDOWN_TIMEOUT_MS: env.int(10_000),
-  /** A client must have sent its request headers within this (408 otherwise). */
-  HTTP_HEADERS_TIMEOUT_MS: env.int(10_000, 1),
-  /** A client must have sent its whole request, body included, within this (408 otherwise). */
-  HTTP_REQUEST_TIMEOUT_MS: env.int(30_000, 1),
-  /**
-   * The proxies in front of the gateway (the ingress): addresses, CIDR ranges, `loopback`,
-   * `linklocal`, `uniquelocal`, comma-separated. Only their `X-Forwarded-For` is kept; anyone
-   * else's is replaced by the socket address. Default: none (the Helm chart sets its ingress's).
-   */
+    })
+    .meta({ examples: ['9464', '0', 'off'] })
+    .describe(
+      "Prometheus' `GET /metrics` on its own port, bound on `HTTP_HOST`, so the public port never serves it (the services " +
+        'serve theirs on their HTTP port; [docs/operations.md](docs/operations.md#logs-metrics-traces)): a port, `0` for ' +
+        'any free one, or `off`. `npm start`: 9464 + `HALO_PORT_OFFSET`',
+    ),
+  LOG_LEVEL: shared.LOG_LEVEL,
+  BODY_LIMIT: shared.BODY_LIMIT,
+  SHUTDOWN_TIMEOUT_MS: shared.SHUTDOWN_TIMEOUT_MS,
+  HTTP_HEADERS_TIMEOUT_MS: shared.HTTP_HEADERS_TIMEOUT_MS,
+  HTTP_REQUEST_TIMEOUT_MS: shared.HTTP_REQUEST_TIMEOUT_MS,
   GATEWAY_TRUSTED_PROXIES: z
     .string()
     .default('')
@@ -82,55 +84,68 @@ export const gatewayConfigShape = {
         ctx.addIssue({ code: 'custom', message: (err as Error).message });
         return z.NEVER;
       }
-    }),
-  /** Idle time on an upstream connection before the gateway answers 504. */
-  UPSTREAM_TIMEOUT_MS: env.int(30_000, 1),
-  SUPERGRAPH_PATH: z.string().default(DEFAULT_SUPERGRAPH_PATH),
-  /** HS256 secret shared with auth; without it every token is refused (anonymous calls only). */
-  JWT_SECRET: z.string().min(32, 'must be at least 32 bytes').optional(),
-  /** auth's gRPC address, for exchanging `X-API-Key` for a token. */
-  AUTH_GRPC_ADDR: env.str(defaultGrpcAddr('auth')),
-  GRPC_DEADLINE_MS: env.int(2_000, 1),
-  /**
-   * How often an open subscription's API key is exchanged again (its token renewed; a revoked key's
-   * subscriptions end within one period). Below the exchanged token's life (auth's API_KEY_TOKEN_TTL).
-   */
-  API_KEY_RECHECK_MS: env.int(60_000, 100),
-  /** The gateway's private Ed25519 JWK: signs its gRPC calls to auth (docs/service-identity.md). */
-  SERVICE_SIGNING_KEY: z.string().optional(),
-  /** The composed REST route table (versions and deprecations included) to serve and watch. */
-  ROUTES_PATH: z.string().default(DEFAULT_ROUTES_PATH),
-  /** The composed OpenAPI document served at `/openapi.json` and rendered at `/docs`. */
-  OPENAPI_PATH: z.string().default(DEFAULT_OPENAPI_PATH),
+    })
+    .describe(
+      'the proxies in front of the gateway (the ingress), comma-separated: addresses, CIDR ranges, `loopback`, `linklocal`, ' +
+        "`uniquelocal`. Only their `X-Forwarded-For` is kept; anyone else's is replaced by the socket address. The Helm " +
+        'chart: `loopback, linklocal, uniquelocal`',
+    ),
+  UPSTREAM_TIMEOUT_MS: env.int(30_000, 1).describe('idle time on an upstream (REST proxy) connection before the gateway answers 504'),
+  SUPERGRAPH_PATH: z
+    .string()
+    .default(DEFAULT_SUPERGRAPH_PATH)
+    .describe('the composed supergraph; edits are picked up without a restart (with `REGISTRY_URL`: the boot composition only)'),
+  JWT_SECRET: shared.JWT_SECRET,
+  AUTH_GRPC_ADDR: env.str(defaultGrpcAddr('auth')).describe("auth's gRPC address, for exchanging `X-API-Key` for a token"),
+  GRPC_DEADLINE_MS: shared.GRPC_DEADLINE_MS,
+  API_KEY_RECHECK_MS: env
+    .int(60_000, 100)
+    .describe(
+      "how often an open subscription's API key is exchanged again (its token renewed; a revoked key's subscriptions end " +
+        "within one period); keep it below auth's `API_KEY_TOKEN_TTL`",
+    ),
+  SERVICE_SIGNING_KEY: shared.SERVICE_SIGNING_KEY,
+  ROUTES_PATH: z
+    .string()
+    .default(DEFAULT_ROUTES_PATH)
+    .describe(
+      'the composed REST route table (versions, deprecations); picked up without a restart (with `REGISTRY_URL`: the boot composition only)',
+    ),
+  OPENAPI_PATH: z
+    .string()
+    .default(DEFAULT_OPENAPI_PATH)
+    .describe(
+      'the composed OpenAPI document served at `/openapi.json` and rendered at `/docs`; picked up without a restart (with ' +
+        '`REGISTRY_URL`: the boot composition only)',
+    ),
 
   // ── GraphQL at the edge (src/graphql/limits.ts, src/graphql/persisted.ts; README "GraphQL at the edge") ──
-  /** Deepest field nesting an operation may have (root fields are depth 1). */
-  GRAPHQL_MAX_DEPTH: env.int(7, 1),
-  /** Largest estimated cost (IBM cost spec, `@cost`/`@listSize` from the supergraph). */
-  GRAPHQL_MAX_COST: env.int(1000, 1),
-  /** Items assumed for a list field whose size no `@listSize` argument or assumedSize gives. */
-  GRAPHQL_DEFAULT_LIST_SIZE: env.int(10, 1),
-  /** Aliased fields per operation (fragments included; `__typename` aliases are free). */
-  GRAPHQL_MAX_ALIASES: env.int(15, 0),
-  /** Lexical tokens per document: the parser stops counting there (graphql-js `maxTokens`). */
-  GRAPHQL_MAX_TOKENS: env.int(1000, 1),
-  /** Operations per batched request (array body). */
-  GRAPHQL_MAX_BATCH: env.int(10, 1),
-  /** How long a registered persisted query (APQ) is kept, in seconds. */
-  GRAPHQL_APQ_TTL_S: env.int(86_400, 1),
-  /**
-   * Trusted documents: a persisted-query manifest (JSON); when set, only its operations run.
-   * Unset (the default): any operation within the limits runs.
-   */
-  GRAPHQL_TRUSTED_DOCUMENTS: z.string().min(1).optional(),
-  /**
-   * Registered operations (docs/registry.md "Client operation lists"): `off`, `audit` (operations
-   * not registered for their client are served, counted and logged) or `enforce` (they are refused
-   * with 400). The lists come from the registry (REGISTRY_URL) and GRAPHQL_TRUSTED_DOCUMENTS.
-   * Default: `enforce` with GRAPHQL_TRUSTED_DOCUMENTS, else `off`.
-   */
-  PERSISTED_OPERATIONS: z.enum(PERSISTED_MODES).optional(),
-  /** Client names (comma-separated) that may still send free-form operations in `enforce`, e.g. an internal admin tool. */
+  GRAPHQL_MAX_DEPTH: env
+    .int(7, 1)
+    .describe('deepest field nesting of an operation, root fields being 1 ([GraphQL at the edge](docs/graphql-edge.md))'),
+  GRAPHQL_MAX_COST: env
+    .int(1000, 1)
+    .describe(
+      'largest estimated cost of an operation (`@cost`/`@listSize` of the supergraph; [GraphQL at the edge](docs/graphql-edge.md))',
+    ),
+  GRAPHQL_DEFAULT_LIST_SIZE: env.int(10, 1).describe('items assumed for a list that no slicing argument or `@listSize` sizes'),
+  GRAPHQL_MAX_ALIASES: env.int(15, 0).describe('aliased fields per operation (fragments included; `__typename` aliases are free)'),
+  GRAPHQL_MAX_TOKENS: env.int(1000, 1).describe('lexical tokens per document (graphql-js `maxTokens`)'),
+  GRAPHQL_MAX_BATCH: env.int(10, 1).describe('operations per batched request (array body)'),
+  GRAPHQL_APQ_TTL_S: env.int(86_400, 1).describe('how long a persisted query (APQ) stays registered, in seconds'),
+  GRAPHQL_TRUSTED_DOCUMENTS: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("a persisted-query manifest (a JSON file): only its operations run (every client's list); unset: off"),
+  PERSISTED_OPERATIONS: z
+    .enum(PERSISTED_MODES)
+    .optional()
+    .describe(
+      '`audit` (operations not registered for their client are served, counted and logged) or `enforce` (refused with 400) ' +
+        'the operations clients registered, in the registry or `GRAPHQL_TRUSTED_DOCUMENTS` ([docs/registry.md](docs/registry.md), ' +
+        '"At the gateway"); unset: `enforce` with `GRAPHQL_TRUSTED_DOCUMENTS`, else `off`',
+    ),
   PERSISTED_OPERATIONS_ALLOW_CLIENTS: z
     .string()
     .default('')
@@ -142,66 +157,103 @@ export const gatewayConfigShape = {
       const bad = names.find((n) => clientNameOf(n, undefined) !== n);
       if (bad !== undefined) ctx.addIssue({ code: 'custom', message: `"${bad}" is not a client name ([A-Za-z0-9._/@-], at most 64)` });
       return names;
-    }),
-  /**
-   * `__schema` / `__type` queries; unset: on except when HALO_ENV=production (where they are
-   * 400 `INTROSPECTION_DISABLED`). GraphiQL (development) needs them on.
-   */
-  GRAPHQL_INTROSPECTION: env.flag(),
-  /** Memory for cached query plans (@apollo/gateway's LRU), in MiB. */
-  GRAPHQL_QUERY_PLAN_CACHE_MIB: env.int(30, 1),
-  /** Identical subgraph fetches of queries (same caller) share one request while it is in flight. */
-  GRAPHQL_DEDUPE_INFLIGHT: env.bool(true),
-  /**
-   * Plain POST operations answered by the lean path (ADR 0016): the same edge rules and answers,
-   * without Apollo Server's per-request pipeline. `false`: Apollo Server answers everything.
-   */
-  GRAPHQL_LEAN: env.bool(true),
-  /** Memory for the edge response cache of anonymous public queries, in MiB; 0 turns it off. */
-  GRAPHQL_RESPONSE_CACHE_MIB: env.int(32, 0),
-  /** The APQ store, response cache tier and rate-limit counters shared by every replica; unset (the embedded mode): each process keeps its own. */
+    })
+    .describe('client names, comma-separated, that may still send unregistered operations in `enforce` (e.g. an internal admin tool)'),
+  GRAPHQL_INTROSPECTION: env
+    .flag()
+    .describe(
+      '`__schema` / `__type` queries; off, they are 400 `INTROSPECTION_DISABLED` (HTTP and WebSocket alike; `__typename` ' +
+        'still answers). Unset: off when `HALO_ENV=production`, else on. GraphiQL (development) needs it on',
+    ),
+  GRAPHQL_QUERY_PLAN_CACHE_MIB: env.int(30, 1).describe("memory for cached query plans (@apollo/gateway's LRU), in MiB"),
+  GRAPHQL_DEDUPE_INFLIGHT: env
+    .bool(true)
+    .describe(
+      'a subgraph fetch of a query identical to one in flight (same subgraph, document, variables and credentials) waits for ' +
+        "that one's answer instead of sending its own ([GraphQL at the edge](docs/graphql-edge.md))",
+    ),
+  GRAPHQL_LEAN: env
+    .bool(true)
+    .describe(
+      'a plain `POST /graphql` (one JSON operation object: `query`, optional `variables` and `operationName`, no `extensions`, ' +
+        "a common `Accept`) is answered by calling @apollo/gateway's executor directly, with the same edge rules and the same " +
+        'answer as Apollo Server gives, without its per-request pipeline ([ADR 0016](docs/adr/0016-lean-gateway-path.md)); an ' +
+        "operation one subgraph answers whole is answered with that subgraph's data once planned " +
+        '([ADR 0019](docs/adr/0019-direct-single-fetch-answers.md)); anything else, every refusal and trusted-documents mode ' +
+        'still go through Apollo Server. `false`: Apollo Server answers everything',
+    ),
+  GRAPHQL_RESPONSE_CACHE_MIB: env
+    .int(32, 0)
+    .describe(
+      'memory for the edge response cache, in MiB (`0`: off): anonymous queries whose answer is `public` with max-age > 0 ' +
+        'and error-free are answered from this process (and, with `REDIS_URL`, shared with every replica) for that max-age, ' +
+        'with `Age`, on either GraphQL path ([GraphQL at the edge](docs/graphql-edge.md))',
+    ),
   REDIS_URL: z
     .string()
     .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
-    .optional(),
-  /** Namespace of the gateway's keys in that Redis. */
-  REDIS_KEY_PREFIX: env.str('halo:gateway:'),
+    .optional()
+    .describe(
+      'Redis for persisted queries (APQ), the edge response cache and the rate-limit counters, shared by every replica; ' +
+        'all fail open while it is down (a miss; requests uncounted). Unset: each process keeps its own',
+    ),
+  REDIS_KEY_PREFIX: env.str('halo:gateway:').describe("namespace of the gateway's keys in that Redis"),
 
   // ── Rate limits per caller (src/ratelimit; README "Limits"). Unset: the production defaults, or
   //    the embedded ones (HALO_ENV development/test) that no demo, test suite or benchmark reaches. 0: off. ──
-  /** The window every quota is counted over, in seconds. */
-  RATE_LIMIT_WINDOW_S: env.int(60, 1),
-  /** Requests per window per client address without credentials (production default 300). */
-  RATE_LIMIT_ANONYMOUS: optionalCount(),
-  /** Requests per window per user or API key (production default 1,200). */
-  RATE_LIMIT_AUTHENTICATED: optionalCount(),
-  /** Estimated GraphQL cost per window per caller (production default 100,000). */
-  RATE_LIMIT_GRAPHQL_COST: optionalCount(),
+  RATE_LIMIT_WINDOW_S: env.int(60, 1).describe('the window every rate limit is counted over, in seconds'),
+  RATE_LIMIT_ANONYMOUS: optionalCount().describe(
+    'requests per window per client address without credentials, then 429 with `Retry-After` and the `RateLimit` fields ' +
+      "([Limits](docs/graphql-edge.md#limits)); counted in the gateway's Redis when set (fail open), else in process. " +
+      rateDefaults('anonymous'),
+  ),
+  RATE_LIMIT_AUTHENTICATED: optionalCount().describe(`requests per window per user or API key, then 429. ${rateDefaults('authenticated')}`),
+  RATE_LIMIT_GRAPHQL_COST: optionalCount().describe(
+    `estimated GraphQL cost per window per caller, then 429. ${rateDefaults('graphqlCost')}`,
+  ),
 
   // ── The schema registry (docs/registry.md "Gateway"; src/supergraph, src/usage) ──
-  /** The registry's HTTP base: compositions come from it; unset, from the files only. */
-  REGISTRY_URL: env.url(),
-  /** Interval of the conditional `GET /v1/supergraph`. */
-  REGISTRY_POLL_MS: env.int(2_000, 100),
-  /**
-   * Ready on the committed files before the registry has answered once (the embedded mode, whose
-   * registry starts beside it). Off, a gateway that (re)starts while the registry is away is not
-   * ready: it would serve an older API than its peers.
-   */
-  REGISTRY_BOOT_FROM_FILES: env.bool(false),
-  /** Record which fields operations use and send it to the registry; default on with a registry. */
-  USAGE_REPORTING: env.flag(),
-  /** How often recorded usage is sent. */
-  USAGE_FLUSH_MS: env.int(10_000, 100),
-  /** Distinct (operation, client) pairs held between two sends; beyond, requests are counted as dropped. */
-  USAGE_MAX_OPERATIONS: env.int(5_000, 1),
+  REGISTRY_URL: env
+    .url()
+    .describe(
+      'the schema registry: the gateway polls `GET /v1/supergraph` (ETag) and swaps new compositions in with no failed request; ' +
+        'the registry away, it keeps the last good one and `/readyz` says `registry: unreachable since …` ' +
+        '([gateway/README.md](gateway/README.md#where-the-supergraph-comes-from-srcsupergraph)). Unset: the committed files, watched',
+    ),
+  REGISTRY_POLL_MS: env.int(2_000, 100).describe('interval of the conditional `GET /v1/supergraph`'),
+  REGISTRY_BOOT_FROM_FILES: env
+    .bool(false)
+    .describe(
+      'ready on the committed files before the registry has answered once; off, a gateway (re)started while the registry is ' +
+        'away is not ready (503, the reason in `/readyz`), since it would serve an older API than its peers. `npm start`: `true`',
+    ),
+  USAGE_REPORTING: env
+    .flag()
+    .describe(
+      'record which fields each operation uses (per client and hour, off the request path, bounded) and send it to the registry ' +
+        'for its checks; unset: on with `REGISTRY_URL` (`true` without it is refused)',
+    ),
+  USAGE_FLUSH_MS: env.int(10_000, 100).describe('how often recorded usage is sent'),
+  USAGE_MAX_OPERATIONS: env
+    .int(5_000, 1)
+    .describe('distinct (operation, client) pairs held between two sends; beyond, requests are counted as dropped'),
 };
 
 /**
  * One optional `<SERVICE>_URL` per service the gateway routes to, e.g. `CONTENT_URL` (not the
  * internal registry: its REGISTRY_URL is the gateway's own setting, docs/registry.md).
  */
-const serviceUrlShape = Object.fromEntries(EDGE_SERVICE_NAMES.map((name) => [serviceUrlVar(name), env.url()]));
+export const serviceUrlShape = Object.fromEntries(
+  EDGE_SERVICE_NAMES.map((name) => [
+    serviceUrlVar(name),
+    env
+      .url()
+      .describe(
+        "the service's HTTP base URL: REST proxy target, its subgraph at `<url>/graphql` (and WebSocket); set, it wins over " +
+          'the URL the service published with its contract. Unset: `http://127.0.0.1:<its HTTP port>`',
+      ),
+  ]),
+);
 
 export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
 
