@@ -10,11 +10,12 @@ import {
   type ServiceConfig,
 } from '@halo/kit';
 import { parseDuration } from './domain/ttl';
-import { parseOAuthProviders } from './adapters/oidc/providers';
+import { oauthProvidersShape, parseOAuthProviders } from './adapters/oidc/providers';
 
 const duration = (fallback: string) =>
   z
     .string()
+    .meta({ examples: ['900', '30s', '15m', '24h', '7d'] })
     .default(fallback)
     .transform((v, ctx) => {
       const seconds = parseDuration(v);
@@ -27,34 +28,35 @@ const duration = (fallback: string) =>
 
 /** Auth's own variables; the kit adds the ones every service reads (ports, DATABASE_URL, SEED_DEMO_DATA…). */
 export const authConfigShape = {
-  /** Lifetime of the access tokens issued at login and refresh (`900`, `15m`, `24h`). */
-  ACCESS_TOKEN_TTL: duration('15m'),
-  /** Absolute lifetime of a refresh-token family (rotation keeps the family's first expiry). */
-  REFRESH_TOKEN_TTL_DAYS: env.int(30, 1),
-  /** Lifetime of the tokens ExchangeApiKey issues for an API key. */
-  API_KEY_TOKEN_TTL: duration('5m'),
-  /** The refresh cookie's Secure flag; defaults to on except when HALO_ENV=development (plain http). */
-  COOKIE_SECURE: env.flag(),
-  /**
-   * The web apps' origins (besides this service's own) allowed to call login, refresh and logout:
-   * the same list the gateway's CORS reads (exact origins and patterns, @halo/kit's OriginList).
-   * Unset: `http://localhost:*,http://127.0.0.1:*` when HALO_ENV=development, else none.
-   */
-  CORS_ORIGINS: originListField(),
-  /** The former name of CORS_ORIGINS, still read: both set, both lists count. */
-  ALLOWED_ORIGINS: originListField(),
-  LOGIN_MAX_FAILS_PER_EMAIL: env.int(5, 1),
-  LOGIN_MAX_FAILS_PER_IP: env.int(20, 1),
-  LOGIN_WINDOW_S: env.int(900, 1),
-  /** Registrations per client address per REGISTER_WINDOW_S (429 with Retry-After beyond). */
-  REGISTER_MAX_PER_IP: env.int(10, 1),
-  REGISTER_WINDOW_S: env.int(3600, 1),
-  /** The login and registration limiters' store; without it the counters live in this process's memory. */
+  ACCESS_TOKEN_TTL: duration('15m').describe('lifetime of the access tokens issued at login and refresh (`24h` for the simple flow)'),
+  REFRESH_TOKEN_TTL_DAYS: env
+    .int(30, 1)
+    .describe("absolute lifetime of a login session, in days (rotation keeps the refresh-token family's first expiry)"),
+  API_KEY_TOKEN_TTL: duration('5m').describe('lifetime of the token an API key is exchanged for (`ExchangeApiKey`)'),
+  COOKIE_SECURE: env
+    .flag()
+    .describe("the refresh cookie's `Secure` flag; unset: on, except when `HALO_ENV=development` (the embedded mode over plain http)"),
+  CORS_ORIGINS: originListField().describe(
+    "the web apps' origins (besides auth's own) whose browsers may call login, refresh and logout: the gateway's list, " +
+      'read by both (exact origins or patterns). Unset: `http://localhost:*,http://127.0.0.1:*` when `HALO_ENV=development`, else none',
+  ),
+  ALLOWED_ORIGINS: originListField().describe('the former name of `CORS_ORIGINS`, still read (both set: both lists count)'),
+  LOGIN_MAX_FAILS_PER_EMAIL: env.int(5, 1).describe('failed logins per email per `LOGIN_WINDOW_S`, then 429 with `Retry-After`'),
+  LOGIN_MAX_FAILS_PER_IP: env.int(20, 1).describe('failed logins per client address per `LOGIN_WINDOW_S`, then 429 with `Retry-After`'),
+  LOGIN_WINDOW_S: env.int(900, 1).describe("the login limiter's window, in seconds"),
+  REGISTER_MAX_PER_IP: env
+    .int(10, 1)
+    .describe('registrations per client address per `REGISTER_WINDOW_S`, then 429 with `Retry-After` (test suites raise it)'),
+  REGISTER_WINDOW_S: env.int(3600, 1).describe("the registration limiter's window, in seconds"),
   REDIS_URL: z
     .string()
     .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
-    .optional(),
-  CONTENT_GRPC_ADDR: env.str(defaultGrpcAddr('content')),
+    .optional()
+    .describe(
+      'Redis for the login and registration limiters, shared by replicas (they fail closed while it is down: 503); unset: in this process',
+    ),
+  CONTENT_GRPC_ADDR: env.str(defaultGrpcAddr('content')).describe("content's gRPC address (its users)"),
+  ...oauthProvidersShape,
 };
 
 /** After the kit's validation: the rules that span variables, and the OAuth providers. */

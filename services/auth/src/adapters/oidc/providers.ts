@@ -62,9 +62,36 @@ const endpointUrl = () =>
     return z.NEVER;
   });
 
+/** The list of providers; each one's own variables are `oauthProviderShape(name)`. */
+export const oauthProvidersShape = {
+  OAUTH_PROVIDERS: z
+    .string()
+    .optional()
+    .describe(
+      'comma-separated OpenID Connect providers for OAuth login (`dev,google`); each needs its `OAUTH_<NAME>_*` variables. ' +
+        '`npm start`: `dev`, its dev OpenID provider',
+    ),
+};
+
+/** One provider's variables, `OAUTH_<NAME>_…` (all required once the provider is listed). */
+export function oauthProviderShape(name: string) {
+  const prefix = `OAUTH_${name.toUpperCase()}_`;
+  const required = () => z.string({ message: 'is required' }).min(1, 'is required');
+  return {
+    [`${prefix}ISSUER`]: endpointUrl().describe(
+      "the provider's issuer URL (its discovery document is read on first use): https, or plain http on loopback only",
+    ),
+    [`${prefix}CLIENT_ID`]: required().describe("auth's client id at the provider"),
+    [`${prefix}CLIENT_SECRET`]: required().describe("auth's client secret at the provider"),
+    [`${prefix}REDIRECT_URI`]: endpointUrl().describe(
+      "where the provider sends the browser back: auth's public `…/auth/oauth/<name>/callback` URL",
+    ),
+  };
+}
+
 /** Reads and validates the provider settings; a missing or bad variable is a ConfigError naming it. */
 export function parseOAuthProviders(env: Record<string, string | undefined> = process.env): OAuthProviderSettings[] {
-  const names = (env.OAUTH_PROVIDERS ?? '')
+  const names = (loadConfig(oauthProvidersShape, env).OAUTH_PROVIDERS ?? '')
     .split(',')
     .map((s) => s.trim().toLowerCase())
     .filter(Boolean);
@@ -76,16 +103,7 @@ export function parseOAuthProviders(env: Record<string, string | undefined> = pr
     }
     seen.add(name);
     const prefix = `OAUTH_${name.toUpperCase()}_`;
-    const required = z.string({ message: 'is required' }).min(1, 'is required');
-    const c = loadConfig(
-      {
-        [`${prefix}ISSUER`]: endpointUrl(),
-        [`${prefix}CLIENT_ID`]: required,
-        [`${prefix}CLIENT_SECRET`]: required,
-        [`${prefix}REDIRECT_URI`]: endpointUrl(),
-      },
-      env,
-    ) as Record<string, unknown>;
+    const c = loadConfig(oauthProviderShape(name), env) as Record<string, unknown>;
     return {
       name,
       issuer: c[`${prefix}ISSUER`] as URL,
