@@ -6,33 +6,39 @@ export type IdempotencyStoreKind = (typeof IDEMPOTENCY_STORES)[number];
 
 /** payments' own variables; the kit adds the ones every service reads (ports, DATABASE_URL, JWT_SECRET…). */
 export const paymentsConfigShape = {
-  /** The idempotency store shared by every replica. Required in production. */
   REDIS_URL: z
     .string()
     .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
-    .optional(),
-  /** `redis` (default with REDIS_URL), `memory` (default without: one process only), `none` (benchmarks only). */
-  PAYMENTS_IDEMPOTENCY_STORE: z.enum(IDEMPOTENCY_STORES, { message: `must be one of ${IDEMPOTENCY_STORES.join(', ')}` }).optional(),
-  /** How long the first request with a key holds its lock (spec "Limits": 30 s). */
-  PAYMENTS_IDEMPOTENCY_LOCK_MS: env.int(30_000, 1),
-  /** How long a completed response is kept for replay (spec "Limits": 24 h). */
-  PAYMENTS_IDEMPOTENCY_TTL_S: env.int(86_400, 1),
-  /** The currency of every payment (ISO 4217). */
+    .optional()
+    .describe(
+      'Redis for the idempotency locks and stored responses, shared by every replica (it fails closed while it is down: 503); ' +
+        'required when `HALO_ENV=production`; unset: in this process',
+    ),
+  PAYMENTS_IDEMPOTENCY_STORE: z
+    .enum(IDEMPOTENCY_STORES, { message: `must be one of ${IDEMPOTENCY_STORES.join(', ')}` })
+    .optional()
+    .describe(
+      'where idempotency keys live; unset: `redis` with `REDIS_URL`, else `memory` (in this process: one replica); `none`: ' +
+        'no idempotency layer, the database fence alone (benchmarks only; refused when `HALO_ENV=production`)',
+    ),
+  PAYMENTS_IDEMPOTENCY_LOCK_MS: env.int(30_000, 1).describe("how long a key's first request holds its lock"),
+  PAYMENTS_IDEMPOTENCY_TTL_S: env.int(86_400, 1).describe('how long a completed response is replayed, in seconds'),
   PAYMENTS_CURRENCY: z
     .string()
     .regex(/^[A-Z]{3}$/, 'must be a three-letter ISO 4217 code such as USD')
-    .default('USD'),
-  /** Simulated processor: how long a charge takes. */
-  PAYMENTS_PROCESSOR_LATENCY_MS: env.int(0),
-  /** Simulated processor: the share of charges that fail, 0–1 (tests: failure injection). */
+    .default('USD')
+    .describe('ISO 4217 currency of every payment'),
+  PAYMENTS_PROCESSOR_LATENCY_MS: env.int(0).describe('the simulated payment processor: time per charge'),
   PAYMENTS_PROCESSOR_FAILURE_RATE: z.coerce
     .number({ message: 'must be a number from 0 to 1' })
     .min(0, 'must be a number from 0 to 1')
     .max(1, 'must be a number from 0 to 1')
-    .default(0),
-  /** Deadline of one processor call; after it the payment is withdrawn and the request answers 503. */
-  PAYMENTS_PROCESSOR_TIMEOUT_MS: env.int(10_000, 1),
-  CATALOG_GRPC_ADDR: env.str(defaultGrpcAddr('catalog')),
+    .default(0)
+    .describe('the simulated payment processor: the share of charges that fail (failure injection)'),
+  PAYMENTS_PROCESSOR_TIMEOUT_MS: env
+    .int(10_000, 1)
+    .describe('the simulated payment processor: deadline per call; after it the payment is withdrawn and the request answers 503'),
+  CATALOG_GRPC_ADDR: env.str(defaultGrpcAddr('catalog')).describe("catalog's gRPC address (the products of an order)"),
 };
 
 export type PaymentsConfig = ReturnType<typeof refinePaymentsConfig>;
