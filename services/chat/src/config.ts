@@ -2,13 +2,17 @@ import { ConfigError, defaultGrpcAddr, env, z, type ServiceConfig } from '@halo/
 
 /** chat's own variables; the kit adds the ones every service reads (ports, DATABASE_URL, JWT_SECRET…). */
 export const chatConfigShape = {
-  /** The pub/sub every replica shares (subscriptions across replicas). Required in production. */
   REDIS_URL: z
     .string()
     .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
-    .optional(),
-  /** content's gRPC address: private chats' member ids are checked there (UserService.GetUsers). */
-  CONTENT_GRPC_ADDR: env.str(defaultGrpcAddr('content')),
+    .optional()
+    .describe(
+      'Redis pub/sub carrying `newMessage` events between replicas (channel `halo:<DB_SCHEMA>:chat:<chatId>`); required when ' +
+        '`HALO_ENV=production`; unset: in this process (one replica). While it is down `sendMessage` answers ' +
+        '`SERVICE_UNAVAILABLE` and stores nothing, new subscriptions to a chat the replica does not already carry are refused, ' +
+        '`/readyz` fails; open subscriptions resume when it is back',
+    ),
+  CONTENT_GRPC_ADDR: env.str(defaultGrpcAddr('content')).describe("content's gRPC address (private chats' member ids)"),
 };
 
 export type ChatConfig = ReturnType<typeof refineChatConfig>;
