@@ -5,21 +5,36 @@ import { ConfigError, defaultGrpcAddr, EDGE_SERVICE_NAMES, env, serviceUrlVar, t
 
 /** The registry's own variables (docs/registry.md, "Registry configuration"). */
 export const registryConfigShape = {
-  /** Usage in this many days blocks a breaking change. */
-  REGISTRY_USAGE_WINDOW_DAYS: env.int(7, 1),
-  /** A breaking change whose use is at most this share of all requests in the window passes (0: any use blocks). */
-  REGISTRY_CHECK_THRESHOLD_PERCENT: z.coerce.number().min(0).max(100).default(0),
-  /** Clients whose usage never blocks a change (comma-separated names, e.g. `k6,internal-tools`). */
-  REGISTRY_CHECK_EXCLUDE_CLIENTS: env.str(''),
-  /** Hourly usage rows are kept this many days. */
-  REGISTRY_USAGE_RETENTION_DAYS: env.int(30, 1),
-  /** A pushed client operation whose estimated cost (as the gateway estimates it) exceeds this is refused: `GRAPHQL_MAX_COST`'s default. */
-  OPERATIONS_MAX_COST: env.int(MAX_OPERATION_COST, 1),
-  /** Where the committed composed files are (the bootstrap): the repository root by default. */
-  REGISTRY_BOOTSTRAP_DIR: env.str(resolve(__dirname, '../../..')),
-  AUTH_GRPC_ADDR: env.str(defaultGrpcAddr('auth')),
-  /** Each service's routing URL for the bootstrap (`<SERVICE>_URL`, the gateway's variables). */
-  ...Object.fromEntries(EDGE_SERVICE_NAMES.map((name) => [serviceUrlVar(name), env.url()])),
+  REGISTRY_USAGE_WINDOW_DAYS: env.int(7, 1).describe('usage in this many days blocks a breaking change'),
+  REGISTRY_CHECK_THRESHOLD_PERCENT: z.coerce
+    .number()
+    .min(0)
+    .max(100)
+    .default(0)
+    .describe('a breaking change used by at most this share of all requests in the window passes, with a note (`0`: any use blocks)'),
+  REGISTRY_CHECK_EXCLUDE_CLIENTS: env
+    .str('')
+    .describe('client names, comma-separated, whose usage never blocks a change (load tests, internal tools: `k6,internal-tools`)'),
+  REGISTRY_USAGE_RETENTION_DAYS: env
+    .int(30, 1)
+    .describe('days hourly usage rows and recorded checks are kept: the longest window a read (`days`) may ask; at least the window'),
+  OPERATIONS_MAX_COST: env
+    .int(MAX_OPERATION_COST, 1)
+    .describe(
+      'largest estimated cost of a client operation pushed to the registry, computed as the gateway computes it (keep it equal ' +
+        "to the gateways' `GRAPHQL_MAX_COST`): a costlier one refuses the push ([docs/registry.md](docs/registry.md), " +
+        '"Client operation lists")',
+    ),
+  REGISTRY_BOOTSTRAP_DIR: env
+    .str(resolve(__dirname, '../../..'))
+    .describe('where the committed composed files are read at the first start (the bootstrap)'),
+  AUTH_GRPC_ADDR: env.str(defaultGrpcAddr('auth')).describe("auth's gRPC address, for exchanging an admin's API key (`npm run subgraph`)"),
+  ...Object.fromEntries(
+    EDGE_SERVICE_NAMES.map((name) => [
+      serviceUrlVar(name),
+      env.url().describe("the service's routing URL in the bootstrap (the gateway's variable); unset: `http://127.0.0.1:<its HTTP port>`"),
+    ]),
+  ),
 };
 
 export type RegistryConfig = ServiceConfig<typeof registryConfigShape>;
