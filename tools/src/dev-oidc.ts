@@ -402,21 +402,24 @@ const redirectUris = z.string().transform((value, ctx) => {
   return uris;
 });
 
+/** The provider's environment: the launcher sets all of it (docs/configuration.md lists it). */
+export const devOidcConfigShape = {
+  HTTP_HOST: env
+    .str('127.0.0.1')
+    .refine((h) => LOOPBACK.has(h), 'must be a loopback address (dev only)')
+    .describe('where the dev OpenID provider listens: a loopback address only (it lets anyone sign in as anyone)'),
+  HTTP_PORT: env.port(DEV_OIDC_PORT).describe("the HTTP server's port (`0`: any free port)"),
+  DEV_OIDC_CLIENT_ID: z.string({ message: 'is required' }).min(1).describe("the one client it serves: auth's `OAUTH_DEV_CLIENT_ID`"),
+  DEV_OIDC_CLIENT_SECRET: z.string({ message: 'is required' }).min(1).describe("that client's secret: auth's `OAUTH_DEV_CLIENT_SECRET`"),
+  DEV_OIDC_REDIRECT_URIS: redirectUris.describe("that client's redirect URIs, comma-separated (auth's `OAUTH_DEV_REDIRECT_URI`)"),
+  DEV_OIDC_ISSUER: env.url().describe('the issuer it announces, when reached through a proxy; unset: `http://<HTTP_HOST>:<HTTP_PORT>`'),
+  LOG_LEVEL: env.logLevel(),
+  SHUTDOWN_TIMEOUT_MS: env.int(5_000).describe('grace period to drain in-flight requests on SIGTERM'),
+};
+
 /** The provider's environment (the launcher sets it); a bad value names its variable. */
 export function loadDevOidcConfig(vars: Record<string, string | undefined> = process.env) {
-  return loadConfig(
-    {
-      HTTP_HOST: env.str('127.0.0.1').refine((h) => LOOPBACK.has(h), 'must be a loopback address (dev only)'),
-      HTTP_PORT: env.port(DEV_OIDC_PORT),
-      DEV_OIDC_CLIENT_ID: z.string({ message: 'is required' }).min(1),
-      DEV_OIDC_CLIENT_SECRET: z.string({ message: 'is required' }).min(1),
-      DEV_OIDC_REDIRECT_URIS: redirectUris,
-      DEV_OIDC_ISSUER: env.url(),
-      LOG_LEVEL: env.logLevel(),
-      SHUTDOWN_TIMEOUT_MS: env.int(5_000),
-    },
-    vars,
-  );
+  return loadConfig(devOidcConfigShape, vars);
 }
 
 export function main(): Promise<void> {

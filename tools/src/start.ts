@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { prettyFactory } from 'pino-pretty';
 import { GATEWAY_METRICS_PORT } from '@halo/kit/launch';
 import { startSystem, type ProcessName } from './launcher';
+import { loadLauncherConfig } from './launcher-config';
 import { SYSTEM_READY_EVENT } from './code-cache';
 
 /**
@@ -38,10 +39,7 @@ function printLine(name: ProcessName, line: string): void {
 async function main(): Promise<void> {
   const started = Date.now();
   // Two checkouts on one machine: each has its own .data; HALO_PORT_OFFSET moves every port.
-  const offset = Number(process.env.HALO_PORT_OFFSET ?? 0);
-  if (!Number.isInteger(offset) || offset < 0 || offset > 50_000)
-    throw new Error(`HALO_PORT_OFFSET must be an integer from 0 to 50000 (got ${process.env.HALO_PORT_OFFSET})`);
-  const dataDir = process.env.HALO_DATA_DIR;
+  const { HALO_PORT_OFFSET: offset, HALO_DATA_DIR: dataDir } = loadLauncherConfig();
   const system = await startSystem({
     env: { HALO_ENV: process.env.HALO_ENV ?? 'development' },
     portOffset: offset,
