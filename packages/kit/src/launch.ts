@@ -5,7 +5,7 @@
 export * from './topology';
 export * from './db-roles';
 export { generateServiceKey, type ServiceKeyPair } from './service-keys';
-export { freePort, portIsFree } from './ports';
+export { freePort, freePorts, portIsFree } from './ports';
 export { EXIT_CANNOT_START } from './exit-codes';
 export { COMPACT_MESSAGE, type CompactMessage } from './compact';
 export { LATE_ENV_VAR, type LateEnvMessage } from './late-env';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { closedPort, freePort, portIsFree } from './ports';
+import { closedPort, freePort, freePorts, portIsFree } from './ports';
 
 it('closedPort: a port that fetch reaches and is refused on, outside the range listen(0) hands out', async () => {
   const port = await closedPort();
@@ -17,4 +17,12 @@ it('freePort and portIsFree: a port handed out is free until something listens o
   await new Promise((r) => server.once('listening', r));
   expect(await portIsFree(port)).toBe(false);
   await new Promise((r) => server.close(r));
+});
+
+it('freePorts: as many distinct free ports as asked, none of those to avoid', async () => {
+  const avoid = new Set(await freePorts(20));
+  const ports = await freePorts(20, avoid);
+  expect(new Set(ports).size).toBe(20);
+  expect(ports.filter((p) => avoid.has(p))).toEqual([]);
+  for (const port of ports) expect(await portIsFree(port)).toBe(true);
 });

@@ -1,4 +1,4 @@
-import { connect, createServer } from 'node:net';
+import { connect, createServer, type AddressInfo, type Server } from 'node:net';
 
 /** A loopback port nothing listens on right now (the OS's choice). */
 export function freePort(host = '127.0.0.1'): Promise<number> {
@@ -10,6 +10,30 @@ export function freePort(host = '127.0.0.1'): Promise<number> {
       probe.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * `count` distinct loopback ports nothing listens on right now (the OS's choice), none of them in
+ * `avoid`. Every probe stays open until all are found, so the OS cannot hand out one port twice.
+ */
+export async function freePorts(count: number, avoid: ReadonlySet<number> = new Set(), host = '127.0.0.1'): Promise<number[]> {
+  const probes: Server[] = [];
+  const found: number[] = [];
+  try {
+    while (found.length < count) {
+      const probe = createServer();
+      probes.push(probe);
+      await new Promise<void>((resolve, reject) => {
+        probe.once('error', reject);
+        probe.listen(0, host, () => resolve());
+      });
+      const { port } = probe.address() as AddressInfo;
+      if (!avoid.has(port)) found.push(port);
+    }
+    return found;
+  } finally {
+    await Promise.all(probes.map((probe) => new Promise((resolve) => probe.close(resolve))));
+  }
 }
 
 /**

@@ -312,7 +312,7 @@ export function metricValue(text: string | MetricSample[], name: string, labels:
   return sum;
 }
 
-export { closedPort, freePort, portIsFree } from './ports';
+export { closedPort, freePort, freePorts, portIsFree } from './ports';
 export { hasRedisServer, REDIS_MISSING, startRedisServer, type RedisServer } from './test-redis';
 
 /** What a command printed, and how it ended. */
