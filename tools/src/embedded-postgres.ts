@@ -38,6 +38,8 @@ export interface EmbeddedPostgresOptions {
   dataDir: string;
   onLog?: (line: string) => void;
   readyTimeoutMs?: number;
+  /** Where a free port comes from (default: the OS's choice); the launcher's never hands out one of its own. */
+  freePort?: () => Promise<number>;
 }
 
 const ADMIN_USER = 'halo_admin';
@@ -57,7 +59,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
 
   // A port another process takes between our probe and Postgres' bind makes Postgres exit: try again.
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
+    const port = await (opts.freePort ?? freePort)();
     const child = spawn(
       bin.postgres,
       // Loopback only, no Unix socket (nothing to collide with another cluster or the system's).

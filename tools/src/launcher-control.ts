@@ -8,7 +8,8 @@ import { join } from 'node:path';
  * `npm run restart -- <service>` asks it to replace a service's processes. A Unix socket, not a
  * port: nothing else on the machine (or in a browser) can reach it.
  */
-export const controlSocketPath = (stateDir: string, offset: number) => join(stateDir, `launcher-${offset}.sock`);
+/** `key`: the launcher's port offset (HALO_PORT_OFFSET), or the name of a system on the OS's ports. */
+export const controlSocketPath = (stateDir: string, key: number | string) => join(stateDir, `launcher-${key}.sock`);
 
 /** What a restart answers: each instance replaced, and how long until it was ready again. */
 export interface RestartAnswer {

@@ -1,25 +1,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { get as httpGet } from 'node:http';
 import { createInterface } from 'node:readline';
 import {
   COMPACT_MESSAGE,
-  DEV_OIDC_PORT,
   EMBEDDED_CORS_ORIGINS,
   EXIT_CANNOT_START,
-  freePort,
-  GATEWAY_METRICS_PORT,
-  GATEWAY_PORT,
   generateServiceKey,
   grpcAddrVar,
   LATE_ENV_VAR,
-  portIsFree,
   provisionServiceRoles,
   roleUrl,
   SERVICE_NAMES,
-  SERVICES,
   serviceUrlVar,
   type ServiceName,
   trustedCallersOf,
@@ -36,7 +30,16 @@ import { CODE_CACHE_REQUEST, isCodeCacheReport, type CodeCacheReport } from './c
 import { tracingEnabled } from '@halo/kit/tracing';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres';
 import { listenLazily, type LazyPort } from './lazy-port';
-import { CAN_IDENTIFY, isRunning, readRecord, reap, record, writeRecord, type LauncherRecord } from './process-records';
+import {
+  addressesOf,
+  autoPorts,
+  checkFixedPorts,
+  fixedPorts,
+  PortTakenError,
+  type SystemAddresses,
+  type SystemPorts,
+} from './launch-ports';
+import { record, takeOver, writeRecord, type LauncherRecord } from './process-records';
 
 /**
  * Starts Halo as separate processes on loopback — every service and the gateway — and waits
@@ -45,7 +48,7 @@ import { CAN_IDENTIFY, isRunning, readRecord, reap, record, writeRecord, type La
  */
 const ROOT = resolve(__dirname, '../..');
 
-export { LaunchError };
+export { LaunchError, PortTakenError, type SystemAddresses };
 
 export type ProcessName = ServiceName | 'gateway' | 'oidc' | 'postgres' | 'launcher';
 
@@ -70,8 +73,19 @@ export interface LaunchOptions {
   env?: Record<string, string | undefined>;
   /** Extra environment for one process. */
   envFor?: Partial<Record<ProcessName, Record<string, string | undefined>>>;
-  /** Added to every default port, so a test system can run beside `npm start`. */
+  /**
+   * `fixed` (the default): the topology table's ports plus `portOffset`, as `npm start` and the
+   * benchmarks run. `auto`: every port the OS's choice, so any number of systems (and of test runs)
+   * share a machine; the RunningSystem says where everything listens (launch-ports.ts).
+   */
+  ports?: 'fixed' | 'auto';
+  /** Fixed ports: added to every default port, so a system can run beside `npm start`. */
   portOffset?: number;
+  /**
+   * Called with the system's addresses once they are chosen, before any process starts (with
+   * `ports: 'auto'`, again for each new attempt).
+   */
+  onStarting?: (addresses: SystemAddresses) => void | Promise<void>;
   /** Restart policy for crashed processes (default DEFAULT_RESTART_POLICY). */
   restart?: Partial<RestartPolicy>;
   /**
@@ -132,14 +146,13 @@ export interface RunningProcess {
   replace(): Promise<void>;
 }
 
-export interface RunningSystem {
-  gatewayUrl: string;
+/**
+ * Every address of the system (SystemAddresses). The dev OpenID provider's (`devOidcUrl`), when it
+ * runs, is the launcher's own listener: the provider's process (`oidc` in `processes`) starts on the
+ * first connection.
+ */
+export interface RunningSystem extends SystemAddresses {
   processes: RunningProcess[];
-  /**
-   * The dev OpenID provider's issuer, when it runs: the launcher holds the port, and the provider's
-   * own process (`oidc` in `processes`) starts on the first connection.
-   */
-  devOidcUrl?: string;
   /** Embedded mode only: the server and each service's own DATABASE_URL. */
   postgres?: EmbeddedPostgres & { databaseUrls: Record<ServiceName, string> };
   stop(): Promise<void>;
@@ -206,9 +219,27 @@ export async function requestCodeCaches(running: readonly RunningProcess[], log:
 /** The dev OpenID provider answers this once it is ready. */
 const OIDC_READY = '/.well-known/openid-configuration';
 
-// eslint-disable-next-line max-lines-per-function -- the start-up sequence, step by step in the order it runs; to split (issue 26)
+/** How many times a start on the OS's ports is tried when another program took one of them first. */
+const AUTO_PORT_ATTEMPTS = 3;
+
 export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSystem> {
-  const offset = opts.portOffset ?? 0;
+  if (opts.ports !== 'auto') return startOn(await fixedPorts(opts.portOffset ?? 0, opts.replicas), opts);
+  if (opts.portOffset !== undefined) throw new LaunchError('portOffset moves the fixed ports; with ports: auto there are none');
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOn(await autoPorts(opts.replicas), opts);
+    } catch (err) {
+      if (!(err instanceof PortTakenError) || attempt === AUTO_PORT_ATTEMPTS) throw err;
+      opts.onLog?.(
+        'launcher',
+        `another program took a port chosen for this system before its process listened (${err.message.replace(/; stopping Halo\.$/, '')}); starting again on new ports (attempt ${attempt + 1} of ${AUTO_PORT_ATTEMPTS})`,
+      );
+    }
+  }
+}
+
+// eslint-disable-next-line max-lines-per-function -- the start-up sequence, step by step in the order it runs; to split (issue 26)
+async function startOn(ports: SystemPorts, opts: LaunchOptions): Promise<RunningSystem> {
   const readyTimeoutMs = opts.readyTimeoutMs ?? 60_000;
   const haloEnv = opts.env?.HALO_ENV ?? process.env.HALO_ENV;
   const dev = haloEnv === 'development';
@@ -220,11 +251,11 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
   const log = (line: string) => opts.onLog?.('launcher', line);
   const embedded = !(opts.env?.DATABASE_URL ?? process.env.DATABASE_URL);
   const postgresDataDir = opts.postgresDataDir ?? DEFAULT_POSTGRES_DIR;
-  const recordFile = join(dirname(postgresDataDir), `launcher-${offset}.json`);
+  const recordFile = join(dirname(postgresDataDir), `launcher-${ports.key}.json`);
   // Nothing is started (or stopped) until these pass: another launcher, ports, the database.
   const reaped = await takeOver(recordFile, embedded ? postgresDataDir : undefined, log);
   // Ports a reaped process held may take a moment more to be released by the kernel.
-  await checkPorts(plannedPorts(offset, opts.devOidc ?? dev), reaped > 0 ? 3_000 : 0);
+  if (opts.ports !== 'auto') await checkFixedPorts(ports, opts.devOidc ?? dev, reaped > 0 ? 3_000 : 0);
   if (!embedded) await ensureDatabase((opts.env?.DATABASE_URL ?? process.env.DATABASE_URL)!, log);
   const launcherRecord = record('launcher', process.pid);
   const records: LauncherRecord | undefined = launcherRecord && {
@@ -256,9 +287,9 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
     gaveUp: undefined,
     policy: { ...DEFAULT_RESTART_POLICY, ...opts.restart },
     log,
-    giveUp(name, message) {
+    giveUp(name, message, portTaken = false) {
       if (this.stopping) return;
-      this.gaveUp = new Error(message);
+      this.gaveUp = portTaken ? new PortTakenError(message) : new Error(message);
       this.log(message);
       // Before "ready", startSystem itself reports the failure (its waitReady sees `gaveUp`).
       void stop().then(() => ready && opts.onGiveUp?.(name, message));
@@ -269,10 +300,10 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
   // REGISTRY_URL among them is where services publish and the gateway reads (docs/registry.md).
   const peers: Record<string, string> = {};
   for (const name of SERVICE_NAMES) {
-    peers[serviceUrlVar(name)] = `http://127.0.0.1:${SERVICES[name].httpPort + offset}`;
-    peers[grpcAddrVar(name)] = `127.0.0.1:${SERVICES[name].grpcPort + offset}`;
+    peers[serviceUrlVar(name)] = `http://127.0.0.1:${ports.services[name].http}`;
+    peers[grpcAddrVar(name)] = `127.0.0.1:${ports.services[name].grpc}`;
   }
-  const gwPort = GATEWAY_PORT + offset;
+  const gwPort = ports.gateway;
   const common: Record<string, string | undefined> = {
     ...peers,
     // glibc raises its mmap threshold after the first large free, so argon2's 19 MiB buffers
@@ -297,7 +328,7 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
   // (The registry's own HALO_ENV decides: it accepts a developer token only in development.)
   const registryDev = (opts.envFor?.registry?.HALO_ENV ?? haloEnv) === 'development';
   const developer = registryDev ? generateServiceKey(DEVELOPER, `dev-${randomBytes(4).toString('hex')}`) : undefined;
-  const registryPort = SERVICES.registry.httpPort + offset;
+  const registryPort = ports.services.registry.http;
   if (developer) writeDevCredentials(registryPort, developer);
   for (const name of ['gateway', ...SERVICE_NAMES] as const) {
     const trusted = name === 'gateway' ? [] : trustedCallersOf(name).map((caller) => keys[caller]!.publicJwk);
@@ -314,18 +345,17 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
     // Postgres starts; the system is ready when every process is.
     const early: RunningProcess[] = [];
     if (opts.devOidc ?? dev) {
-      const port = DEV_OIDC_PORT + offset;
-      const issuer = `http://127.0.0.1:${port}`;
+      let issuer = ''; // once the launcher listens: with auto ports, on a port of the OS's choice
       const redirect = `http://127.0.0.1:${gwPort}/auth/oauth/dev/callback`;
       // Few starts ever sign in through it: the launcher holds its port, and the first connection
       // (auth's discovery on the first /auth/oauth/dev/start) starts it behind that port.
       let provider: RunningProcess | undefined;
       devOidc = await listenLazily(
         '127.0.0.1',
-        port,
+        ports.devOidc,
         async () => {
           if (!provider) {
-            const inner = await freePort();
+            const inner = await ports.another();
             if (supervisor.stopping) throw new Error('Halo is stopping');
             const env = { DEV_OIDC_CLIENT_ID, DEV_OIDC_CLIENT_SECRET, DEV_OIDC_REDIRECT_URIS: redirect, DEV_OIDC_ISSUER: issuer };
             log(`dev OpenID provider: starting on first use (${issuer})`);
@@ -343,6 +373,7 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
         },
         (err) => log(`dev OpenID provider did not start: ${(err as Error).message}`),
       );
+      issuer = `http://127.0.0.1:${devOidc.port}`;
       o.envFor = {
         ...o.envFor,
         auth: {
@@ -355,12 +386,14 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
         },
       };
     }
+    const addresses = addressesOf(ports, devOidc?.port);
+    await opts.onStarting?.(addresses);
     const gateway = launch(
       'gateway',
       {
         HTTP_HOST: '127.0.0.1',
         HTTP_PORT: String(gwPort),
-        METRICS_PORT: String(GATEWAY_METRICS_PORT + offset),
+        METRICS_PORT: String(ports.gatewayMetrics),
         NODE_OPTIONS: gatewayNodeOptions(o),
         // It boots before the registry beside it: the committed files are this checkout's own.
         REGISTRY_BOOT_FROM_FILES: o.envFor.gateway?.REGISTRY_BOOT_FROM_FILES ?? o.env.REGISTRY_BOOT_FROM_FILES ?? 'true',
@@ -383,24 +416,23 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
     const services = [...SERVICE_NAMES]
       .sort((a, b) => Number(b === 'registry') - Number(a === 'registry'))
       .map((name) => {
-        const http = SERVICES[name].httpPort + offset;
-        const grpc = SERVICES[name].grpcPort + offset;
-        const ports = { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpc), ...lateEnv };
-        return launch(name, ports, peers[serviceUrlVar(name)]!, '/readyz', o, running, `127.0.0.1:${grpc}`);
+        const { http, grpc } = ports.services[name];
+        const env = { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpc), ...lateEnv };
+        return launch(name, env, peers[serviceUrlVar(name)]!, '/readyz', o, running, `127.0.0.1:${grpc}`);
       });
     const replicas: RunningProcess[] = [];
     for (const name of SERVICE_NAMES) {
       for (let replica = 1; replica < (opts.replicas?.[name] ?? 1); replica++) {
-        const http = await freePort();
-        const ports = { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_HOST: '127.0.0.1', GRPC_PORT: '0', ...lateEnv };
-        replicas.push(launch(name, ports, `http://127.0.0.1:${http}`, '/readyz', o, running, undefined, replica));
+        const http = ports.replicas[name]![replica - 1]!;
+        const env = { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), GRPC_HOST: '127.0.0.1', GRPC_PORT: '0', ...lateEnv };
+        replicas.push(launch(name, env, `http://127.0.0.1:${http}`, '/readyz', o, running, undefined, replica));
       }
     }
 
     // The one place that decides "embedded or not": without DATABASE_URL, one PostgreSQL server of
     // our own, and each service connects with its own role to its own schema, as in production.
     if (embedded) {
-      postgres = await startPostgres(postgresDataDir, opts.onLog);
+      postgres = await startPostgres(postgresDataDir, opts.onLog, ports.another);
       remember('postgres', postgres.child.pid);
       const pgChild = postgres.child;
       pgChild.once('exit', (code, signal) =>
@@ -419,18 +451,12 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
       );
     }
     ready = true;
-    control = await listenControl(controlSocketPath(dirname(recordFile), offset), {
+    control = await listenControl(controlSocketPath(dirname(recordFile), ports.key), {
       restart: (service) => restartService(service, running, log),
     });
     void requestCodeCaches(running, log);
     if (opts.compactWhenIdle) setTimeout(() => supervisor.stopping || compactAll(running), COMPACT_AFTER_READY_MS).unref();
-    return {
-      gatewayUrl: gateway.url,
-      processes: running,
-      ...(devOidc ? { devOidcUrl: `http://127.0.0.1:${DEV_OIDC_PORT + offset}` } : {}),
-      ...(postgres ? { postgres } : {}),
-      stop,
-    };
+    return { ...addresses, processes: running, ...(postgres ? { postgres } : {}), stop };
   } catch (err) {
     await stop();
     throw err;
@@ -438,8 +464,12 @@ export async function startSystem(opts: LaunchOptions = {}): Promise<RunningSyst
 }
 
 /** Starts the embedded server and (re)provisions one role per service, with fresh passwords. */
-async function startPostgres(dataDir: string, onLog: LaunchOptions['onLog']): Promise<NonNullable<RunningSystem['postgres']>> {
-  const server = await startEmbeddedPostgres({ dataDir, onLog: (line) => onLog?.('postgres', line) });
+async function startPostgres(
+  dataDir: string,
+  onLog: LaunchOptions['onLog'],
+  freePort: () => Promise<number>,
+): Promise<NonNullable<RunningSystem['postgres']>> {
+  const server = await startEmbeddedPostgres({ dataDir, onLog: (line) => onLog?.('postgres', line), freePort });
   try {
     const roles: ServiceRole[] = SERVICE_NAMES.map((name) => ({ name, password: randomBytes(18).toString('base64url') }));
     await provisionServiceRoles(server.adminUrl, EMBEDDED_DATABASE, roles);
@@ -495,7 +525,8 @@ interface Supervisor {
   gaveUp: Error | undefined;
   policy: RestartPolicy;
   log(line: string): void;
-  giveUp(name: ProcessName, message: string): void;
+  /** `portTaken`: the process could not bind its port (with auto ports, a start worth trying again). */
+  giveUp(name: ProcessName, message: string, portTaken?: boolean): void;
 }
 
 /**
@@ -556,7 +587,9 @@ function launch(
       if (code === EXIT_CANNOT_START) {
         // It said why in one line (kit: runService); starting it again cannot help.
         const why = logFile ? lastLineOf(logFile) : lastLine;
-        supervisor.giveUp(name, `${why.startsWith(`${name}: `) ? why : `${name}: ${why || 'cannot start as configured'}`}; stopping Halo.`);
+        const message = `${why.startsWith(`${name}: `) ? why : `${name}: ${why || 'cannot start as configured'}`}; stopping Halo.`;
+        // kit: cannotStartReason names a taken port with the system's own code in its line.
+        supervisor.giveUp(name, message, why.includes('EADDRINUSE'));
         return;
       }
       const now = Date.now();
@@ -624,76 +657,6 @@ function lastLineOf(file: string): string {
   } catch {
     return '';
   }
-}
-
-/**
- * Before anything starts: a launcher of this checkout that still runs on these ports (or on this
- * PostgreSQL data directory) is refused with one line; processes a dead launcher left are stopped.
- */
-async function takeOver(recordFile: string, postgresDataDir: string | undefined, log: (line: string) => void): Promise<number> {
-  if (!CAN_IDENTIFY) return 0;
-  const dir = dirname(recordFile);
-  let files: string[] = [];
-  try {
-    files = readdirSync(dir).filter((f) => /^launcher-\d+\.json$/.test(f));
-  } catch {
-    return 0; // no state directory yet: nothing ever ran here
-  }
-  let reaped = 0;
-  for (const file of files) {
-    const path = join(dir, file);
-    const rec = readRecord(path);
-    if (!rec) continue;
-    // This very process (tests run systems one after another) is not "another launcher".
-    const other = rec.launcher.pid !== process.pid && isRunning(rec.launcher);
-    if (other && path === recordFile) {
-      throw new LaunchError(
-        `Halo is already running here (launcher pid ${rec.launcher.pid}); stop it first, or start another beside it with HALO_PORT_OFFSET=100 HALO_DATA_DIR=/tmp/halo-2 npm start`,
-      );
-    }
-    if (other && postgresDataDir !== undefined && rec.postgresDataDir === postgresDataDir) {
-      throw new LaunchError(
-        `The PostgreSQL data in ${postgresDataDir} is in use by another Halo launcher (pid ${rec.launcher.pid}); stop it, or give this one its own: HALO_DATA_DIR=/tmp/halo-2 npm start`,
-      );
-    }
-    if (!other && path === recordFile && rec.launcher.pid !== process.pid) reaped += (await reap(rec, log)).length;
-  }
-  return reaped;
-}
-
-interface PlannedPort {
-  port: number;
-  owner: string;
-}
-
-/** Every fixed port this launcher is about to listen on. */
-function plannedPorts(offset: number, devOidc: boolean): PlannedPort[] {
-  return [
-    { port: GATEWAY_PORT + offset, owner: 'gateway' },
-    { port: GATEWAY_METRICS_PORT + offset, owner: 'gateway metrics' },
-    ...(devOidc ? [{ port: DEV_OIDC_PORT + offset, owner: 'dev OpenID provider' }] : []),
-    ...SERVICE_NAMES.flatMap((name) => [
-      { port: SERVICES[name].httpPort + offset, owner: `${name} HTTP` },
-      { port: SERVICES[name].grpcPort + offset, owner: `${name} gRPC` },
-    ]),
-  ];
-}
-
-/** All taken ports named in one line, with the way out, before a single process is started. */
-async function checkPorts(ports: PlannedPort[], settleMs = 0): Promise<void> {
-  let taken: PlannedPort[] = [];
-  const deadline = Date.now() + settleMs;
-  for (;;) {
-    taken = [];
-    for (const p of ports) if (!(await portIsFree(p.port))) taken.push(p);
-    if (!taken.length) return;
-    if (Date.now() >= deadline) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  const list = taken.map((p) => `${p.port} (${p.owner})`).join(', ');
-  throw new LaunchError(
-    `Port${taken.length > 1 ? 's' : ''} already in use: ${list} — another Halo or another program holds ${taken.length > 1 ? 'them' : 'it'}; stop it, or move every port: HALO_PORT_OFFSET=100 npm start`,
-  );
 }
 
 /**

@@ -1,4 +1,4 @@
-import { connect, createServer, type Socket } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { pipeline } from 'node:stream';
 
 /**
@@ -9,6 +9,8 @@ import { pipeline } from 'node:stream';
  * few use it, and until someone does it costs no process (and no memory) of its own.
  */
 export interface LazyPort {
+  /** Where it listens (the OS's choice when asked for port 0). */
+  readonly port: number;
   /** Whether a connection has come and `start` was called. */
   readonly started: boolean;
   /** Stops listening and cuts every relayed connection (the server behind is the caller's to stop). */
@@ -55,6 +57,7 @@ export function listenLazily(
     server.listen(port, host, () => {
       server.off('error', reject);
       resolve({
+        port: (server.address() as AddressInfo).port,
         get started() {
           return upstream !== undefined;
         },

@@ -1,5 +1,6 @@
-import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { LaunchError } from './launch-error';
 
 /**
  * What a launcher started, on disk: each process by pid and start time, so the next launcher can
@@ -100,3 +101,49 @@ function signal(pid: number, sig: NodeJS.Signals): void {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Before anything starts: a launcher of this checkout that still runs on these ports (or on this
+ * PostgreSQL data directory) is refused with one line; processes a dead launcher left are stopped.
+ */
+export async function takeOver(recordFile: string, postgresDataDir: string | undefined, log: (line: string) => void): Promise<number> {
+  if (!CAN_IDENTIFY) return 0;
+  const dir = dirname(recordFile);
+  let files: string[] = [];
+  try {
+    files = readdirSync(dir).filter((f) => RECORD_FILE.test(f));
+  } catch {
+    return 0; // no state directory yet: nothing ever ran here
+  }
+  let reaped = 0;
+  for (const file of files) {
+    const path = join(dir, file);
+    const rec = readRecord(path);
+    if (!rec) continue;
+    // This very process (tests run systems one after another) is not "another launcher".
+    const other = rec.launcher.pid !== process.pid && isRunning(rec.launcher);
+    if (other && path === recordFile) {
+      throw new LaunchError(
+        `Halo is already running here (launcher pid ${rec.launcher.pid}); stop it first, or start another beside it with HALO_PORT_OFFSET=100 HALO_DATA_DIR=/tmp/halo-2 npm start`,
+      );
+    }
+    if (other && postgresDataDir !== undefined && rec.postgresDataDir === postgresDataDir) {
+      throw new LaunchError(
+        `The PostgreSQL data in ${postgresDataDir} is in use by another Halo launcher (pid ${rec.launcher.pid}); stop it, or give this one its own: HALO_DATA_DIR=/tmp/halo-2 npm start`,
+      );
+    }
+    if (other || rec.launcher.pid === process.pid) continue;
+    if (path === recordFile) reaped += (await reap(rec, log)).length;
+    else if (file.startsWith('launcher-auto-')) {
+      // A system on the OS's ports has a record of its own name, which no later start reuses: what its
+      // dead launcher left is stopped by whichever start comes next.
+      await reap(rec, log);
+      rmSync(path, { force: true });
+      rmSync(path.replace(/\.json$/, '.sock'), { force: true });
+    }
+  }
+  return reaped;
+}
+
+/** `launcher-<offset>.json` of a system on fixed ports, `launcher-auto-<pid>-<hex>.json` of one on the OS's. */
+const RECORD_FILE = /^launcher-(\d+|auto-\d+-[0-9a-f]+)\.json$/;

@@ -1,6 +1,5 @@
 import { resolve } from 'node:path';
 import { prettyFactory } from 'pino-pretty';
-import { GATEWAY_METRICS_PORT } from '@halo/kit/launch';
 import { startSystem, type ProcessName } from './launcher';
 import { loadLauncherConfig } from './launcher-config';
 import { SYSTEM_READY_EVENT } from './code-cache';
@@ -59,7 +58,7 @@ async function main(): Promise<void> {
     `Halo is ready (${secs} s).`,
     `  Gateway, REST + GraphQL   ${gw}`,
     `  GraphQL endpoint          ${gw}/graphql`,
-    `  Gateway metrics           http://127.0.0.1:${GATEWAY_METRICS_PORT + offset}/metrics`,
+    `  Gateway metrics           ${system.gatewayMetricsUrl}`,
     ...(system.postgres ? [`  PostgreSQL (embedded)     127.0.0.1:${system.postgres.port}, data in ${system.postgres.dataDir}`] : []),
     ...system.processes
       .filter((p) => p.name !== 'gateway')
