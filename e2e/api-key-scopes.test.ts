@@ -35,7 +35,7 @@ let schema: GraphQLSchema;
 const keys = new Map<string, string>();
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 1310 });
+  sys = await startE2ESystem();
   const login = await fetch(`${sys.url}/auth/login`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

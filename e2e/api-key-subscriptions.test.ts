@@ -21,7 +21,6 @@ let keyId: number;
 
 beforeAll(async () => {
   sys = await startE2ESystem({
-    portOffset: 3050,
     envFor: { auth: { API_KEY_TOKEN_TTL: `${TOKEN_TTL_S}s` }, gateway: { API_KEY_RECHECK_MS: String(RECHECK_MS) } },
   });
   const login = await fetch(`${sys.url}/auth/login`, {

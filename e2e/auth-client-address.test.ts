@@ -13,7 +13,6 @@ let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 
 beforeAll(async () => {
   sys = await startE2ESystem({
-    portOffset: 3410,
     envFor: { gateway: { GATEWAY_TRUSTED_PROXIES: 'loopback' }, auth: { REGISTER_MAX_PER_IP: '3' } },
   });
 }, 90_000);

@@ -8,7 +8,7 @@ let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 let url: string;
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 500 });
+  sys = await startE2ESystem();
   url = sys.url;
 }, 90_000);
 

@@ -60,7 +60,6 @@ beforeAll(async () => {
   otherOrigin = `http://127.0.0.1:${appPort}`;
   const cors = { CORS_ORIGINS: listedOrigin };
   sys = await startE2ESystem({
-    portOffset: 1100,
     // GraphiQL is served in development only.
     envFor: { gateway: { ...cors, HALO_ENV: 'development' }, auth: cors },
   });

@@ -16,7 +16,7 @@ let chat2: string;
 
 beforeAll(async () => {
   // Two chat replicas sharing Redis: a removal made on one ends subscriptions held on the other.
-  sys = await startE2ESystem({ portOffset: 1980, postgres: true, extraChatReplica: true });
+  sys = await startE2ESystem({ postgres: true, extraChatReplica: true });
   gateway = sys.url;
   chat2 = sys.chatReplicaUrl!;
 }, 120_000);

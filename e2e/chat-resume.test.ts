@@ -18,7 +18,7 @@ let gateway: string;
 let chat2: string;
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 1950, postgres: true, extraChatReplica: true });
+  sys = await startE2ESystem({ postgres: true, extraChatReplica: true });
   gateway = sys.url;
   chat2 = sys.chatReplicaUrl!;
 }, 120_000);

@@ -17,7 +17,7 @@ let gateway: string;
 let chat: string;
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 2770, postgres: true });
+  sys = await startE2ESystem({ postgres: true });
   gateway = sys.url;
   chat = sys.direct('chat');
 }, 120_000);

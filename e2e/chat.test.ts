@@ -27,7 +27,6 @@ const supergraph = join(dir, 'supergraph.graphql');
 beforeAll(async () => {
   copyFileSync(resolve(__dirname, '../gateway/supergraph.graphql'), supergraph);
   sys = await startE2ESystem({
-    portOffset: 1010,
     postgres: true,
     extraChatReplica: true,
     // The file is the source here (no registry): this file's reload tests edit it.

@@ -18,7 +18,7 @@ let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 const clients: sdk.HaloClient[] = [];
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 1870, postgres: true });
+  sys = await startE2ESystem({ postgres: true });
 }, 120_000);
 
 afterAll(async () => {

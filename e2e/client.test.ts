@@ -26,7 +26,6 @@ const clients: HaloClient[] = [];
 
 beforeAll(async () => {
   sys = await startE2ESystem({
-    portOffset: 1030,
     postgres: true,
     // Slow enough that two requests with one key overlap (the 409 "Request in progress" case). A
     // 409's Retry-After is the time left on the key's lock (30 s by default), which the SDK

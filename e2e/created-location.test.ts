@@ -10,7 +10,7 @@ let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 let admin: string;
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 3400, postgres: true });
+  sys = await startE2ESystem({ postgres: true });
   admin = (await send('POST', '/auth/login', { email: 'admin@halo.local', password: 'admin-password' })).body!.token as string;
 }, 90_000);
 

@@ -20,7 +20,7 @@ const BROWSER = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8
 
 beforeAll(async () => {
   // The gateway in the embedded development mode (GraphiQL on); the services as in the other suites.
-  sys = await startE2ESystem({ portOffset: 800, envFor: { gateway: { HALO_ENV: 'development' } } });
+  sys = await startE2ESystem({ envFor: { gateway: { HALO_ENV: 'development' } } });
   url = sys.url;
 }, 90_000);
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { getIntrospectionQuery } from 'graphql';
-import { SERVICE_NAMES, SERVICES } from '@halo/kit';
+import { SERVICE_NAMES } from '@halo/kit';
 import { gql, startE2ESystem } from './helpers';
 
 /**
@@ -11,7 +11,6 @@ import { gql, startE2ESystem } from './helpers';
  * and, from a production gateway, the schema by introspection. The whole system as `npm start`
  * runs it, the gateway in production mode; the limits at their defaults.
  */
-const PORT_OFFSET = 1330;
 let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 
 beforeAll(async () => {
@@ -19,7 +18,6 @@ beforeAll(async () => {
   const JWT_SECRET = randomBytes(32).toString('base64url');
   const envFor = Object.fromEntries(['gateway', ...SERVICE_NAMES].map((name) => [name, { JWT_SECRET }]));
   sys = await startE2ESystem({
-    portOffset: PORT_OFFSET,
     envFor: { ...envFor, gateway: { JWT_SECRET, HALO_ENV: 'production' }, auth: { JWT_SECRET, REGISTER_MAX_PER_IP: '10' } },
   });
 }, 90_000);
@@ -78,7 +76,7 @@ describe('the embedded mode listens on loopback only', () => {
     // Without a non-loopback interface there is nothing to prove: say so rather than pass.
     expect(outside.length).toBeGreaterThan(0);
     for (const name of SERVICE_NAMES) {
-      const port = SERVICES[name].grpcPort + PORT_OFFSET;
+      const port = Number(sys.system.services[name].grpcAddr.split(':')[1]);
       expect([name, await reachable('127.0.0.1', port)]).toEqual([name, true]);
       for (const address of outside) expect([name, address, await reachable(address, port)]).toEqual([name, address, false]);
     }

@@ -3,7 +3,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
-import { bearer, startE2ESystem } from './helpers';
+import { bearer, freeOffset, startE2ESystem } from './helpers';
 
 /**
  * The front door: with no DATABASE_URL the launcher runs one embedded PostgreSQL, each service
@@ -52,7 +52,7 @@ async function query(url: string, sql: string): Promise<unknown[]> {
 
 it('seeds and serves; each service role sees only its own schema; a restart keeps the data and rotates passwords', async () => {
   const dataDir = join(root, 'restart');
-  const first = await startE2ESystem({ portOffset: 400, dataDir });
+  const first = await startE2ESystem({ dataDir });
   let before;
   let oldContentUrl: string;
   try {
@@ -75,7 +75,7 @@ it('seeds and serves; each service role sees only its own schema; a restart keep
   } finally {
     await first.stop();
   }
-  const second = await startE2ESystem({ portOffset: 400, dataDir });
+  const second = await startE2ESystem({ dataDir });
   try {
     expect(await snapshot(second.url, bearer('1', 'Admin', 'admin'))).toEqual(before);
     // Every start hands out new passwords: a URL from an earlier run no longer opens anything.
@@ -89,7 +89,7 @@ it('seeds and serves; each service role sees only its own schema; a restart keep
 }, 120_000);
 
 /** `npm start` itself (built), as a separate process tree, on its own ports and data directory. */
-function npmStart(offset: number, dataDir: string): { child: ChildProcess; ready: Promise<void>; output: () => string } {
+function npmStart(offset: number, dataDir: string): { child: ChildProcess; ready: Promise<void>; gateway: () => string } {
   const child = spawn(process.execPath, [resolve(__dirname, '../tools/dist/start.js')], {
     env: {
       ...process.env,
@@ -110,19 +110,23 @@ function npmStart(offset: number, dataDir: string): { child: ChildProcess; ready
     child.stderr.on('data', (c: Buffer) => (out += c.toString()));
     child.once('exit', (code) => fail(new Error(`npm start exited (${code}):\n${out.slice(-3000)}`)));
   });
-  return { child, ready, output: () => out };
+  return { child, ready, gateway: () => gatewayPrinted(out) };
 }
+
+/** The gateway's address as `npm start` prints it once ready. */
+const gatewayPrinted = (out: string) => /Gateway, REST \+ GraphQL\s+(\S+)/.exec(out)?.[1] ?? 'http://npm-start-printed-no-gateway.invalid';
 
 const exited = (child: ChildProcess) =>
   child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once('exit', () => r()));
 
 it('recovers after the launcher is killed with SIGKILL, while another system runs beside it', async () => {
   const dataDir = join(root, 'killed');
-  const gateway = 'http://127.0.0.1:4450';
-  const first = npmStart(450, dataDir);
+  const offset = await freeOffset();
+  const first = npmStart(offset, dataDir);
   await first.ready;
+  const gateway = first.gateway();
   // A second, independent system on the same machine at the same time: its own Postgres and ports.
-  const beside = await startE2ESystem({ portOffset: 420 });
+  const beside = await startE2ESystem();
   try {
     expect(beside.system.postgres!.port).not.toBe(5432);
     expect(await (await fetch(`${gateway}/hello`)).json()).toEqual({ message: 'Halo Dunia!' });
@@ -133,9 +137,10 @@ it('recovers after the launcher is killed with SIGKILL, while another system run
     await exited(first.child);
     // The services notice the launcher is gone and stop, freeing their ports; its Postgres is
     // stopped by its watchdog, or by the next start if that comes first (e2e/launcher.test.ts).
-    const second = npmStart(450, dataDir);
+    const second = npmStart(offset, dataDir);
     try {
       await second.ready;
+      expect(second.gateway()).toBe(gateway);
       expect(await snapshot(gateway)).toEqual(users);
       // The other system was never disturbed.
       expect((await fetch(`${beside.url}/hello`)).status).toBe(200);
@@ -151,9 +156,10 @@ it('recovers after the launcher is killed with SIGKILL, while another system run
 
 it('stops everything when `npm start` itself gets SIGTERM (npm and its shell end; the launcher must not run on orphaned)', async () => {
   const dataDir = join(root, 'npm-sigterm');
+  const offset = String(await freeOffset());
   const npm = spawn('npm', ['start', '--silent'], {
     cwd: resolve(__dirname, '..'),
-    env: { ...process.env, DATABASE_URL: '', HALO_ENV: 'development', HALO_PORT_OFFSET: '980', HALO_DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
+    env: { ...process.env, DATABASE_URL: '', HALO_ENV: 'development', HALO_PORT_OFFSET: offset, HALO_DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -165,7 +171,8 @@ it('stops everything when `npm start` itself gets SIGTERM (npm and its shell end
     npm.stderr.on('data', (c: Buffer) => (out += c.toString()));
     npm.once('exit', (code) => fail(new Error(`npm start exited (${code}):\n${out.slice(-3000)}`)));
   });
-  expect((await fetch('http://127.0.0.1:4980/hello')).status).toBe(200);
+  const gateway = gatewayPrinted(out);
+  expect((await fetch(`${gateway}/hello`)).status).toBe(200);
   // Every process of this system names its data directory (launcher env aside, Postgres's -D).
   const running = () => {
     try {
@@ -182,12 +189,12 @@ it('stops everything when `npm start` itself gets SIGTERM (npm and its shell end
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     let gatewayUp = true;
-    await fetch('http://127.0.0.1:4980/hello', { signal: AbortSignal.timeout(500) }).catch(() => (gatewayUp = false));
+    await fetch(`${gateway}/hello`, { signal: AbortSignal.timeout(500) }).catch(() => (gatewayUp = false));
     if (!gatewayUp && running() === '') break;
     await new Promise((r) => setTimeout(r, 250));
   }
   // Named, so a failure says which process outlived the launcher.
   const left = running();
   expect(left && execFileSync('ps', ['-o', 'pid,etime,args', '-p', left.split('\n').join(',')], { encoding: 'utf8' })).toBe('');
-  await expect(fetch('http://127.0.0.1:4980/hello', { signal: AbortSignal.timeout(500) })).rejects.toThrow();
+  await expect(fetch(`${gateway}/hello`, { signal: AbortSignal.timeout(500) })).rejects.toThrow();
 }, 150_000);

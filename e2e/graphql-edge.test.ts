@@ -19,7 +19,6 @@ let url: string;
 
 beforeAll(async () => {
   sys = await startE2ESystem({
-    portOffset: 940,
     postgres: true,
     envFor: { gateway: { REDIS_URL, REDIS_KEY_PREFIX: PREFIX } },
     // The service stopped at the end must stay down while the test looks.

@@ -19,7 +19,7 @@ let lean: RunningGateway;
 let apollo: RunningGateway;
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 2900, postgres: true });
+  sys = await startE2ESystem({ postgres: true });
   const env: Record<string, string> = {
     JWT_SECRET: TEST_JWT_SECRET,
     GRAPHQL_INTROSPECTION: 'false',

@@ -1,32 +1,45 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes, randomInt } from 'node:crypto';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GATEWAY_METRICS_PORT, signAccessToken } from '@halo/kit';
-import { dropSchema, TEST_JWT_SECRET, throwawaySchema } from '@halo/kit/testing';
+import { DEV_OIDC_PORT, GATEWAY_METRICS_PORT, GATEWAY_PORT, SERVICE_NAMES, SERVICES, signAccessToken } from '@halo/kit';
+import { dropSchema, portIsFree, TEST_JWT_SECRET, throwawaySchema } from '@halo/kit/testing';
 import { startSystem, type LaunchOptions, type RunningSystem } from '../tools/src/launcher';
 
 /**
  * Starts the real, built system (`npm run build` first) as separate processes — the same
- * launcher as `npm start` — on ports offset from the defaults so it can run beside a dev
- * instance. By default it runs exactly as `npm start` does: one embedded PostgreSQL (in a
+ * launcher as `npm start` — with every port the OS's choice (`ports: 'auto'`), so it runs beside a
+ * dev instance, other suites and another test run; the returned system says where everything
+ * listens (`url`, `direct(name)`, `system.services`, `gatewayMetricsUrl`). By default it runs exactly as `npm start` does: one embedded PostgreSQL (in a
  * temporary directory unless `dataDir` is given) with a role per service. `postgres: true` runs
  * it as production does instead: DATABASE_URL = the machine's server, throwaway schemas.
  * `extraChatReplica: true` starts a second chat process (its own free port, the same database,
  * schema, REDIS_URL and keys) to prove cross-replica subscriptions: chat's REDIS_URL defaults to
- * the test Redis then, and `chatReplicaUrl` is its address. chat's Redis namespace follows its
- * schema (`halo:<schema>:`): with `postgres: true` it is the throwaway schema's, unique per run;
- * in the embedded mode it is always `halo:chat:`, shared by every system on that Redis.
+ * the test Redis then, and `chatReplicaUrl` is its address.
+ *
+ * Redis is shared by every system of every run on the machine, so each system's keys and channels
+ * are its own: a service's namespace follows its schema (`halo:<schema>:`), the throwaway schema's
+ * with `postgres: true`; the gateway's (REDIS_KEY_PREFIX) is made for this system unless given. In
+ * the embedded mode a service's schema is its name: a service given REDIS_URL there is refused.
  * Returns the system and a cleanup that stops it and removes what it made.
  */
-export async function startE2ESystem(opts: {
-  portOffset: number;
-  postgres?: boolean;
-  dataDir?: string;
-  devOidc?: boolean;
-  restart?: LaunchOptions['restart'];
-  envFor?: LaunchOptions['envFor'];
-  extraChatReplica?: boolean;
-}) {
+export async function startE2ESystem(
+  opts: {
+    /**
+     * Only for a test of what HALO_PORT_OFFSET names (`npm run restart`): the fixed ports at this
+     * offset (take one from `freeOffset()`) instead of the OS's.
+     */
+    portOffset?: number;
+    postgres?: boolean;
+    dataDir?: string;
+    devOidc?: boolean;
+    restart?: LaunchOptions['restart'];
+    envFor?: LaunchOptions['envFor'];
+    extraChatReplica?: boolean;
+    /** Called with the addresses chosen for the system, before any process starts (LaunchOptions). */
+    onStarting?: LaunchOptions['onStarting'];
+  } = {},
+) {
   const ownDir = !opts.postgres && !opts.dataDir ? mkdtempSync(join(tmpdir(), 'halo-e2e-')) : undefined;
   // Run as root, the embedded PostgreSQL runs as user postgres, which must reach its data directory.
   if (ownDir) chmodSync(ownDir, 0o755);
@@ -45,8 +58,15 @@ export async function startE2ESystem(opts: {
     : {};
   // Two chat processes must share a pub/sub: Redis, unless the caller names one.
   if (opts.extraChatReplica) envFor.chat = { ...envFor.chat, REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379' };
+  envFor.gateway = { REDIS_KEY_PREFIX: `halo:e2e-${randomBytes(4).toString('hex')}:gateway:` };
   for (const [name, env] of Object.entries(opts.envFor ?? {}) as [keyof typeof envFor, Record<string, string | undefined>][]) {
     envFor[name] = { ...envFor[name], ...env };
+  }
+  const shared = SERVICE_NAMES.filter((name) => envFor[name]?.REDIS_URL);
+  if (!opts.postgres && shared.length) {
+    throw new Error(
+      `${shared.join(', ')}: in the embedded mode its Redis namespace (halo:<service>:) is every system's; use postgres: true`,
+    );
   }
   const logs: string[] = [];
   const dropAll = async () => {
@@ -54,7 +74,7 @@ export async function startE2ESystem(opts: {
     if (ownDir) rmSync(ownDir, { recursive: true, force: true });
   };
   const system: RunningSystem = await startSystem({
-    portOffset: opts.portOffset,
+    ...(opts.portOffset === undefined ? { ports: 'auto' as const } : { portOffset: opts.portOffset }),
     devOidc: opts.devOidc ?? false,
     env: {
       HALO_ENV: 'test',
@@ -72,6 +92,7 @@ export async function startE2ESystem(opts: {
     ...(opts.restart ? { restart: opts.restart } : {}),
     ...(opts.extraChatReplica ? { replicas: { chat: 2 } } : {}),
     onLog: (name, line) => logs.push(`${name}| ${line}`),
+    ...(opts.onStarting ? { onStarting: opts.onStarting } : {}),
   }).catch(async (err: unknown) => {
     // The processes may have created their schemas before one of them failed.
     await dropAll();
@@ -80,8 +101,8 @@ export async function startE2ESystem(opts: {
   return {
     system,
     url: system.gatewayUrl,
-    /** The gateway's Prometheus metrics (METRICS_PORT, offset like every port), never on its public one. */
-    gatewayMetricsUrl: `http://127.0.0.1:${GATEWAY_METRICS_PORT + opts.portOffset}/metrics`,
+    /** The gateway's Prometheus metrics (its METRICS_PORT), never on its public port. */
+    gatewayMetricsUrl: system.gatewayMetricsUrl,
     /** A process's own address (the first one of a service started with replicas). */
     direct: (name: string) => system.processes.find((p) => p.name === name && !p.replica)!.url,
     /** With `extraChatReplica`: the second chat process's address (same schema and Redis as `direct('chat')`). */
@@ -130,4 +151,37 @@ export async function until<T>(what: string, check: () => Promise<T | null | und
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** The lowest port the OS hands out for `listen(0)` and outgoing connections (Linux's default elsewhere). */
+function ephemeralLow(): number {
+  try {
+    return Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32768;
+  } catch {
+    return 32768;
+  }
+}
+
+/**
+ * For the tests of what HALO_PORT_OFFSET names (`npm start`, `npm run restart`): an offset taken at
+ * random whose every port is free now and below the range the OS hands out, so that no system on the
+ * OS's ports is ever given one of them; a test run beside this one picks the same offset only by rare
+ * chance, and then one of them fails with "Ports already in use".
+ */
+export async function freeOffset(): Promise<number> {
+  const fixed = [
+    GATEWAY_PORT,
+    GATEWAY_METRICS_PORT,
+    DEV_OIDC_PORT,
+    ...SERVICE_NAMES.flatMap((n) => [SERVICES[n].httpPort, SERVICES[n].grpcPort]),
+  ];
+  // Far above the defaults (a developer's npm start), and its highest port below the OS's range.
+  const lowest = 10_000;
+  const highest = Math.max(lowest + 1_000, ephemeralLow() - Math.max(...fixed) - 1);
+  for (let tries = 0; tries < 50; tries++) {
+    const offset = lowest + 10 * randomInt(Math.floor((highest - lowest) / 10));
+    const free = await Promise.all(fixed.map((port) => portIsFree(port + offset)));
+    if (free.every(Boolean)) return offset;
+  }
+  throw new Error('no port offset with every port free');
 }

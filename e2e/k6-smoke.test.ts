@@ -93,7 +93,7 @@ describeK6('k6 suites in a smoke run against the built system', () => {
   const smoke = () => ({ BASE_URL: sys.url, PROFILE: 'smoke', DURATION: '3s' });
 
   beforeAll(async () => {
-    sys = await startE2ESystem({ portOffset: 3610 });
+    sys = await startE2ESystem();
     summaries = mkdtempSync(join(tmpdir(), 'halo-k6-'));
     elsewhere = mkdtempSync(join(tmpdir(), 'halo-k6-cwd-'));
   }, 120_000);

@@ -1,11 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
+import { GATEWAY_PORT, SERVICES } from '@halo/kit/launch';
 import { metricValue, TEST_DATABASE_URL } from '@halo/kit/testing';
-import { startE2ESystem } from './helpers';
+import { freeOffset, startE2ESystem } from './helpers';
 
 /**
  * `npm start` as a newcomer meets it (tools/dist/start.js, real processes): a launcher killed with
@@ -23,6 +25,8 @@ interface Started {
   ready: Promise<void>;
   exited: Promise<number | null>;
   output: () => string;
+  /** The gateway's address, as `npm start` printed it once ready. */
+  gateway: () => string;
 }
 
 function npmStart(offset: number, env: Record<string, string>): Started {
@@ -41,7 +45,8 @@ function npmStart(offset: number, env: Record<string, string>): Started {
     void exited.then((code) => fail(new Error(`npm start exited (${code}):\n${out.slice(-3000)}`)));
   });
   ready.catch(() => undefined);
-  return { child, ready, exited, output: () => out };
+  const gateway = () => /Gateway, REST \+ GraphQL\s+(\S+)/.exec(out)?.[1] ?? 'http://npm-start-printed-no-gateway.invalid';
+  return { child, ready, exited, output: () => out, gateway };
 }
 
 /** pid → start time (/proc/<pid>/stat field 22) of `pid` and every process below it. */
@@ -84,7 +89,8 @@ const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').re
 
 it('leaves no process behind when the launcher is killed, reaps a stuck one on the next start, and refuses a second start', async () => {
   const dataDir = join(root, 'killed');
-  const first = npmStart(1380, { HALO_DATA_DIR: dataDir });
+  const offset = await freeOffset();
+  const first = npmStart(offset, { HALO_DATA_DIR: dataDir });
   await first.ready;
   const launcher = first.child.pid!;
   const procs = tree(launcher);
@@ -103,12 +109,12 @@ it('leaves no process behind when the launcher is killed, reaps a stuck one on t
   expect(stillRunning(others).map((pid) => `${pid} ${cmdline(pid)}`)).toEqual([]);
   expect(stillRunning(new Map([[content, procs.get(content)!]]))).toEqual([content]);
 
-  const second = npmStart(1380, { HALO_DATA_DIR: dataDir });
+  const second = npmStart(offset, { HALO_DATA_DIR: dataDir });
   try {
     await second.ready;
     expect(second.output()).toContain(`stopping content (pid ${content}) left running by an earlier launcher`);
     expect(stat(content)).toBeUndefined();
-    expect((await fetch('http://127.0.0.1:5380/hello')).status).toBe(200);
+    expect((await fetch(`${second.gateway()}/hello`)).status).toBe(200);
 
     // The same checkout again, and another checkout on the same ports: one line each, nothing started.
     for (const [env, says] of [
@@ -118,14 +124,16 @@ it('leaves no process behind when the launcher is killed, reaps a stuck one on t
       ],
       [
         { HALO_DATA_DIR: join(root, 'other') },
-        /^Halo failed to start: Ports already in use: 5380 \(gateway\), .*5381 \(auth HTTP\).* HALO_PORT_OFFSET=100 npm start$/,
+        new RegExp(
+          `^Halo failed to start: Ports already in use: ${GATEWAY_PORT + offset} \\(gateway\\), .*${SERVICES.auth.httpPort + offset} \\(auth HTTP\\).* HALO_PORT_OFFSET=100 npm start$`,
+        ),
       ],
     ] as const) {
-      const third = npmStart(1380, env);
+      const third = npmStart(offset, env);
       expect(await third.exited).not.toBe(0);
       expect(third.output().trim().split('\n')).toEqual([expect.stringMatching(says)]);
     }
-    expect((await fetch('http://127.0.0.1:5380/hello')).status).toBe(200);
+    expect((await fetch(`${second.gateway()}/hello`)).status).toBe(200);
   } finally {
     const running = tree(second.child.pid!);
     second.child.kill('SIGTERM');
@@ -139,7 +147,7 @@ it('runs every process from its bundle, and opens no circuit breaker while auth 
   // content blocks 3 s before it even loads: auth's seed asks it for the demo users meanwhile.
   const slow = join(root, 'slow-start.js');
   writeFileSync(slow, 'Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3000);\n');
-  const sys = await startE2ESystem({ portOffset: 1390, envFor: { content: { NODE_OPTIONS: `--require ${slow}` } } });
+  const sys = await startE2ESystem({ envFor: { content: { NODE_OPTIONS: `--require ${slow}` } } });
   try {
     // Start-up is CPU-bound: each process runs the one file `npm run build` bundled for it (ADR 0010).
     const commands = sys.system.processes.map((p) => cmdline(p.child.pid!));
@@ -160,6 +168,33 @@ it('runs every process from its bundle, and opens no circuit breaker while auth 
   }
 }, 120_000);
 
+it('on the OS’s ports: one taken by another program before its process listened means a new start on new ones', async () => {
+  // What a parallel run's listen(0) may do between the launcher's choice and the bind, here on purpose.
+  const intruder = createServer();
+  let taken: string | undefined;
+  const sys = await startE2ESystem({
+    postgres: true, // two starts: no embedded PostgreSQL to set up for them
+    onStarting: async ({ services }) => {
+      if (taken) return;
+      taken = services.catalog.url;
+      await new Promise<void>((listening) => intruder.listen(Number(new URL(taken!).port), '127.0.0.1', listening));
+    },
+  });
+  try {
+    expect(sys.logs.filter((l) => l.includes('another program took a port'))).toEqual([
+      expect.stringMatching(
+        /^launcher\| .*\(catalog: port \d+ is already in use .*EADDRINUSE.*\); starting again on new ports \(attempt 2 of 3\)$/,
+      ),
+    ]);
+    expect(sys.direct('catalog')).not.toBe(taken);
+    expect(sys.system.services.catalog.url).toBe(sys.direct('catalog'));
+    expect((await fetch(`${sys.url}/products?limit=1`)).status).toBe(200);
+  } finally {
+    await sys.stop();
+    await new Promise((closed) => intruder.close(closed));
+  }
+}, 180_000);
+
 it('the second start compiles from the V8 code cache, and a damaged cache only means compiling again', async () => {
   // Every bundled process's cache, in a directory of this test's own (HALO_CODE_CACHE_DIR): the
   // suites that start a system beside it would otherwise rewrite the caches this test damages.
@@ -171,7 +206,7 @@ it('the second start compiles from the V8 code cache, and a damaged cache only m
   const env = { HALO_CODE_CACHE_DIR: dir };
   const envFor = Object.fromEntries(['gateway', 'auth', 'content', 'catalog', 'payments', 'chat', 'registry'].map((name) => [name, env]));
   const start = async (): Promise<string> => {
-    const sys = await startE2ESystem({ portOffset: 2830, envFor });
+    const sys = await startE2ESystem({ envFor });
     try {
       await until(() => sys.logs.some((l) => l.includes('V8 code cache:')), 60_000);
       // Still serving, whatever the cache: the demo credentials work.
@@ -225,11 +260,11 @@ describe('DATABASE_URL', () => {
   it("the README's example works as printed: a missing database is created", async () => {
     const database = `halo_e2e_${randomBytes(4).toString('hex')}`;
     // On this machine: postgres://postgres@127.0.0.1:5432/<database>, the README's shape.
-    const run = npmStart(1440, { DATABASE_URL: urlFor(database), HALO_DATA_DIR: join(root, 'readme') });
+    const run = npmStart(await freeOffset(), { DATABASE_URL: urlFor(database), HALO_DATA_DIR: join(root, 'readme') });
     try {
       await run.ready;
       expect(run.output()).toContain(`created database "${database}"`);
-      expect(await (await fetch('http://127.0.0.1:5440/hello')).json()).toEqual({ message: 'Halo Dunia!' });
+      expect(await (await fetch(`${run.gateway()}/hello`)).json()).toEqual({ message: 'Halo Dunia!' });
     } finally {
       run.child.kill('SIGTERM');
       await run.exited;
@@ -255,7 +290,7 @@ describe('DATABASE_URL', () => {
         ],
       ];
       for (const [url, says] of cases) {
-        const run = npmStart(1480, { DATABASE_URL: url, HALO_DATA_DIR: join(root, 'never') });
+        const run = npmStart(await freeOffset(), { DATABASE_URL: url, HALO_DATA_DIR: join(root, 'never') });
         expect(await run.exited).not.toBe(0);
         expect(run.output().trim().split('\n')).toEqual([expect.stringMatching(says)]);
       }

@@ -15,7 +15,7 @@ if (!promtool && !required) process.stderr.write(`e2e/metrics-lint.test.ts: chec
 let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 3620 });
+  sys = await startE2ESystem();
   // Traffic through every kind of path: REST proxied, GraphQL across subgraphs, a refusal.
   await fetch(`${sys.url}/hello`);
   await fetch(`${sys.url}/posts/2`);

@@ -46,7 +46,6 @@ async function apiKey(scopes: string[]): Promise<string> {
 
 beforeAll(async () => {
   sys = await startE2ESystem({
-    portOffset: 920,
     postgres: true,
     // Slow enough that two requests with one key really overlap.
     envFor: { payments: { REDIS_URL, PAYMENTS_PROCESSOR_LATENCY_MS: '300' } },

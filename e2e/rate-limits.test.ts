@@ -10,7 +10,7 @@ let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 let admin: string;
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 1440, envFor: { gateway: { RATE_LIMIT_AUTHENTICATED: '4' } } });
+  sys = await startE2ESystem({ envFor: { gateway: { RATE_LIMIT_AUTHENTICATED: '4' } } });
   const login = await fetch(`${sys.url}/auth/login`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

@@ -61,7 +61,6 @@ async function webProducts(url = gateway) {
 
 beforeAll(async () => {
   sys = await startE2ESystem({
-    portOffset: 3290,
     postgres: true,
     envFor: {
       gateway: { PERSISTED_OPERATIONS: 'enforce', PERSISTED_OPERATIONS_ALLOW_CLIENTS: 'admin-tool', REGISTRY_POLL_MS: String(POLL_MS) },

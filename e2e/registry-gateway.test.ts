@@ -63,7 +63,6 @@ const queryFields = async (url = gateway) => {
 
 beforeAll(async () => {
   sys = await startE2ESystem({
-    portOffset: 1610,
     postgres: true,
     envFor: {
       gateway: { REGISTRY_POLL_MS: String(POLL_MS), USAGE_FLUSH_MS: '500' },

@@ -10,7 +10,6 @@ import { startE2ESystem } from './helpers';
  * schema:write, exchanged through auth); a composition error changes nothing; rollback; the
  * registry away → the CLI exits 3. (The gateway serving new compositions is the gateway's test.)
  */
-const PORT_OFFSET = 1530;
 const ROOT = resolve(__dirname, '..');
 const dir = mkdtempSync(join(tmpdir(), 'halo-e2e-registry-'));
 let sys: Awaited<ReturnType<typeof startE2ESystem>>;
@@ -28,7 +27,7 @@ const json = async (url: string, init: RequestInit = {}) => {
 };
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: PORT_OFFSET });
+  sys = await startE2ESystem();
   const post = (path: string, body: object, headers: Record<string, string> = {}) =>
     json(`${sys.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   const admin = await post('/auth/login', { email: 'admin@halo.local', password: 'admin-password' });

@@ -1,24 +1,26 @@
 import { resolve } from 'node:path';
 import { runNodeScript } from '@halo/kit/testing';
-import { startE2ESystem } from './helpers';
+import { freeOffset, startE2ESystem } from './helpers';
 
 /**
  * `npm run restart -- <service>` against a running system (docs/local-development.md): the
  * launcher replaces that service's process (a graceful drain, then a new process from the current
  * build), the rest keep running, and it is not counted as a crash — five in a minute would stop
- * Halo. Every process real; the CLI is the built tools/dist/restart.js.
+ * Halo. Every process real; the CLI is the built tools/dist/restart.js, which finds the launcher as
+ * `npm start` names it: by HALO_PORT_OFFSET, so this system runs on the fixed ports of an offset.
  */
-const PORT_OFFSET = 3110;
+let offset: number;
 let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 
 const restart = (...args: string[]) =>
-  runNodeScript(resolve(__dirname, '../tools/dist/restart.js'), args, { env: { HALO_PORT_OFFSET: String(PORT_OFFSET) } });
+  runNodeScript(resolve(__dirname, '../tools/dist/restart.js'), args, { env: { HALO_PORT_OFFSET: String(offset) } });
 
 const pidOf = (name: string) => sys.system.processes.find((p) => p.name === name)!.child.pid;
 const products = async () => (await fetch(`${sys.url}/products?limit=1`)).status;
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: PORT_OFFSET, postgres: true });
+  offset = await freeOffset();
+  sys = await startE2ESystem({ portOffset: offset, postgres: true });
 }, 180_000);
 afterAll(async () => sys?.stop());
 
@@ -47,10 +49,12 @@ it('an unknown service is refused (exit 1) naming what runs; bad usage exits 2',
 
 it('with no npm start on that offset: exit 3 and one line', async () => {
   const { code, stderr } = await runNodeScript(resolve(__dirname, '../tools/dist/restart.js'), ['catalog'], {
-    env: { HALO_PORT_OFFSET: String(PORT_OFFSET + 1) },
+    env: { HALO_PORT_OFFSET: String(offset + 1) },
   });
   expect(code).toBe(3);
   expect(stderr).toMatch(
-    /^restart: no npm start of this checkout runs with HALO_PORT_OFFSET=3111 \(nothing listens on .*launcher-3111\.sock\)\n$/,
+    new RegExp(
+      `^restart: no npm start of this checkout runs with HALO_PORT_OFFSET=${offset + 1} \\(nothing listens on .*launcher-${offset + 1}\\.sock\\)\n$`,
+    ),
   );
 });

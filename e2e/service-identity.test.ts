@@ -1,12 +1,4 @@
-import {
-  generateServiceKey,
-  grpc,
-  type ServiceKeyPair,
-  grpcCallersOf,
-  SERVICE_TOKEN_METADATA,
-  SERVICES,
-  type ServiceName,
-} from '@halo/kit';
+import { generateServiceKey, grpc, type ServiceKeyPair, grpcCallersOf, SERVICE_TOKEN_METADATA, type ServiceName } from '@halo/kit';
 import { signServiceToken, TEST_SERVICE_KEYS } from '@halo/kit/testing';
 import { auth, catalog, content } from '@halo/proto';
 import { startE2ESystem } from './helpers';
@@ -19,7 +11,6 @@ import { startE2ESystem } from './helpers';
  * here trusts every process's key (what a platform might do with one shared JWKS): the access
  * tables alone decide.
  */
-const PORT_OFFSET = 880;
 const PROCESSES = ['gateway', 'auth', 'content', 'catalog', 'payments', 'chat', 'registry'] as const;
 
 /** The policy this test holds the services to (docs/service-identity.md, issue: zero trust). */
@@ -91,7 +82,7 @@ beforeAll(async () => {
       },
     ]),
   );
-  sys = await startE2ESystem({ portOffset: PORT_OFFSET, envFor });
+  sys = await startE2ESystem({ envFor });
 }, 90_000);
 
 afterAll(async () => {
@@ -100,7 +91,7 @@ afterAll(async () => {
 
 const methodsOf = (s: (typeof SERVERS)[number]) =>
   Object.values(s.definition).map((def) => ({ path: def.path, method: def.path.slice(def.path.lastIndexOf('/') + 1), def }));
-const addressOf = (service: ServiceName) => `127.0.0.1:${SERVICES[service].grpcPort + PORT_OFFSET}`;
+const addressOf = (service: ServiceName) => sys.system.services[service].grpcAddr;
 
 describe.each(SERVERS)('$name', (server) => {
   it('lists exactly the methods the policy names, and its callers are the topology’s', () => {

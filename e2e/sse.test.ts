@@ -15,7 +15,7 @@ let gateway: string;
 let stream: string;
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 1730 });
+  sys = await startE2ESystem();
   gateway = sys.url;
   stream = `${gateway}/graphql/stream`;
 }, 120_000);

@@ -61,7 +61,6 @@ describeBrowser('Halo Studio in a browser', () => {
     browser = await launchChromium();
     mkdirSync(SHOTS, { recursive: true });
     sys = await startE2ESystem({
-      portOffset: 3170,
       postgres: true,
       envFor: { registry: { HALO_ENV: 'development' }, gateway: { REGISTRY_POLL_MS: '300', USAGE_FLUSH_MS: '300' } },
     });

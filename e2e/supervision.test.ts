@@ -19,7 +19,7 @@ async function partialGraphQL(url: string) {
 }
 
 it('restarts a service killed with SIGKILL; the other routes are answered throughout', async () => {
-  const sys = await startE2ESystem({ portOffset: 460 });
+  const sys = await startE2ESystem();
   try {
     const content = sys.system.processes.find((p) => p.name === 'content')!;
     const firstPid = content.child.pid;
@@ -66,22 +66,25 @@ it('restarts a service killed with SIGKILL; the other routes are answered throug
 }, 90_000);
 
 it('gives up on a service that crashes at every start, stops the rest, and names it', async () => {
+  let gatewayUrl = '';
   const started = startE2ESystem({
-    portOffset: 470,
+    onStarting: (addresses) => void (gatewayUrl = addresses.gatewayUrl),
     // A short policy for the test; the default is 0.5 s doubling to 10 s, 5 crashes within 60 s.
     restart: { initialDelayMs: 100, maxDelayMs: 400, maxCrashes: 3, windowMs: 60_000 },
     // A preload that does not exist makes catalog's node exit with code 1 at once, every time.
     envFor: { catalog: { NODE_OPTIONS: '--require ./no-such-preload.js' } },
   });
   await expect(started).rejects.toThrow(/catalog crashed 3 times within 60 s \(last: code 1\); giving up and stopping Halo\./);
-  // Everything it had started is gone: the gateway's port is free again.
-  await expect(fetch('http://127.0.0.1:4470/healthz', { signal: AbortSignal.timeout(1_000) })).rejects.toThrow();
+  // Everything it had started is gone: nothing answers at the gateway's address any more.
+  expect(gatewayUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  await expect(fetch(`${gatewayUrl}/healthz`, { signal: AbortSignal.timeout(1_000) })).rejects.toThrow();
 }, 90_000);
 
 it('does not restart a service that can never start as configured: its one line, and everything stops', async () => {
   const logs: string[] = [];
+  let gatewayUrl = '';
   const started = startE2ESystem({
-    portOffset: 470,
+    onStarting: (addresses) => void (gatewayUrl = addresses.gatewayUrl),
     // An invalid setting: catalog exits with EXIT_CANNOT_START and one line naming the variable.
     envFor: { catalog: { BODY_LIMIT: 'lots' } },
   }).catch((err: Error) => {
@@ -90,5 +93,6 @@ it('does not restart a service that can never start as configured: its one line,
   });
   await expect(started).rejects.toThrow(/^catalog: Invalid configuration: BODY_LIMIT: .*; stopping Halo\./);
   expect(logs.filter((l) => l.includes('restarting'))).toEqual([]);
-  await expect(fetch('http://127.0.0.1:4470/healthz', { signal: AbortSignal.timeout(1_000) })).rejects.toThrow();
+  expect(gatewayUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  await expect(fetch(`${gatewayUrl}/healthz`, { signal: AbortSignal.timeout(1_000) })).rejects.toThrow();
 }, 90_000);

@@ -8,7 +8,7 @@ let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 let url: string;
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 300, postgres: true });
+  sys = await startE2ESystem({ postgres: true });
   url = sys.url;
 }, 90_000);
 

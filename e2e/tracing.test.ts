@@ -54,7 +54,7 @@ beforeAll(async () => {
     OTEL_LOGS_EXPORTER: 'none',
     LOG_LEVEL: 'info',
   };
-  sys = await startE2ESystem({ portOffset: 1090, postgres: true, envFor: Object.fromEntries(PROCESSES.map((p) => [p, otel])) });
+  sys = await startE2ESystem({ postgres: true, envFor: Object.fromEntries(PROCESSES.map((p) => [p, otel])) });
 }, 120_000);
 
 afterAll(async () => {

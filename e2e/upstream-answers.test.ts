@@ -10,7 +10,7 @@ let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 let url: string;
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 3500 });
+  sys = await startE2ESystem();
   url = sys.url;
 }, 90_000);
 

@@ -15,7 +15,7 @@ let admin: pg.Client;
 
 beforeAll(async () => {
   // Each payment takes 1 s at the (simulated) processor: long enough to be in flight at SIGTERM.
-  sys = await startE2ESystem({ portOffset: 1050, postgres: true, envFor: { payments: { PAYMENTS_PROCESSOR_LATENCY_MS: '1000' } } });
+  sys = await startE2ESystem({ postgres: true, envFor: { payments: { PAYMENTS_PROCESSOR_LATENCY_MS: '1000' } } });
   admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
   await admin.connect();
 }, 120_000);

@@ -11,7 +11,7 @@ let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 let admin: pg.Client;
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 1220 });
+  sys = await startE2ESystem();
   admin = new pg.Client({ connectionString: sys.system.postgres!.adminUrl });
   await admin.connect();
 }, 120_000);

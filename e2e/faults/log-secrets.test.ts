@@ -17,7 +17,7 @@ beforeAll(async () => {
   // Every process gets the test keys and trusts exactly its callers' (the launcher's edges, the
   // registry's included: each service publishes its contract with a token signed by its key).
   const envFor = Object.fromEntries(PROCESSES.map((p) => [p, { LOG_LEVEL: 'debug', ...testIdentityEnv(p) }]));
-  sys = await startE2ESystem({ portOffset: 990, envFor });
+  sys = await startE2ESystem({ envFor });
 }, 120_000);
 afterAll(async () => {
   await sys?.stop();

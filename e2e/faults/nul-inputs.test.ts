@@ -46,7 +46,7 @@ const nulMessage = (field: string) => `${field} must not contain NUL characters`
 
 let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 1200 });
+  sys = await startE2ESystem();
 }, 120_000);
 afterAll(async () => {
   await sys?.stop();

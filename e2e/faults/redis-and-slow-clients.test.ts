@@ -37,7 +37,6 @@ beforeAll(async () => {
   await startRedis();
   const REDIS_URL = `redis://127.0.0.1:${redisPort}`;
   sys = await startE2ESystem({
-    portOffset: 1150,
     postgres: true,
     envFor: {
       payments: { REDIS_URL },

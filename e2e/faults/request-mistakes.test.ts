@@ -10,7 +10,7 @@ import { bearer, startE2ESystem } from '../helpers';
  */
 let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 1210 });
+  sys = await startE2ESystem();
 }, 120_000);
 afterAll(async () => {
   await sys?.stop();

@@ -16,7 +16,7 @@ const RUNS_PER_ROUTE = Number(process.env.FUZZ_RUNS ?? 25);
 
 let sys: Awaited<ReturnType<typeof startE2ESystem>>;
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 960 });
+  sys = await startE2ESystem();
 }, 120_000);
 afterAll(async () => {
   await sys?.stop();

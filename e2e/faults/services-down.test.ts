@@ -31,7 +31,6 @@ const alice = bearer('2', 'Alice', 'user');
 
 beforeAll(async () => {
   sys = await startE2ESystem({
-    portOffset: 1130,
     postgres: true,
     restart: { initialDelayMs: DOWN_MS },
     envFor: {

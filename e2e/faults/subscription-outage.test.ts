@@ -20,7 +20,7 @@ const NEW = 'subscription($c: ID!) { newMessage(chatId: $c) { id text author { n
 const RESUME = 'subscription($c: ID!, $a: ID) { newMessage(chatId: $c, after: $a) { id text } }';
 
 beforeAll(async () => {
-  sys = await startE2ESystem({ portOffset: 3030, postgres: true, restart: { initialDelayMs: CHAT_DOWN_MS } });
+  sys = await startE2ESystem({ postgres: true, restart: { initialDelayMs: CHAT_DOWN_MS } });
 }, 120_000);
 
 afterAll(async () => {
