@@ -88,8 +88,8 @@ export default defineConfig(
       'loadtest/src/bench.ts',
       'loadtest/src/gateways-bench.ts',
       // The manifest type machinery and the mounting it types; split with its suite, not alone.
-      'packages/kit/src/rest-manifest.ts',
-      'packages/kit/src/rest-manifest.test.ts',
+      'packages/kit/src/rest/rest-manifest.ts',
+      'packages/kit/src/rest/rest-manifest.test.ts',
       // Suites over one REST surface (catalog's v1/v2 routes, the gateway's REST proxy).
       'services/catalog/test/rest.test.ts',
       'gateway/test/rest-proxy.test.ts',

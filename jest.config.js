@@ -39,10 +39,8 @@ module.exports = {
   },
   transformIgnorePatterns: [`/node_modules/(?!(${[...ESM_ONLY, ...OIDC_PROVIDER_ESM].join('|')})/)`],
   moduleNameMapper: {
-    '^@halo/kit$': '<rootDir>/packages/kit/src/index.ts',
-    '^@halo/kit/testing$': '<rootDir>/packages/kit/src/testing.ts',
-    '^@halo/kit/launch$': '<rootDir>/packages/kit/src/launch.ts',
-    '^@halo/kit/process$': '<rootDir>/packages/kit/src/process.ts',
+    // Each of the kit's entry points is its folder's index (packages/kit/package.json `exports`).
+    '^@halo/kit/([a-z-]+)$': '<rootDir>/packages/kit/src/$1/index.ts',
     '^@halo/proto$': '<rootDir>/packages/proto/src/index.ts',
     '^@halo/client$': '<rootDir>/packages/client/src/index.ts',
     '^@halo/client/sse$': '<rootDir>/packages/client/src/sse.ts',

@@ -14,7 +14,7 @@ import {
   type GraphQLSchema,
   type IntrospectionQuery,
 } from 'graphql';
-import { SCOPES } from '@halo/kit';
+import { SCOPES } from '@halo/kit/auth';
 import { loadManifests, manifestSource } from '../tools/src/compose-rest';
 import { declaredOperations, loadSubgraphSdls, type DeclaredOperation } from '../tools/src/compose-scopes';
 import { gql, startE2ESystem } from './helpers';

@@ -4,7 +4,7 @@ import WebSocket from 'ws';
 import { Client as Pg } from 'pg';
 import { createHaloClient, type HaloClient, type ResumeOptions } from '@halo/client';
 import { sseTransport } from '@halo/client/sse';
-import { signAccessToken } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import { gql, startE2ESystem } from './helpers';
 

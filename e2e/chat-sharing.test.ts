@@ -1,7 +1,7 @@
 import { createClient as createSseClient } from 'graphql-sse';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
-import { signAccessToken } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import { gql, metricValue, startE2ESystem } from './helpers';
 

@@ -5,7 +5,7 @@ import { createClient, type Client } from 'graphql-ws';
 import { Redis } from 'ioredis';
 import WebSocket from 'ws';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
-import { signAccessToken } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
 import { gql, startE2ESystem } from './helpers';
 
 /**

@@ -10,7 +10,7 @@ import {
   type HaloClient,
   type HaloClientOptions,
 } from '@halo/client';
-import { signAccessToken } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import { startE2ESystem } from './helpers';
 

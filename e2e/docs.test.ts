@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { createLogger, toHttpDate } from '@halo/kit';
+import { createLogger } from '@halo/kit/logging';
+import { toHttpDate } from '@halo/kit/rest';
 import { testIdentityEnv } from '@halo/kit/testing';
 import { createGateway, type Gateway } from '../gateway/src/app';
 import { loadGatewayConfig } from '../gateway/src/config';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { getIntrospectionQuery } from 'graphql';
-import { SERVICE_NAMES } from '@halo/kit';
+import { SERVICE_NAMES } from '@halo/kit/config';
 import { gql, startE2ESystem } from './helpers';
 
 /**

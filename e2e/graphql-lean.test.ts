@@ -2,7 +2,7 @@ import WebSocket from 'ws';
 import { createClient as createWsClient } from 'graphql-ws';
 import { createClient as createSseClient } from 'graphql-sse';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
-import { EDGE_SERVICE_NAMES, serviceUrlVar } from '@halo/kit';
+import { EDGE_SERVICE_NAMES, serviceUrlVar } from '@halo/kit/config';
 import { startGateway, type RunningGateway } from '../gateway/test/helpers';
 import { bearer, startE2ESystem } from './helpers';
 

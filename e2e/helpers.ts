@@ -2,7 +2,8 @@ import { randomBytes, randomInt } from 'node:crypto';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEV_OIDC_PORT, GATEWAY_METRICS_PORT, GATEWAY_PORT, SERVICE_NAMES, SERVICES, signAccessToken } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
+import { DEV_OIDC_PORT, GATEWAY_METRICS_PORT, GATEWAY_PORT, SERVICE_NAMES, SERVICES } from '@halo/kit/config';
 import { dropSchema, portIsFree, TEST_JWT_SECRET, throwawaySchema } from '@halo/kit/testing';
 import { startSystem, type LaunchOptions, type RunningSystem } from '../tools/src/launcher';
 

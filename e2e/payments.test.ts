@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger, openRedis, redisReady, type Redis } from '@halo/kit';
+import { openRedis, redisReady, type Redis } from '@halo/kit/db';
+import { createLogger } from '@halo/kit/logging';
 import { metricValue } from '@halo/kit/testing';
 import { gql, startE2ESystem } from './helpers';
 

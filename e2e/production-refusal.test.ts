@@ -1,11 +1,12 @@
 import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
-import { DEV_JWT_SECRET, EXIT_CANNOT_START, SERVICE_NAMES } from '@halo/kit';
+import { DEV_JWT_SECRET, SERVICE_NAMES } from '@halo/kit/config';
+import { EXIT_CANNOT_START } from '@halo/kit/process';
 import { TEST_DATABASE_URL } from '@halo/kit/testing';
 
 /**
  * With HALO_ENV=production every process refuses, at start-up, a secret or key committed to this
- * repository (packages/kit/src/dev-secrets.ts): one line naming the variable, exit 1, nothing
+ * repository (packages/kit/src/config/dev-secrets.ts): one line naming the variable, exit 1, nothing
  * served. The built processes, as a deployment starts them.
  */
 const ROOT = resolve(__dirname, '..');

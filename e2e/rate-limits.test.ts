@@ -1,4 +1,4 @@
-import { SCOPES } from '@halo/kit';
+import { SCOPES } from '@halo/kit/auth';
 import { startE2ESystem } from './helpers';
 
 /**

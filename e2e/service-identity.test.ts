@@ -1,4 +1,6 @@
-import { generateServiceKey, grpc, type ServiceKeyPair, grpcCallersOf, SERVICE_TOKEN_METADATA, type ServiceName } from '@halo/kit';
+import { generateServiceKey, type ServiceKeyPair, SERVICE_TOKEN_METADATA } from '@halo/kit/auth';
+import { grpcCallersOf, type ServiceName } from '@halo/kit/config';
+import { grpc } from '@halo/kit/grpc';
 import { signServiceToken, TEST_SERVICE_KEYS } from '@halo/kit/testing';
 import { auth, catalog, content } from '@halo/proto';
 import { startE2ESystem } from './helpers';

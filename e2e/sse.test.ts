@@ -1,7 +1,7 @@
 import { createClient, type Client } from 'graphql-sse';
 import { createHaloClient, GraphQLRequestError, type HaloClient } from '@halo/client';
 import { sseTransport } from '@halo/client/sse';
-import { signAccessToken } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import { gql, metricValue, startE2ESystem } from './helpers';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
-import { signAccessToken } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
 
 /** Traffic for the container test (./containers.test.ts): calls, users, steady load, open subscriptions. */
 

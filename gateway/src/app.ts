@@ -1,16 +1,9 @@
 import { hostname } from 'node:os';
 import type { Server } from 'node:http';
-import {
-  closeHttpServer,
-  Lifecycle,
-  listen,
-  closeRedis,
-  openRedis,
-  serviceIdentityFor,
-  type Logger,
-  type Redis,
-  type ServiceIdentity,
-} from '@halo/kit';
+import { serviceIdentityFor, type ServiceIdentity } from '@halo/kit/auth';
+import { closeRedis, openRedis, type Redis } from '@halo/kit/db';
+import type { Logger } from '@halo/kit/logging';
+import { closeHttpServer, Lifecycle, listen } from '@halo/kit/process';
 import { createCallerResolver, type CallerResolver } from './auth';
 import { graphqlLimits, rateLimitConfig, type GatewayConfig } from './config';
 import { createDocs, migrationGuides } from './docs';

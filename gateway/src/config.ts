@@ -15,7 +15,7 @@ import {
   serviceUrlVar,
   z,
   type EdgeServiceName,
-} from '@halo/kit';
+} from '@halo/kit/config';
 import { PERSISTED_MODES } from './graphql';
 import { parseTrustedProxies } from './http';
 import { GATEWAY_DIR } from './paths';

@@ -1,8 +1,8 @@
-// Tracing first: it patches http, undici, gRPC and ioredis as they load (packages/kit/src/tracing.ts).
+// Tracing first: it patches http, undici, gRPC and ioredis as they load (packages/kit/src/tracing/tracing.ts).
 import { startTracing } from '@halo/kit/tracing';
 startTracing('gateway');
 
-import { runService } from '@halo/kit';
+import { runService } from '@halo/kit/process';
 import { createGateway } from './app';
 import { loadGatewayConfig } from './config';
 

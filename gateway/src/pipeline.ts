@@ -1,15 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import {
-  CONNECTIONS_CHECKING,
-  guardHttpServer,
-  healthCheck,
-  logRequest,
-  repeatedHeader,
-  repeatedHeaderMessage,
-  sendJson,
-  type Lifecycle,
-  type Logger,
-} from '@halo/kit';
+import { CONNECTIONS_CHECKING, guardHttpServer, healthCheck, repeatedHeader, repeatedHeaderMessage, sendJson } from '@halo/kit/http';
+import { logRequest, type Logger } from '@halo/kit/logging';
+import type { Lifecycle } from '@halo/kit/process';
 import type { Docs, MigrationGuides } from './docs';
 import type { GraphQLHandler } from './graphql';
 import {

@@ -1,4 +1,4 @@
-import { GATEWAY_METRICS_PORT } from '@halo/kit';
+import { GATEWAY_METRICS_PORT } from '@halo/kit/config';
 import { loadGatewayConfig } from '../src/config';
 
 /** The edge's settings: defaults as documented, bad values refused with the variable's name. */

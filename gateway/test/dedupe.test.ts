@@ -1,5 +1,7 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
-import { createLogger, listen, runInRequest, serviceIdentityFor, signAccessToken } from '@halo/kit';
+import { serviceIdentityFor, signAccessToken } from '@halo/kit/auth';
+import { createLogger, runInRequest } from '@halo/kit/logging';
+import { listen } from '@halo/kit/process';
 import { TEST_JWT_SECRET, testIdentityEnv } from '@halo/kit/testing';
 import { createCallerResolver } from '../src/auth';
 import { graphqlLimits, loadGatewayConfig } from '../src/config';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { getIntrospectionQuery } from 'graphql';
 import { capturingLogger } from '@halo/kit/testing';
-import { isGatewayPath } from '@halo/kit';
+import { isGatewayPath } from '@halo/kit/rest';
 import { DEFAULT_OPENAPI_PATH } from '../src/config';
 import { GRAPHIQL_ORIGIN } from '../src/docs/pages';
 import {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { createLogger, openRedis, redisReady, type Redis } from '@halo/kit';
+import { openRedis, redisReady, type Redis } from '@halo/kit/db';
+import { createLogger } from '@halo/kit/logging';
 import { sha256 } from '../src/graphql/persisted';
 import { closedPort, composeSupergraph, startGateway, startSubgraph, tempSupergraph, until, type TestSubgraph } from './helpers';
 

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { Lexer, Source, TokenKind, getIntrospectionQuery } from 'graphql';
-import { signAccessToken } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import { sha256 } from '../src/graphql/persisted';
 import { composeSupergraph, startGateway, startSubgraph, tempSupergraph, type RunningGateway, type TestSubgraph } from './helpers';

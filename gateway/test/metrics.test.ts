@@ -1,4 +1,4 @@
-import { signAccessToken } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
 import { metricValue, parseMetrics, TEST_JWT_SECRET, type MetricSample } from '@halo/kit/testing';
 import { MAX_OPERATION_NAMES } from '../src/observability/metrics';
 import {

@@ -6,7 +6,9 @@ import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/dis
 import { startStandaloneServer } from '@apollo/server/standalone';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { parse } from 'graphql';
-import { createLogger, openRedis, redisReady, signAccessToken, type Redis } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
+import { openRedis, redisReady, type Redis } from '@halo/kit/db';
+import { createLogger } from '@halo/kit/logging';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import { closedPort, composeSupergraph, startEcho, startGateway, tempSupergraph, type RunningGateway } from './helpers';
 

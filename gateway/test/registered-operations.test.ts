@@ -1,4 +1,4 @@
-import { createLogger } from '@halo/kit';
+import { createLogger } from '@halo/kit/logging';
 import { sha256 } from '../src/graphql/persisted';
 import { parseActiveOperations, RegisteredOperations, type PersistedMode, type RegisteredLabels } from '../src/graphql/registered';
 

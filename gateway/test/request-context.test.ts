@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { createLogger } from '@halo/kit';
+import { createLogger } from '@halo/kit/logging';
 import { closedPort, composeSupergraph, MINIMAL_SUBGRAPH_SDL, startGateway, tempSupergraph, until } from './helpers';
 
 /**

@@ -1,15 +1,8 @@
 import { createServer } from 'node:http';
-import {
-  closeRedis,
-  createLogger,
-  listen,
-  openRedis,
-  redisReady,
-  runInRequest,
-  serviceIdentityFor,
-  signAccessToken,
-  type Redis,
-} from '@halo/kit';
+import { serviceIdentityFor, signAccessToken } from '@halo/kit/auth';
+import { closeRedis, openRedis, redisReady, type Redis } from '@halo/kit/db';
+import { createLogger, runInRequest } from '@halo/kit/logging';
+import { listen } from '@halo/kit/process';
 import { TEST_JWT_SECRET, testIdentityEnv } from '@halo/kit/testing';
 import { createCallerResolver } from '../src/auth';
 import { graphqlLimits, loadGatewayConfig } from '../src/config';

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createLogger, type EdgeServiceName } from '@halo/kit';
+import type { EdgeServiceName } from '@halo/kit/config';
+import { createLogger } from '@halo/kit/logging';
 import { createServiceProxies } from '../src/rest/proxy';
 
 /**

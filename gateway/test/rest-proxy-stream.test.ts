@@ -1,6 +1,7 @@
 import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { listen, signAccessToken } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
+import { listen } from '@halo/kit/process';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import {
   closeServer,

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { connect } from 'node:net';
-import { createLogger, signAccessToken } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
+import { createLogger } from '@halo/kit/logging';
 import { TEST_JWT_SECRET, testIdentity } from '@halo/kit/testing';
 import {
   closedPort,

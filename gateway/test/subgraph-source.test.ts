@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { GraphQLDataSourceProcessOptions } from '@apollo/gateway';
 import type { GraphQLError } from 'graphql';
-import type { Logger } from '@halo/kit';
+import type { Logger } from '@halo/kit/logging';
 import type { GraphQLContext } from '../src/graphql/context';
 import { createHttpFetcher, type Fetcher, type HttpFetcher } from '../src/graphql/http-fetcher';
 import { SubgraphDataSource } from '../src/graphql/subgraph';

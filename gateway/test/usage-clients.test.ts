@@ -2,7 +2,7 @@ import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { createHaloClient, type HaloClientOptions } from '@halo/client';
 import { sseTransport } from '@halo/client/sse';
-import { signAccessToken } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
 import { startTestService, TEST_JWT_SECRET, type TestService } from '@halo/kit/testing';
 import { SDK_VERSION } from '../../packages/client/src/version';
 import { registryService, type RegistryService } from '../../services/registry/src/service';

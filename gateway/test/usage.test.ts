@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildSchema, getOperationAST, parse, type DocumentNode } from 'graphql';
 import pino from 'pino';
-import { ServiceIdentity } from '@halo/kit';
+import { ServiceIdentity } from '@halo/kit/auth';
 import { clientNameOf, clientVersionOf, coordinatesOf, operationUsage, UsageRecorder } from '../src/usage';
 import { clientCache } from '../src/usage/clients';
 import { batches, createUsageSender } from '../src/usage/reporter';

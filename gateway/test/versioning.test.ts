@@ -1,4 +1,4 @@
-import { signAccessToken } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import type { RouteDef, RouteTableFile } from '../src/rest/routes';
 import { createVersioning, toHttpDate } from '../src/rest/versioning';

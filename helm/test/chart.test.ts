@@ -170,7 +170,7 @@ describe('values', () => {
     expect(error).toContain('components.auth: Property name of "replcas" does not match');
   });
 
-  it('names, ports and gRPC edges follow packages/kit/src/topology.ts', () => {
+  it('names, ports and gRPC edges follow packages/kit/src/config/topology.ts', () => {
     expect(values.components.gateway!.httpPort).toBe(GATEWAY_PORT);
     expect(values.components.gateway!.metricsPort).toBe(GATEWAY_METRICS_PORT);
     expect(values.components.gateway!.calls).toEqual([...GRPC_CALLS.gateway]);

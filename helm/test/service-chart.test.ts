@@ -87,7 +87,7 @@ const chartValues = parse(readFileSync(join(SERVICE_CHART, 'values.yaml'), 'utf8
 };
 
 describe('values', () => {
-  it("the chart's topology is packages/kit/src/topology.ts (ports and gRPC calls)", () => {
+  it("the chart's topology is packages/kit/src/config/topology.ts (ports and gRPC calls)", () => {
     for (const [name, ports] of Object.entries(SERVICES)) {
       const t = chartValues.topology[name]!;
       expect({ name, httpPort: t.httpPort, grpcPort: t.grpcPort, calls: t.calls ?? [] }).toEqual({

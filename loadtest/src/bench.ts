@@ -13,7 +13,9 @@ import {
 } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join, relative, resolve } from 'node:path';
-import { createLogger, openRedis, redisReady, SERVICE_NAMES } from '@halo/kit';
+import { SERVICE_NAMES } from '@halo/kit/config';
+import { openRedis, redisReady } from '@halo/kit/db';
+import { createLogger } from '@halo/kit/logging';
 import { dropSchema } from '@halo/kit/testing';
 import { startSystem, type RunningSystem } from '@halo/tools';
 import { benchFanout, type FanoutKey } from './chat-bench';

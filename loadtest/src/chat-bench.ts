@@ -1,4 +1,4 @@
-import { signAccessToken } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
 import { openSubscriber, type FanoutClient, type Subscriber } from './fanout-clients';
 import { cpuMicros } from './pin';
 

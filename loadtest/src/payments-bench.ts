@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import { resolve } from 'node:path';
 import autocannon from 'autocannon';
-import { generateServiceKey, signAccessToken } from '@halo/kit';
+import { generateServiceKey, signAccessToken } from '@halo/kit/auth';
 
 /**
  * The payments scenario of `npm run bench` (issue: "payments with the idempotency layer vs the

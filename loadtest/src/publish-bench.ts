@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { SERVICE_TOKEN_HEADER, type ServiceContract } from '@halo/kit';
+import { SERVICE_TOKEN_HEADER, type ServiceContract } from '@halo/kit/contract';
 import { startSystem, type RunningSystem } from '@halo/tools';
 import { checkoutContracts } from '@halo/tools/dist/checkout-contracts';
 import { developerToken } from '@halo/tools/dist/dev-credentials';

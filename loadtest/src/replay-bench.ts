@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
-import { signAccessToken } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
 import { startSystem, type RunningSystem } from '@halo/tools';
 import { mergeSection } from './benchmarks-doc';
 import { pin, pinTree, planPinning } from './pin';

@@ -17,7 +17,7 @@ HALO_PORT_OFFSET (and HALO_DATA_DIR for a data directory of its own), passed on 
  */
 const ROOT = resolve(__dirname, '../..');
 const ROUNDS = Number(process.env.STARTUP_ROUNDS ?? 3);
-/** Past the launcher's compaction (5 s after ready, and the second collection 6 s later: kit compact.ts). */
+/** Past the launcher's compaction (5 s after ready, and the second collection 6 s later: kit process/compact.ts). */
 const IDLE_MS = Number(process.env.STARTUP_IDLE_MS ?? 20_000);
 const OUT_DIR = resolve(ROOT, 'loadtest/results');
 /** What a cold start removes: `npm start`'s data (HALO_DATA_DIR when set, as the launcher reads it). */

@@ -1,6 +1,6 @@
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
-import { signAccessToken } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
 
 /**
  * Open-loop traffic at a fixed rate (requests are sent on schedule whether or not earlier ones

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { resolve } from 'node:path';
-import { openDb, type Db } from '@halo/kit';
+import { openDb, type Db } from '@halo/kit/db';
 import { dropSchema, freePort, TEST_DATABASE_URL, testIdentityEnv, throwawaySchema } from '@halo/kit/testing';
 import { mergeSection } from './benchmarks-doc';
 

@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { hasRedisServer, REDIS_MISSING, startRedisServer, type RedisServer } from '../../packages/kit/src/test-redis';
+import { hasRedisServer, REDIS_MISSING, startRedisServer, type RedisServer } from '../../packages/kit/src/testing/test-redis';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/embedded-postgres';
 
 /**

@@ -2,11 +2,11 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';
-import { SERVICE_NAMES } from '@halo/kit';
+import { SERVICE_NAMES } from '@halo/kit/config';
 
 /**
  * The service template's rules, checked on every `npm test` (docs/adding-a-service.md, step 2):
- * - `src/domain/` imports only the kit, its own folder and pure Node built-ins (no I/O);
+ * - `src/domain/` imports only the kit's I/O-free entries, its own folder and pure Node built-ins;
  * - a service's `src/` imports no other service, no gateway and no `tools/`;
  * - a service's `src/` holds only the template's top-level entries, read from the doc's list.
  * Imports are read with the TypeScript parser (static, type-only, re-exports, `import()`, `require`).
@@ -19,10 +19,15 @@ const DOC = 'docs/adding-a-service.md';
 const PURE_BUILTINS = new Set(['crypto', 'util', 'buffer', 'url', 'assert', 'string_decoder']);
 
 /**
- * Packages a domain may import: the kit, and `@halo/contracts` — the registry's domain is
- * composition and compatibility rules over contracts, pure functions of their input.
+ * Packages a domain may import: the kit's entries that open nothing — errors, the domain values,
+ * callers and scopes, the `Logger` it is handed, the registry's contract types — and
+ * `@halo/contracts`: the registry's domain is composition and compatibility rules over contracts,
+ * pure functions of their input.
  */
-const DOMAIN_PACKAGES = new Set(['@halo/kit', '@halo/contracts']);
+const DOMAIN_PACKAGES = new Set([
+  ...['errors', 'domain', 'auth', 'logging', 'contract'].map((entry) => `@halo/kit/${entry}`),
+  '@halo/contracts',
+]);
 
 const rel = (file: string) => relative(ROOT, file).split(sep).join('/');
 
@@ -71,7 +76,7 @@ export function domainViolation(file: string, domainDir: string, specifier: stri
     return target === domainDir || target.startsWith(domainDir + sep) ? null : 'leaves domain/';
   }
   if (isBuiltin(specifier)) return PURE_BUILTINS.has(builtinName(specifier)) ? null : 'a Node built-in that does I/O';
-  return DOMAIN_PACKAGES.has(specifier) ? null : 'a package other than @halo/kit';
+  return DOMAIN_PACKAGES.has(specifier) ? null : 'a package other than the I/O-free kit entries';
 }
 
 /** Why a service's `src/` file may not import `specifier`, or null when it may. */
@@ -108,7 +113,7 @@ describe('the service template (docs/adding-a-service.md)', () => {
     for (const s of services) expect(statSync(join(s.dir, 'src')).isDirectory()).toBe(true);
   });
 
-  it('domain/ imports only @halo/kit, its own folder and pure Node built-ins', () => {
+  it('domain/ imports only the I/O-free kit entries, its own folder and pure Node built-ins', () => {
     const violations: string[] = [];
     for (const s of services) {
       const domainDir = join(s.dir, 'src', 'domain');
@@ -283,12 +288,14 @@ describe('the checks themselves', () => {
   it('tells a domain import from an adapter import', () => {
     expect(domainViolation(file, domainDir, './model')).toBeNull();
     expect(domainViolation(file, domainDir, 'node:crypto')).toBeNull();
-    expect(domainViolation(file, domainDir, '@halo/kit')).toBeNull();
+    expect(domainViolation(file, domainDir, '@halo/kit/errors')).toBeNull();
+    expect(domainViolation(file, domainDir, '@halo/kit/domain')).toBeNull();
     expect(domainViolation(file, domainDir, '../db/store')).toBe('leaves domain/');
     expect(domainViolation(file, domainDir, 'node:fs')).toBe('a Node built-in that does I/O');
     expect(domainViolation(file, domainDir, 'net')).toBe('a Node built-in that does I/O');
-    expect(domainViolation(file, domainDir, 'ioredis')).toBe('a package other than @halo/kit');
-    expect(domainViolation(file, domainDir, '@halo/kit/testing')).toBe('a package other than @halo/kit');
+    expect(domainViolation(file, domainDir, 'ioredis')).toBe('a package other than the I/O-free kit entries');
+    expect(domainViolation(file, domainDir, '@halo/kit/db')).toBe('a package other than the I/O-free kit entries');
+    expect(domainViolation(file, domainDir, '@halo/kit/testing')).toBe('a package other than the I/O-free kit entries');
   });
 
   it('tells a service’s own imports from another’s', () => {

@@ -1,7 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Contract } from '@halo/contracts';
-import { defaultServiceUrl, EDGE_SERVICE_NAMES, serviceContract, type RestManifest, type ServiceName } from '@halo/kit';
+import { defaultServiceUrl, EDGE_SERVICE_NAMES, type ServiceName } from '@halo/kit/config';
+import { serviceContract } from '@halo/kit/contract';
+import type { RestManifest } from '@halo/kit/rest';
 import { loadManifests } from './compose-rest';
 
 /**

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { composedRouteTableSchema } from '@halo/kit';
+import { composedRouteTableSchema } from '@halo/kit/rest';
 import { composeRest, loadManifests, manifestSource, OPENAPI_FILE, ROUTES_FILE } from './compose-rest';
 import { validateOpenApi } from './openapi-validate';
 

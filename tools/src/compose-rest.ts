@@ -1,7 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
 import { composeRestOf, jsonFile } from '@halo/contracts';
-import { defaultServiceUrl, serviceContract, SERVICE_NAMES, type RestManifest, type ServiceName } from '@halo/kit';
+import { defaultServiceUrl, SERVICE_NAMES, type ServiceName } from '@halo/kit/config';
+import { serviceContract } from '@halo/kit/contract';
+import type { RestManifest } from '@halo/kit/rest';
 import { validateOpenApi } from './openapi-validate';
 
 /**

@@ -1,6 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { declaredFieldAccess, SCOPES, SERVICE_NAMES, type RestManifest, type ServiceName } from '@halo/kit';
+import { declaredFieldAccess, SCOPES } from '@halo/kit/auth';
+import { SERVICE_NAMES, type ServiceName } from '@halo/kit/config';
+import type { RestManifest } from '@halo/kit/rest';
 import { parse } from 'graphql';
 
 /**

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import ts from 'typescript';
-import { env, z } from '@halo/kit';
+import { env, z } from '@halo/kit/config';
 import { PAGE, processShapes, referenceRows, renderPage, sourceModule, type ProcessShape } from './config-reference';
 
 /**

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
-import { SERVICE_NAMES, z } from '@halo/kit';
+import { SERVICE_NAMES, z } from '@halo/kit/config';
 import { devOidcConfigShape } from './dev-oidc';
 import { launcherConfigShape } from './launcher-config';
 

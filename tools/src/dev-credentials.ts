@@ -49,6 +49,6 @@ export async function developerToken(registryUrl: string, root = ROOT): Promise<
     return undefined;
   }
   // Loaded here only: the launcher writes the file without loading the rest of the kit.
-  const { ServiceIdentity } = await import('@halo/kit');
+  const { ServiceIdentity } = await import('@halo/kit/auth');
   return new ServiceIdentity(DEVELOPER, { signingKey: key }).singleUseToken('registry');
 }

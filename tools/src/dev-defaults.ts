@@ -4,5 +4,5 @@
  * real secrets stops at start-up instead of running with these.
  */
 export const DEV_OIDC_CLIENT_ID = 'halo-dev';
-// The secrets live in the kit, beside the list a production process refuses (kit/src/dev-secrets.ts).
+// The secrets live in the kit, beside the list a production process refuses (kit/src/config/dev-secrets.ts).
 export { DEV_JWT_SECRET, DEV_OIDC_CLIENT_SECRET } from '@halo/kit/launch';

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { ConfigError } from '@halo/kit';
+import { ConfigError } from '@halo/kit/config';
 import { TestBrowser } from '@halo/kit/testing';
 import { accountFor, loadDevOidcConfig, startDevOidcProvider, type DevOidcProvider } from './dev-oidc';
 

@@ -1,17 +1,8 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import {
-  closeHttpServer,
-  createLogger,
-  DEV_OIDC_PORT,
-  env,
-  Lifecycle,
-  listen,
-  loadConfig,
-  runService,
-  z,
-  type Logger,
-} from '@halo/kit/process';
+import { DEV_OIDC_PORT, env, loadConfig, z } from '@halo/kit/config';
+import { createLogger, type Logger } from '@halo/kit/logging';
+import { closeHttpServer, Lifecycle, listen, runService } from '@halo/kit/process';
 
 /**
  * DEV-ONLY OpenID Provider for the embedded mode (`npm start` runs it as provider `dev`): a real

@@ -1,4 +1,4 @@
-import { loadConfig, z } from '@halo/kit/process';
+import { loadConfig, z } from '@halo/kit/config';
 
 /** `0` or `1`, as tools/bin/start.js reads the switch before anything is loaded. */
 const switch01 = (fallback: '0' | '1') => z.enum(['0', '1'], { message: 'must be 0 or 1' }).default(fallback);

@@ -121,7 +121,7 @@ export interface LaunchOptions {
   replicas?: Partial<Record<ServiceName, number>>;
   /**
    * `npm start`: once ready and idle, every process collects its start's garbage and gives back
-   * the young generation it grew (kit: compact.ts), ~20 MB RSS each. Off by default, so tests and
+   * the young generation it grew (kit: process/compact.ts), ~20 MB RSS each. Off by default, so tests and
    * benchmarks run exactly as before.
    */
   compactWhenIdle?: boolean;
@@ -501,7 +501,7 @@ export const GATEWAY_NODE_OPTIONS = '--max-semi-space-size=8';
  */
 export const GATEWAY_V8_FLAGS = ['--heap-growing-percent=100'] as const;
 
-/** With `compactWhenIdle`, every process may be asked to compact once the system idles (kit: compact.ts). */
+/** With `compactWhenIdle`, every process may be asked to compact once the system idles (kit: process/compact.ts). */
 const v8FlagsFor = (name: ProcessName, compact: boolean | undefined): readonly string[] => [
   ...(name === 'gateway' ? GATEWAY_V8_FLAGS : []),
   ...(compact ? ['--expose-gc'] : []),
@@ -510,7 +510,7 @@ const v8FlagsFor = (name: ProcessName, compact: boolean | undefined): readonly s
 /** How long after "ready" the launcher asks every process to compact its heap: past the gateway's first supergraph. */
 export const COMPACT_AFTER_READY_MS = 5_000;
 
-/** Each running process collects its garbage once (kit: compact.ts); a process that is gone is skipped. */
+/** Each running process collects its garbage once (kit: process/compact.ts); a process that is gone is skipped. */
 function compactAll(running: readonly RunningProcess[]): void {
   for (const { child } of running) if (child.connected) child.send(COMPACT_MESSAGE, () => undefined);
 }

@@ -1,4 +1,4 @@
-import { createMetrics } from '@halo/kit';
+import { createMetrics } from '@halo/kit/metrics';
 import { expositionFindings, findPromtool, metricsFindings, PROMTOOL_MISSING, promtoolFindings } from './metrics-lint';
 
 /**

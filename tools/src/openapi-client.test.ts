@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import * as ts from 'typescript';
-import { pathParams, routeVersions, versionMediaType, versionSchemas, type RestRoute } from '@halo/kit';
+import { pathParams, routeVersions, versionMediaType, versionSchemas, type RestRoute } from '@halo/kit/rest';
 import { loadManifests, manifestSource, OPENAPI_FILE } from './compose-rest';
 
 /**

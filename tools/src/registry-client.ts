@@ -1,5 +1,6 @@
 import type { ErrorAnswer } from '@halo/contracts/wire';
-import { SERVICES, SERVICE_TOKEN_HEADER } from '@halo/kit';
+import { SERVICES } from '@halo/kit/config';
+import { SERVICE_TOKEN_HEADER } from '@halo/kit/contract';
 import { developerToken } from './dev-credentials';
 
 /**

@@ -1,14 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import {
-  EDGE_SERVICE_NAMES,
-  isEdgeService,
-  SERVICES,
-  serviceContract,
-  type EdgeServiceName,
-  type RestPart,
-  type ServiceContract,
-} from '@halo/kit';
+import { EDGE_SERVICE_NAMES, isEdgeService, SERVICES, type EdgeServiceName } from '@halo/kit/config';
+import { serviceContract, type ServiceContract } from '@halo/kit/contract';
+import type { RestPart } from '@halo/kit/rest';
 import { isTakeoverChange } from '@halo/contracts';
 import type {
   CheckAnswer,

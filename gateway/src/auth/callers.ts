@@ -1,16 +1,8 @@
 import type { IncomingMessage } from 'node:http';
-import {
-  CallPolicy,
-  callerFromHeader,
-  callUnary,
-  DEFAULT_CALL_POLICY,
-  clientChannelOptions,
-  grpc,
-  type Caller,
-  type GrpcClientMetrics,
-  type ServiceIdentity,
-  boundRequestId,
-} from '@halo/kit';
+import { callerFromHeader, type Caller, type ServiceIdentity } from '@halo/kit/auth';
+import { CallPolicy, callUnary, DEFAULT_CALL_POLICY, clientChannelOptions, grpc } from '@halo/kit/grpc';
+import { boundRequestId } from '@halo/kit/logging';
+import type { GrpcClientMetrics } from '@halo/kit/metrics';
 import { auth } from '@halo/proto';
 
 /**

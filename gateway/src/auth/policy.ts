@@ -1,5 +1,5 @@
 import { specLink } from '@halo/contracts/links';
-import { ERROR_KINDS, type HaloError } from '@halo/kit';
+import { ERROR_KINDS, type HaloError } from '@halo/kit/errors';
 import {
   getNamedType,
   GraphQLError,
@@ -22,7 +22,7 @@ export interface AuthPolicy {
 }
 
 const AUTHENTICATED_SPEC = 'https://specs.apollo.dev/authenticated/';
-/** Enforced by every subgraph through the kit (kit/src/scopes.ts), for API-key callers. */
+/** Enforced by every subgraph through the kit (kit/src/auth/scopes.ts), for API-key callers. */
 const REQUIRES_SCOPES_SPEC = 'https://specs.apollo.dev/requiresScopes/';
 
 const argValue = (d: ConstDirectiveNode, name: string) => {

@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { dirname, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { gzip as gzipCallback } from 'node:zlib';
-import { sendJson } from '@halo/kit';
+import { sendJson } from '@halo/kit/http';
 import {
   DOCS_ASSETS,
   DOCS_PATH,

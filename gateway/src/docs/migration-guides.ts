@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { resolve } from 'node:path';
-import { sendJson } from '@halo/kit';
+import { sendJson } from '@halo/kit/http';
 import { GATEWAY_DIR } from '../paths';
 
 /** Where the repository's migration guides live (served by the gateway so a `Link` always resolves). */

@@ -1,6 +1,7 @@
 import type { GraphQLDataSource } from '@apollo/gateway';
 import type { IncomingMessage } from 'node:http';
-import { type Caller, boundRequestId } from '@halo/kit';
+import type { Caller } from '@halo/kit/auth';
+import { boundRequestId } from '@halo/kit/logging';
 import type { RateLimitTicket } from '../ratelimit';
 import type { ClientHeaders } from '../usage';
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { asksForIntrospection } from '@halo/kit';
+import { asksForIntrospection } from '@halo/kit/graphql';
 import { GraphQLError, parse, specifiedRules, validate, type DocumentNode, type GraphQLSchema, type ValidationRule } from 'graphql';
 import { LRUCache } from 'lru-cache';
 

@@ -7,7 +7,7 @@ import {
   ApolloServerPluginSchemaReportingDisabled,
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
-import type { Logger } from '@halo/kit';
+import type { Logger } from '@halo/kit/logging';
 import type { CallerResolver } from '../auth';
 import type { GraphQLContext, OperationRequestText } from './context';
 import { dedupingFetcher, type DedupingFetcher } from './dedupe';

@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GraphQLError, GraphQLFormattedError } from 'graphql';
 import { HeaderMap, type ApolloServer } from '@apollo/server';
-import { badRequest, INTERNAL_MESSAGE, isHaloError, sendJson, type Logger, boundRequestId } from '@halo/kit';
+import { badRequest, INTERNAL_MESSAGE, isHaloError } from '@halo/kit/errors';
+import { sendJson } from '@halo/kit/http';
+import { type Logger, boundRequestId } from '@halo/kit/logging';
 import { toTransportError, type CallerResolver } from '../auth';
 import { hasBody, isEncoded, isJsonType, parseJson, readBody, sendBodyError } from '../http';
 import type { RateLimits, RateLimitTicket } from '../ratelimit';

@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApolloGateway } from '@apollo/gateway';
-import { CachePolicy, enrichError, leanRequest, type Caller, type LeanRequest, type Logger } from '@halo/kit';
+import type { Caller } from '@halo/kit/auth';
+import { CachePolicy, enrichError, leanRequest, type LeanRequest } from '@halo/kit/graphql';
+import type { Logger } from '@halo/kit/logging';
 import {
   GraphQLError,
   OperationTypeNode,

@@ -1,5 +1,7 @@
 import type { ApolloServerPlugin } from '@apollo/server';
-import { TOKEN_REQUIRED, unauthenticated, type Caller, type Logger } from '@halo/kit';
+import { TOKEN_REQUIRED, type Caller } from '@halo/kit/auth';
+import { unauthenticated } from '@halo/kit/errors';
+import type { Logger } from '@halo/kit/logging';
 import { parse, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { needsCaller, readAuthPolicy, toTransportError, type AuthPolicy } from '../auth';
 import { analyse, costLimitError, depthLimitError, readCostDirectives, type Analysis, type CostDirectives } from './limits';

@@ -1,4 +1,4 @@
-import type { Caller } from '@halo/kit';
+import type { Caller } from '@halo/kit/auth';
 import { getOperationAST, GraphQLError, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { getVariableValues } from 'graphql/execution/values';
 import type { Documents } from './documents';

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { PersistedQueryOptions } from '@apollo/server';
-import type { Logger, Redis } from '@halo/kit';
+import type { Redis } from '@halo/kit/db';
+import type { Logger } from '@halo/kit/logging';
 
 /**
  * Persisted queries at the edge.

@@ -1,4 +1,4 @@
-import type { Logger } from '@halo/kit';
+import type { Logger } from '@halo/kit/logging';
 import { ActiveOperationsAnswer, type ActiveOperation } from '@halo/contracts/wire';
 import { GraphQLError } from 'graphql';
 import { LRUCache } from 'lru-cache';

@@ -1,6 +1,6 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { getOperationAST, GraphQLError, OperationTypeNode, parse, type GraphQLFormattedError } from 'graphql';
-import { deeperThan, MAX_JSON_DEPTH } from '@halo/kit';
+import { deeperThan, MAX_JSON_DEPTH } from '@halo/kit/http';
 import { sha256 } from './persisted';
 
 /**
@@ -16,7 +16,7 @@ import { sha256 } from './persisted';
  */
 export const MAX_VARIABLES_DEPTH = MAX_JSON_DEPTH;
 
-/** Shared with every service's JSON body check (@halo/kit's json-depth.ts). */
+/** Shared with every service's JSON body check (@halo/kit's http/json-depth.ts). */
 export { deeperThan };
 
 /** The refusal of variables or extensions nested past MAX_VARIABLES_DEPTH, on every transport. */

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { HeaderMap, type ApolloServerPlugin } from '@apollo/server';
 import { OperationTypeNode, print, printSchema, type DocumentNode, type FormattedExecutionResult, type GraphQLSchema } from 'graphql';
-import type { Logger, Redis } from '@halo/kit';
+import type { Redis } from '@halo/kit/db';
+import type { Logger } from '@halo/kit/logging';
 
 /** One stored answer: its JSON, when it was stored and until when it may be served. */
 interface Entry {

@@ -1,6 +1,8 @@
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { GraphQLError, type GraphQLFormattedError, type ValidationContext, type ValidationRule } from 'graphql';
-import { INTERNAL_MESSAGE, isIntrospectionField, type Logger } from '@halo/kit';
+import { INTERNAL_MESSAGE } from '@halo/kit/errors';
+import { isIntrospectionField } from '@halo/kit/graphql';
+import type { Logger } from '@halo/kit/logging';
 
 /**
  * The alias cap: GraphQL Armor's max-aliases rule, reporting (not throwing, which Apollo would

@@ -2,7 +2,9 @@ import { GraphQLError, OperationTypeNode } from 'graphql';
 import type { GraphQLDataSource, GraphQLDataSourceProcessOptions } from '@apollo/gateway';
 // RemoteGraphQLDataSource's own parser (the package has no exports map; gateway/test/subgraph-source.test.ts pins the result).
 import { parseCacheControlHeader } from '@apollo/gateway/dist/datasources/parseCacheControlHeader';
-import { REQUEST_ID_HEADER, toGraphQLError, unavailable, type Logger } from '@halo/kit';
+import { unavailable } from '@halo/kit/errors';
+import { toGraphQLError } from '@halo/kit/graphql';
+import { REQUEST_ID_HEADER, type Logger } from '@halo/kit/logging';
 import type { GraphQLContext } from './context';
 import type { Fetcher, FetcherRequestInit } from './http-fetcher';
 

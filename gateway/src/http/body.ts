@@ -1,5 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { badRequest, HaloError, sendJson, toRestError, type Logger } from '@halo/kit';
+import { badRequest, HaloError, toRestError } from '@halo/kit/errors';
+import { sendJson } from '@halo/kit/http';
+import type { Logger } from '@halo/kit/logging';
 
 /**
  * Request bodies at the gateway: the ones it checks (GraphQL's, and REST JSON bodies) are read

@@ -1,5 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders } from 'node:http';
-import { sendJson, type OriginList } from '@halo/kit';
+import type { OriginList } from '@halo/kit/config';
+import { sendJson } from '@halo/kit/http';
 import { ROUTE_PREFLIGHT, type GatewayResponse, type HeadHook } from '../observability';
 
 /**

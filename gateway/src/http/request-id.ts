@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { bindRequestContext, requestIdOf } from '@halo/kit';
+import { requestIdOf } from '@halo/kit/http';
+import { bindRequestContext } from '@halo/kit/logging';
 
 /**
  * The request id's whole life at the edge. It is settled once, from the client's `X-Request-Id`

@@ -9,16 +9,10 @@ import {
 import type { ApolloServerPlugin } from '@apollo/server';
 import { observedFromApollo, type OperationObserver } from './operations';
 import { Counter, Histogram, type Registry } from 'prom-client';
-import {
-  createProcessRegistry,
-  grpcClientMetrics,
-  httpRequestHistogram,
-  LATENCY_BUCKETS,
-  listen,
-  sendJson,
-  type GrpcClientMetrics,
-  type Logger,
-} from '@halo/kit';
+import { sendJson } from '@halo/kit/http';
+import type { Logger } from '@halo/kit/logging';
+import { createProcessRegistry, grpcClientMetrics, httpRequestHistogram, LATENCY_BUCKETS, type GrpcClientMetrics } from '@halo/kit/metrics';
+import { listen } from '@halo/kit/process';
 import { registerWatchedMetrics, watch, type Watched, type WatchedSources } from './watched';
 
 export type { WatchedSources };

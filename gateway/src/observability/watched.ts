@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { SUBSCRIPTIONS_GAUGE } from '@halo/kit';
+import { SUBSCRIPTIONS_GAUGE } from '@halo/kit/graphql';
 
 export interface WatchedSources {
   subscriptions?: () => number;

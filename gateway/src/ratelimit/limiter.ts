@@ -1,7 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GraphQLError } from 'graphql';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { addressKey, sendJson, type Caller, type Logger, type Redis } from '@halo/kit';
+import type { Caller } from '@halo/kit/auth';
+import type { Redis } from '@halo/kit/db';
+import { addressKey } from '@halo/kit/domain';
+import { sendJson } from '@halo/kit/http';
+import type { Logger } from '@halo/kit/logging';
 import { clientOf, type TrustedProxies } from '../http';
 import { checkPolicyName, limitItem, listOf, policyItem, retryAfter, type RateLimitPolicy } from './headers';
 

@@ -1,5 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { sendJson, TOKEN_REQUIRED, toRestError, type EdgeServiceName, type Logger, boundRequestId } from '@halo/kit';
+import { TOKEN_REQUIRED } from '@halo/kit/auth';
+import type { EdgeServiceName } from '@halo/kit/config';
+import { toRestError } from '@halo/kit/errors';
+import { sendJson } from '@halo/kit/http';
+import { type Logger, boundRequestId } from '@halo/kit/logging';
 import type { CallerResolver } from '../auth';
 import type { GatewayResponse } from '../observability';
 import type { RateLimits, RateLimitTicket } from '../ratelimit';

@@ -2,16 +2,10 @@ import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerR
 import { Readable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { Pool, type Dispatcher } from 'undici';
-import {
-  REQUEST_ID_HEADER,
-  sendJson,
-  SERVICE_TOKEN_METADATA,
-  trustedCallersOf,
-  type Logger,
-  type EdgeServiceName,
-  type ServiceIdentity,
-  boundRequestId,
-} from '@halo/kit';
+import { SERVICE_TOKEN_METADATA, type ServiceIdentity } from '@halo/kit/auth';
+import { trustedCallersOf, type EdgeServiceName } from '@halo/kit/config';
+import { sendJson } from '@halo/kit/http';
+import { REQUEST_ID_HEADER, type Logger, boundRequestId } from '@halo/kit/logging';
 import {
   clientOf,
   hasBody,

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import FindMyWay from 'find-my-way';
-import { composedRouteTableSchema, type ComposedRoute, type ComposedRouteTable } from '@halo/kit';
+import { composedRouteTableSchema, type ComposedRoute, type ComposedRouteTable } from '@halo/kit/rest';
 import { GATEWAY_DIR } from '../paths';
 
 /**

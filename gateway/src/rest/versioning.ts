@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { toHttpDate, versionMediaType } from '@halo/kit';
+import { toHttpDate, versionMediaType } from '@halo/kit/rest';
 import { createRouteTable, versionsOf, type RouteDef, type RouteMatch, type RouteTable } from './routes';
 
 /**

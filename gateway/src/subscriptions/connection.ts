@@ -1,7 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import type { Client } from 'graphql-ws';
 import type { GraphQLError } from 'graphql';
-import { bindRequestContext, isHaloError, saneRequestId, type Caller, type Logger, type RequestContext } from '@halo/kit';
+import type { Caller } from '@halo/kit/auth';
+import { isHaloError } from '@halo/kit/errors';
+import { bindRequestContext, saneRequestId, type Logger, type RequestContext } from '@halo/kit/logging';
 import type { CallerResolver } from '../auth';
 import { clientHeadersOf } from '../usage';
 import { error, type Connection } from './context';

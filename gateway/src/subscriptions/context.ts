@@ -1,6 +1,7 @@
 import type { Client } from 'graphql-ws';
 import { GraphQLError, type DocumentNode, type GraphQLFormattedError, type OperationDefinitionNode } from 'graphql';
-import type { Caller, RequestContext } from '@halo/kit';
+import type { Caller } from '@halo/kit/auth';
+import type { RequestContext } from '@halo/kit/logging';
 import type { OperationRequestText } from '../graphql';
 import type { ClientHeaders } from '../usage';
 import type { SubscriptionPlan } from './plan';

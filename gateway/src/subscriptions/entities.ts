@@ -1,5 +1,5 @@
 import type { FormattedExecutionResult, GraphQLFormattedError } from 'graphql';
-import type { Logger } from '@halo/kit';
+import type { Logger } from '@halo/kit/logging';
 import type { Connection, SubscriptionContext } from './context';
 import { REPRESENTATIONS_VAR, type EntityFetch } from './plan';
 

@@ -1,5 +1,5 @@
 import { getVariableValues, type DocumentNode, type OperationDefinitionNode } from 'graphql';
-import type { Logger } from '@halo/kit';
+import type { Logger } from '@halo/kit/logging';
 import type { Documents, LoadedSupergraph, OperationPolicy } from '../graphql';
 import { error, type SubscriptionContext } from './context';
 import { planSubscription, readJoinMap, type JoinMap, type SubscriptionPlan } from './plan';

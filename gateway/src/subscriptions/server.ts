@@ -3,7 +3,8 @@ import type { Duplex } from 'node:stream';
 import { useServer } from 'graphql-ws/use/ws';
 import type { ExecutionResult, FormattedExecutionResult } from 'graphql';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { Logger, OriginList } from '@halo/kit';
+import type { OriginList } from '@halo/kit/config';
+import type { Logger } from '@halo/kit/logging';
 import type { CallerResolver } from '../auth';
 import {
   connectionContextOf,

@@ -1,6 +1,6 @@
 import type { Client } from 'graphql-ws';
 import type { FormattedExecutionResult, GraphQLError } from 'graphql';
-import type { Logger } from '@halo/kit';
+import type { Logger } from '@halo/kit/logging';
 import { disposeUpstream, endUpstream, expiryOf } from './connection';
 import { error, formatError, type SubscriptionContext } from './context';
 import type { EntityResolver } from './entities';

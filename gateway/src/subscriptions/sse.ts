@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { getOperationAST, OperationTypeNode, type FormattedExecutionResult, type GraphQLFormattedError } from 'graphql';
 import { createHandler, type ExecutionResult, type Request, type RequestParams, type Response } from 'graphql-sse';
-import { isHaloError, requestContextOf, saneRequestId, type Logger, type RequestContext, boundRequestId } from '@halo/kit';
+import { isHaloError } from '@halo/kit/errors';
+import { requestContextOf, saneRequestId, type Logger, type RequestContext, boundRequestId } from '@halo/kit/logging';
 import type { CallerResolver } from '../auth';
 import { connectionContextOf, operationRequestError, type GraphQLContext, type OperationRequestText } from '../graphql';
 import { ClientGoneError, isEncoded, isJsonType, parseJson, readBody } from '../http';

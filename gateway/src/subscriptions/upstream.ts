@@ -1,7 +1,7 @@
 import { createClient, type Client } from 'graphql-ws';
 import { GraphQLError, type FormattedExecutionResult, type GraphQLFormattedError } from 'graphql';
 import WebSocket from 'ws';
-import type { Logger } from '@halo/kit';
+import type { Logger } from '@halo/kit/logging';
 import { endUpstream } from './connection';
 import { error, type Connection, type SubscriptionContext } from './context';
 import type { EntityResolver } from './entities';

@@ -1,6 +1,6 @@
 import { readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import type { Logger } from '@halo/kit';
+import type { Logger } from '@halo/kit/logging';
 
 /** How often a composed file is checked for a new version (a stat, so cheap). */
 export const COMPOSED_FILE_POLL_MS = 1_000;

@@ -1,5 +1,5 @@
 import type { SupergraphSdlHook } from '@apollo/gateway';
-import type { Logger } from '@halo/kit';
+import type { Logger } from '@halo/kit/logging';
 import type { Versioning } from '../rest';
 import {
   acceptOpenApi,

@@ -1,4 +1,4 @@
-import type { Logger } from '@halo/kit';
+import type { Logger } from '@halo/kit/logging';
 import { parseActiveOperations, type RegisteredOperations } from '../graphql';
 import { startRegistryPoller, type RegistryConnection, type RegistryPoller, type RegistryStatus } from './registry';
 

@@ -1,4 +1,6 @@
-import { GATEWAY_ID_HEADER, SERVICE_TOKEN_METADATA, type Logger, type ServiceIdentity } from '@halo/kit';
+import { SERVICE_TOKEN_METADATA, type ServiceIdentity } from '@halo/kit/auth';
+import { GATEWAY_ID_HEADER } from '@halo/kit/contract';
+import type { Logger } from '@halo/kit/logging';
 
 /** The registry's audience in the gateway's service token (docs/registry.md). */
 export const REGISTRY_AUDIENCE = 'registry';

@@ -1,5 +1,6 @@
 import type { ApolloServerPlugin, GraphQLRequestContextWillSendResponse, GraphQLRequestListener } from '@apollo/server';
-import type { Logger, ServiceIdentity } from '@halo/kit';
+import type { ServiceIdentity } from '@halo/kit/auth';
+import type { Logger } from '@halo/kit/logging';
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { observedFromApollo, type OperationObserver } from '../observability';
 import { clientCache, type ClientHeaders } from './clients';

@@ -1,4 +1,5 @@
-import { SERVICE_TOKEN_METADATA, type Logger, type ServiceIdentity } from '@halo/kit';
+import { SERVICE_TOKEN_METADATA, type ServiceIdentity } from '@halo/kit/auth';
+import type { Logger } from '@halo/kit/logging';
 import type { UsageRecorder, UsageReport } from './recorder';
 
 /** The registry accepts bodies up to 1 MiB and 10,000 reports; batches stay under both. */

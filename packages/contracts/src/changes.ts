@@ -1,6 +1,6 @@
 import { Supergraph } from '@apollo/federation-internals';
 import { CriticalityLevel, diff } from '@graphql-inspector/core';
-import type { ComposedRoute } from '@halo/kit';
+import type { ComposedRoute } from '@halo/kit/rest';
 import type { GraphQLSchema } from 'graphql';
 
 /**

@@ -1,5 +1,6 @@
 import { composeServices } from '@apollo/composition';
-import { mergeOpenApi, mergeRouteTable, SERVICE_NAMES, type ComposedRouteTable, type JsonObject } from '@halo/kit';
+import { SERVICE_NAMES } from '@halo/kit/config';
+import { mergeOpenApi, mergeRouteTable, type ComposedRouteTable, type JsonObject } from '@halo/kit/rest';
 import { GraphQLError, parse } from 'graphql';
 import type { Contract } from './contract';
 

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
-import { composedRouteSchema, SERVICE_NAMES, type ServiceContract, type ServiceName } from '@halo/kit';
+import { SERVICE_NAMES, type ServiceName } from '@halo/kit/config';
+import type { ServiceContract } from '@halo/kit/contract';
+import { composedRouteSchema } from '@halo/kit/rest';
 import { z } from 'zod';
 
 /** A service's contract, as published (docs/registry.md, "The contract"). */

@@ -1,14 +1,6 @@
-import {
-  assertSigningSecret,
-  ConfigError,
-  defaultGrpcAddr,
-  effectiveOrigins,
-  env,
-  originListField,
-  OriginList,
-  z,
-  type ServiceConfig,
-} from '@halo/kit';
+import { assertSigningSecret } from '@halo/kit/auth';
+import { ConfigError, defaultGrpcAddr, effectiveOrigins, env, originListField, OriginList, z } from '@halo/kit/config';
+import type { ServiceConfig } from '@halo/kit/service';
 import { parseDuration } from './domain/ttl';
 import { oauthProvidersShape, parseOAuthProviders } from './adapters/oidc/providers';
 

@@ -1,17 +1,11 @@
 import { resolve } from 'node:path';
 import type { Response } from 'express';
-import {
-  callPolicyFor,
-  defineService,
-  closeRedis,
-  openRedis,
-  redisReady,
-  signAccessToken,
-  waitForServing,
-  type Lifecycle,
-  type Logger,
-  type Redis,
-} from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
+import { closeRedis, openRedis, redisReady, type Redis } from '@halo/kit/db';
+import { callPolicyFor, waitForServing } from '@halo/kit/grpc';
+import type { Logger } from '@halo/kit/logging';
+import type { Lifecycle } from '@halo/kit/process';
+import { defineService } from '@halo/kit/service';
 import { createPasswordHasher } from './adapters/argon2/passwords';
 import { OAuthProviders } from './adapters/oidc/providers';
 import { createLoginLimiter, createRegistrationLimiter } from './adapters/redis/login-limiter';

@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import argon2 from 'argon2';
-import { callUnary, grpc } from '@halo/kit';
+import { callUnary, grpc } from '@halo/kit/grpc';
 import { testIdentity } from '@halo/kit/testing';
 import { content as pb } from '@halo/proto';
 import {

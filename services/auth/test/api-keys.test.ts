@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
-import { callUnary, grpc, HaloError, SERVICE_TOKEN_METADATA } from '@halo/kit';
+import { SERVICE_TOKEN_METADATA } from '@halo/kit/auth';
+import { HaloError } from '@halo/kit/errors';
+import { callUnary, grpc } from '@halo/kit/grpc';
 import { testIdentity } from '@halo/kit/testing';
 import { auth as pb } from '@halo/proto';
 import { bearer, decodeJwt, gql, http, post, signUp, signUpAdmin, startTestSystem, type TestSystem } from './helpers';

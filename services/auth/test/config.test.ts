@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
-import { ConfigError, EXIT_CANNOT_START } from '@halo/kit';
+import { ConfigError } from '@halo/kit/config';
+import { EXIT_CANNOT_START } from '@halo/kit/process';
 import { authService } from '../src/service';
 import { TEST_JWT_SECRET } from './helpers';
 

@@ -1,4 +1,5 @@
-import { HaloError, OriginList } from '@halo/kit';
+import { OriginList } from '@halo/kit/config';
+import { HaloError } from '@halo/kit/errors';
 import {
   apiKeyInput,
   generateApiKey,

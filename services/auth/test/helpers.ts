@@ -1,4 +1,4 @@
-import { createLogger, type Logger } from '@halo/kit';
+import { createLogger, type Logger } from '@halo/kit/logging';
 import { openTestDb, postGraphQL, TEST_JWT_SECRET, TEST_SERVICE_ENV, testIdentityEnv, type TestDb } from '@halo/kit/testing';
 // The real content service through its package (built by `npm run build`), never its sources.
 import { contentService, type ContentService } from '@halo/content';

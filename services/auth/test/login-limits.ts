@@ -1,5 +1,5 @@
 import { request } from 'node:http';
-import { SERVICE_TOKEN_METADATA } from '@halo/kit';
+import { SERVICE_TOKEN_METADATA } from '@halo/kit/auth';
 import { testIdentity } from '@halo/kit/testing';
 import { login, post, signUp, uniqueEmail, type TestSystem } from './helpers';
 

@@ -1,4 +1,5 @@
-import { ConfigError, HaloError } from '@halo/kit';
+import { ConfigError } from '@halo/kit/config';
+import { HaloError } from '@halo/kit/errors';
 import { identityFromClaims } from '../src/domain/identities';
 import { clearedStateCookie, cookieValue, stateCookie } from '../src/rest/cookies';
 import { parseOAuthProviders } from '../src/adapters/oidc/providers';

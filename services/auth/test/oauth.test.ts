@@ -1,7 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, request as forward, type Server } from 'node:http';
 import { resolve } from 'node:path';
-import { closeHttpServer, createHttpApp, createLogger, finishHttpApp, Lifecycle, listen, migrate } from '@halo/kit';
+import { migrate } from '@halo/kit/db';
+import { createLogger } from '@halo/kit/logging';
+import { closeHttpServer, Lifecycle, listen } from '@halo/kit/process';
+import { createHttpApp, finishHttpApp } from '@halo/kit/service';
 import { freePort, openTestDb, type TestDb, TestBrowser } from '@halo/kit/testing';
 import { startDevOidcProvider, type DevOidcProvider } from '../../../tools/src/dev-oidc';
 import { AuthStore } from '../src/db/store';

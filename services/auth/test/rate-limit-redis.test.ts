@@ -1,4 +1,5 @@
-import { createLogger, openRedis, redisReady, type Redis } from '@halo/kit';
+import { openRedis, redisReady, type Redis } from '@halo/kit/db';
+import { createLogger } from '@halo/kit/logging';
 import { http, login, signUp, startTestSystem, type TestSystem } from './helpers';
 import { expectRegistrationLimit, freshIp, from, LIMITS, loginLimitCases } from './login-limits';
 

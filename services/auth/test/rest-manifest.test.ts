@@ -1,4 +1,4 @@
-import { validateRestInput, type RestRoute } from '@halo/kit';
+import { validateRestInput, type RestRoute } from '@halo/kit/rest';
 import { labelled, messageOf } from '@halo/kit/testing';
 import { apiKeyInput, loginInput, parseId, registration } from '../src/domain/rules';
 import { restManifest } from '../src/rest/manifest';

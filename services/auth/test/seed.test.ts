@@ -1,4 +1,4 @@
-import { serviceIdentityFor } from '@halo/kit';
+import { serviceIdentityFor } from '@halo/kit/auth';
 import { capturingLogger, testIdentityEnv } from '@halo/kit/testing';
 import { DEMO_CREDENTIALS, seedDemoCredentials } from '../src/db/seed';
 import { AuthStore } from '../src/db/store';

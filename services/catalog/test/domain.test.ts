@@ -1,4 +1,5 @@
-import { connectionArgs, HaloError, toConnection } from '@halo/kit';
+import { connectionArgs, toConnection } from '@halo/kit/domain';
+import { HaloError } from '@halo/kit/errors';
 import {
   centsToPrice,
   listQuery,

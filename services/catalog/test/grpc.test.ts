@@ -1,4 +1,5 @@
-import { callUnary, generateServiceKey, grpc, HealthClient, ServiceIdentity } from '@halo/kit';
+import { generateServiceKey, ServiceIdentity } from '@halo/kit/auth';
+import { callUnary, grpc, HealthClient } from '@halo/kit/grpc';
 import { catalog } from '@halo/proto';
 import { at, insertProducts, startTestCatalog, type InsertedProduct, type TestCatalog } from './helpers';
 

@@ -1,4 +1,5 @@
-import { signAccessToken, type Db } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
+import type { Db } from '@halo/kit/db';
 import {
   callRest,
   minutesAfter,

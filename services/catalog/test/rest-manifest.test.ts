@@ -1,4 +1,4 @@
-import { validateRestInput, type RestRoute } from '@halo/kit';
+import { validateRestInput, type RestRoute } from '@halo/kit/rest';
 import { messageOf } from '@halo/kit/testing';
 import type { MoneyField } from '../src/domain/model';
 import { listQuery, newProductFields, productChanges } from '../src/domain/rules';

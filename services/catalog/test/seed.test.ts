@@ -1,4 +1,6 @@
-import { ConfigError, createLogger, migrate } from '@halo/kit';
+import { ConfigError } from '@halo/kit/config';
+import { migrate } from '@halo/kit/db';
+import { createLogger } from '@halo/kit/logging';
 import { openTestDb } from '@halo/kit/testing';
 import { DEMO_COUNT, seedDemoData } from '../src/db/seed';
 import { SORT_SQL } from '../src/db/store';

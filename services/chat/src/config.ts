@@ -1,4 +1,5 @@
-import { ConfigError, defaultGrpcAddr, env, z, type ServiceConfig } from '@halo/kit';
+import { ConfigError, defaultGrpcAddr, env, z } from '@halo/kit/config';
+import type { ServiceConfig } from '@halo/kit/service';
 
 /** chat's own variables; the kit adds the ones every service reads (ports, DATABASE_URL, JWT_SECRET…). */
 export const chatConfigShape = {

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
-import { callPolicyFor, defineService } from '@halo/kit';
+import { callPolicyFor } from '@halo/kit/grpc';
+import { defineService } from '@halo/kit/service';
 import { PubSub } from 'graphql-subscriptions';
 import { PubSubMessageBus } from './adapters/pubsub/bus';
 import { redisMessageBus } from './adapters/redis/pubsub';

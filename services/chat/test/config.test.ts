@@ -1,4 +1,4 @@
-import { ConfigError } from '@halo/kit';
+import { ConfigError } from '@halo/kit/config';
 import { chatService } from '../src/service';
 import { testConfig } from './helpers';
 

@@ -1,4 +1,5 @@
-import { HaloError, type Caller } from '@halo/kit';
+import type { Caller } from '@halo/kit/auth';
+import { HaloError } from '@halo/kit/errors';
 import { messageOf } from '@halo/kit/testing';
 import { Chat, type ChatRepo, type MessageBus } from '../src/domain/chat';
 import type { Message, NewMessage } from '../src/domain/model';

@@ -1,4 +1,7 @@
-import { createLogger, openRedis, redisReady, signAccessToken, SUBSCRIPTIONS_GAUGE, type Db, type Redis } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
+import { openRedis, redisReady, type Db, type Redis } from '@halo/kit/db';
+import { SUBSCRIPTIONS_GAUGE } from '@halo/kit/graphql';
+import { createLogger } from '@halo/kit/logging';
 import { postGraphQL, startTestService, TEST_JWT_SECRET, TEST_SERVICE_ENV, testIdentityEnv, type TestService } from '@halo/kit/testing';
 import { createClient, type Client, type FormattedExecutionResult } from 'graphql-ws';
 import WebSocket from 'ws';

@@ -1,4 +1,4 @@
-import type { Caller } from '@halo/kit';
+import type { Caller } from '@halo/kit/auth';
 import { Members, MAX_MEMBERS, type ChatInfo, type MembersRepo } from '../src/domain/members';
 import { MemberStream, type MemberRemoved } from '../src/domain/resume';
 import { Inbox } from '../src/domain/inbox';

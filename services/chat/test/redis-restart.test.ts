@@ -1,4 +1,4 @@
-import type { Redis } from '@halo/kit';
+import type { Redis } from '@halo/kit/db';
 import { freePort, startRedisServer, type RedisServer } from '@halo/kit/testing';
 import {
   AS,

@@ -20,7 +20,7 @@ import {
   wsClient,
   type TestChat,
 } from './helpers';
-import type { Redis } from '@halo/kit';
+import type { Redis } from '@halo/kit/db';
 
 /**
  * newMessage over graphql-ws, straight to one chat service (its own HTTP port, `/graphql`), with

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { defineService } from '@halo/kit';
+import { defineService } from '@halo/kit/service';
 import { seedDemoData } from './db/seed';
 import { ContentStore } from './db/store';
 import { Content } from './domain/content';

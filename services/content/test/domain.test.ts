@@ -1,4 +1,4 @@
-import type { Caller } from '@halo/kit';
+import type { Caller } from '@halo/kit/auth';
 import { Content, type ContentRepo } from '../src/domain/content';
 import type { User } from '../src/domain/model';
 import type { NewUser } from '../src/domain/rules';

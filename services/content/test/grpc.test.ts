@@ -1,4 +1,5 @@
-import { callUnary, grpc, HaloError, HealthClient } from '@halo/kit';
+import { HaloError } from '@halo/kit/errors';
+import { callUnary, grpc, HealthClient } from '@halo/kit/grpc';
 import { content } from '@halo/proto';
 import { testIdentity } from '@halo/kit/testing';
 import { insertUsers, startTestContent, type InsertedUser, type TestContent } from './helpers';

@@ -1,4 +1,5 @@
-import { parseId, validateRestInput, type RestRoute } from '@halo/kit';
+import { parseId } from '@halo/kit/domain';
+import { validateRestInput, type RestRoute } from '@halo/kit/rest';
 import { messageOf } from '@halo/kit/testing';
 import { greeting } from '../src/domain/rules';
 import { restManifest } from '../src/rest/manifest';

@@ -1,4 +1,6 @@
-import { ConfigError, createLogger, migrate } from '@halo/kit';
+import { ConfigError } from '@halo/kit/config';
+import { migrate } from '@halo/kit/db';
+import { createLogger } from '@halo/kit/logging';
 import { openTestDb, SEED_RULE_CASES } from '@halo/kit/testing';
 import { seedDemoData } from '../src/db/seed';
 import { contentService } from '../src/service';

@@ -1,4 +1,5 @@
-import { ConfigError, defaultGrpcAddr, env, z, type ServiceConfig } from '@halo/kit';
+import { ConfigError, defaultGrpcAddr, env, z } from '@halo/kit/config';
+import type { ServiceConfig } from '@halo/kit/service';
 
 /** Where the idempotency locks and stored responses live. */
 export const IDEMPOTENCY_STORES = ['redis', 'memory', 'none'] as const;

@@ -1,5 +1,9 @@
 import { resolve } from 'node:path';
-import { callPolicyFor, closeRedis, defineService, openRedis, redisReady, type Lifecycle, type Logger } from '@halo/kit';
+import { closeRedis, openRedis, redisReady } from '@halo/kit/db';
+import { callPolicyFor } from '@halo/kit/grpc';
+import type { Logger } from '@halo/kit/logging';
+import type { Lifecycle } from '@halo/kit/process';
+import { defineService } from '@halo/kit/service';
 import { MemoryIdempotencyStore } from './adapters/memory/idempotency';
 import { SimulatedProcessor } from './adapters/processor/simulated';
 import { RedisIdempotencyStore } from './adapters/redis/idempotency';

@@ -1,4 +1,4 @@
-import type { Redis } from '@halo/kit';
+import type { Redis } from '@halo/kit/db';
 import {
   flushNamespace,
   newKey,

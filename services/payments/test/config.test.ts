@@ -1,4 +1,4 @@
-import { ConfigError } from '@halo/kit';
+import { ConfigError } from '@halo/kit/config';
 import { testConfig } from './helpers';
 
 /** payments' variables: the idempotency store each setting leads to, and what production refuses. */

@@ -1,4 +1,4 @@
-import { HaloError } from '@halo/kit';
+import { HaloError } from '@halo/kit/errors';
 import { MemoryIdempotencyStore } from '../src/adapters/memory/idempotency';
 import { Idempotency, type IdempotencyStore } from '../src/domain/idempotency';
 import type { Outcome } from '../src/domain/model';

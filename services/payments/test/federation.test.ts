@@ -1,4 +1,5 @@
-import { createLogger, type Db } from '@halo/kit';
+import type { Db } from '@halo/kit/db';
+import { createLogger } from '@halo/kit/logging';
 import { startTestService, TEST_JWT_SECRET, testIdentityEnv, type TestService } from '@halo/kit/testing';
 // The other services and the gateway through their packages (built by `npm run build`), never their sources.
 import { authService } from '@halo/auth';

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger, openRedis, redisReady, signAccessToken, type Db, type Redis } from '@halo/kit';
+import { signAccessToken } from '@halo/kit/auth';
+import { openRedis, redisReady, type Db, type Redis } from '@halo/kit/db';
+import { createLogger } from '@halo/kit/logging';
 import {
   callRest,
   postGraphQL,

@@ -1,4 +1,4 @@
-import type { Redis } from '@halo/kit';
+import type { Redis } from '@halo/kit/db';
 import type { RedisIdempotencyStore } from '../src/adapters/redis/idempotency';
 import { requestFingerprint, sha256Hex } from '../src/domain/rules';
 import {

@@ -1,7 +1,8 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { MAX_OPERATION_COST } from '@halo/contracts';
-import { ConfigError, defaultGrpcAddr, EDGE_SERVICE_NAMES, env, serviceUrlVar, type ServiceConfig } from '@halo/kit';
+import { ConfigError, defaultGrpcAddr, EDGE_SERVICE_NAMES, env, serviceUrlVar } from '@halo/kit/config';
+import type { ServiceConfig } from '@halo/kit/service';
 
 /** The registry's own variables (docs/registry.md, "Registry configuration"). */
 export const registryConfigShape = {

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
-import { defaultServiceUrl, defineService, serviceUrlVar, type EdgeServiceName } from '@halo/kit';
+import { defaultServiceUrl, serviceUrlVar, type EdgeServiceName } from '@halo/kit/config';
+import { defineService } from '@halo/kit/service';
 import { bootstrapAcknowledgements, bootstrapContracts } from './adapters/files/bootstrap-files';
 import { refineRegistryConfig, registryConfigShape } from './config';
 import { PgRegistryStore } from './db/store';

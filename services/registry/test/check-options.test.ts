@@ -1,4 +1,4 @@
-import { createLogger } from '@halo/kit';
+import { createLogger } from '@halo/kit/logging';
 import { startTestService, TEST_SERVICE_ENV, testIdentityEnv, type TestService } from '@halo/kit/testing';
 import { registryService, type RegistryService } from '../src/service';
 import { call, contractOf, serviceToken } from './helpers';

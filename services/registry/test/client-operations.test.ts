@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { generateServiceKey, ServiceIdentity } from '@halo/kit';
+import { generateServiceKey, ServiceIdentity } from '@halo/kit/auth';
 import { startTestService, testIdentityEnv, type TestService } from '@halo/kit/testing';
 import { bearer, post, signUpAdmin, startTestSystem, type TestSystem } from '../../auth/test/helpers';
 import { registryService, type RegistryService } from '../src/service';

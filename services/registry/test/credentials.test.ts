@@ -1,4 +1,4 @@
-import { generateServiceKey, ServiceIdentity } from '@halo/kit';
+import { generateServiceKey, ServiceIdentity } from '@halo/kit/auth';
 import { startTestService, testIdentityEnv, type TestService } from '@halo/kit/testing';
 import { startTestSystem, type TestSystem } from '../../auth/test/helpers';
 import { registryService, type RegistryService } from '../src/service';

@@ -1,5 +1,5 @@
 import type { Contract } from '@halo/contracts';
-import { SERVICE_TOKEN_HEADER } from '@halo/kit';
+import { SERVICE_TOKEN_HEADER } from '@halo/kit/contract';
 import { signServiceToken, TEST_SERVICE_KEYS } from '@halo/kit/testing';
 import { checkoutContracts } from '../../../tools/src/checkout-contracts';
 import { loadManifests, manifestSource } from '../../../tools/src/compose-rest';

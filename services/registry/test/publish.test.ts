@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
-import { createLogger, EXIT_CANNOT_START, generateServiceKey } from '@halo/kit';
+import { generateServiceKey } from '@halo/kit/auth';
+import { createLogger } from '@halo/kit/logging';
+import { EXIT_CANNOT_START } from '@halo/kit/process';
 import { openTestDb, startTestService, TEST_SERVICE_ENV, testIdentityEnv, type TestDb, type TestService } from '@halo/kit/testing';
 import { catalogService } from '../../catalog/src/service';
 import { registryService, type RegistryService } from '../src/service';

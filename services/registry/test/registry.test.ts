@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { generateServiceKey } from '@halo/kit';
+import { generateServiceKey } from '@halo/kit/auth';
 import { startTestService, type TestService } from '@halo/kit/testing';
 import { bearer, post, signUp, signUpAdmin, startTestSystem, type TestSystem } from '../../auth/test/helpers';
 import { TRUST_MISCONFIGURED } from '../src/rest/principal';

@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isHaloError, type Logger, type User } from '@halo/kit';
+import type { User } from '@halo/kit/domain';
+import { isHaloError } from '@halo/kit/errors';
+import type { Logger } from '@halo/kit/logging';
 import type { PasswordHasher, UserDirectory } from '../domain/accounts';
 import type { AuthStore } from './store';
 

@@ -1,4 +1,4 @@
-import type { Db, Queryable } from '@halo/kit';
+import type { Db, Queryable } from '@halo/kit/db';
 import type { CredentialRepo, IdentityRepo } from '../domain/accounts';
 import type { ApiKeyRecord, ApiKeyRepo } from '../domain/api-keys';
 import type { OAuthIdentity } from '../domain/identities';

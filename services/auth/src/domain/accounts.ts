@@ -1,4 +1,7 @@
-import { conflict, isHaloError, normaliseEmail, requireCaller, unauthenticated, type Caller, type Logger, type User } from '@halo/kit';
+import { requireCaller, type Caller } from '@halo/kit/auth';
+import { normaliseEmail, type User } from '@halo/kit/domain';
+import { conflict, isHaloError, unauthenticated } from '@halo/kit/errors';
+import type { Logger } from '@halo/kit/logging';
 import type { OAuthIdentity } from './identities';
 import { loginInput, registration } from './rules';
 import { INVALID_CREDENTIALS } from './tokens';

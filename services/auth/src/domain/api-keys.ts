@@ -1,4 +1,6 @@
-import { forbidden, isHaloError, notFound, requireAdmin, unauthenticated, type Caller, type Role } from '@halo/kit';
+import { requireAdmin, type Caller } from '@halo/kit/auth';
+import type { Role } from '@halo/kit/domain';
+import { forbidden, isHaloError, notFound, unauthenticated } from '@halo/kit/errors';
 import type { UserDirectory } from './accounts';
 import { apiKeyInput, generateApiKey, isApiKeyFormat, type Scope } from './rules';
 import { INVALID_API_KEY, sha256Hex } from './tokens';

@@ -1,4 +1,5 @@
-import { forbidden, isEmailAddress, MAX_USER_NAME, normaliseEmail, unauthenticated } from '@halo/kit';
+import { isEmailAddress, MAX_USER_NAME, normaliseEmail } from '@halo/kit/domain';
+import { forbidden, unauthenticated } from '@halo/kit/errors';
 
 /** Who the provider says signed in, after the id_token was verified. */
 export interface OAuthIdentity {

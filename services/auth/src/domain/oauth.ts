@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { badRequest, notFound, unauthenticated } from '@halo/kit';
+import { badRequest, notFound, unauthenticated } from '@halo/kit/errors';
 import { identityFromClaims, type OAuthIdentity } from './identities';
 import { sha256Hex } from './tokens';
 

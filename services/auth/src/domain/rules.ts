@@ -1,15 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import {
-  badRequest,
-  emailAddress,
-  isScope,
-  normaliseEmail,
-  parseId as parseKitId,
-  requiredText,
-  SCOPES,
-  userName,
-  type Scope,
-} from '@halo/kit';
+import { isScope, SCOPES, type Scope } from '@halo/kit/auth';
+import { emailAddress, normaliseEmail, parseId as parseKitId, requiredText, userName } from '@halo/kit/domain';
+import { badRequest } from '@halo/kit/errors';
 
 export const MIN_PASSWORD_LENGTH = 8;
 /** argon2 pre-hashes any length, but nobody types a kilobyte: a cap keeps request cost bounded. */
@@ -60,7 +52,7 @@ function asObject(body: unknown): Record<string, unknown> {
 // ── Scopes ────────────────────────────────────────────────────────────────────────────────────
 
 // What an API key may be granted is the kit's list, next to the rule that enforces it.
-export { SCOPES, type Scope } from '@halo/kit';
+export { SCOPES, type Scope } from '@halo/kit/auth';
 
 /**
  * A non-empty list of known scopes, de-duplicated, in the canonical order above, then the

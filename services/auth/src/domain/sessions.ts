@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { isHaloError, unauthenticated, type Logger, type User } from '@halo/kit';
+import type { User } from '@halo/kit/domain';
+import { isHaloError, unauthenticated } from '@halo/kit/errors';
+import type { Logger } from '@halo/kit/logging';
 import type { UserDirectory } from './accounts';
 import type { TokenSigner } from './api-keys';
 import { INVALID_REFRESH_TOKEN, refreshDecision, sha256Hex, type RotateResult, type StoredRefreshToken } from './tokens';

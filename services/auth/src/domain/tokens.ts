@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { HaloError } from '@halo/kit';
+import { HaloError } from '@halo/kit/errors';
 
 /** Refresh tokens and API keys are stored only as this digest; a database leak reveals neither. */
 export const sha256Hex = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');

@@ -1,5 +1,5 @@
 import { buildSubgraphSchema } from '@apollo/subgraph';
-import type { Caller } from '@halo/kit';
+import type { Caller } from '@halo/kit/auth';
 import type { DocumentNode, GraphQLSchema } from 'graphql';
 import type { Accounts } from '../domain/accounts';
 

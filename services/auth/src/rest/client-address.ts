@@ -1,5 +1,6 @@
 import type { Express, Request, RequestHandler } from 'express';
-import { canonicalAddress, SERVICE_TOKEN_METADATA, type ServiceIdentity } from '@halo/kit';
+import { SERVICE_TOKEN_METADATA, type ServiceIdentity } from '@halo/kit/auth';
+import { canonicalAddress } from '@halo/kit/domain';
 
 /** What a request says about the way it came; believed from the gateway only. */
 const FORWARDED = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-port', 'forwarded'] as const;

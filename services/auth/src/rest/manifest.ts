@@ -1,14 +1,7 @@
-import {
-  CLIENT_OPERATIONS_SCOPE,
-  defineRestManifest,
-  emailAddress,
-  MAX_USER_NAME,
-  pathId,
-  requiredText,
-  ruleField,
-  userName,
-  z,
-} from '@halo/kit';
+import { CLIENT_OPERATIONS_SCOPE } from '@halo/kit/auth';
+import { z } from '@halo/kit/config';
+import { emailAddress, MAX_USER_NAME, requiredText, userName } from '@halo/kit/domain';
+import { defineRestManifest, pathId, ruleField } from '@halo/kit/rest';
 import {
   AUTH_IDS,
   loginInput,

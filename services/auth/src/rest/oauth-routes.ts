@@ -1,5 +1,5 @@
 import { Router, type Request, type Response } from 'express';
-import { mountRestRoutes, type RestHandlers } from '@halo/kit';
+import { mountRestRoutes, type RestHandlers } from '@halo/kit/rest';
 import type { OAuthIdentity } from '../domain/identities';
 import type { OAuthFlows } from '../domain/oauth';
 import { clearedStateCookie, cookieValue, OAUTH_STATE_COOKIE, stateCookie } from './cookies';

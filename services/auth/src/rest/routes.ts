@@ -1,5 +1,6 @@
 import { Router, type Request } from 'express';
-import { mountRestRoutes, type RestCaller, type RestHandler, type User } from '@halo/kit';
+import type { User } from '@halo/kit/domain';
+import { mountRestRoutes, type RestCaller, type RestHandler } from '@halo/kit/rest';
 import type { Accounts } from '../domain/accounts';
 import type { ApiKeyRecord, ApiKeys } from '../domain/api-keys';
 import { TooManyAttempts } from '../domain/tokens';

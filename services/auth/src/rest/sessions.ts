@@ -1,5 +1,7 @@
 import type { Request, Response } from 'express';
-import { forbidden, type OriginList, type User } from '@halo/kit';
+import type { OriginList } from '@halo/kit/config';
+import type { User } from '@halo/kit/domain';
+import { forbidden } from '@halo/kit/errors';
 import type { IssuedTokens, Sessions } from '../domain/sessions';
 import { isCrossSite } from '../domain/tokens';
 import { clearedRefreshCookie, refreshCookie, refreshTokenFrom } from './cookies';

@@ -1,4 +1,5 @@
-import type { Db, Logger } from '@halo/kit';
+import type { Db } from '@halo/kit/db';
+import type { Logger } from '@halo/kit/logging';
 import { CatalogStore } from './store';
 
 /**

@@ -1,4 +1,6 @@
-import { alignById, found, keysetConnection, notFound, requireAdmin, type Caller, type ConnectionArgs } from '@halo/kit';
+import { requireAdmin, type Caller } from '@halo/kit/auth';
+import { alignById, keysetConnection, type ConnectionArgs } from '@halo/kit/domain';
+import { found, notFound } from '@halo/kit/errors';
 import type { ListQuery, MoneyField, Product, ProductFields, ProductPage } from './model';
 import { listQuery, newProductFields, offsetOf, pageMeta, PRODUCT_CURSOR, productChanges, type RawListQuery } from './rules';
 

@@ -1,4 +1,5 @@
-import { badRequest, idCursor, parseId, requiredText } from '@halo/kit';
+import { idCursor, parseId, requiredText } from '@halo/kit/domain';
+import { badRequest } from '@halo/kit/errors';
 import { ORDERS, SORT_KEYS, type ListQuery, type MoneyField, type Order, type PageMeta, type ProductFields, type SortKey } from './model';
 
 export const DEFAULT_PAGE = 1;

@@ -1,4 +1,6 @@
-import { defineRestManifest, pathId, requiredText, ruleField, z, type RestDeprecation, type RestVersion } from '@halo/kit';
+import { z } from '@halo/kit/config';
+import { requiredText } from '@halo/kit/domain';
+import { defineRestManifest, pathId, ruleField, type RestDeprecation, type RestVersion } from '@halo/kit/rest';
 import { ORDERS, SORT_KEYS, type MoneyField } from '../domain/model';
 import {
   centsToPrice,

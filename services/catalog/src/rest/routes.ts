@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { mountRestRoutes, type RestCaller } from '@halo/kit';
+import { mountRestRoutes, type RestCaller } from '@halo/kit/rest';
 import type { Catalog } from '../domain/catalog';
 import type { MoneyField, Product } from '../domain/model';
 import { centsToPrice } from '../domain/rules';

@@ -1,4 +1,4 @@
-import type { Db } from '@halo/kit';
+import type { Db } from '@halo/kit/db';
 import type { ChatInfo, MembersRepo } from '../domain/members';
 
 interface ChatRow {

@@ -1,4 +1,4 @@
-import type { Db } from '@halo/kit';
+import type { Db } from '@halo/kit/db';
 import type { ChatRepo } from '../domain/chat';
 import type { Message, NewMessage } from '../domain/model';
 

@@ -1,14 +1,7 @@
-import {
-  alignById,
-  badRequest,
-  forbidden,
-  keysetConnection,
-  requireCaller,
-  unavailable,
-  type Caller,
-  type ConnectionArgs,
-  type Logger,
-} from '@halo/kit';
+import { requireCaller, type Caller } from '@halo/kit/auth';
+import { alignById, keysetConnection, type ConnectionArgs } from '@halo/kit/domain';
+import { badRequest, forbidden, unavailable } from '@halo/kit/errors';
+import type { Logger } from '@halo/kit/logging';
 import type { Message, NewMessage } from './model';
 import { isPrivateChatId, type ChatInfo } from './members';
 import { MemberStream, ResumedStream, type MemberRemoved } from './resume';

@@ -1,15 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import {
-  badRequest,
-  forbidden,
-  idCursor,
-  keysetConnection,
-  parseId,
-  requireCaller,
-  type Caller,
-  type ConnectionArgs,
-  type CursorCodec,
-} from '@halo/kit';
+import { requireCaller, type Caller } from '@halo/kit/auth';
+import { idCursor, keysetConnection, parseId, type ConnectionArgs, type CursorCodec } from '@halo/kit/domain';
+import { badRequest, forbidden } from '@halo/kit/errors';
 import { chatIdOf, chatText } from './rules';
 
 /**

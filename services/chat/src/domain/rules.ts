@@ -1,4 +1,5 @@
-import { badRequest, idCursor, parseId, replayTooLong, requiredText } from '@halo/kit';
+import { idCursor, parseId, requiredText } from '@halo/kit/domain';
+import { badRequest, replayTooLong } from '@halo/kit/errors';
 
 /** A chat id: trimmed, 1–64 characters (docs/api/graphql.md "Chat"). */
 export const MAX_CHAT_ID = 64;

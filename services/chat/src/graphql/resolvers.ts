@@ -1,5 +1,6 @@
 import { buildSubgraphSchema } from '@apollo/subgraph';
-import { parseId, type Caller } from '@halo/kit';
+import type { Caller } from '@halo/kit/auth';
+import { parseId } from '@halo/kit/domain';
 import type { DocumentNode, GraphQLSchema } from 'graphql';
 import type { Chat } from '../domain/chat';
 import type { ChatInfo, Members } from '../domain/members';

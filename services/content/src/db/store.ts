@@ -1,4 +1,4 @@
-import type { Db, Queryable } from '@halo/kit';
+import type { Db, Queryable } from '@halo/kit/db';
 import type { Comment, Post, User } from '../domain/model';
 import type { NewUser, PostPosition } from '../domain/rules';
 

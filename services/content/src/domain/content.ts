@@ -1,15 +1,6 @@
-import {
-  alignById,
-  conflict,
-  found,
-  groupByKey,
-  keysetConnection,
-  normaliseEmail,
-  notFound,
-  requireAdmin,
-  type Caller,
-  type ConnectionArgs,
-} from '@halo/kit';
+import { requireAdmin, type Caller } from '@halo/kit/auth';
+import { alignById, groupByKey, keysetConnection, normaliseEmail, type ConnectionArgs } from '@halo/kit/domain';
+import { conflict, found, notFound } from '@halo/kit/errors';
 import { embeddedAuthor, type Comment, type Post, type User } from './model';
 import { newUser, POST_CURSOR, visibleEmail, type NewUser, type PostPosition } from './rules';
 

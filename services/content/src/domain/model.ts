@@ -1,4 +1,4 @@
-import type { User } from '@halo/kit';
+import type { User } from '@halo/kit/domain';
 
 /** Content owns users; their shape is the kit's, the one every service sees. */
 export type { User };

@@ -1,4 +1,6 @@
-import { badRequest, emailAddress, holdsScope, timeIdCursor, userName, type Caller, type Role } from '@halo/kit';
+import { holdsScope, type Caller } from '@halo/kit/auth';
+import { emailAddress, timeIdCursor, userName, type Role } from '@halo/kit/domain';
+import { badRequest } from '@halo/kit/errors';
 
 /** docs/api/resources.md: `POST /greet` needs a non-empty string name. */
 export function greeting(name: unknown): string {

@@ -1,5 +1,7 @@
 import { buildSubgraphSchema } from '@apollo/subgraph';
-import { found, parseId, type Caller } from '@halo/kit';
+import type { Caller } from '@halo/kit/auth';
+import { parseId } from '@halo/kit/domain';
+import { found } from '@halo/kit/errors';
 import type { DocumentNode, GraphQLSchema } from 'graphql';
 import type { Content } from '../domain/content';
 import type { Comment, Post, User } from '../domain/model';

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { mountRestRoutes } from '@halo/kit';
+import { mountRestRoutes } from '@halo/kit/rest';
 import type { Content } from '../domain/content';
 import type { Comment, Post } from '../domain/model';
 import { greeting, HELLO } from '../domain/rules';

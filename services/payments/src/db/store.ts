@@ -1,4 +1,4 @@
-import type { Db } from '@halo/kit';
+import type { Db } from '@halo/kit/db';
 import type { NewOrder, NewPayment, Order, Payment, PaymentStatus } from '../domain/model';
 import type { PaymentsRepo } from '../domain/payments';
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { unavailable, type Logger } from '@halo/kit';
+import { unavailable } from '@halo/kit/errors';
+import type { Logger } from '@halo/kit/logging';
 import type { Outcome, StoredResponse } from './model';
 import { keyReused, RequestInProgress, retryAfterSeconds, sha256Hex, STORE_UNAVAILABLE } from './rules';
 

@@ -1,15 +1,7 @@
-import {
-  alignById,
-  found,
-  groupByKey,
-  HaloError,
-  isHaloError,
-  notFound,
-  requireCaller,
-  unavailable,
-  type Caller,
-  type Logger,
-} from '@halo/kit';
+import { requireCaller, type Caller } from '@halo/kit/auth';
+import { alignById, groupByKey } from '@halo/kit/domain';
+import { found, HaloError, isHaloError, notFound, unavailable } from '@halo/kit/errors';
+import type { Logger } from '@halo/kit/logging';
 import type { Idempotency } from './idempotency';
 import type { NewOrder, NewPayment, Order, Outcome, Payment, StoredResponse } from './model';
 import {

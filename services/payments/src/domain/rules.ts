@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { badRequest, HaloError } from '@halo/kit';
+import { badRequest, HaloError } from '@halo/kit/errors';
 import type { Payment, StoredResponse } from './model';
 
 /** docs/api/resources.md "Payments": keys are opaque strings of 1–255 characters. */

@@ -1,5 +1,6 @@
 import { buildSubgraphSchema } from '@apollo/subgraph';
-import { parseId, type Caller } from '@halo/kit';
+import type { Caller } from '@halo/kit/auth';
+import { parseId } from '@halo/kit/domain';
 import type { DocumentNode, GraphQLSchema } from 'graphql';
 import type { Order } from '../domain/model';
 import type { Payments } from '../domain/payments';

@@ -1,4 +1,5 @@
-import { defineRestManifest, pathId, ruleField, z } from '@halo/kit';
+import { z } from '@halo/kit/config';
+import { defineRestManifest, pathId, ruleField } from '@halo/kit/rest';
 import { centsToAmount, clientOrderId, MAX_AMOUNT_CENTS, MAX_CLIENT_ORDER_ID, paymentInput, productId } from '../domain/rules';
 
 /**

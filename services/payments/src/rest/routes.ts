@@ -1,5 +1,6 @@
 import { Router, type Request, type Response } from 'express';
-import { mountRestRoutes, requireCaller, type RestCaller, type RestHandler } from '@halo/kit';
+import { requireCaller } from '@halo/kit/auth';
+import { mountRestRoutes, type RestCaller, type RestHandler } from '@halo/kit/rest';
 import type { Order, Outcome } from '../domain/model';
 import type { Payments } from '../domain/payments';
 import { idempotencyKey, paymentJson, PAYMENTS_PATH, RequestInProgress } from '../domain/rules';

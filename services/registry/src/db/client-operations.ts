@@ -1,4 +1,4 @@
-import type { Db, Queryable } from '@halo/kit';
+import type { Db, Queryable } from '@halo/kit/db';
 import type {
   ActiveOperation,
   ClientOperationStore,

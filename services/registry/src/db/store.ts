@@ -1,5 +1,5 @@
 import type { Contract, OperationUsage } from '@halo/contracts';
-import type { Db, Queryable } from '@halo/kit';
+import type { Db, Queryable } from '@halo/kit/db';
 import type {
   Acknowledgement,
   CheckRecord,

@@ -1,4 +1,4 @@
-import type { Queryable } from '@halo/kit';
+import type { Queryable } from '@halo/kit/db';
 import type { ClientUsage, CoordinateCount, HourCount, OperationCount, OperationOrder, TopOperation } from '../domain/model';
 
 /**

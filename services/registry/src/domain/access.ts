@@ -1,4 +1,4 @@
-import { forbidden, unauthenticated } from '@halo/kit';
+import { forbidden, unauthenticated } from '@halo/kit/errors';
 import type { Principal, RegistryStore } from './model';
 
 /** Who an action is recorded as. */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { apiSchemaOf, checkOperation, costDirectivesOf, type CostDirectives, type OperationUsage, type wire } from '@halo/contracts';
-import { badRequest, conflict, notFound } from '@halo/kit';
+import { badRequest, conflict, notFound } from '@halo/kit/errors';
 import { authorizeOperationsWriter, authorOf, spendWriteToken } from './access';
 import type { Principal, RegistryStore } from './model';
 

@@ -1,4 +1,4 @@
-import { badRequest } from '@halo/kit';
+import { badRequest } from '@halo/kit/errors';
 import {
   OPERATION_ORDERS,
   type CheckDetail,

@@ -1,5 +1,5 @@
 import type { ChangeUsage, Composition, Contract, OperationUsage } from '@halo/contracts';
-import type { UsageReport } from '@halo/kit';
+import type { UsageReport } from '@halo/kit/contract';
 import type { ClientOperationStore } from './client-operations';
 
 /** Who is calling (docs/registry.md, "Authentication"). */

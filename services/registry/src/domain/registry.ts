@@ -8,7 +8,7 @@ import {
   type Composition,
   type Contract,
 } from '@halo/contracts';
-import { badRequest, notFound } from '@halo/kit';
+import { badRequest, notFound } from '@halo/kit/errors';
 import { authorizeChecker, authorizePublisher, authorizeUsageReporter, authorOf, spendWriteToken } from './access';
 import { ClientOperations } from './client-operations';
 import { evaluate, urlChange, type CheckContext } from './evaluate';

@@ -1,5 +1,5 @@
 import { parseContract, type Contract } from '@halo/contracts';
-import { badRequest } from '@halo/kit';
+import { badRequest } from '@halo/kit/errors';
 import type { CheckOptions } from './model';
 
 /** What a check, publish and rollback body carries, read and validated (400 naming what is wrong). */

@@ -1,4 +1,7 @@
-import { callPolicyFor, callUnary, clientChannelOptions, grpc, type GrpcClientMetrics, type Logger, type ServiceIdentity } from '@halo/kit';
+import type { ServiceIdentity } from '@halo/kit/auth';
+import { callPolicyFor, callUnary, clientChannelOptions, grpc } from '@halo/kit/grpc';
+import type { Logger } from '@halo/kit/logging';
+import type { GrpcClientMetrics } from '@halo/kit/metrics';
 import { auth as pb } from '@halo/proto';
 
 /**

@@ -1,4 +1,4 @@
-import { route } from '@halo/kit';
+import { route } from '@halo/kit/http';
 import type { Request, Router } from 'express';
 import type { Registry } from '../domain/registry';
 import { send } from './send';

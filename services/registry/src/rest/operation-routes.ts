@@ -1,5 +1,7 @@
 import type { IncomingMessage } from 'node:http';
-import { badRequest, quietAccessLog, route } from '@halo/kit';
+import { badRequest } from '@halo/kit/errors';
+import { route } from '@halo/kit/http';
+import { quietAccessLog } from '@halo/kit/logging';
 import type { Request, Router } from 'express';
 import type { ClientsAnswer, ClientVersionAnswer, PushAnswer, RetireAnswer } from '@halo/contracts/wire';
 import { z } from 'zod';

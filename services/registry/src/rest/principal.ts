@@ -1,15 +1,8 @@
 import type { IncomingMessage } from 'node:http';
-import {
-  callerFromHeader,
-  forbidden,
-  IdentityRefused,
-  isHaloError,
-  requireAdmin,
-  SERVICE_TOKEN_HEADER,
-  unauthenticated,
-  unavailable,
-  type ServiceIdentity,
-} from '@halo/kit';
+import { callerFromHeader, requireAdmin, type ServiceIdentity } from '@halo/kit/auth';
+import { SERVICE_TOKEN_HEADER } from '@halo/kit/contract';
+import { forbidden, isHaloError, unauthenticated, unavailable } from '@halo/kit/errors';
+import { IdentityRefused } from '@halo/kit/grpc';
 import type { Principal } from '../domain/model';
 
 /** What a registry auth refuses to talk to must fix (one line, the same in the answer and the CLI). */

@@ -1,5 +1,8 @@
 import type { IncomingMessage } from 'node:http';
-import { badRequest, GATEWAY_ID_HEADER, quietAccessLog, route } from '@halo/kit';
+import { GATEWAY_ID_HEADER } from '@halo/kit/contract';
+import { badRequest } from '@halo/kit/errors';
+import { route } from '@halo/kit/http';
+import { quietAccessLog } from '@halo/kit/logging';
 import { Router, type Request, type Response } from 'express';
 import type {
   CheckAnswer,

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { badRequest, isHaloError, route } from '@halo/kit';
+import { badRequest, isHaloError } from '@halo/kit/errors';
+import { route } from '@halo/kit/http';
 import express, { Router, type Request, type Response } from 'express';
 import type { Principal } from '../domain/model';
 import type { Registry } from '../domain/registry';

@@ -1,4 +1,4 @@
-import { badRequest } from '@halo/kit';
+import { badRequest } from '@halo/kit/errors';
 import type { ClientVersionSummary } from '../domain/client-operations';
 import type { Registry } from '../domain/registry';
 import { CLIENT, VERSION } from '../rest/operation-routes';

@@ -1,4 +1,4 @@
-import { notFound } from '@halo/kit';
+import { notFound } from '@halo/kit/errors';
 import type { Registry } from '../domain/registry';
 import { html, num, table, type Html } from './html';
 import { schemaModel, type SchemaType } from './schema-model';

@@ -1,4 +1,4 @@
-import { badRequest } from '@halo/kit';
+import { badRequest } from '@halo/kit/errors';
 import type { TopOperation } from '../domain/model';
 import type { Registry } from '../domain/registry';
 import { html, num, table, time, type Html } from './html';

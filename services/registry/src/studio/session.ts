@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { callerFromHeader, isHaloError, requireAdmin } from '@halo/kit';
+import { callerFromHeader, requireAdmin } from '@halo/kit/auth';
+import { isHaloError } from '@halo/kit/errors';
 import type { Principal } from '../domain/model';
 
 /**

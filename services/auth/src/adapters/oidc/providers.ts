@@ -1,4 +1,6 @@
-import { ConfigError, loadConfig, unauthenticated, unavailable, z, type HaloError, type Logger } from '@halo/kit';
+import { ConfigError, loadConfig, z } from '@halo/kit/config';
+import { unauthenticated, unavailable, type HaloError } from '@halo/kit/errors';
+import type { Logger } from '@halo/kit/logging';
 import {
   allowInsecureRequests,
   AuthorizationResponseError,

@@ -1,4 +1,6 @@
-import { unavailable, type HaloError, type Logger, type Redis } from '@halo/kit';
+import type { Redis } from '@halo/kit/db';
+import { unavailable, type HaloError } from '@halo/kit/errors';
+import type { Logger } from '@halo/kit/logging';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { LoginLimiter, RegistrationLimiter } from '../../domain/accounts';
 import { addressKey } from '../../domain/limits';

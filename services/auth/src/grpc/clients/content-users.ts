@@ -1,4 +1,7 @@
-import { callUnary, clientChannelOptions, grpc, isHaloError, type CallPolicy, type ServiceIdentity, type User } from '@halo/kit';
+import type { ServiceIdentity } from '@halo/kit/auth';
+import type { User } from '@halo/kit/domain';
+import { isHaloError } from '@halo/kit/errors';
+import { callUnary, clientChannelOptions, grpc, type CallPolicy } from '@halo/kit/grpc';
 import { content as pb } from '@halo/proto';
 import type { UserDirectory } from '../../domain/accounts';
 

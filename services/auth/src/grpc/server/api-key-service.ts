@@ -1,4 +1,6 @@
-import { unary, type GrpcAccess, type GrpcServiceBinding, type Logger } from '@halo/kit';
+import type { GrpcAccess } from '@halo/kit/auth';
+import { unary, type GrpcServiceBinding } from '@halo/kit/grpc';
+import type { Logger } from '@halo/kit/logging';
 import { auth as pb } from '@halo/proto';
 import type { ApiKeys } from '../../domain/api-keys';
 

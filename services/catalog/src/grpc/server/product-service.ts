@@ -1,4 +1,7 @@
-import { parseId, unary, type GrpcAccess, type GrpcServiceBinding, type Logger } from '@halo/kit';
+import type { GrpcAccess } from '@halo/kit/auth';
+import { parseId } from '@halo/kit/domain';
+import { unary, type GrpcServiceBinding } from '@halo/kit/grpc';
+import type { Logger } from '@halo/kit/logging';
 import { catalog as pb } from '@halo/proto';
 import type { Catalog } from '../../domain/catalog';
 import type { Product } from '../../domain/model';

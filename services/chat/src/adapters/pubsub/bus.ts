@@ -1,4 +1,4 @@
-import { unavailable } from '@halo/kit';
+import { unavailable } from '@halo/kit/errors';
 import type { PubSubEngine } from 'graphql-subscriptions';
 import type { ChatEvent, MessageBus } from '../../domain/chat';
 import type { MemberRemoved } from '../../domain/resume';

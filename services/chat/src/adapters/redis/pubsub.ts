@@ -1,4 +1,6 @@
-import { closeRedis, openRedis, redisReady, type Lifecycle, type Logger, type Redis } from '@halo/kit';
+import { closeRedis, openRedis, redisReady, type Redis } from '@halo/kit/db';
+import type { Logger } from '@halo/kit/logging';
+import type { Lifecycle } from '@halo/kit/process';
 import { RedisPubSub } from 'graphql-redis-subscriptions';
 import { PubSubMessageBus } from '../pubsub/bus';
 

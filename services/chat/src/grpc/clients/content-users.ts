@@ -1,4 +1,5 @@
-import { callUnary, clientChannelOptions, grpc, type CallPolicy, type ServiceIdentity } from '@halo/kit';
+import type { ServiceIdentity } from '@halo/kit/auth';
+import { callUnary, clientChannelOptions, grpc, type CallPolicy } from '@halo/kit/grpc';
 import { content as pb } from '@halo/proto';
 import type { UserCheck } from '../../domain/members';
 

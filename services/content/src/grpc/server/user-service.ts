@@ -1,4 +1,7 @@
-import { parseId, unary, type GrpcAccess, type GrpcServiceBinding, type Logger, type User } from '@halo/kit';
+import type { GrpcAccess } from '@halo/kit/auth';
+import { parseId, type User } from '@halo/kit/domain';
+import { unary, type GrpcServiceBinding } from '@halo/kit/grpc';
+import type { Logger } from '@halo/kit/logging';
 import { content as pb } from '@halo/proto';
 import type { Content } from '../../domain/content';
 

@@ -1,4 +1,4 @@
-import type { Redis } from '@halo/kit';
+import type { Redis } from '@halo/kit/db';
 import type { Claim, CompletedRecord, IdempotencyStore, Lock } from '../../domain/idempotency';
 
 /**

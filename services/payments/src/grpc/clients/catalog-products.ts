@@ -1,4 +1,6 @@
-import { callUnary, clientChannelOptions, grpc, isHaloError, type CallPolicy, type ServiceIdentity } from '@halo/kit';
+import type { ServiceIdentity } from '@halo/kit/auth';
+import { isHaloError } from '@halo/kit/errors';
+import { callUnary, clientChannelOptions, grpc, type CallPolicy } from '@halo/kit/grpc';
 import { catalog as pb } from '@halo/proto';
 import type { ProductDirectory } from '../../domain/payments';
 
@@ -7,7 +9,7 @@ import type { ProductDirectory } from '../../domain/payments';
  * (GRPC_DEADLINE_MS) and payments' service token (catalog lists payments as the caller of
  * GetProduct); the request id travels as metadata. catalog down or slow → the kit's 503; the
  * lookup is a read, so an unreachable catalog is retried within the deadline, and catalog's
- * circuit breaker makes payments fail fast while it is down (`policy`, kit call-policy.ts).
+ * circuit breaker makes payments fail fast while it is down (`policy`, kit grpc/call-policy.ts).
  */
 export function catalogProducts(
   address: string,

@@ -1,7 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Contract } from '@halo/contracts';
-import { EDGE_SERVICE_NAMES, type ComposedRouteTable, type JsonObject } from '@halo/kit';
+import { EDGE_SERVICE_NAMES } from '@halo/kit/config';
+import type { ComposedRouteTable, JsonObject } from '@halo/kit/rest';
 
 /**
  * The committed composed files as contracts (docs/registry.md, "Bootstrap"): each service's

@@ -1,0 +1,30 @@
+/** `defineService`: the one way a service starts (config, db, HTTP, GraphQL, gRPC, REST, lifecycle). */
+export {
+  type DefinedService,
+  defineService,
+  type KitConfig,
+  kitConfigShape,
+  loadPublishConfig,
+  loadServiceConfig,
+  type PublishConfig,
+  publishConfigShape,
+  publishOnlyRequested,
+  type RunningService,
+  type ServiceConfig,
+  type ServiceDefinition,
+  type ServiceParts,
+} from './define-service';
+export {
+  createHttpApp,
+  finishHttpApp,
+  openServiceDb,
+  serveHttp,
+  serveService,
+  type ServiceRuntimeConfig,
+  type StartedService,
+  startSubgraph,
+  subgraphContext,
+  subgraphMiddleware,
+  type SubgraphSubscriptions,
+  withLifecycle,
+} from './service';

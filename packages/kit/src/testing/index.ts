@@ -1,0 +1,33 @@
+/** Test helpers (a real Postgres schema per file, a service in-process, captured logs, metrics). Tests only. */
+export { hasRedisServer, REDIS_MISSING, type RedisServer, startRedisServer } from './test-redis';
+export {
+  callRest,
+  capturingLogger,
+  DEFAULT_TEST_DATABASE_URL,
+  dropSchema,
+  type GraphQLBody,
+  labelled,
+  messageOf,
+  type MetricSample,
+  metricValue,
+  minutesAfter,
+  openTestDb,
+  parseMetrics,
+  postGraphQL,
+  runNodeScript,
+  type RunResult,
+  SEED_RULE_CASES,
+  signServiceToken,
+  startTestService,
+  TEST_DATABASE_URL,
+  TEST_JWT_SECRET,
+  TEST_SERVICE_ENV,
+  TEST_SERVICE_KEYS,
+  TestBrowser,
+  type TestDb,
+  testIdentity,
+  testIdentityEnv,
+  type TestService,
+  throwawaySchema,
+} from './testing';
+export { closedPort, freePort, portIsFree } from '../launch/ports';

@@ -1,0 +1,2 @@
+/** OpenTelemetry tracing, started first by each process (it imports nothing else of the kit). */
+export { startTracing, tracingEnabled } from './tracing';
