@@ -242,6 +242,129 @@ describe("the gateway's stages (gateway/README.md)", () => {
   });
 });
 
+/**
+ * The kit's entry points (packages/kit/README.md): one folder of packages/kit/src per concern, its
+ * index.ts exported by package.json as `@halo/kit/<folder>`. Code outside the kit imports only those
+ * entries; production code never imports `testing`; and the folders import each other without a
+ * loop, so the kit reads from its low-level folders (config, errors, logging) up to `service`.
+ */
+const KIT_DIR = join(ROOT, 'packages/kit');
+const KIT_SRC = join(KIT_DIR, 'src');
+const KIT_EXPORTS = (JSON.parse(readFileSync(join(KIT_DIR, 'package.json'), 'utf8')) as { exports: Record<string, unknown> }).exports;
+/** The entries package.json declares: `./config` → `config`. */
+const KIT_ENTRIES: ReadonlySet<string> = new Set(Object.keys(KIT_EXPORTS).map((key) => key.replace(/^\.\//, '')));
+
+/** The one file outside the kit that reaches into it by path, and the module it may load. */
+const KIT_BY_PATH: Readonly<Record<string, string>> = {
+  // Jest's global setup starts Redis before any test, with Node's own resolution: it loads this
+  // module alone, from source, not the whole testing entry from a build that may not exist yet.
+  'tools/jest/test-servers.ts': 'packages/kit/src/testing/test-redis',
+};
+
+/** Why a file outside the kit may not import `specifier`, or null when it may. */
+export function kitImportViolation(file: string, specifier: string, entries: ReadonlySet<string> = KIT_ENTRIES): string | null {
+  if (specifier.startsWith('.')) {
+    const target = resolve(dirname(file), specifier);
+    if (target !== KIT_DIR && !target.startsWith(KIT_DIR + sep)) return null;
+    return KIT_BY_PATH[rel(file)] === rel(target) ? null : 'reaches into packages/kit by path (import @halo/kit/<entry>)';
+  }
+  const m = /^@halo\/kit(?:\/(.*))?$/.exec(specifier);
+  if (!m) return null;
+  if (m[1] === undefined) return 'the kit has no root entry (import @halo/kit/<entry>)';
+  return entries.has(m[1]) ? null : `no entry ./${m[1]} in packages/kit/package.json`;
+}
+
+/**
+ * Test code: tests and what only they run — `*.test.ts`, anything under a `test/`, `e2e/` or
+ * `jest/` folder, tools' test helpers (`tools/src/test-*.ts`), the kit's `testing/` folder and the
+ * benchmarks (`loadtest/`, run against the test database). The rest runs in a process Halo deploys
+ * or launches.
+ */
+export function isTestCode(path: string): boolean {
+  return (
+    /\.test\.[cm]?[jt]sx?$/.test(path) ||
+    /(^|\/)(test|e2e|jest)\//.test(path) ||
+    /^tools\/src\/test-[^/]+$/.test(path) ||
+    path.startsWith('packages/kit/src/testing/') ||
+    path.startsWith('loadtest/')
+  );
+}
+
+/** Why production code may not import `specifier` (the kit's test helpers), or null. */
+export function testingViolation(file: string, specifier: string): string | null {
+  if (isTestCode(rel(file))) return null;
+  const target = specifier.startsWith('.') ? rel(resolve(dirname(file), specifier)) : specifier;
+  const testing = ['@halo/kit/testing', 'packages/kit/src/testing'].some((t) => target === t || target.startsWith(`${t}/`));
+  return testing ? "production code imports the kit's test helpers" : null;
+}
+
+/** The kit folder a kit file or import target belongs to. */
+export const kitFolder = (file: string): string => relative(KIT_SRC, file).split(sep)[0]!;
+
+const SKIPPED_DIRS = new Set(['node_modules', 'dist', 'coverage', 'charts', 'gen']);
+
+/** Every code file of a folder, JavaScript included, without dependencies, builds, generated code or dot folders. */
+function codeFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) return SKIPPED_DIRS.has(e.name) || e.name.startsWith('.') ? [] : codeFiles(path);
+    return /\.(c|m)?[jt]sx?$/.test(e.name) && !e.name.endsWith('.d.ts') ? [path] : [];
+  });
+}
+
+describe("the kit's entry points (packages/kit/README.md)", () => {
+  const kitFiles = codeFiles(KIT_SRC);
+  const outside = ['packages', 'services', 'gateway', 'tools', 'loadtest', 'e2e', 'deploy', 'helm']
+    .flatMap((dir) => codeFiles(join(ROOT, dir)))
+    .filter((file) => !file.startsWith(KIT_DIR + sep));
+  const imports = new Map([...kitFiles, ...outside].map((file) => [file, importsOf(file)]));
+
+  it("are its folders: package.json exports each folder's index.ts, which names what it exports", () => {
+    const folders = readdirSync(KIT_SRC, { withFileTypes: true });
+    expect(folders.filter((e) => !e.isDirectory()).map((e) => e.name)).toEqual([]);
+    expect([...KIT_ENTRIES].sort()).toEqual(folders.map((e) => e.name).sort());
+    for (const entry of KIT_ENTRIES) {
+      expect(KIT_EXPORTS[`./${entry}`]).toEqual({ types: `./dist/${entry}/index.d.ts`, default: `./dist/${entry}/index.js` });
+      const index = ts.createSourceFile('index.ts', readFileSync(join(KIT_SRC, entry, 'index.ts'), 'utf8'), ts.ScriptTarget.Latest);
+      const star = index.statements.filter((st) => ts.isExportDeclaration(st) && !st.exportClause);
+      expect(star.map((st) => `${entry}/index.ts: ${st.getText(index)}`)).toEqual([]);
+    }
+  });
+
+  it('are the only way into the kit from outside it', () => {
+    const violations = outside.flatMap((file) =>
+      imports.get(file)!.flatMap(({ specifier, line }) => {
+        const why = kitImportViolation(file, specifier);
+        return why ? [`${rel(file)}:${line} imports '${specifier}' (${why})`] : [];
+      }),
+    );
+    expect(violations).toEqual([]);
+  });
+
+  it('keep testing out of production code, inside the kit and out', () => {
+    const violations = [...imports].flatMap(([file, found]) =>
+      found.flatMap(({ specifier, line }) => {
+        const why = testingViolation(file, specifier);
+        return why ? [`${rel(file)}:${line} imports '${specifier}' (${why})`] : [];
+      }),
+    );
+    expect(violations).toEqual([]);
+  });
+
+  it('sit on folders that import each other without a loop', () => {
+    const edges = new Map<string, Set<string>>();
+    // Tests are left out: a folder's tests may use `testing`, which sits above every other folder.
+    for (const file of kitFiles.filter((f) => !f.endsWith('.test.ts'))) {
+      for (const { specifier } of imports.get(file)!) {
+        if (!specifier.startsWith('.')) continue;
+        const [from, to] = [kitFolder(file), kitFolder(resolve(dirname(file), specifier))];
+        if (from !== to) (edges.get(from) ?? edges.set(from, new Set()).get(from)!).add(to);
+      }
+    }
+    expect(firstLoop(edges)).toBeNull();
+  });
+});
+
 describe('the checks themselves', () => {
   it('finds a loop of stages, and none where there is none', () => {
     const graph = (pairs: [string, string][]) => {
@@ -296,6 +419,42 @@ describe('the checks themselves', () => {
     expect(domainViolation(file, domainDir, 'ioredis')).toBe('a package other than the I/O-free kit entries');
     expect(domainViolation(file, domainDir, '@halo/kit/db')).toBe('a package other than the I/O-free kit entries');
     expect(domainViolation(file, domainDir, '@halo/kit/testing')).toBe('a package other than the I/O-free kit entries');
+  });
+
+  it('tells an entry of the kit from a way around it', () => {
+    const entries = new Set(['config', 'testing']);
+    const f = join(ROOT, 'gateway/src/main.ts');
+    expect(kitImportViolation(f, '@halo/kit/config', entries)).toBeNull();
+    expect(kitImportViolation(f, '@halo/kit', entries)).toMatch(/no root entry/);
+    expect(kitImportViolation(f, '@halo/kit/dist/config', entries)).toMatch(/no entry/);
+    expect(kitImportViolation(f, '@halo/kit/src/config/config', entries)).toMatch(/no entry/);
+    expect(kitImportViolation(f, '@halo/kit/http', entries)).toMatch(/no entry/);
+    expect(kitImportViolation(f, '../../packages/kit/src/config/config', entries)).toMatch(/by path/);
+    expect(kitImportViolation(f, '@halo/kitchen', entries)).toBeNull();
+    const setup = join(ROOT, 'tools/jest/test-servers.ts');
+    expect(kitImportViolation(setup, '../../packages/kit/src/testing/test-redis', entries)).toBeNull();
+    expect(kitImportViolation(setup, '../../packages/kit/src/testing/testing', entries)).toMatch(/by path/);
+  });
+
+  it('tells test code from production code', () => {
+    const prod = (path: string, specifier: string) => testingViolation(join(ROOT, path), specifier);
+    expect(prod('services/auth/src/service.ts', '@halo/kit/testing')).toMatch(/test helpers/);
+    expect(prod('tools/src/launcher.ts', '@halo/kit/testing')).toMatch(/test helpers/);
+    expect(prod('packages/kit/src/service/service.ts', '../testing')).toMatch(/test helpers/);
+    expect(prod('packages/kit/src/service/service.ts', '../testing/test-redis')).toMatch(/test helpers/);
+    expect(prod('services/auth/src/service.ts', '@halo/kit/service')).toBeNull();
+    for (const test of [
+      'services/auth/test/helpers.ts',
+      'services/auth/src/domain/rules.test.ts',
+      'e2e/helpers.ts',
+      'tools/jest/test-servers.ts',
+      'tools/src/test-registry.ts',
+      'packages/kit/src/db/db.test.ts',
+      'packages/kit/src/testing/testing.ts',
+      'loadtest/src/bench.ts',
+    ]) {
+      expect(prod(test, '@halo/kit/testing')).toBeNull();
+    }
   });
 
   it('tells a service’s own imports from another’s', () => {
