@@ -18,3 +18,4 @@ export {
   unary,
   waitForServing,
 } from './grpc';
+export { type ApiKeyExchange, type ApiKeyExchangeOptions, type ApiKeyServiceClient, createApiKeyExchange } from './api-key-exchange';
