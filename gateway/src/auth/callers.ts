@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { callerFromHeader, type Caller, type ServiceIdentity } from '@halo/kit/auth';
-import { CallPolicy, callUnary, DEFAULT_CALL_POLICY, clientChannelOptions, grpc } from '@halo/kit/grpc';
+import { CallPolicy, createApiKeyExchange, DEFAULT_CALL_POLICY } from '@halo/kit/grpc';
 import { boundRequestId } from '@halo/kit/logging';
 import type { GrpcClientMetrics } from '@halo/kit/metrics';
 import { auth } from '@halo/proto';
@@ -33,29 +33,20 @@ export function createCallerResolver(opts: {
   /** The gateway's metrics of its gRPC calls (src/observability/metrics.ts). */
   metrics?: GrpcClientMetrics | undefined;
 }): CallerResolver {
-  let client: auth.ApiKeyServiceClient | null = null;
-  // Exchanging a key is safe to repeat; auth's breaker makes API-key calls fail fast while auth is down.
-  const policy = new CallPolicy('auth', DEFAULT_CALL_POLICY, undefined, opts.metrics);
-  const apiKeys = () =>
-    (client ??= new auth.ApiKeyServiceClient(opts.authGrpcAddr, grpc.credentials.createInsecure(), clientChannelOptions));
+  const apiKeys = createApiKeyExchange({
+    client: auth.ApiKeyServiceClient,
+    address: opts.authGrpcAddr,
+    deadlineMs: opts.deadlineMs,
+    identity: opts.identity,
+    // auth's breaker makes API-key calls fail fast while auth is down; the gateway's settings are the defaults.
+    policy: new CallPolicy('auth', DEFAULT_CALL_POLICY, undefined, opts.metrics),
+  });
   const resolved = new WeakMap<IncomingMessage, Promise<Caller | null>>();
   const resolveOnce = async (req: IncomingMessage): Promise<Caller | null> => {
     const apiKey = req.headers['x-api-key'];
     if (typeof apiKey === 'string' && apiKey.trim() !== '') {
-      const c = apiKeys();
-      const { accessToken } = await callUnary(
-        c,
-        // eslint-disable-next-line @typescript-eslint/unbound-method -- callUnary calls it on `c` (method.call) and reads its gRPC path for metrics
-        c.exchangeApiKey,
-        { apiKey: apiKey.trim() },
-        {
-          defaultDeadlineMs: opts.deadlineMs,
-          auth: { identity: opts.identity, audience: 'auth' },
-          policy,
-          idempotent: true,
-          requestId: boundRequestId(req),
-        },
-      );
+      // The gateway binds the request id to the request (no async context at the edge).
+      const accessToken = await apiKeys.exchange(apiKey, { requestId: boundRequestId(req) });
       delete req.headers['x-api-key'];
       req.headers.authorization = `Bearer ${accessToken}`;
     }
@@ -68,7 +59,7 @@ export function createCallerResolver(opts: {
       return caller;
     },
     close() {
-      client?.close();
+      apiKeys.close();
     },
   };
 }
