@@ -5,7 +5,7 @@ import { bootstrapAcknowledgements, bootstrapContracts } from './adapters/files/
 import { refineRegistryConfig, registryConfigShape } from './config';
 import { PgRegistryStore } from './db/store';
 import { Registry } from './domain/registry';
-import { apiKeyExchange } from './grpc/api-keys';
+import { authApiKeys } from './grpc/clients/auth-api-keys';
 import { principalResolver } from './rest/principal';
 import { registryRoutes } from './rest/routes';
 import { studioRoutes } from './studio';
@@ -23,7 +23,7 @@ export const registryService = defineService({
   config: registryConfigShape,
   refineConfig: (config) => refineRegistryConfig(config),
   domain: async ({ db, identity, config, logger, lifecycle, metrics }) => {
-    const keys = apiKeyExchange({
+    const keys = authApiKeys({
       address: config.AUTH_GRPC_ADDR,
       deadlineMs: config.GRPC_DEADLINE_MS,
       identity,
