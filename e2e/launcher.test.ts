@@ -170,7 +170,8 @@ it('runs every process from its bundle, and opens no circuit breaker while auth 
 
 it('on the OS’s ports: one taken by another program before its process listened means a new start on new ones', async () => {
   // What a parallel run's listen(0) may do between the launcher's choice and the bind, here on purpose.
-  const intruder = createServer();
+  // It hangs up on whoever calls (the launcher's readiness checks), so that closing it waits for nobody.
+  const intruder = createServer((socket) => socket.destroy());
   let taken: string | undefined;
   const sys = await startE2ESystem({
     postgres: true, // two starts: no embedded PostgreSQL to set up for them
