@@ -129,7 +129,7 @@ export default defineConfig(
   { files: UNTYPED_JS, extends: [tseslint.configs.disableTypeChecked] },
   {
     // CommonJS entry points ("type": "commonjs"): `require` is how they import.
-    files: ['jest.config.js', 'tools/bin/*.js'],
+    files: ['jest.config.js', 'tools/bin/*.js', 'tools/jest/*.js'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   // Last: turns off the stylistic rules that would fight Prettier, which owns formatting.

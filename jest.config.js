@@ -58,4 +58,6 @@ module.exports = {
   globalTeardown: '<rootDir>/tools/jest/global-teardown.ts',
   testTimeout: 30_000,
   maxWorkers: 2,
+  // A file that stops making progress ends the run naming it, instead of hanging it (docs/testing.md).
+  reporters: ['default', '<rootDir>/tools/jest/watchdog-reporter.js'],
 };
