@@ -212,11 +212,13 @@ it('catalog stopped: an order is 503 and stores nothing; the same request succee
   expect(listed.data.map((o) => o.client_order_id)).not.toContain(clientOrderId);
   expect(catalog.restarts).toBe(0);
 
-  // The client retries the same request until catalog (restarted by the launcher) answers.
+  // The client retries the same request until catalog (restarted by the launcher) answers; its
+  // restart takes a while on a loaded machine.
   const created = await until(
     'the order to go through',
     () => order(clientOrderId),
     (r) => r.status !== 503,
+    45_000,
   );
   expect(created.status).toBe(201);
   expect(created.body.data).toMatchObject({ client_order_id: clientOrderId, product_id: productId });
@@ -224,7 +226,7 @@ it('catalog stopped: an order is 503 and stores nothing; the same request succee
   expect([repeated.status, repeated.body]).toEqual([200, created.body]);
   expect(await storedOrders([clientOrderId])).toEqual([clientOrderId]);
   expect(catalog.restarts).toBe(1);
-}, 60_000);
+}, 90_000);
 
 it('catalog hanging past the gRPC deadline: 503 after the deadline, never a hang; the breaker then fails fast; recovery after SIGCONT', async () => {
   // Whatever the previous test left, the breaker is closed once an order goes through.
