@@ -5,7 +5,8 @@ import express from 'express';
 import WebSocket from 'ws';
 import { buildASTSchema, type GraphQLFieldResolver } from 'graphql';
 import { ConfigError, env } from '../config/config';
-import { defineService, loadPublishConfig, loadServiceConfig, publishOnlyRequested } from './define-service';
+import { defineService } from './define-service';
+import { loadPublishConfig, loadServiceConfig, publishOnlyRequested } from './service-config';
 import { HALO_PLACEHOLDER } from '../config/dev-secrets';
 import { signAccessToken } from '../auth/jwt';
 import {

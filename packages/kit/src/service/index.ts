@@ -1,7 +1,7 @@
 /** `defineService`: the one way a service starts (config, db, HTTP, GraphQL, gRPC, REST, lifecycle). */
+export { defineService } from './define-service';
+export { type DefinedService, type RunningService, type ServiceDefinition, type ServiceParts } from './definition';
 export {
-  type DefinedService,
-  defineService,
   type KitConfig,
   kitConfigShape,
   loadPublishConfig,
@@ -9,11 +9,8 @@ export {
   type PublishConfig,
   publishConfigShape,
   publishOnlyRequested,
-  type RunningService,
   type ServiceConfig,
-  type ServiceDefinition,
-  type ServiceParts,
-} from './define-service';
+} from './service-config';
 export {
   createHttpApp,
   finishHttpApp,

@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import { importJWK, SignJWT } from 'jose';
 import pg from 'pg';
 import { openDb, type Db } from '../db/db';
-import type { DefinedService, RunningService } from '../service/define-service';
+import type { DefinedService, RunningService } from '../service/definition';
 import { createLogger, type Logger } from '../logging/logger';
 import { serviceIdentityFor, type ServiceIdentity } from '../auth/service-identity';
 import { generateServiceKey, type ServiceKeyPair } from '../auth/service-keys';
