@@ -1,6 +1,9 @@
 /** GraphQL for subgraphs: error mapping, the lean request path, WebSocket subscriptions. */
 export { formatGraphQLError, graphqlCaller, toGraphQLError } from './graphql';
-export { asksForIntrospection, CachePolicy, enrichError, isIntrospectionField, leanRequest, type LeanRequest } from './graphql-lean';
+export { CachePolicy } from './cache-control';
+export { enrichError } from './lean-answer';
+export { asksForIntrospection, isIntrospectionField } from './lean-documents';
+export { leanRequest, type LeanRequest } from './lean-request';
 export {
   CLOSE_GOING_AWAY,
   CLOSE_UNAUTHORIZED,
