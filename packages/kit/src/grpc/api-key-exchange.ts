@@ -38,8 +38,11 @@ export interface ApiKeyExchangeOptions {
   deadlineMs: number;
   /** The calling process's identity: its service token goes with every call. */
   identity: ServiceIdentity;
-  /** Retries and auth's circuit breaker, as the caller sets them up and measures them (kit/src/call-policy.ts). */
-  policy: CallPolicy;
+  /**
+   * Retries and auth's circuit breaker, as the caller sets them up and measures them
+   * (grpc/call-policy.ts); a service's `PeerChannel` to auth carries its own.
+   */
+  policy: CallPolicy | undefined;
 }
 
 export interface ApiKeyExchange {

@@ -18,4 +18,5 @@ export {
   unary,
   waitForServing,
 } from './grpc';
+export { type GrpcClientClass, type PeerCallOptions, type PeerChannel, peerChannel } from './peer-channel';
 export { type ApiKeyExchange, type ApiKeyExchangeOptions, type ApiKeyServiceClient, createApiKeyExchange } from './api-key-exchange';

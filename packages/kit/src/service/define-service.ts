@@ -5,6 +5,7 @@ import { runService } from '../process/run';
 import { preloadServiceLibraries } from '../process/lazy';
 import type { DefinedService, ServiceDefinition } from './definition';
 import { migrateOnly } from './migrate-only';
+import type { PeerDefinitions } from './peers';
 import { publishOnly, serviceContractOf } from './publish';
 import {
   loadPublishConfig,
@@ -22,9 +23,12 @@ import { startService } from './start';
  * the definition; configuration (service-config.ts), the start sequence (start.ts), migrations
  * alone (migrate-only.ts) and the contract's publishing (publish.ts) are the kit's.
  */
-export function defineService<X extends z.ZodRawShape = Record<never, never>, C extends KitConfig = ServiceConfig<X>, D = unknown>(
-  def: ServiceDefinition<X, C, D>,
-): DefinedService<C, D> {
+export function defineService<
+  X extends z.ZodRawShape = Record<never, never>,
+  C extends KitConfig = ServiceConfig<X>,
+  D = unknown,
+  P extends PeerDefinitions = Record<never, never>,
+>(def: ServiceDefinition<X, C, D, P>): DefinedService<C, D> {
   const loadConfigFor = (source: Env = process.env): C => {
     const config = loadServiceConfig(def.name, def.config, source);
     return def.refineConfig ? def.refineConfig(config, source) : (config as unknown as C);

@@ -12,10 +12,11 @@ import type { ServiceMetrics } from '../metrics/metrics';
 import type { ServiceContract } from '../contract/contract';
 import type { RestManifest } from '../rest/rest-manifest';
 import type { StartedService } from './service';
+import type { PeerClients, PeerDefinitions } from './peers';
 import type { Env, KitConfig, ServiceConfig } from './service-config';
 
 /** What a service's own code gets to build its domain (and, with the domain, to seed). */
-export interface ServiceParts<C> {
+export interface ServiceParts<C, P extends object = Record<never, never>> {
   db: Db;
   /** This service's identity: pass it (with the callee's name) to gRPC clients as `auth`. */
   identity: ServiceIdentity;
@@ -25,6 +26,8 @@ export interface ServiceParts<C> {
   logger: Logger;
   /** Register anything the domain opens (clients, timers) here; it is closed in reverse on shutdown. */
   lifecycle: Lifecycle;
+  /** The clients of the Halo services it calls, made from `peers` (closed by the kit on shutdown). */
+  peers: P;
 }
 
 /**
@@ -32,7 +35,7 @@ export interface ServiceParts<C> {
  * migrations, seed, HTTP app with health and request context, the subgraph and its schema file,
  * gRPC with health, graceful shutdown). See docs/adding-a-service.md.
  */
-export interface ServiceDefinition<X extends z.ZodRawShape, C extends KitConfig, D> {
+export interface ServiceDefinition<X extends z.ZodRawShape, C extends KitConfig, D, P extends PeerDefinitions = Record<never, never>> {
   /** The one short name (a key of `SERVICES`): schema, logger, ports, proto package. */
   name: ServiceName;
   /** The service's folder; the kit reads `migrations/` and `schema.graphql` from it. */
@@ -41,10 +44,16 @@ export interface ServiceDefinition<X extends z.ZodRawShape, C extends KitConfig,
   config?: X;
   /** Rules across variables and derived settings, after validation; throw `ConfigError` naming the variable. */
   refineConfig?: (config: ServiceConfig<X>, source: Env) => C;
+  /**
+   * The Halo services it calls over gRPC, by name: each a `service` (its `<PEER>_GRPC_ADDR` is
+   * one of the service's settings) and the `client` made over the kit's `PeerChannel` (deadline,
+   * identity, retries and breaker). Built before the domain, handed to it as `peers`, closed on shutdown.
+   */
+  peers?: P;
   /** Builds the domain — the one way in for every transport — and whatever the adapters need beside it. */
-  domain: (parts: ServiceParts<C>) => D | Promise<D>;
+  domain: (parts: ServiceParts<C, PeerClients<P>>) => D | Promise<D>;
   /** Demo data, after migrations, only when SEED_DEMO_DATA is on. Idempotent. */
-  seed?: (parts: ServiceParts<C> & { domain: D }) => Promise<void>;
+  seed?: (parts: ServiceParts<C, PeerClients<P>> & { domain: D }) => Promise<void>;
   /** Readiness beyond the database ping (e.g. Redis). */
   ready?: (domain: D) => Promise<void>;
   /**

@@ -16,6 +16,7 @@ import { NotReady } from '../http/http';
 import { formatGraphQLError } from '../graphql/graphql';
 import { leanGraphql, type LeanGraphql } from '../graphql/graphql-lean';
 import type { RunningService, ServiceDefinition, ServiceParts } from './definition';
+import { openPeers, type PeerClients, type PeerDefinitions } from './peers';
 import { publishAfterStart, serviceContractOf } from './publish';
 import {
   createHttpApp,
@@ -34,8 +35,8 @@ import type { KitConfig } from './service-config';
  * with its subgraph and REST routes, its gRPC services; then, if asked, its contract published.
  * Whatever was opened before a failure is closed again (withLifecycle).
  */
-export function startService<X extends z.ZodRawShape, C extends KitConfig, D>(
-  def: ServiceDefinition<X, C, D>,
+export function startService<X extends z.ZodRawShape, C extends KitConfig, D, P extends PeerDefinitions>(
+  def: ServiceDefinition<X, C, D, P>,
   config: C,
   logger: Logger,
   opts: { db?: Db | undefined } = {},
@@ -63,20 +64,21 @@ export function startService<X extends z.ZodRawShape, C extends KitConfig, D>(
   });
 }
 
-/** What the service's own code builds its domain from: identity, the migrated database, metrics. */
-async function openParts<X extends z.ZodRawShape, C extends KitConfig, D>(
-  def: ServiceDefinition<X, C, D>,
+/** What the service's own code builds its domain from: identity, the migrated database, metrics, its peers' clients. */
+async function openParts<X extends z.ZodRawShape, C extends KitConfig, D, P extends PeerDefinitions>(
+  def: ServiceDefinition<X, C, D, P>,
   config: C,
   logger: Logger,
   lifecycle: Lifecycle,
   given: Db | undefined,
-): Promise<ServiceParts<C>> {
+): Promise<ServiceParts<C, PeerClients<P>>> {
   const identity = serviceIdentityFor(def.name, config);
   const migrationsDir = resolve(def.root, 'migrations');
   const db = await openServiceDb(def.name, config, { logger, lifecycle, migrationsDir, given });
   const metrics = createMetrics(def.name);
   metrics.watchDb(db);
-  return { db, identity, metrics, config, logger, lifecycle };
+  const peers = openPeers(def.peers, { config, identity, logger, metrics, lifecycle });
+  return { db, identity, metrics, config, logger, lifecycle, peers };
 }
 
 /**
@@ -105,8 +107,8 @@ function serviceReadiness<D>(
  * The subgraph, when the service has one: Apollo Server under express's `/graphql`, the lean path
  * in front of it (ADR 0015) unless `GRAPHQL_LEAN=false`, and the Subscription type over WebSocket.
  */
-async function mountSubgraph<X extends z.ZodRawShape, C extends KitConfig, D>(
-  def: ServiceDefinition<X, C, D>,
+async function mountSubgraph<X extends z.ZodRawShape, C extends KitConfig, D, P extends PeerDefinitions>(
+  def: ServiceDefinition<X, C, D, P>,
   app: Express,
   domain: D,
   { config, logger, lifecycle, metrics }: { config: C; logger: Logger; lifecycle: Lifecycle; metrics: ServiceMetrics },
