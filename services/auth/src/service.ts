@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import type { Response } from 'express';
 import { signAccessToken } from '@halo/kit/auth';
 import { closeRedis, openRedis, redisReady, type Redis } from '@halo/kit/db';
-import { callPolicyFor, waitForServing } from '@halo/kit/grpc';
+import { waitForServing } from '@halo/kit/grpc';
 import type { Logger } from '@halo/kit/logging';
 import type { Lifecycle } from '@halo/kit/process';
 import { defineService } from '@halo/kit/service';
@@ -40,14 +40,8 @@ export const authService = defineService({
   root: resolve(__dirname, '..'),
   config: authConfigShape,
   refineConfig: refineAuthConfig,
-  domain: async ({ db, identity, metrics, config, logger, lifecycle }) => {
-    const users = contentUsers(
-      config.CONTENT_GRPC_ADDR,
-      config.GRPC_DEADLINE_MS,
-      identity,
-      callPolicyFor('content', config, logger, metrics.grpcClient),
-    );
-    lifecycle.register('content client', () => users.close());
+  peers: { users: { service: 'content', client: contentUsers } },
+  domain: async ({ db, config, logger, lifecycle, peers: { users } }) => {
     const redis = config.REDIS_URL ? await limiterRedis(config.REDIS_URL, logger, lifecycle) : null;
     const store = new AuthStore(db);
     schedulePurge(store, logger, lifecycle);

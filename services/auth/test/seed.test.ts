@@ -1,4 +1,5 @@
 import { serviceIdentityFor } from '@halo/kit/auth';
+import { peerChannel } from '@halo/kit/grpc';
 import { capturingLogger, testIdentityEnv } from '@halo/kit/testing';
 import { DEMO_CREDENTIALS, seedDemoCredentials } from '../src/db/seed';
 import { AuthStore } from '../src/db/store';
@@ -73,7 +74,8 @@ describe('demo credentials (SEED_DEMO_DATA)', () => {
 
   it('gives up after its wait when content never answers, with a warning, and without throwing', async () => {
     const { logger, lines } = capturingLogger('warn');
-    const users = contentUsers('127.0.0.1:1', 200, serviceIdentityFor('auth', testIdentityEnv('auth')));
+    const identity = serviceIdentityFor('auth', testIdentityEnv('auth'));
+    const users = contentUsers(peerChannel({ peer: 'content', address: '127.0.0.1:1', deadlineMs: 200, identity }));
     try {
       await seedDemoCredentials({
         store: new AuthStore(sys.authDb),

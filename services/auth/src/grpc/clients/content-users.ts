@@ -1,7 +1,6 @@
-import type { ServiceIdentity } from '@halo/kit/auth';
 import type { User } from '@halo/kit/domain';
 import { isHaloError } from '@halo/kit/errors';
-import { callUnary, clientChannelOptions, grpc, type CallPolicy } from '@halo/kit/grpc';
+import { callUnary, type PeerChannel } from '@halo/kit/grpc';
 import { content as pb } from '@halo/proto';
 import type { UserDirectory } from '../../domain/accounts';
 
@@ -18,20 +17,15 @@ const fromPb = (u: pb.User | undefined): User => {
 };
 
 /**
- * Content's UserService as auth's user directory: every call has a deadline and auth's service
- * token, and the kit sends the id of the request being served (request context) as metadata.
- * Lookups are reads (retried when content is unreachable); creating and deleting a user are not.
- * content's circuit breaker (`policy`) makes auth fail fast while content is down.
+ * Content's UserService as auth's user directory, over the kit's channel to content (`peers` in
+ * service.ts): every call has a deadline and auth's service token, and the kit sends the id of the
+ * request being served (request context) as metadata. Lookups are reads (retried when content is
+ * unreachable); creating and deleting a user are not. content's circuit breaker (the channel's
+ * policy) makes auth fail fast while content is down.
  */
-export function contentUsers(
-  address: string,
-  deadlineMs: number,
-  identity: ServiceIdentity,
-  policy?: CallPolicy,
-): UserDirectory & { close(): void } {
-  const client = new pb.UserServiceClient(address, grpc.credentials.createInsecure(), clientChannelOptions);
-  const opts = { defaultDeadlineMs: deadlineMs, auth: { identity, audience: 'content' }, policy };
-  const read = { ...opts, idempotent: true };
+export function contentUsers(channel: PeerChannel): UserDirectory & { close(): void } {
+  const client = channel.client(pb.UserServiceClient);
+  const { read, write: opts } = channel;
   /* eslint-disable @typescript-eslint/unbound-method -- callUnary calls `client.method` on `client`
      (method.call) and reads its gRPC path for metrics: it is meant to go unbound. */
   return {
