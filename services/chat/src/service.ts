@@ -1,6 +1,5 @@
 import { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
-import { callPolicyFor } from '@halo/kit/grpc';
 import { defineService } from '@halo/kit/service';
 import { PubSub } from 'graphql-subscriptions';
 import { PubSubMessageBus } from './adapters/pubsub/bus';
@@ -25,14 +24,8 @@ export const chatService = defineService({
   root: resolve(__dirname, '..'),
   config: chatConfigShape,
   refineConfig: refineChatConfig,
-  domain: async ({ db, identity, metrics, config, logger, lifecycle }) => {
-    const users = contentUsers(
-      config.CONTENT_GRPC_ADDR,
-      config.GRPC_DEADLINE_MS,
-      identity,
-      callPolicyFor('content', config, logger, metrics.grpcClient),
-    );
-    lifecycle.register('content client', () => users.close());
+  peers: { users: { service: 'content', client: contentUsers } },
+  domain: async ({ db, config, logger, lifecycle, peers: { users } }) => {
     const members = new Members(new MembersStore(db), users);
     // One namespace per database schema, so deployments (and test files) sharing a Redis never mix.
     const prefix = `halo:${db.schema}:`;

@@ -1,21 +1,16 @@
-import type { ServiceIdentity } from '@halo/kit/auth';
-import { callUnary, clientChannelOptions, grpc, type CallPolicy } from '@halo/kit/grpc';
+import { callUnary, type PeerChannel } from '@halo/kit/grpc';
 import { content as pb } from '@halo/proto';
 import type { UserCheck } from '../../domain/members';
 
 /**
- * Content's UserService as chat's check that member ids are users: one `GetUsers` per check, with
- * a deadline, chat's service token and the request id; a read, so retried while content is
- * unreachable, and content's circuit breaker (`policy`) fails it fast while content is down.
+ * Content's UserService as chat's check that member ids are users, over the kit's channel to
+ * content (`peers` in service.ts): one `GetUsers` per check, with a deadline, chat's service token
+ * and the request id; a read, so retried while content is unreachable, and content's circuit
+ * breaker (the channel's policy) fails it fast while content is down.
  */
-export function contentUsers(
-  address: string,
-  deadlineMs: number,
-  identity: ServiceIdentity,
-  policy?: CallPolicy,
-): UserCheck & { close(): void } {
-  const client = new pb.UserServiceClient(address, grpc.credentials.createInsecure(), clientChannelOptions);
-  const read = { defaultDeadlineMs: deadlineMs, auth: { identity, audience: 'content' }, policy, idempotent: true };
+export function contentUsers(channel: PeerChannel): UserCheck & { close(): void } {
+  const client = channel.client(pb.UserServiceClient);
+  const read = channel.read;
   return {
     async existing(ids) {
       if (ids.length === 0) return [];
