@@ -1,6 +1,5 @@
 import { resolve } from 'node:path';
 import { closeRedis, openRedis, redisReady } from '@halo/kit/db';
-import { callPolicyFor } from '@halo/kit/grpc';
 import type { Logger } from '@halo/kit/logging';
 import type { Lifecycle } from '@halo/kit/process';
 import { defineService } from '@halo/kit/service';
@@ -30,14 +29,8 @@ export const paymentsService = defineService({
   root: resolve(__dirname, '..'),
   config: paymentsConfigShape,
   refineConfig: refinePaymentsConfig,
-  domain: async ({ db, identity, metrics, config, logger, lifecycle }) => {
-    const products = catalogProducts(
-      config.CATALOG_GRPC_ADDR,
-      config.GRPC_DEADLINE_MS,
-      identity,
-      callPolicyFor('catalog', config, logger, metrics.grpcClient),
-    );
-    lifecycle.register('catalog client', () => products.close());
+  peers: { products: { service: 'catalog', client: catalogProducts } },
+  domain: async ({ db, metrics, config, logger, lifecycle, peers: { products } }) => {
     // One namespace per database schema, so deployments (and test files) sharing a Redis never mix.
     const store = await idempotencyStore(config, `halo:${db.schema}`, logger, lifecycle);
     const processor = new SimulatedProcessor({
