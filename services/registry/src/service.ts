@@ -22,16 +22,8 @@ export const registryService = defineService({
   root: resolve(__dirname, '..'),
   config: registryConfigShape,
   refineConfig: (config) => refineRegistryConfig(config),
-  domain: async ({ db, identity, config, logger, lifecycle, metrics }) => {
-    const keys = authApiKeys({
-      address: config.AUTH_GRPC_ADDR,
-      deadlineMs: config.GRPC_DEADLINE_MS,
-      identity,
-      config,
-      logger,
-      metrics: metrics.grpcClient,
-    });
-    lifecycle.register('auth client', () => keys.close());
+  peers: { keys: { service: 'auth', client: authApiKeys } },
+  domain: async ({ db, identity, config, logger, peers: { keys } }) => {
     const registry = new Registry(new PgRegistryStore(db), {
       usageWindowDays: config.REGISTRY_USAGE_WINDOW_DAYS,
       usageRetentionDays: config.REGISTRY_USAGE_RETENTION_DAYS,
