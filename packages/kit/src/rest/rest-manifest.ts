@@ -5,7 +5,7 @@ import { route } from '../http/http';
 import { INVALID_ID, isIdText, type IdRule } from '../domain/ids';
 import { callerFromHeader, type Caller } from '../auth/jwt';
 import { isScope, requireDeclaredScope, type Scope } from '../auth/scopes';
-import { EDGE_SERVICE_NAMES, isEdgeService, type EdgeServiceName } from '../config/topology';
+import { EDGE_SERVICE_NAMES, isEdgeService, SERVICE_NAMES, type EdgeServiceName, type ServiceName } from '../config/topology';
 
 /**
  * A service's public REST routes, declared once in its own folder (`src/rest/manifest.ts`):
@@ -87,11 +87,23 @@ export interface RestRoute<Id extends string = string> {
 }
 
 export interface RestManifest<Id extends string = string> {
-  service: EdgeServiceName;
+  /** An edge service (one the gateway routes to), or an internal one with `internal: true`. */
+  service: ServiceName;
   /** One line about the service's routes: the OpenAPI tag's description. */
   description: string;
   routes: readonly RestRoute<Id>[];
+  /**
+   * An internal service's HTTP API (the registry's, which the gateway, the CLIs and the Studio
+   * call): validated and mounted like any, documented on its own (`internalOpenApi`), never
+   * composed into the gateway's route table nor its public OpenAPI document. The edge's
+   * conventions (`auth`/`scope`, a 201's `Location`) are the gateway's, so they do not apply.
+   */
+  internal?: true;
 }
+
+/** Whether a manifest is part of the public edge (the gateway's route table and OpenAPI). */
+export const isEdgeManifest = (m: RestManifest): m is RestManifest & { service: EdgeServiceName } =>
+  !m.internal && isEdgeService(m.service);
 
 const ROUTE_ID = /^[a-z][A-Za-z0-9]*$/;
 const PATH = /^(\/(:[A-Za-z_][A-Za-z0-9_]*|[A-Za-z0-9._~-]+))+$/;
@@ -146,7 +158,11 @@ export function toHttpDate(value: string): string | null {
  */
 export function defineRestManifest<const M extends RestManifest>(manifest: M): M {
   const where = (r: RestRoute) => `${manifest.service}: REST route ${r.id} (${r.method} ${r.path})`;
-  if (!isEdgeService(manifest.service)) throw new Error(`REST manifest of an unknown service: ${String(manifest.service)}`);
+  if (!(SERVICE_NAMES as readonly string[]).includes(manifest.service))
+    throw new Error(`REST manifest of an unknown service: ${String(manifest.service)}`);
+  if (Boolean(manifest.internal) === isEdgeService(manifest.service)) {
+    throw new Error(`${manifest.service}: REST manifest: \`internal: true\` is for, and only for, a service the gateway does not route to`);
+  }
   const ids = new Set<string>();
   const seen = new Set<string>();
   for (const r of manifest.routes) {
@@ -156,6 +172,8 @@ export function defineRestManifest<const M extends RestManifest>(manifest: M): M
     if (!REST_METHODS.includes(r.method)) throw new Error(`${where(r)}: unknown method`);
     if (!PATH.test(r.path)) throw new Error(`${where(r)}: the path must be /segments or /:params, without a trailing slash`);
     if (isGatewayPath(r.path)) throw new Error(`${where(r)}: the gateway owns this path`);
+    if (manifest.internal && (r.auth || r.scope))
+      throw new Error(`${where(r)}: auth and scope are the edge's; an internal API authorises itself`);
     if (r.scope !== undefined && (!r.auth || !isScope(r.scope)))
       throw new Error(`${where(r)}: a scope needs auth and must be one of SCOPES`);
     const declared = pathParams(r.path);
@@ -172,7 +190,8 @@ export function defineRestManifest<const M extends RestManifest>(manifest: M): M
         if (/^3\d\d$/.test(status) && status !== '304' && !response.location)
           throw new Error(`${where(r)}: redirect ${status} needs a location`);
         // 201 Created names what it created (RFC 9110 §15.3.2): the handler sends it, the document declares it.
-        if (status === '201' && !response.location) throw new Error(`${where(r)}: 201 needs a location (the created resource)`);
+        if (status === '201' && !response.location && !manifest.internal)
+          throw new Error(`${where(r)}: 201 needs a location (the created resource)`);
       }
     }
     if (versions.length === 0) throw new Error(`${where(r)}: no version`);
@@ -214,6 +233,50 @@ export function ruleField(rule: (raw: unknown) => unknown, schema: JsonSchemaMet
       }
     })
     .meta(schema);
+}
+
+/**
+ * A value parsed by a domain rule: checked as `ruleField` checks it (the rule's 400 is the
+ * answer), and the handler receives what the rule returns, typed, so the domain takes it as is.
+ * `describedBy` is what clients read of it in the OpenAPI document: a zod schema (a shared wire
+ * declaration) or JSON Schema keywords. A body declared so is handed to the rule as sent (absent,
+ * null, an array), so the rule answers for that too.
+ */
+export function ruleParsed<T>(rule: (raw: unknown) => T, describedBy: z.ZodType | JsonSchemaMeta): z.ZodType<T, unknown> {
+  return z
+    .unknown()
+    .transform((raw, ctx): T => {
+      try {
+        return rule(raw);
+      } catch (err) {
+        if (!isHaloError(err) || err.httpStatus !== 400) throw err;
+        ctx.addIssue({ code: 'custom', message: err.message });
+        return z.NEVER;
+      }
+    })
+    .meta(describedBy instanceof z.ZodType ? openApiSchema(describedBy, 'input') : describedBy);
+}
+
+/**
+ * zod → JSON Schema 2020-12 (OpenAPI 3.1's dialect), without the `$schema` line each would repeat
+ * and without what only restates a type to a reader: the ±2^53 bounds of every integer, the
+ * regular expression behind `format: date-time`.
+ */
+export function openApiSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchemaMeta {
+  const out = z.toJSONSchema(schema, {
+    io,
+    unrepresentable: 'any',
+    target: 'draft-2020-12',
+    override: ({ jsonSchema: js }) => {
+      if (js.minimum === Number.MIN_SAFE_INTEGER) delete js.minimum;
+      if (js.maximum === Number.MAX_SAFE_INTEGER) delete js.maximum;
+      if (js.format === 'date-time') delete js.pattern;
+      // Answers may gain members (a compatible change): a client must not be told to refuse them.
+      if (io === 'output' && js.additionalProperties === false) delete js.additionalProperties;
+    },
+  }) as JsonSchemaMeta;
+  const { $schema: _dialect, ...rest } = out;
+  return rest;
 }
 
 /**
@@ -447,6 +510,8 @@ export type ComposedRouteTable = z.infer<typeof composedRouteTableSchema>;
  * manifest declares one method, path and version twice.
  */
 export function serviceRouteEntries(manifest: RestManifest): ComposedRoute[] {
+  if (!isEdgeManifest(manifest))
+    throw new Error(`${manifest.service}: an internal REST manifest is never composed into the gateway's route table`);
   const entries = new Map<string, ComposedRoute>();
   for (const r of manifest.routes) {
     const key = `${r.method} ${r.path}`;

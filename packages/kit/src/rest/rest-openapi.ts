@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import {
+  isEdgeManifest,
+  openApiSchema,
   pathParams,
   REST_METHODS,
   routeVersions,
@@ -40,27 +42,8 @@ export interface OpenApiInfo {
 
 const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: ERROR_REF } } });
 
-/**
- * zod → JSON Schema 2020-12 (OpenAPI 3.1's dialect), without the `$schema` line each would repeat
- * and without what only restates a type to a reader: the ±2^53 bounds of every integer, the
- * regular expression behind `format: date-time`.
- */
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonObject {
-  const out = z.toJSONSchema(schema, {
-    io,
-    unrepresentable: 'any',
-    target: 'draft-2020-12',
-    override: ({ jsonSchema: js }) => {
-      if (js.minimum === Number.MIN_SAFE_INTEGER) delete js.minimum;
-      if (js.maximum === Number.MAX_SAFE_INTEGER) delete js.maximum;
-      if (js.format === 'date-time') delete js.pattern;
-      // Answers may gain members (a compatible change): a client must not be told to refuse them.
-      if (io === 'output' && js.additionalProperties === false) delete js.additionalProperties;
-    },
-  }) as JsonObject;
-  const { $schema: _dialect, ...rest } = out;
-  return rest;
-}
+/** zod → JSON Schema, as the manifest's fields describe themselves (`openApiSchema`). */
+const jsonSchema = (schema: z.ZodType, io: 'input' | 'output'): JsonObject => openApiSchema(schema, io);
 
 /** `/users/:userId/posts` → `/users/{userId}/posts`. */
 const openApiPath = (path: string) => path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
@@ -99,6 +82,21 @@ const negotiated = (route: RestRoute, at: Listed): Negotiated =>
 /** `application/vnd.halo.v2+json`: how a client asks for version N on the unversioned path. */
 export const versionMediaType = (n: number) => `application/vnd.halo.v${n}+json`;
 
+/**
+ * What every operation of a document carries besides its route's own declaration: the public
+ * edge's (the gateway's security schemes, rate-limit fields and 429) or an internal API's (its own
+ * security, no gateway in front).
+ */
+interface Surface {
+  security: (route: RestRoute) => JsonObject[];
+  /** Who may call the route, as its description says it. */
+  access: (route: RestRoute) => string;
+  /** The headers of every answer. */
+  everyAnswer: JsonObject;
+  /** The gateway's 429, and the 401/403 its `auth` implies. */
+  gateway: boolean;
+}
+
 /** Who may call the route, as every operation's description says it. */
 function access(route: RestRoute): string {
   if (!route.auth) return 'Public: no credentials needed (`security: []`).';
@@ -136,18 +134,22 @@ function operationParameters(route: RestRoute, others: Negotiated, query: z.ZodO
   return out;
 }
 
-function operation(m: RestManifest, route: RestRoute, version: number, v: RestVersion, at: Listed): JsonObject {
+function operation(m: RestManifest, route: RestRoute, version: number, v: RestVersion, at: Listed, surface: Surface): JsonObject {
   const s = versionSchemas(route, version);
   const notice = v.deprecated ? { ...v.deprecated, sunset: toHttpDate(v.deprecated.sunset)! } : undefined;
   const others = negotiated(route, at);
-  const responses = operationResponses(route, others, v, notice);
+  const withHeaders = (response: JsonObject, extra: JsonObject): JsonObject => ({
+    ...response,
+    headers: { ...surface.everyAnswer, ...extra },
+  });
+  const responses = operationResponses(route, others, v, notice, surface);
   const parameters = operationParameters(route, others, s.query);
   if ((s.params || s.query || s.body || parameters.length > 0) && !responses['400']) {
     responses['400'] = withHeaders(errorResponse('Invalid input: the message names the field'), {});
   }
-  if (route.auth && !responses['401'])
+  if (surface.gateway && route.auth && !responses['401'])
     responses['401'] = withHeaders(errorResponse('`Token required`, `Invalid token` or `Invalid API key`'), {});
-  if (route.auth && !responses['403']) {
+  if (surface.gateway && route.auth && !responses['403']) {
     const forbidden = route.scope
       ? `\`Forbidden\`: an API key without scope \`${route.scope}\``
       : '`Forbidden`: any API key (no scope allows this route)';
@@ -155,7 +157,7 @@ function operation(m: RestManifest, route: RestRoute, version: number, v: RestVe
   }
   const description = [
     route.description,
-    access(route),
+    surface.access(route),
     notice && `Version ${version} is deprecated: it stops answering on ${notice.sunset}. Migration guide: ${notice.link}`,
     others.length > 0 &&
       `Version ${others.map(([n]) => n).join(', ')} of this route answers here too, with \`Accept: ${versionMediaType(others[0]![0])}\` ` +
@@ -171,8 +173,8 @@ function operation(m: RestManifest, route: RestRoute, version: number, v: RestVe
     description,
     tags: [m.service],
     ...(notice ? { deprecated: true } : {}),
-    security: route.auth ? [{ bearerAuth: [] }, { apiKey: [] }] : [],
-    ...(route.auth ? { 'x-halo-api-key-scope': route.scope ?? null } : {}),
+    security: surface.security(route),
+    ...(surface.gateway && route.auth ? { 'x-halo-api-key-scope': route.scope ?? null } : {}),
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(s.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(s.body, 'input') } } } } : {}),
     responses: sortedResponses(responses),
@@ -191,11 +193,13 @@ const EVERY_ANSWER_HEADERS = {
   'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
 };
 
-/** A response with the fields of every answer and `extra` headers. */
-const withHeaders = (response: JsonObject, extra: JsonObject): JsonObject => ({
-  ...response,
-  headers: { ...EVERY_ANSWER_HEADERS, ...extra },
-});
+/** The public edge: the gateway in front of every route. */
+const EDGE: Surface = {
+  security: (route) => (route.auth ? [{ bearerAuth: [] }, { apiKey: [] }] : []),
+  access,
+  everyAnswer: EVERY_ANSWER_HEADERS,
+  gateway: true,
+};
 
 /** The headers one declared answer carries, from what its route and the answer declare. */
 function responseHeaders(route: RestRoute, status: number, r: RestResponse, notice: Notice): JsonObject {
@@ -218,15 +222,17 @@ function responseHeaders(route: RestRoute, status: number, r: RestResponse, noti
 }
 
 /** The declared answers of one version of a route, and the gateway's 429 (every REST route is rate-limited). */
-function operationResponses(route: RestRoute, others: Negotiated, v: RestVersion, notice: Notice): JsonObject {
+function operationResponses(route: RestRoute, others: Negotiated, v: RestVersion, notice: Notice, surface: Surface): JsonObject {
   const responses: JsonObject = {};
   for (const [status, r] of Object.entries({ ...route.responses, ...v.responses })) {
     const content = responseContent(route, others, status, r);
-    responses[status] = withHeaders(
-      { description: r.description, ...(content ? { content } : {}) },
-      responseHeaders(route, Number(status), r, notice),
-    );
+    responses[status] = {
+      description: r.description,
+      ...(content ? { content } : {}),
+      headers: { ...surface.everyAnswer, ...responseHeaders(route, Number(status), r, notice) },
+    };
   }
+  if (!surface.gateway) return responses;
   const own = responses['429'] as JsonObject | undefined;
   responses['429'] = own
     ? { ...own, description: `${String(own.description)}; or the gateway's rate limit: \`Too many requests\`` }
@@ -251,12 +257,17 @@ export interface OpenApiPart {
  * one version is listed once, at its unversioned path.)
  */
 export function serviceOpenApi(m: RestManifest): OpenApiPart {
+  if (!isEdgeManifest(m)) throw new Error(`${m.service}: an internal REST manifest is never part of the public OpenAPI document`);
+  return openApiPart(m, EDGE);
+}
+
+function openApiPart(m: RestManifest, surface: Surface): OpenApiPart {
   const paths: Record<string, Record<string, JsonObject>> = {};
   const add = (r: RestRoute, n: number, v: RestVersion, path: string, at: Listed) => {
     const item = (paths[openApiPath(path)] ??= {});
     const method = r.method.toLowerCase();
     if (item[method]) throw new Error(`OpenAPI: ${r.method} ${openApiPath(path)} is declared twice`);
-    item[method] = operation(m, r, n, v, at);
+    item[method] = operation(m, r, n, v, at, surface);
   };
   for (const r of m.routes) {
     const versions = routeVersions(r);
@@ -295,6 +306,14 @@ export function restOpenApi(manifests: readonly RestManifest[], info: OpenApiInf
  * operationId, is used twice.
  */
 export function mergeOpenApi(parts: readonly OpenApiPart[], info: OpenApiInfo): JsonObject {
+  return openApiDocument(parts, info, usedComponents);
+}
+
+function openApiDocument(
+  parts: readonly OpenApiPart[],
+  info: OpenApiInfo,
+  components: (paths: Record<string, Record<string, JsonObject>>) => JsonObject,
+): JsonObject {
   const paths: Record<string, Record<string, JsonObject>> = {};
   const operationIds = new Map<string, string>();
   const sorted = [...parts].sort((a, b) => a.tag.name.localeCompare(b.tag.name));
@@ -322,7 +341,7 @@ export function mergeOpenApi(parts: readonly OpenApiPart[], info: OpenApiInfo): 
     servers: [{ url: '/' }],
     tags: sorted.map((p) => ({ name: p.tag.name, description: p.tag.description })),
     paths: sortedPaths(paths),
-    components: usedComponents(paths),
+    components: components(paths),
   };
 }
 
@@ -337,4 +356,33 @@ export interface RestPart {
 /** A service's REST part, built from its manifest: the same functions `npm run compose` merges. */
 export function restPart(manifest: RestManifest): RestPart {
   return { routes: serviceRouteEntries(manifest), openapi: serviceOpenApi(manifest) };
+}
+
+// ── An internal service's own document ───────────────────────────────────────────────────────
+
+/** How an internal API authenticates its callers, for its OpenAPI document. */
+export interface InternalSecurity {
+  /** OpenAPI security schemes by name (`{ type: 'apiKey', in: 'header', name: … }`). */
+  schemes: Record<string, JsonObject>;
+  /** Who may call, in every operation's description. */
+  access: string;
+}
+
+/**
+ * The OpenAPI 3.1 document of an internal service's API (`internal: true`), from its manifest
+ * alone: its routes as declared, each answering to any of `security`'s schemes, with none of the
+ * gateway's fields (no gateway is in front of it). Never merged into the public document.
+ */
+export function internalOpenApi(m: RestManifest, info: OpenApiInfo, security: InternalSecurity): JsonObject {
+  if (!m.internal) throw new Error(`${m.service}: not an internal REST manifest (its routes are in the public document)`);
+  const surface: Surface = {
+    security: () => Object.keys(security.schemes).map((name) => ({ [name]: [] })),
+    access: () => security.access,
+    everyAnswer: { 'X-Request-Id': EVERY_ANSWER_HEADERS['X-Request-Id'] },
+    gateway: false,
+  };
+  return openApiDocument([openApiPart(m, surface)], info, (paths) => ({
+    ...usedComponents(paths),
+    securitySchemes: security.schemes,
+  }));
 }
