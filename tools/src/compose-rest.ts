@@ -1,9 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
 import { composeRestOf, jsonFile } from '@halo/contracts';
-import { defaultServiceUrl, SERVICE_NAMES, type ServiceName } from '@halo/kit/config';
+import { defaultServiceUrl, EDGE_SERVICE_NAMES, type ServiceName } from '@halo/kit/config';
 import { serviceContract } from '@halo/kit/contract';
-import type { RestManifest } from '@halo/kit/rest';
+import { isEdgeManifest, type RestManifest } from '@halo/kit/rest';
 import { validateOpenApi } from './openapi-validate';
 
 /**
@@ -17,18 +17,20 @@ export const ROUTES_FILE = resolve(ROOT, 'gateway/routes.json');
 export const OPENAPI_FILE = resolve(ROOT, 'gateway/openapi.json');
 
 export const manifestSource = (name: ServiceName) => resolve(ROOT, 'services', name, 'src/rest/manifest.ts');
-const manifestBuild = (name: ServiceName) => resolve(ROOT, 'services', name, 'dist/rest/manifest.js');
+export const manifestBuild = (name: ServiceName) => resolve(ROOT, 'services', name, 'dist/rest/manifest.js');
 
 const isManifest = (m: unknown): m is RestManifest =>
   typeof m === 'object' && m !== null && typeof (m as RestManifest).service === 'string' && Array.isArray((m as RestManifest).routes);
 
 /**
- * Every service that declares REST routes, from its built manifest (`npm run compose` builds
- * first, with tsc -b). Tests, which run TypeScript, pass `manifestSource` to load the sources.
+ * Every edge service that declares REST routes, from its built manifest (`npm run compose` builds
+ * first, with tsc -b). Tests, which run TypeScript, pass `manifestSource` to load the sources. An
+ * internal service's manifest (the registry's) is never part of the edge: the gateway must not
+ * route to it (its own document is registry-openapi.ts's).
  */
 export function loadManifests(file: (name: ServiceName) => string = manifestBuild): RestManifest[] {
   const manifests: RestManifest[] = [];
-  for (const name of SERVICE_NAMES) {
+  for (const name of EDGE_SERVICE_NAMES) {
     const source = manifestSource(name);
     if (!existsSync(source)) continue;
     const modulePath = file(name);
@@ -38,6 +40,7 @@ export function loadManifests(file: (name: ServiceName) => string = manifestBuil
     const loaded: unknown = (require(modulePath) as { restManifest?: unknown }).restManifest;
     if (!isManifest(loaded)) throw new Error(`${relative(ROOT, source)} must export \`restManifest\` (defineRestManifest)`);
     if (loaded.service !== name) throw new Error(`${relative(ROOT, source)} declares service ${loaded.service}, not ${name}`);
+    if (!isEdgeManifest(loaded)) throw new Error(`${relative(ROOT, source)}: an edge service's manifest cannot be internal`);
     manifests.push(loaded);
   }
   return manifests;
