@@ -30,9 +30,9 @@ answer, 429 \`Too many requests\` with \`Retry-After\` (README "Limits"). A serv
 \`Too many attempts\`) is another limit: \`Retry-After\` only, none of the gateway's fields.`;
 
 /** Who answers for the API: the maintainers, reached as CONTRIBUTING.md says. */
-const INFO_CONTACT = { name: 'Halo maintainers (see CONTRIBUTING.md)' };
+export const INFO_CONTACT = { name: 'Halo maintainers (see CONTRIBUTING.md)' };
 /** The repository's licence (the root package.json), as an SPDX identifier. */
-const INFO_LICENSE = { name: 'Apache License 2.0', identifier: 'Apache-2.0' };
+export const INFO_LICENSE = { name: 'Apache License 2.0', identifier: 'Apache-2.0' };
 
 /** The version the OpenAPI document states: Halo's (the root package.json), passed by the caller. */
 export const DEFAULT_API_VERSION = '0.1.0';

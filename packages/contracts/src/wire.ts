@@ -6,8 +6,11 @@ import { z } from 'zod';
  * these) and what the CLIs read (tools/src/subgraph.ts, tools/src/operations.ts). A light entry
  * (`@halo/contracts/wire`): it imports zod alone, so the gateway loads no composition code.
  *
- * Each schema and its inferred type share a name. Objects are zod's default (unknown members
- * dropped), so a registry may add members without breaking an older reader.
+ * Each schema and its inferred type share a name. Answers are zod's default objects (unknown
+ * members dropped), so a registry may add members without breaking an older reader. Requests
+ * (`…Request`) say what a client sends: the registry's REST manifest
+ * (services/registry/src/rest/manifest.ts) checks them, strict where the registry refuses an
+ * unknown member, with its own wording (docs/registry.md).
  */
 
 /** A JSON object (not null), whose contents another layer reads. */
@@ -44,7 +47,86 @@ export type ActiveOperation = z.infer<typeof ActiveOperation>;
 export const ActiveOperationsAnswer = z.object({ operations: z.array(ActiveOperation) });
 export type ActiveOperationsAnswer = z.infer<typeof ActiveOperationsAnswer>;
 
+/** A gateway polling the registry (`GET /v1/gateways`): the composition it served when last seen. */
+export const GatewaysAnswer = z.object({
+  gateways: z.array(z.object({ id: z.string(), composition: z.number().nullable(), lastSeen: z.string() })),
+});
+export type GatewaysAnswer = z.infer<typeof GatewaysAnswer>;
+
+/**
+ * One line of `POST /v1/usage` `reports`: a gateway's count of one operation of one client (and
+ * version) in one hour, with the schema coordinates it uses and, when the gateway estimates cost,
+ * the estimate summed over `cost.requests` of the `count` requests.
+ */
+export const UsageReport = z
+  .strictObject({
+    /** The hour's start, ISO 8601. */
+    hour: z.iso.datetime({ offset: true }),
+    /** The client's name (`unknown` when it gave none). */
+    client: z.string().max(64),
+    /** Absent when unknown. */
+    clientVersion: z.string().max(64).optional(),
+    operation: z.strictObject({ hash: z.string().min(1).max(128), name: z.string().max(200), body: z.string().max(100_000) }),
+    coordinates: z.array(z.string().min(1).max(300)).max(5_000),
+    count: z.number().int().min(0).max(1e12),
+    cost: z.strictObject({ sum: z.number().min(0).max(1e18), requests: z.number().int().min(0).max(1e12) }).optional(),
+  })
+  .refine((r) => r.cost === undefined || r.cost.requests <= r.count, { path: ['cost', 'requests'] });
+export type UsageReport = z.infer<typeof UsageReport>;
+
+/** `POST /v1/usage`: what a gateway counted since its last report (the gateway's service token only). */
+export const UsageRequest = z.strictObject({
+  /** Which gateway, and the composition it serves. */
+  gateway: z.strictObject({ id: z.string().min(1).max(200), composition: z.number().int().positive().nullable() }),
+  reports: z.array(UsageReport).max(10_000),
+});
+export type UsageRequest = z.infer<typeof UsageRequest>;
+
+/** `POST /v1/usage` (202): how many report lines were taken. */
+export const UsageAnswer = z.object({ accepted: z.number() });
+export type UsageAnswer = z.infer<typeof UsageAnswer>;
+
 // --- Checks and publishes (`npm run subgraph`) -----------------------------------------------
+
+/** A service's contract as sent to check, publish (and read back): its GraphQL schema (null without one) and its REST part. */
+export const WireContract = z.object({ service: z.string(), url: z.string(), sdl: z.string().nullable(), rest: z.unknown() });
+export type WireContract = z.infer<typeof WireContract>;
+
+/**
+ * How usage decides a breaking change, for one check, publish or rollback; each absent option is
+ * the registry's default (docs/registry.md, "Check options").
+ */
+export const CheckOptionsRequest = z.strictObject({
+  /** Usage in this many days counts: 1 to the usage the registry keeps (REGISTRY_USAGE_RETENTION_DAYS). */
+  windowDays: z.number().int().min(1).optional(),
+  /** A breaking change used by at most this share of the window's requests passes (0: any use blocks). */
+  thresholdPercent: z.number().min(0).max(100).optional(),
+  /** Clients whose usage never blocks. */
+  excludeClients: z.array(z.string().min(1).max(64)).max(50).optional(),
+});
+export type CheckOptionsRequest = z.infer<typeof CheckOptionsRequest>;
+
+/** Why breaking changes may go through (recorded with the version). */
+const Acknowledge = z.string().min(1).max(1000).nullable().optional();
+
+/** `POST /v1/check` and `POST /v1/publish`: a contract, with options and, to let breaking changes through, a reason. */
+export const CheckRequest = z.object({
+  contract: WireContract,
+  options: CheckOptionsRequest.nullable().optional(),
+  acknowledge: Acknowledge,
+});
+export type CheckRequest = z.infer<typeof CheckRequest>;
+export const PublishRequest = CheckRequest;
+export type PublishRequest = CheckRequest;
+
+/** `POST /v1/rollback`: republish version `to` of `service`, after the same checks as a publish. */
+export const RollbackRequest = z.object({
+  service: z.string().min(1),
+  to: z.number().int().min(1),
+  options: CheckOptionsRequest.nullable().optional(),
+  acknowledge: Acknowledge,
+});
+export type RollbackRequest = z.infer<typeof RollbackRequest>;
 
 /** An operation whose usage a change affects: one a gateway counted, or one a client registered (`registered`). */
 export const OperationUse = z.object({
@@ -128,10 +210,6 @@ export const VersionsAnswer = z.object({
 });
 export type VersionsAnswer = z.infer<typeof VersionsAnswer>;
 
-/** A service's contract as published: its GraphQL schema (null without one) and its REST part. */
-export const WireContract = z.object({ service: z.string(), url: z.string(), sdl: z.string().nullable(), rest: z.unknown() });
-export type WireContract = z.infer<typeof WireContract>;
-
 /** `GET /v1/services/:service/versions/:version`: one version whole. */
 export const VersionAnswer = z.object({
   service: z.string(),
@@ -157,7 +235,104 @@ export const DiffAnswer = z.object({
 });
 export type DiffAnswer = z.infer<typeof DiffAnswer>;
 
+// --- Checks recorded and usage read (the Studio, any reader) ----------------------------------
+
+const CheckKind = z.enum(['check', 'publish', 'rollback']);
+const CheckOutcome = z.enum(['passed', 'published', 'unchanged', 'refused']);
+
+/** One entry of `GET /v1/checks`: a check, publish or rollback as recorded, and what its report found. */
+export const CheckSummary = z.object({
+  id: z.number(),
+  service: z.string(),
+  kind: CheckKind,
+  author: z.string(),
+  ok: z.boolean(),
+  outcome: CheckOutcome,
+  /** The version a publish or rollback made (unchanged: the one that stayed current). */
+  version: z.number().nullable(),
+  acknowledgement: z.string().nullable(),
+  createdAt: z.string(),
+  changes: CheckReport.shape.changes,
+  notes: z.array(z.string()),
+  errors: z.object({ composition: z.array(z.string()), rest: z.array(z.string()) }),
+});
+export type CheckSummary = z.infer<typeof CheckSummary>;
+
+/** `GET /v1/checks[?service&limit]`: the latest, newest first. */
+export const ChecksAnswer = z.object({ checks: z.array(CheckSummary) });
+export type ChecksAnswer = z.infer<typeof ChecksAnswer>;
+
+/** `GET /v1/checks/:id`: one check whole, its report as answered. */
+export const CheckDetailAnswer = CheckSummary.extend({ report: CheckReport });
+export type CheckDetailAnswer = z.infer<typeof CheckDetailAnswer>;
+
+/** `GET /v1/usage/coordinates[?days]`: requests per schema coordinate since `since`, busiest first. */
+export const CoordinateUsageAnswer = z.object({
+  since: z.string(),
+  coordinates: z.array(z.object({ coordinate: z.string(), count: z.number(), clients: z.number() })),
+});
+export type CoordinateUsageAnswer = z.infer<typeof CoordinateUsageAnswer>;
+
+/** `GET /v1/usage/series?coordinate[&days]`: one coordinate's requests per hour and client version, and the operations that used it. */
+export const UsageSeriesAnswer = z.object({
+  coordinate: z.string(),
+  since: z.string(),
+  /** Every hour of the window, oldest first. */
+  hours: z.array(z.string()),
+  /** `counts[i]`: the requests in `hours[i]`. */
+  series: z.array(z.object({ client: z.string(), clientVersion: z.string().nullable(), counts: z.array(z.number()) })),
+  operations: z.array(OperationUse.omit({ registered: true })),
+});
+export type UsageSeriesAnswer = z.infer<typeof UsageSeriesAnswer>;
+
+/** `GET /v1/usage/operations[?days&limit&by]`: the top operations of the window. */
+export const TopOperationsAnswer = z.object({
+  operations: z.array(
+    z.object({
+      name: z.string(),
+      hash: z.string(),
+      body: z.string(),
+      clients: z.array(z.string()),
+      count: z.number(),
+      /** The estimated cost per request and in all; null when no gateway reported one. */
+      cost: z.object({ perRequest: z.number(), total: z.number() }).nullable(),
+      lastSeen: z.string(),
+      coordinates: z.number(),
+    }),
+  ),
+});
+export type TopOperationsAnswer = z.infer<typeof TopOperationsAnswer>;
+
+/** `GET /v1/usage/clients[?days]`: requests per client version, busiest first. */
+export const UsageClientsAnswer = z.object({
+  clients: z.array(z.object({ client: z.string(), clientVersion: z.string().nullable(), count: z.number(), lastSeen: z.string() })),
+});
+export type UsageClientsAnswer = z.infer<typeof UsageClientsAnswer>;
+
 // --- Client operation lists (`npm run operations`) --------------------------------------------
+
+/** A client's name as gateways record it: `web`, `@halo/client`. */
+export const CLIENT_NAME = /^[A-Za-z0-9._@/-]{1,64}$/;
+/** A client version as gateways record it: semver, build metadata included. */
+export const CLIENT_VERSION = /^[A-Za-z0-9._+-]{1,64}$/;
+/** An operation's id in its client's manifest (a persisted-query hash, or the client's own key). */
+export const OPERATION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+const clientVersionRequest = { client: z.string().regex(CLIENT_NAME), version: z.string().regex(CLIENT_VERSION) };
+
+/** `POST /v1/operations`: one client version's whole list (it replaces the one before). */
+export const PushRequest = z.strictObject({
+  ...clientVersionRequest,
+  operations: z
+    .array(z.strictObject({ id: z.string().regex(OPERATION_ID), body: z.string().max(100_000), name: z.string().max(200).optional() }))
+    .min(1)
+    .max(5_000),
+});
+export type PushRequest = z.infer<typeof PushRequest>;
+
+/** `POST /v1/operations/retire`. */
+export const RetireRequest = z.strictObject(clientVersionRequest);
+export type RetireRequest = z.infer<typeof RetireRequest>;
 
 const ClientVersion = z.object({
   client: z.string(),
