@@ -1,5 +1,5 @@
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
-import type { UsageReport } from '@halo/kit/contract';
+import type { UsageReport } from '@halo/contracts/wire';
 import type { UsageClient } from './clients';
 import { enumValuesOf, enumVariablesOf, MAX_COORDINATES, operationUsage, type EnumVariable, type OperationUsage } from './coordinates';
 

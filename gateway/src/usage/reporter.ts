@@ -1,4 +1,5 @@
 import { SERVICE_TOKEN_METADATA, type ServiceIdentity } from '@halo/kit/auth';
+import type { UsageRequest } from '@halo/contracts/wire';
 import type { Logger } from '@halo/kit/logging';
 import type { UsageRecorder, UsageReport } from './recorder';
 
@@ -58,7 +59,7 @@ export function createUsageSender(recorder: UsageRecorder, opts: ReporterOptions
     try {
       const headers: Record<string, string> = { 'content-type': 'application/json' };
       if (opts.identity.canCall) headers[SERVICE_TOKEN_METADATA] = await opts.identity.tokenFor('registry');
-      const body = JSON.stringify({ gateway: { id: opts.gatewayId, composition: opts.served() }, reports });
+      const body = JSON.stringify({ gateway: { id: opts.gatewayId, composition: opts.served() }, reports } satisfies UsageRequest);
       const res = await fetch(`${opts.url}/v1/usage`, { method: 'POST', headers, body, signal: AbortSignal.timeout(SEND_TIMEOUT_MS) });
       await res.body?.cancel();
       if (res.ok) return true;

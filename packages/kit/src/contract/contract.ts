@@ -34,27 +34,6 @@ export function serviceContract(opts: {
 }
 
 /** The registry's answer to a publish (201 new version, 200 unchanged). */
-/**
- * One line of the registry's `POST /v1/usage` `reports` (docs/registry.md): what a gateway sends
- * and the registry stores. Declared once, here, for both sides of the wire.
- */
-export interface UsageReport {
-  /** The hour's start, ISO 8601 (UTC). */
-  hour: string;
-  /** The client's name (`unknown` when it gave none). */
-  client: string;
-  /** The client's version; absent when unknown. */
-  clientVersion?: string;
-  operation: { hash: string; name: string; body: string };
-  coordinates: string[];
-  count: number;
-  /**
-   * The estimated cost (the gateway's cost analysis, with each request's variables) summed over
-   * `requests` of the `count` requests; absent from a gateway that does not report it.
-   */
-  cost?: { sum: number; requests: number };
-}
-
 export interface PublishResult {
   status: number;
   body: { version?: number; composition?: number; unchanged?: boolean; error?: string; report?: unknown };

@@ -1,4 +1,4 @@
-/** What a service publishes to the registry (its contract), the publish call and the usage report. */
+/** What a service publishes to the registry (its contract), the publish call and the headers; the registry's wire shapes are @halo/contracts/wire's. */
 export {
   GATEWAY_ID_HEADER,
   publishContract,
@@ -7,5 +7,4 @@ export {
   SERVICE_TOKEN_HEADER,
   serviceContract,
   type ServiceContract,
-  type UsageReport,
 } from './contract';

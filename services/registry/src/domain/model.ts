@@ -1,5 +1,4 @@
-import type { ChangeUsage, Composition, Contract, OperationUsage } from '@halo/contracts';
-import type { UsageReport } from '@halo/kit/contract';
+import type { ChangeUsage, Composition, Contract, OperationUsage, wire } from '@halo/contracts';
 import type { ClientOperationStore } from './client-operations';
 
 /** Who is calling (docs/registry.md, "Authentication"). */
@@ -74,7 +73,8 @@ export interface Acknowledgement {
   author: string;
 }
 
-export type { UsageReport };
+/** One line of a gateway's usage report (`POST /v1/usage`), as @halo/contracts/wire declares it. */
+export type UsageReport = wire.UsageReport;
 
 /** The check report (docs/registry.md, "Check report"). */
 export interface CheckReport {
