@@ -8,7 +8,7 @@ import {
   type Composition,
   type Contract,
 } from '@halo/contracts';
-import { badRequest, notFound } from '@halo/kit/errors';
+import { notFound } from '@halo/kit/errors';
 import { authorizeChecker, authorizePublisher, authorizeUsageReporter, authorOf, spendWriteToken } from './access';
 import { ClientOperations } from './client-operations';
 import { evaluate, urlChange, type CheckContext } from './evaluate';
@@ -44,10 +44,11 @@ import type {
   UsageSeries,
   VersionRecord,
 } from './model';
-import { acknowledgeFrom, checkOptionsFrom, contractFrom } from './requests';
+import { checkOptions, type CheckInput, type CheckOptionsInput, type RollbackInput } from './requests';
 
 export { authorizeChecker, authorizePublisher, authorizeReader, authorizeUsageReporter, authorOf } from './access';
 export type { CheckOptions, CheckReport } from './model';
+export type { CheckInput, RollbackInput } from './requests';
 
 export type PublishOutcome =
   | { kind: 'published'; version: number; composition: number; report: CheckReport }
@@ -120,12 +121,14 @@ export class Registry {
     return this.store.composition(head.composition);
   }
 
-  /** A check changes nothing but its own record (table `checks`), written once it has answered. */
-  async check(principal: Principal, body: unknown): Promise<CheckReport> {
-    const contract = contractFrom(body);
-    const options = this.checkOptionsFrom(body);
+  /**
+   * A check changes nothing but its own record (table `checks`), written once it has answered.
+   * Who may check which service is answered first (`authorizeChecker`, which the HTTP layer also
+   * asks before it reads the body).
+   */
+  async check(principal: Principal, { contract, options: given, acknowledge }: CheckInput): Promise<CheckReport> {
     authorizeChecker(principal, contract.service);
-    const acknowledge = acknowledgeFrom(body);
+    const options = this.checkOptions(given);
     const { report } = await evaluate(this.store, contract, acknowledge, options, this.context());
     await this.store.insertCheck({
       ...checkOf('check', { kind: 'checked', report }, contract.service, options),
@@ -135,21 +138,19 @@ export class Registry {
     return report;
   }
 
-  /** The request's `options`, each defaulting to the registry's settings; 400 naming a bad one. */
-  private checkOptionsFrom(body: unknown): CheckOptions {
+  /** The request's `options`, each defaulting to the registry's settings; 400 for a window beyond the usage kept. */
+  private checkOptions(given: CheckOptionsInput): CheckOptions {
     const defaults = {
       windowDays: this.opts.usageWindowDays,
       thresholdPercent: this.opts.thresholdPercent ?? 0,
       excludeClients: [...(this.opts.excludeClients ?? [])],
     };
-    return checkOptionsFrom(body, defaults, this.opts.usageRetentionDays);
+    return checkOptions(given, defaults, this.opts.usageRetentionDays);
   }
 
-  async publish(principal: Principal, body: unknown): Promise<PublishOutcome> {
-    const contract = contractFrom(body);
-    const options = this.checkOptionsFrom(body);
+  async publish(principal: Principal, { contract, options: given, acknowledge }: CheckInput): Promise<PublishOutcome> {
     authorizePublisher(principal, contract.service);
-    const acknowledge = acknowledgeFrom(body);
+    const options = this.checkOptions(given);
     await this.spend(principal);
     return this.store.locked(async (tx) => {
       const outcome = await this.publishLocked(tx, contract, acknowledge, authorOf(principal), undefined, options);
@@ -189,15 +190,9 @@ export class Registry {
    * publish, as a new version that records which it rolled back to. Never a toggle: two rollbacks
    * to the same version leave it current.
    */
-  async rollback(principal: Principal, body: unknown): Promise<PublishOutcome> {
-    const service = (body as { service?: unknown } | null)?.service;
-    if (typeof service !== 'string' || service === '') throw badRequest('service is required');
-    const to = (body as { to?: unknown }).to;
-    if (to === undefined) throw badRequest("to is required: the version to roll back to (see the service's versions)");
-    if (typeof to !== 'number' || !Number.isInteger(to) || to < 1) throw badRequest('to must be a version number (an integer from 1)');
-    const options = this.checkOptionsFrom(body);
+  async rollback(principal: Principal, { service, to, options: given, acknowledge }: RollbackInput): Promise<PublishOutcome> {
     authorizePublisher(principal, service);
-    const acknowledge = acknowledgeFrom(body);
+    const options = this.checkOptions(given);
     await this.spend(principal);
     return this.store.locked(async (tx) => {
       const target = await tx.version(service, to);
@@ -330,7 +325,7 @@ export class Registry {
    * The top operations of the last `days` by `by` (requests, the default; `cost` per request;
    * `totalCost`): `limit` 1 to 200, default 50.
    */
-  async topOperations(days?: number, limit?: number, by?: unknown): Promise<TopOperation[]> {
+  async topOperations(days?: number, limit?: number, by?: string): Promise<TopOperation[]> {
     const since = this.since(days);
     return this.store.topOperations(since, wholeNumber('limit', limit, 50, 1, 200), operationOrderFrom(by));
   }

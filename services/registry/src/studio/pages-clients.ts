@@ -1,7 +1,7 @@
 import { badRequest } from '@halo/kit/errors';
 import type { ClientVersionSummary } from '../domain/client-operations';
 import type { Registry } from '../domain/registry';
-import { CLIENT, VERSION } from '../rest/operation-routes';
+import { CLIENT_NAME as CLIENT, CLIENT_VERSION as VERSION } from '@halo/contracts/wire';
 import { html, num, table, time, type Html } from './html';
 
 /**
