@@ -7,6 +7,8 @@ import {
   PushAnswer,
   RetireAnswer,
   type PushRefusedAnswer,
+  type PushRequest,
+  type RetireRequest,
   type WireSchema,
 } from '@halo/contracts/wire';
 import { ManifestError, parseManifestText, type ManifestOperation } from './operation-manifests';
@@ -148,15 +150,20 @@ function describePush(o: OperationsCliOptions, body: PushAnswer): string {
 }
 
 /** A 200 or 201 read by `schema` (else `unreadable answer`), anything else as the registry's refusal. */
-const call = <T>(o: OperationsCliOptions, schema: WireSchema<T>, method: 'GET' | 'POST', path: string, body?: unknown) =>
-  answer<T, PushRefusedAnswer>(o, method, path, body, (json) => parseWire(schema, json));
+const call = <T>(
+  o: OperationsCliOptions,
+  schema: WireSchema<T>,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: PushRequest | RetireRequest,
+) => answer<T, PushRefusedAnswer>(o, method, path, body, (json) => parseWire(schema, json));
 
 /** Runs one command's request; what it prints on success. */
 async function run(o: OperationsCliOptions): Promise<Answer<string[], PushRefusedAnswer>> {
   const ok = <T>(res: Answer<T, PushRefusedAnswer>, describe: (body: T) => string[]): Answer<string[], PushRefusedAnswer> =>
     res.ok ? { ...res, body: o.json ? [JSON.stringify(res.body, null, 2)] : describe(res.body) } : res;
   const target = `${encodeURIComponent(o.client ?? '')}/${encodeURIComponent(o.version ?? '')}`;
-  const clientVersion = { client: o.client, version: o.version };
+  const clientVersion = { client: o.client!, version: o.version! };
   if (o.command === 'push') {
     const operations = readManifest(o.manifest!);
     const res = await call(o, PushAnswer, 'POST', '/v1/operations', { ...clientVersion, operations });

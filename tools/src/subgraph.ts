@@ -4,15 +4,19 @@ import { EDGE_SERVICE_NAMES, isEdgeService, SERVICES, type EdgeServiceName } fro
 import { serviceContract, type ServiceContract } from '@halo/kit/contract';
 import type { RestPart } from '@halo/kit/rest';
 import { isTakeoverChange } from '@halo/contracts';
-import type {
+import {
   CheckAnswer,
-  CheckReport,
   DiffAnswer,
+  parseWire,
   PublishAnswer,
-  RefusedAnswer,
   ServicesAnswer,
   VersionAnswer,
   VersionsAnswer,
+  type CheckReport,
+  type CheckRequest,
+  type RefusedAnswer,
+  type RollbackRequest,
+  type WireSchema,
 } from '@halo/contracts/wire';
 import { schemaFile } from './checkout-contracts';
 import { loadManifests } from './compose-rest';
@@ -206,8 +210,9 @@ export function contractFor(o: CliOptions, registeredUrl?: string): ServiceContr
   };
 }
 
-/** A request whose 200 or 201 this CLI reads as `T` (the wire's), anything else as a refusal. */
-const request = <T>(o: CliOptions, method: 'GET' | 'POST', path: string, body?: unknown) => answer<T, RefusedAnswer>(o, method, path, body);
+/** A request whose 200 or 201 this CLI reads with `schema` (the wire's, as the registry declares it), anything else as a refusal. */
+const request = <T>(o: CliOptions, schema: WireSchema<T>, method: 'GET' | 'POST', path: string, body?: CheckRequest | RollbackRequest) =>
+  answer<T, RefusedAnswer>(o, method, path, body, (json) => parseWire(schema, json));
 
 type Report = Pick<CheckReport, 'ok' | 'composition' | 'rest' | 'changes' | 'notes'>;
 
@@ -234,7 +239,7 @@ function describeReport(r: Report | undefined): string[] {
 
 /** The routing URL the registry holds for the service now, if it holds one. */
 async function currentUrl(o: CliOptions): Promise<string | undefined> {
-  const res = await request<ServicesAnswer>(o, 'GET', '/v1/services');
+  const res = await request(o, ServicesAnswer, 'GET', '/v1/services');
   if (!res.ok) return undefined;
   return res.body.services?.find((s) => s.service === o.service)?.url;
 }
@@ -275,8 +280,9 @@ export async function runCli(o: CliOptions): Promise<CliResult> {
       return { code: 0, out, err };
     }
     if (o.command === 'list' || o.command === 'log') {
-      const path = o.service ? `/v1/services/${o.service}/versions` : '/v1/services';
-      const res = await request<VersionsAnswer | ServicesAnswer>(o, 'GET', path);
+      const res = o.service
+        ? await request(o, VersionsAnswer, 'GET', `/v1/services/${o.service}/versions`)
+        : await request(o, ServicesAnswer, 'GET', '/v1/services');
       if (!res.ok) return refused(res);
       if (o.json) out.push(JSON.stringify(res.body, null, 2));
       else if ('versions' in res.body) out.push(...describeHistory(o.service!, res.body.versions, o.command === 'log'));
@@ -284,14 +290,14 @@ export async function runCli(o: CliOptions): Promise<CliResult> {
       return { code: 0, out, err };
     }
     if (o.command === 'fetch') {
-      const res = await request<VersionAnswer>(o, 'GET', `/v1/services/${o.service}/versions/${o.version}`);
+      const res = await request(o, VersionAnswer, 'GET', `/v1/services/${o.service}/versions/${o.version}`);
       if (!res.ok) return refused(res);
       if (o.json) out.push(JSON.stringify(res.body, null, 2));
       else out.push((res.body.contract?.sdl ?? `# ${o.service} v${o.version} has no GraphQL schema`).replace(/\n$/, ''));
       return { code: 0, out, err };
     }
     if (o.command === 'diff') {
-      const res = await request<DiffAnswer>(o, 'GET', `/v1/services/${o.service}/diff?from=${o.from}&to=${o.to}`);
+      const res = await request(o, DiffAnswer, 'GET', `/v1/services/${o.service}/diff?from=${o.from}&to=${o.to}`);
       if (!res.ok) return refused(res);
       if (o.json) out.push(JSON.stringify(res.body, null, 2));
       else {
@@ -306,7 +312,7 @@ export async function runCli(o: CliOptions): Promise<CliResult> {
     const ack = { ...(o.acknowledge ? { acknowledge: o.acknowledge } : {}), ...(o.options ? { options: o.options } : {}) };
     const registeredUrl = o.url === undefined && o.command !== 'rollback' ? await currentUrl(o) : undefined;
     if (o.command === 'check') {
-      const res = await request<CheckAnswer>(o, 'POST', '/v1/check', { contract: contractFor(o, registeredUrl), ...ack });
+      const res = await request(o, CheckAnswer, 'POST', '/v1/check', { contract: contractFor(o, registeredUrl), ...ack });
       if (!res.ok) return refused(res);
       if (o.json) out.push(JSON.stringify(res.body, null, 2));
       const lines = [`${o.service}: check ${res.body.ok ? 'passed' : 'failed'}`, ...describeReport(res.body.report)];
@@ -315,8 +321,8 @@ export async function runCli(o: CliOptions): Promise<CliResult> {
     }
     const res =
       o.command === 'publish'
-        ? await request<PublishAnswer>(o, 'POST', '/v1/publish', { contract: contractFor(o, registeredUrl), ...ack })
-        : await request<PublishAnswer>(o, 'POST', '/v1/rollback', { service: o.service, to: o.to, ...ack });
+        ? await request(o, PublishAnswer, 'POST', '/v1/publish', { contract: contractFor(o, registeredUrl), ...ack })
+        : await request(o, PublishAnswer, 'POST', '/v1/rollback', { service: o.service!, to: o.to!, ...ack });
     if (!res.ok) return refused(res);
     if (o.json) out.push(JSON.stringify(res.body, null, 2));
     else if (res.body.unchanged) out.push(`${o.service}: unchanged (version ${res.body.version}, composition ${res.body.composition})`);
