@@ -5,6 +5,7 @@ import { checkoutContracts } from './checkout-contracts';
 import { loadManifests, OPENAPI_FILE, ROUTES_FILE } from './compose-rest';
 import { clientScopes, CLIENT_SCOPES_FILE, declaredOperations, loadSubgraphSdls, scopesDoc, SCOPES_DOC_FILE } from './compose-scopes';
 import { validateOpenApi } from './openapi-validate';
+import { registryOpenApi, REGISTRY_OPENAPI_FILE } from './registry-openapi';
 import {
   acknowledge,
   ACKNOWLEDGED_FILE,
@@ -120,6 +121,8 @@ async function main(): Promise<void> {
     ...composed.map(([path, content]): [string, string] => [resolve(CHART_FILES_DIR, basename(path)), content]),
     [SCOPES_DOC_FILE, scopesDoc(operations)],
     [CLIENT_SCOPES_FILE, clientScopes(operations)],
+    // The registry's internal API, documented on its own: never part of the gateway's files above.
+    [REGISTRY_OPENAPI_FILE, registryOpenApi()],
   ] as [string, string][];
   if (check) {
     const stale = outputs.filter(([path, content]) => (existsSync(path) ? readFileSync(path, 'utf8') : '') !== content);
