@@ -83,6 +83,8 @@ it('REGISTRY_PUBLISH_ON_START refused: the service is not ready, and /readyz say
 });
 
 describe('HALO_PUBLISH_CONTRACT_ONLY (the built catalog, as the Helm hook runs it)', () => {
+  // Each case starts the built process once or twice, which takes many seconds on a loaded machine.
+  const SPAWNING = 90_000;
   // Asynchronous: the registry answering it runs in this very process. The environment is the
   // hook pod's (helm/*/templates/_helpers.tpl, halo.derivedEnv with "publish"): a production
   // process given its port, its signing key and the registry, and no database, JWT secret or Redis.
@@ -106,70 +108,91 @@ describe('HALO_PUBLISH_CONTRACT_ONLY (the built catalog, as the Helm hook runs i
       child.on('close', (status) => done({ status, stdout, stderr }));
     });
 
-  it('publishes and exits 0; again: unchanged, exits 0', async () => {
-    const first = await run({ REGISTRY_URL: reg.base, SERVICE_PUBLIC_URL: 'http://catalog.halo.svc:4003' });
-    expect([first.status, first.stderr]).toEqual([0, '']);
-    expect(first.stdout).toMatch(/^catalog: contract published as version \d+ \(composition \d+\)\n$/);
-    const again = await run({ REGISTRY_URL: reg.base, SERVICE_PUBLIC_URL: 'http://catalog.halo.svc:4003' });
-    expect(again.stdout).toMatch(/^catalog: contract unchanged at version \d+/);
-    expect(again.status).toBe(0);
-  });
+  it(
+    'publishes and exits 0; again: unchanged, exits 0',
+    async () => {
+      const first = await run({ REGISTRY_URL: reg.base, SERVICE_PUBLIC_URL: 'http://catalog.halo.svc:4003' });
+      expect([first.status, first.stderr]).toEqual([0, '']);
+      expect(first.stdout).toMatch(/^catalog: contract published as version \d+ \(composition \d+\)\n$/);
+      const again = await run({ REGISTRY_URL: reg.base, SERVICE_PUBLIC_URL: 'http://catalog.halo.svc:4003' });
+      expect(again.stdout).toMatch(/^catalog: contract unchanged at version \d+/);
+      expect(again.status).toBe(0);
+    },
+    SPAWNING,
+  );
 
-  it('needs none of what serving needs: payments, which refuses to serve in production without Redis, publishes without it', async () => {
-    const res = await run({ REGISTRY_URL: reg.base, SERVICE_PUBLIC_URL: 'http://payments.halo.svc:4004' }, 'payments');
-    expect([res.status, res.stderr]).toEqual([0, '']);
-    expect(res.stdout).toMatch(/^payments: contract published as version \d+ \(composition \d+\)\n$/);
-  });
+  it(
+    'needs none of what serving needs: payments, which refuses to serve in production without Redis, publishes without it',
+    async () => {
+      const res = await run({ REGISTRY_URL: reg.base, SERVICE_PUBLIC_URL: 'http://payments.halo.svc:4004' }, 'payments');
+      expect([res.status, res.stderr]).toEqual([0, '']);
+      expect(res.stdout).toMatch(/^payments: contract published as version \d+ \(composition \d+\)\n$/);
+    },
+    SPAWNING,
+  );
 
-  it('a breaking change clients use: refused, naming them; with REGISTRY_PUBLISH_ACKNOWLEDGE (publish.acknowledge) it goes, recorded', async () => {
-    // The registry's catalog has a field the built one lacks, which a client used this hour.
-    const current = (await call(reg.base, 'GET', '/v1/services/catalog/versions', undefined, await serviceToken('gateway'))).body
-      .versions[0] as { version: number };
-    const served = (
-      await call(reg.base, 'GET', `/v1/services/catalog/versions/${current.version}`, undefined, await serviceToken('gateway'))
-    ).body.contract as { sdl: string };
-    const withSku = { ...served, sdl: served.sdl.replace(/(type Product @key[^{]*\{)/, '$1\n  sku: String') };
-    expect((await call(reg.base, 'POST', '/v1/publish', { contract: withSku }, await serviceToken('catalog'))).status).toBe(201);
-    const usage = {
-      gateway: { id: 'gw-hook-test', composition: null },
-      reports: [
-        {
-          hour: new Date().toISOString(),
-          client: 'web',
-          operation: { hash: 'sku-op', name: 'Skus', body: 'query Skus { products { data { sku } } }' },
-          coordinates: ['Product', 'Product.sku'],
-          count: 2,
-        },
-      ],
-    };
-    expect((await call(reg.base, 'POST', '/v1/usage', usage, await serviceToken('gateway'))).status).toBe(202);
-    const env = { REGISTRY_URL: reg.base, SERVICE_PUBLIC_URL: 'http://catalog.halo.svc:4003' };
-    const refused = await run(env);
-    expect(refused.status).toBe(1);
-    expect(refused.stderr).toMatch(
-      /^catalog: contract not published: publish refused \(422\): Check failed — Product\.sku: breaking and used 2 times/,
-    );
-    const acked = await run({ ...env, REGISTRY_PUBLISH_ACKNOWLEDGE: 'web moved off sku (#123)' });
-    expect([acked.status, acked.stderr]).toEqual([0, '']);
-    const [latest] = (await call(reg.base, 'GET', '/v1/services/catalog/versions', undefined, await serviceToken('gateway'))).body.versions;
-    expect(latest).toMatchObject({ author: 'service:catalog', acknowledgement: 'web moved off sku (#123)' });
-  });
+  it(
+    'a breaking change clients use: refused, naming them; with REGISTRY_PUBLISH_ACKNOWLEDGE (publish.acknowledge) it goes, recorded',
+    async () => {
+      // The registry's catalog has a field the built one lacks, which a client used this hour.
+      const current = (await call(reg.base, 'GET', '/v1/services/catalog/versions', undefined, await serviceToken('gateway'))).body
+        .versions[0] as { version: number };
+      const served = (
+        await call(reg.base, 'GET', `/v1/services/catalog/versions/${current.version}`, undefined, await serviceToken('gateway'))
+      ).body.contract as { sdl: string };
+      const withSku = { ...served, sdl: served.sdl.replace(/(type Product @key[^{]*\{)/, '$1\n  sku: String') };
+      expect((await call(reg.base, 'POST', '/v1/publish', { contract: withSku }, await serviceToken('catalog'))).status).toBe(201);
+      const usage = {
+        gateway: { id: 'gw-hook-test', composition: null },
+        reports: [
+          {
+            hour: new Date().toISOString(),
+            client: 'web',
+            operation: { hash: 'sku-op', name: 'Skus', body: 'query Skus { products { data { sku } } }' },
+            coordinates: ['Product', 'Product.sku'],
+            count: 2,
+          },
+        ],
+      };
+      expect((await call(reg.base, 'POST', '/v1/usage', usage, await serviceToken('gateway'))).status).toBe(202);
+      const env = { REGISTRY_URL: reg.base, SERVICE_PUBLIC_URL: 'http://catalog.halo.svc:4003' };
+      const refused = await run(env);
+      expect(refused.status).toBe(1);
+      expect(refused.stderr).toMatch(
+        /^catalog: contract not published: publish refused \(422\): Check failed — Product\.sku: breaking and used 2 times/,
+      );
+      const acked = await run({ ...env, REGISTRY_PUBLISH_ACKNOWLEDGE: 'web moved off sku (#123)' });
+      expect([acked.status, acked.stderr]).toEqual([0, '']);
+      const [latest] = (await call(reg.base, 'GET', '/v1/services/catalog/versions', undefined, await serviceToken('gateway'))).body
+        .versions;
+      expect(latest).toMatchObject({ author: 'service:catalog', acknowledgement: 'web moved off sku (#123)' });
+    },
+    SPAWNING,
+  );
 
-  it('refused (a key the registry does not trust): exit 1 with one line', async () => {
-    const res = await run({
-      REGISTRY_URL: reg.base,
-      SERVICE_SIGNING_KEY: JSON.stringify(generateServiceKey('catalog', 'rogue').privateJwk),
-    });
-    expect(res.status).toBe(1);
-    expect(res.stderr).toBe('catalog: contract not published: publish refused (401): Invalid token\n');
-  });
+  it(
+    'refused (a key the registry does not trust): exit 1 with one line',
+    async () => {
+      const res = await run({
+        REGISTRY_URL: reg.base,
+        SERVICE_SIGNING_KEY: JSON.stringify(generateServiceKey('catalog', 'rogue').privateJwk),
+      });
+      expect(res.status).toBe(1);
+      expect(res.stderr).toBe('catalog: contract not published: publish refused (401): Invalid token\n');
+    },
+    SPAWNING,
+  );
 
-  it('registry unreachable: exit 3 with one line; without a signing key: exit 78 (a configuration that can never start) naming the variable', async () => {
-    const down = await run({ REGISTRY_URL: 'http://127.0.0.1:1' });
-    expect(down.status).toBe(3);
-    expect(down.stderr).toMatch(/^catalog: contract not published: registry unreachable at http:\/\/127\.0\.0\.1:1: [^\n]+\n$/);
-    const keyless = await run({ REGISTRY_URL: reg.base, SERVICE_SIGNING_KEY: '' });
-    expect(keyless.status).toBe(EXIT_CANNOT_START);
-    expect(keyless.stderr).toMatch(/^catalog: Invalid configuration: SERVICE_SIGNING_KEY: is required to publish/);
-  });
+  it(
+    'registry unreachable: exit 3 with one line; without a signing key: exit 78 (a configuration that can never start) naming the variable',
+    async () => {
+      const down = await run({ REGISTRY_URL: 'http://127.0.0.1:1' });
+      expect(down.status).toBe(3);
+      expect(down.stderr).toMatch(/^catalog: contract not published: registry unreachable at http:\/\/127\.0\.0\.1:1: [^\n]+\n$/);
+      const keyless = await run({ REGISTRY_URL: reg.base, SERVICE_SIGNING_KEY: '' });
+      expect(keyless.status).toBe(EXIT_CANNOT_START);
+      expect(keyless.stderr).toMatch(/^catalog: Invalid configuration: SERVICE_SIGNING_KEY: is required to publish/);
+    },
+    SPAWNING,
+  );
 });
