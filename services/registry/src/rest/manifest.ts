@@ -1,5 +1,5 @@
 import { badRequest } from '@halo/kit/errors';
-import { defineRestManifest, ruleParsed, type RestResponse } from '@halo/kit/rest';
+import { defineRestManifest, ruleParsed, type RestHandlers, type RestResponse } from '@halo/kit/rest';
 import {
   CheckAnswer,
   CheckDetailAnswer,
@@ -353,3 +353,6 @@ export const restManifest = defineRestManifest({
 });
 
 export type RegistryManifest = typeof restManifest;
+
+/** The registry's handlers, by route of its manifest; each group in its own file (`routes.ts`, `operation-routes.ts`). */
+export type RegistryHandlers = RestHandlers<RegistryManifest>;

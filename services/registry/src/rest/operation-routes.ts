@@ -5,7 +5,7 @@ import type { ClientsAnswer, ClientVersionAnswer, PushAnswer, RetireAnswer } fro
 import { authorizeOperationsWriter } from '../domain/access';
 import type { ClientOperations } from '../domain/client-operations';
 import type { Principal } from '../domain/model';
-import type { RegistryHandlers } from './routes';
+import type { RegistryHandlers } from './manifest';
 import { send } from './send';
 
 /**

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { GATEWAY_ID_HEADER } from '@halo/kit/contract';
 import { quietAccessLog } from '@halo/kit/logging';
-import { mountRestRoutes, type RestHandlers } from '@halo/kit/rest';
+import { mountRestRoutes } from '@halo/kit/rest';
 import { Router, type Request, type Response } from 'express';
 import type {
   CheckAnswer,
@@ -27,15 +27,12 @@ import {
   type Registry,
 } from '../domain/registry';
 import { serviceNamed } from '../domain/requests';
-import { restManifest, type RegistryManifest } from './manifest';
+import { restManifest, type RegistryHandlers } from './manifest';
 import { operationHandlers } from './operation-routes';
 import { send } from './send';
 import { textDiff } from './text-diff';
 
 type Resolve = (req: IncomingMessage) => Promise<Principal>;
-
-/** The registry's handlers, by route of its manifest; each group in its own file. */
-export type RegistryHandlers = RestHandlers<RegistryManifest>;
 
 /** Who is calling, resolved once per request however many steps ask (an API key is exchanged through auth). */
 export function principalOnce(principalOf: Resolve): Resolve {
