@@ -1,6 +1,6 @@
 import type { RestManifest } from '../rest/rest-manifest';
 import { restPart, type RestPart } from '../rest/rest-openapi';
-import type { ServiceIdentity } from '../auth/service-identity';
+import { SERVICE_TOKEN_METADATA, type ServiceIdentity } from '../auth/service-identity';
 import type { ServiceName } from '../config/topology';
 
 /**
@@ -52,8 +52,8 @@ export class PublishError extends Error {
   }
 }
 
-/** The header that carries a service token over HTTP (the same name as the gRPC metadata key). */
-export const SERVICE_TOKEN_HEADER = 'x-halo-service-token';
+/** The header that carries a service token over HTTP: the gRPC metadata key's name. */
+export const SERVICE_TOKEN_HEADER = SERVICE_TOKEN_METADATA;
 
 /** Which gateway is polling the registry (its pod name and pid), for the registry's `GET /v1/gateways`. */
 export const GATEWAY_ID_HEADER = 'x-halo-gateway-id';
