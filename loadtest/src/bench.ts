@@ -30,6 +30,7 @@ import {
   type Peers,
   type Ratio,
 } from './gateways-bench';
+import { findK6, K6_MISSING, k6Driver } from './k6-driver';
 import { callerAuthEnv } from './callers';
 import { benchPayments, type PaymentsKey } from './payments-bench';
 import { mergeSection } from './benchmarks-doc';
@@ -74,6 +75,14 @@ const GROUPS = process.env.BENCH_GROUPS ? process.env.BENCH_GROUPS.split(',').ma
 /** Subscribers per fan-out row (BENCH_SUBSCRIBERS=100,500). */
 const SUBSCRIBERS = (process.env.BENCH_SUBSCRIBERS ?? '100,500').split(',').map(Number);
 const LOG_LEVEL = BENCH_LOG_LEVEL;
+/** The load generator of the gateway scenario: autocannon in this process, or k6 (src/k6-driver.ts; `npm run bench:k6`). */
+const DRIVER = process.env.BENCH_DRIVER ?? 'autocannon';
+if (DRIVER !== 'autocannon' && DRIVER !== 'k6') throw new Error(`BENCH_DRIVER must be autocannon or k6, not ${DRIVER}`);
+const K6 = DRIVER === 'k6' ? findK6() : null;
+if (DRIVER === 'k6' && !K6) throw new Error(K6_MISSING);
+const DRIVER_TEXT = K6 ? `${K6.version}, one VU per connection, a child of the load generator's CPU` : 'autocannon';
+/** Plain Apollo also on Node's global fetch (src/peers/apollo.ts), beside its default fetcher. */
+const APOLLO_FETCH = process.env.BENCH_APOLLO_FETCH === '1' || process.env.BENCH_APOLLO_FETCH === 'true';
 /** A fresh secret per run: the bench signs its own tokens. */
 const JWT_SECRET = randomBytes(32).toString('base64url');
 const KNOBS = [
@@ -89,6 +98,8 @@ const KNOBS = [
   'BENCH_SUBSCRIBERS',
   'BENCH_MESSAGES',
   'BENCH_FANOUT_CLIENT',
+  'BENCH_DRIVER',
+  'BENCH_APOLLO_FETCH',
 ];
 const COMMAND = [
   ...KNOBS.filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]}`),
@@ -250,10 +261,11 @@ function s1Rows(g: GatewaysReport, q: string, scenario: string, goals: boolean):
   if (g.perTarget[`${q}:hive-rust`]) rows.push(ratioRow('Halo ÷ Hive Gateway + Rust query planner, req/s', `${q}:halo/hive-rust`));
   rows.push(ratioRow('Halo ÷ plain @apollo/gateway + Apollo Server 5, req/s', `${q}:halo/apollo`));
   const cpu = (t: string) => int(g.perTarget[`${q}:${t}`]?.cpuUsPerRequest);
+  const fetchPeer = g.perTarget[`${q}:apollo-fetch`];
   rows.push({
     scenario,
-    measure: 'gateway CPU µs/request, Halo / Hive / Hive + Rust / Apollo',
-    value: `${cpu('halo')} / ${cpu('hive')} / ${cpu('hive-rust')} / ${cpu('apollo')}`,
+    measure: `gateway CPU µs/request, Halo / Hive / Hive + Rust / Apollo${fetchPeer ? ' / Apollo on global fetch' : ''}`,
+    value: `${cpu('halo')} / ${cpu('hive')} / ${cpu('hive-rust')} / ${cpu('apollo')}${fetchPeer ? ` / ${cpu('apollo-fetch')}` : ''}`,
     notes: 'each gateway process, same run',
     goal: '—',
     met: null,
@@ -263,6 +275,10 @@ function s1Rows(g: GatewaysReport, q: string, scenario: string, goals: boolean):
     rows.push(
       ratioRow('gateway CPU per request, Halo ÷ Hive + Rust planner', `${q}:cpu:halo/hive-rust`, { text: '≤ 0.35', ok: (v) => v <= 0.35 }),
     );
+  if (fetchPeer) {
+    rows.push(ratioRow('Halo ÷ plain Apollo on global fetch, req/s', `${q}:halo/apollo-fetch`));
+    rows.push(ratioRow('gateway CPU per request, plain Apollo: default fetcher ÷ global fetch', `${q}:cpu:apollo/apollo-fetch`));
+  }
   if (r(`${q}:halo-nodedupe/hive-nodedupe`)?.values.length) {
     rows.push(ratioRow('no in-flight dedupe: Halo ÷ Hive Gateway, req/s', `${q}:halo-nodedupe/hive-nodedupe`));
     rows.push(ratioRow('no in-flight dedupe: Halo ÷ plain Apollo, req/s', `${q}:halo-nodedupe/apollo`));
@@ -364,7 +380,7 @@ function renderGatewaysSection(g: GatewaysReport, rows: SummaryRow[], memory: Me
     `- Machine: ${machine()}`,
     `- CPUs: ${info.pinning.describe}`,
     `- Load average (1 / 5 / 15 min) at the start of measuring: ${loadText(info.load.start)}; at the end: ${loadText(info.load.end)}`,
-    `- Method: ${CONNECTIONS} closed-loop connections (autocannon); ${ROUNDS} rounds × ${DURATION_S} s per target, after a ${WARMUP_S} s warm-up of every target;` +
+    `- Method: ${CONNECTIONS} closed-loop connections (${DRIVER_TEXT}); ${ROUNDS} rounds × ${DURATION_S} s per target, after a ${WARMUP_S} s warm-up of every target;` +
       ' the targets of a comparison back to back, their order rotated each round; each ratio is computed inside a round and the' +
       ' median of the per-round ratios is shown with their min–max. CPU per request: utime + stime of the gateway process' +
       ' (/proc/<pid>/stat, all threads) over the interval ÷ requests completed.',
@@ -433,7 +449,7 @@ function renderGatewaysSection(g: GatewaysReport, rows: SummaryRow[], memory: Me
   return lines.join('\n');
 }
 
-const resultsName = () => (MODE === 'postgres' ? 'gateways-postgres' : 'gateways');
+const resultsName = () => `gateways${MODE === 'postgres' ? '-postgres' : ''}${DRIVER === 'k6' ? '-k6' : ''}`;
 
 // eslint-disable-next-line max-lines-per-function -- a benchmark script: its steps in the order they run
 async function main(): Promise<void> {
@@ -443,7 +459,7 @@ async function main(): Promise<void> {
   const launcherLog = openSync(join(LOGS, 'launcher.log'), 'w');
   const benchSchema = `bench_${process.pid}`;
   const log = (line: string) => process.stderr.write(`${line}\n`);
-  const pinning = planPinning();
+  const pinning = planPinning(K6 ? 'k6, a child of this process' : undefined);
   log(`bench: ${pinning.describe}`);
   // Until everything is started, this process sits on the servers' CPU: whatever it spawns
   // inherits that affinity from birth. Each server is pinned explicitly below anyway.
@@ -481,6 +497,7 @@ async function main(): Promise<void> {
         log,
         // REST comparisons alone need no GraphQL peer.
         graphql: !GROUPS || GROUPS.some((g) => !g.startsWith('rest-')),
+        apolloGlobalFetch: APOLLO_FETCH,
       });
 
     const servers = [
@@ -510,6 +527,7 @@ async function main(): Promise<void> {
         log,
         only: GROUPS,
         oneCaller: ONE_CALLER,
+        ...(K6 ? { driver: k6Driver(K6.bin, dataDir) } : {}),
       });
     }
 
@@ -598,7 +616,8 @@ async function main(): Promise<void> {
         )}\n`,
       );
       if (GROUPS) log(`bench: BENCH_GROUPS=${GROUPS.join(',')}: a partial run, docs/benchmarks.md's gateway section left as it was`);
-      else doc = mergeSection(doc, resultsName(), renderGatewaysSection(gateways, rows, memory, info, false), true);
+      else if (K6) log("bench: k6 drove this run: docs/benchmarks.md's gateway section (autocannon's) left as it was");
+      else if (!K6) doc = mergeSection(doc, resultsName(), renderGatewaysSection(gateways, rows, memory, info, false), true);
       log(`bench: wrote ${relative(ROOT, join(RESULTS, resultsName()))}.{json,md}`);
     }
     writeFileSync(OUT, doc);

@@ -62,6 +62,8 @@ export interface Peers {
   ceiling: ExtraProcess;
   /** The GraphQL peers (S1, S1c): absent when only REST comparisons run (`graphql: false`). */
   graphql?: { hive: ExtraProcess; hiveRust: ExtraProcess; apollo: ExtraProcess; haloCache: ExtraProcess };
+  /** Plain Apollo with Node's global fetch as its subgraph fetcher (`apolloGlobalFetch`). */
+  apolloFetch?: ExtraProcess;
   hiveNoDedupe?: ExtraProcess;
   haloNoDedupe?: ExtraProcess;
   /** nginx in front of content (S2's reference proxy); absent when nginx is not installed. */
@@ -77,6 +79,8 @@ export interface PeersOptions {
   noDedupe: boolean;
   /** Start the GraphQL peers (Hive, Apollo, the cached Halo); false when only REST is compared. */
   graphql?: boolean;
+  /** Also plain Apollo on Node's global fetch instead of its default fetcher (src/peers/apollo.ts). */
+  apolloGlobalFetch?: boolean;
   /** Rewritten supergraph goes here. */
   workDir: string;
   /** Every extra process writes its output to `<logDir>/<name>.log`. */
@@ -208,6 +212,14 @@ export async function startPeers(opts: PeersOptions): Promise<Peers> {
       });
     const apollo =
       graphql && add('apollo', 4992 + portOffset, [resolve(__dirname, 'peers/apollo.js')], { ...base, PORT: String(4992 + portOffset) });
+    const apolloFetch =
+      graphql &&
+      opts.apolloGlobalFetch &&
+      add('apollo-fetch', 4996 + portOffset, [resolve(__dirname, 'peers/apollo.js')], {
+        ...base,
+        PORT: String(4996 + portOffset),
+        APOLLO_FETCHER: 'fetch',
+      });
     // Halo's gateway as the system runs it, but with the response cache at its default size.
     const haloEnv: Record<string, string | undefined> = {
       ...environOf(gateway.child.pid!),
@@ -236,12 +248,13 @@ export async function startPeers(opts: PeersOptions): Promise<Peers> {
     await waitFor(ceiling, async () => (await fetch(`${ceiling.url}/hello`)).ok);
     if (nginx) await waitFor(nginx, async () => (await fetch(`${nginx.url}${REST_PATHS.post}`)).ok);
     const present = (p: ExtraProcess | false | undefined): p is ExtraProcess => p !== undefined && p !== false;
-    for (const p of [hive, hiveRust, hiveNoDedupe, apollo].filter(present)) await waitFor(p, graphqlReady(p.url));
+    for (const p of [hive, hiveRust, hiveNoDedupe, apollo, apolloFetch].filter(present)) await waitFor(p, graphqlReady(p.url));
     for (const p of [haloCache, haloNoDedupe].filter(present)) await waitFor(p, async () => (await fetch(`${p.url}/readyz`)).ok);
     return {
       ceiling,
       ...(hive && hiveRust && apollo && haloCache ? { graphql: { hive, hiveRust, apollo, haloCache } } : {}),
       ...(hiveNoDedupe ? { hiveNoDedupe } : {}),
+      ...(apolloFetch ? { apolloFetch } : {}),
       ...(haloNoDedupe ? { haloNoDedupe } : {}),
       ...(nginx ? { nginx } : {}),
       all: [...started],
@@ -299,7 +312,12 @@ export interface GatewaysOptions {
   only?: string[] | undefined;
   /** Also the S1 queries asked by one caller on every connection (`me-1caller`, …): the secondary table. */
   oneCaller: boolean;
+  /** The load generator: autocannon in this process (`measure`, the default) or k6 (src/k6-driver.ts). */
+  driver?: Measure;
 }
+
+/** Loads the target with `connections` closed-loop connections for `durationS` seconds. */
+export type Measure = (t: LoadTarget, connections: number, durationS: number) => Promise<Sample>;
 
 export interface Ratio {
   /** Per-round values, in round order. */
@@ -364,6 +382,7 @@ export async function graphqlData(t: LoadTarget): Promise<{ data: unknown; heade
 // eslint-disable-next-line max-lines-per-function -- a benchmark: its steps in the order they run
 export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysReport> {
   const { system, peers, log } = opts;
+  const load = opts.driver ?? measure;
   const gw = system.processes.find((p) => p.name === 'gateway')!;
   const direct = (name: string) => system.processes.find((p) => p.name === name && !p.replica)!;
   // Alice of the demo data (content user 2): a real user, so `user { name }` resolves; the one caller of the `-1caller` rows.
@@ -381,6 +400,16 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
           { key: 'hive', label: 'Hive Gateway', url: gql.hive.url, pid: gql.hive.child.pid! },
           { key: 'hive-rust', label: 'Hive Gateway + Rust query planner', url: gql.hiveRust.url, pid: gql.hiveRust.child.pid! },
           { key: 'apollo', label: 'plain @apollo/gateway', url: gql.apollo.url, pid: gql.apollo.child.pid! },
+        ]
+      : []),
+    ...(peers.apolloFetch
+      ? [
+          {
+            key: 'apollo-fetch',
+            label: 'plain @apollo/gateway, global fetch',
+            url: peers.apolloFetch.url,
+            pid: peers.apolloFetch.child.pid!,
+          },
         ]
       : []),
     ...(peers.haloNoDedupe
@@ -545,7 +574,7 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
   for (const group of groups) {
     for (const t of group.targets) {
       log(`bench: warm-up ${t.id} (${opts.warmupS} s)`);
-      await autocannon(loadOptions(t, opts.connections, opts.warmupS));
+      await load(t, opts.connections, opts.warmupS);
     }
   }
   log('bench: raw node:http ceiling …');
@@ -556,11 +585,11 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
     init: { method: 'GET' },
     cpuPid: peers.ceiling.child.pid!,
   };
-  await autocannon({ url: ceilingTarget.url, connections: opts.connections, duration: Math.min(opts.warmupS, 2) });
-  const ceiling = await measure(ceilingTarget, opts.connections, opts.durationS);
+  await load(ceilingTarget, opts.connections, Math.min(opts.warmupS, 2));
+  const ceiling = await load(ceilingTarget, opts.connections, opts.durationS);
 
   const rounds = await runRounds(groups, opts.rounds, async (t, round) => {
-    const s = await measure(t, opts.connections, opts.durationS);
+    const s = await load(t, opts.connections, opts.durationS);
     log(
       `bench: round ${round + 1}/${opts.rounds} ${t.id}: ${Math.round(s.rps)} req/s, p99 ${s.p99} ms` +
         `${s.cpuUsPerRequest === null ? '' : `, ${Math.round(s.cpuUsPerRequest)} µs CPU/req`}` +
@@ -582,6 +611,11 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
     ratio(`${q}:cpu:halo/apollo`, `${q}:halo`, `${q}:apollo`, cpu);
     ratio(`${q}:cpu:halo/hive`, `${q}:halo`, `${q}:hive`, cpu);
     ratio(`${q}:cpu:halo/hive-rust`, `${q}:halo`, `${q}:hive-rust`, cpu);
+    if (peers.apolloFetch) {
+      ratio(`${q}:halo/apollo-fetch`, `${q}:halo`, `${q}:apollo-fetch`);
+      ratio(`${q}:cpu:halo/apollo-fetch`, `${q}:halo`, `${q}:apollo-fetch`, cpu);
+      ratio(`${q}:cpu:apollo/apollo-fetch`, `${q}:apollo`, `${q}:apollo-fetch`, cpu);
+    }
     if (peers.haloNoDedupe && peers.hiveNoDedupe) {
       ratio(`${q}:halo-nodedupe/hive-nodedupe`, `${q}:halo-nodedupe`, `${q}:hive-nodedupe`);
       ratio(`${q}:halo-nodedupe/apollo`, `${q}:halo-nodedupe`, `${q}:apollo`);

@@ -35,7 +35,7 @@ function statusField(pid: number | 'self', key: string, task?: number): string |
 }
 
 /** The CPUs this process may run on, the first two of which the benchmark uses. */
-export function planPinning(): Pinning {
+export function planPinning(generator = 'this process, autocannon'): Pinning {
   const allowed = parseCpuList(statusField('self', 'Cpus_allowed_list') ?? '');
   if (allowed.length < 2) {
     return { enabled: false, describe: `not pinned: only ${allowed.length} CPU available (load generator and servers share it)` };
@@ -48,7 +48,7 @@ export function planPinning(): Pinning {
     enabled: true,
     loadCpu,
     serverCpu,
-    describe: `load generator (this process, autocannon) on CPU ${loadCpu}; every server process on CPU ${serverCpu} (taskset -a)`,
+    describe: `load generator (${generator}) on CPU ${loadCpu}; every server process on CPU ${serverCpu} (taskset -a)`,
   };
 }
 
