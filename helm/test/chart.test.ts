@@ -122,6 +122,8 @@ function rulesOf(policy: Obj): { ports: string[]; from: string[] }[] {
   }));
 }
 const podTemplate = (o: Obj) => (o.spec as { template: PodTemplate }).template;
+/** The chart's PgBouncer (pgbouncer.enabled): not a Halo process, so no /healthz, /readyz or /metrics. */
+const isPgbouncer = (o: Obj) => o.metadata.labels?.['app.kubernetes.io/component'] === 'pgbouncer';
 const container = (o: Obj) => podTemplate(o).spec.containers[0]!;
 const env = (c: Container) => Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]));
 const secretData = (s: Obj) =>
@@ -246,7 +248,7 @@ describe.each(ciFiles)('ci/%s', (f) => {
   });
 
   it('probes /healthz and /readyz over HTTP, and gRPC servers over grpc.health.v1', () => {
-    for (const d of all(rendered(f), 'Deployment')) {
+    for (const d of all(rendered(f), 'Deployment').filter((o) => !isPgbouncer(o))) {
       const c = container(d);
       const grpc = c.ports?.find((p) => p.name === 'grpc');
       expect(c.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 'http' } });
@@ -589,6 +591,7 @@ describe('the full install (ci/full-values.yaml)', () => {
       'halo-content': 'registry.example.com/acme/halo/content:0.1.1',
       'halo-gateway': 'registry.example.com/acme/halo/gateway:0.1.0',
       'halo-payments': 'registry.example.com/acme/halo/payments:0.1.0',
+      'halo-pgbouncer': 'edoburu/pgbouncer:v1.25.1-p0',
       'halo-registry': 'registry.example.com/acme/halo/registry:0.1.0',
     });
     expect(one(r(), 'Deployment', 'halo-content').metadata.labels!['app.kubernetes.io/version']).toBe('0.1.1');
@@ -615,7 +618,11 @@ describe('the full install (ci/full-values.yaml)', () => {
 
   it('has a ServiceMonitor per component on the port /metrics is on, with the interval, timeout and labels asked for', () => {
     const monitors = all(r(), 'ServiceMonitor');
-    expect(monitors.map((m) => m.metadata.name)).toEqual(all(r(), 'Deployment').map((d) => d.metadata.name));
+    expect(monitors.map((m) => m.metadata.name)).toEqual(
+      all(r(), 'Deployment')
+        .filter((d) => !isPgbouncer(d))
+        .map((d) => d.metadata.name),
+    );
     for (const m of monitors) {
       const spec = m.spec as { selector: { matchLabels: Record<string, string> }; endpoints: Record<string, string>[] };
       // It selects exactly its component's Service (by the Services' labels), and names a port that Service has.
@@ -709,7 +716,8 @@ describe('the full install (ci/full-values.yaml)', () => {
     expect(container(one(r(), 'Job', 'halo-provision-roles')).command).toEqual(['node', '/app/tools/dist/provision-roles.js']);
     const secret = secretData(one(r(), 'Secret', 'halo'));
     expect(secret['catalog-database-url']).toContain('@pgbouncer.example.internal:6432/');
-    expect(secret['payments-database-url']).toBe(
+    // The pods' URL goes through the chart's PgBouncer (below); the migration Job's is direct.
+    expect(secret['payments-database-migration-url']).toBe(
       'postgres://payments:5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b@pg.example.internal:6432/halo_prod?sslmode=verify-full',
     );
   });
@@ -1235,5 +1243,181 @@ describe('publish.acknowledge: a release that may break what clients use, said o
 
   it('an empty reason is refused by the schema, naming the value', () => {
     expect(renderError(renderer, over('empty-ack', 'publish:\n  acknowledge: ""\n'))).toMatch(/publish.*acknowledge/);
+  });
+});
+
+describe('PgBouncer between the database services and PostgreSQL (pgbouncer.enabled)', () => {
+  const over = overDefaults('halo-pgbouncer-');
+  const databaseServices = ['auth', 'catalog', 'chat', 'content', 'payments', 'registry'];
+  const passwords = (r: Rendered) => (r.values as { postgres: { passwords: Record<string, string> } }).postgres.passwords;
+
+  it("is off by default: no PgBouncer object, and every URL, the migration Jobs' too, is the direct one", () => {
+    const r = rendered('default-values.yaml');
+    expect(objectsOf(r).filter(isPgbouncer)).toEqual([]);
+    const secret = secretData(one(r, 'Secret', 'halo'));
+    expect(Object.keys(secret).filter((k) => k.startsWith('pgbouncer') || k.endsWith('-migration-url'))).toEqual([]);
+    for (const name of databaseServices) {
+      expect(parsePgUrl(secret[`${name}-database-url`]!)).toMatchObject({
+        host: 'postgres.db.svc.cluster.local',
+        port: '5432',
+        user: name,
+      });
+      expect(env(container(one(r, 'Job', `halo-${name}-migrate`))).DATABASE_URL).toEqual({
+        secretKeyRef: { name: 'halo-hooks', key: `${name}-database-url` },
+      });
+    }
+  });
+
+  it("enabled (ci/full-values.yaml): a Deployment, its Service, a PodDisruptionBudget and a NetworkPolicy, pods as the components'", () => {
+    const r = rendered('full-values.yaml');
+    expect(
+      objectsOf(r)
+        .filter(isPgbouncer)
+        .map((o) => `${o.kind}/${o.metadata.name}`)
+        .sort(),
+    ).toEqual([
+      'ConfigMap/halo-pgbouncer',
+      'Deployment/halo-pgbouncer',
+      'NetworkPolicy/halo-pgbouncer',
+      'PodDisruptionBudget/halo-pgbouncer',
+      'Service/halo-pgbouncer',
+    ]);
+    const deployment = one(r, 'Deployment', 'halo-pgbouncer');
+    expect((deployment.spec as { replicas: number }).replicas).toBe(3);
+    const c = container(deployment);
+    expect(c.command).toEqual(['pgbouncer', '/etc/pgbouncer/pgbouncer.ini']);
+    expect(c.ports).toEqual([{ name: 'postgres', containerPort: 6432, protocol: 'TCP' }]);
+    expect(c.readinessProbe).toMatchObject({ tcpSocket: { port: 'postgres' } });
+    expect(c.volumeMounts).toEqual([{ name: 'config', mountPath: '/etc/pgbouncer', readOnly: true }]);
+    expect(podTemplate(deployment).spec.volumes).toEqual([
+      {
+        name: 'config',
+        projected: {
+          defaultMode: 0o440,
+          sources: [
+            { configMap: { name: 'halo-pgbouncer', items: [{ key: 'pgbouncer.ini', path: 'pgbouncer.ini' }] } },
+            { secret: { name: 'halo', items: [{ key: 'pgbouncer-userlist', path: 'userlist.txt' }] } },
+          ],
+        },
+      },
+    ]);
+    // The defaults' scheduling, as every component's.
+    expect(podTemplate(deployment).spec).toMatchObject({
+      nodeSelector: { 'kubernetes.io/os': 'linux' },
+      priorityClassName: 'halo-critical',
+    });
+    expect((one(r, 'Service', 'halo-pgbouncer').spec as { ports: unknown[] }).ports).toEqual([
+      { name: 'postgres', port: 6432, targetPort: 'postgres', protocol: 'TCP' },
+    ]);
+    expect(one(r, 'PodDisruptionBudget', 'halo-pgbouncer').spec).toMatchObject({ maxUnavailable: 1 });
+  });
+
+  it('points each database service at it with its own role, password and database; a postgres.urls entry is still used as given', () => {
+    const r = rendered('full-values.yaml');
+    const secret = secretData(one(r, 'Secret', 'halo'));
+    for (const name of databaseServices.filter((n) => n !== 'catalog')) {
+      expect(parsePgUrl(secret[`${name}-database-url`]!)).toMatchObject({
+        host: 'halo-pgbouncer',
+        port: '6432',
+        user: name,
+        password: passwords(r)[name],
+        database: 'halo_prod',
+      });
+      expect(env(container(one(r, 'Deployment', `halo-${name}`))).DATABASE_URL).toEqual({
+        secretKeyRef: { name: 'halo', key: `${name}-database-url` },
+      });
+    }
+    expect(secret['catalog-database-url']).toBe(
+      'postgres://catalog:0f1e2d3c4b5a69788796a5b4c3d2e1f0@pgbouncer.example.internal:6432/halo_prod?sslmode=verify-full',
+    );
+  });
+
+  it('leaves the migration Jobs on the direct URL: their advisory lock is session-level', () => {
+    const r = rendered('full-values.yaml');
+    const hooks = secretData(one(r, 'Secret', 'halo-hooks'));
+    for (const name of databaseServices) {
+      expect(env(container(one(r, 'Job', `halo-${name}-migrate`))).DATABASE_URL).toEqual({
+        secretKeyRef: { name: 'halo-hooks', key: `${name}-database-migration-url` },
+      });
+    }
+    expect(parsePgUrl(hooks['auth-database-migration-url']!)).toMatchObject({ host: 'pg.example.internal', port: '6432', user: 'auth' });
+    expect(hooks['catalog-database-migration-url']).toBe(hooks['catalog-database-url']);
+  });
+
+  it('keeps every password in the Secret (the userlist) and none in a ConfigMap; PgBouncer reaches PostgreSQL with its sslmode', () => {
+    const r = rendered('full-values.yaml');
+    expect(secretData(one(r, 'Secret', 'halo'))['pgbouncer-userlist']).toBe(
+      databaseServices.map((name) => `"${name}" "${passwords(r)[name]}"\n`).join(''),
+    );
+    const configMaps = JSON.stringify(all(r, 'ConfigMap'));
+    for (const password of Object.values(passwords(r))) expect(configMaps).not.toContain(password);
+    const ini = (one(r, 'ConfigMap', 'halo-pgbouncer').data as Record<string, string>)['pgbouncer.ini']!;
+    for (const line of [
+      'halo_prod = host=pg.example.internal port=6432 dbname=halo_prod',
+      'listen_port = 6432',
+      'auth_file = /etc/pgbouncer/userlist.txt',
+      'pool_mode = transaction',
+      'default_pool_size = 4',
+      'max_db_connections = 20',
+      'max_client_conn = 800',
+      'ignore_startup_parameters = options',
+      'server_reset_query = SELECT pg_advisory_unlock_all()',
+      'server_tls_sslmode = verify-full',
+    ])
+      expect(ini.split('\n')).toContain(line);
+  });
+
+  it('admits the database services this release runs, and nobody else', () => {
+    expect(rulesOf(one(rendered('full-values.yaml'), 'NetworkPolicy', 'halo-pgbouncer'))).toEqual([
+      { ports: ['postgres'], from: databaseServices },
+    ]);
+  });
+
+  it('with secrets.existingSecret, reads the userlist and the migration URLs from that Secret', () => {
+    const file = over('existing', 'postgres:\n  host: pg.example.internal\npgbouncer:\n  enabled: true\n  poolMode: session\n', 'alone');
+    const r = render(renderer, [ci('existing-secret-values.yaml'), ...file]);
+    expect(all(r, 'Secret')).toEqual([]);
+    const volume = podTemplate(one(r, 'Deployment', 'halo-pgbouncer')).spec.volumes![0] as unknown as {
+      projected: { sources: { secret?: { name: string; items: { key: string }[] } }[] };
+    };
+    expect(volume.projected.sources[1]!.secret).toEqual({
+      name: 'halo-managed',
+      items: [{ key: 'pgbouncer-userlist', path: 'userlist.txt' }],
+    });
+    const withMigrations = render(renderer, [
+      ci('existing-secret-values.yaml'),
+      ...file,
+      ...over('migrations', 'migrations:\n  enabled: true\n', 'alone'),
+    ]);
+    expect(env(container(one(withMigrations, 'Job', 'halo-auth-migrate'))).DATABASE_URL).toEqual({
+      secretKeyRef: { name: 'halo-managed', key: 'auth-database-migration-url' },
+    });
+  });
+
+  it('enabled without postgres.host, or pooling transactions without the migration Jobs, is refused, naming the value', () => {
+    const noHost = renderError(
+      renderer,
+      over('no-host', 'postgres:\n  host: ""\n  urls:\n    auth: postgres://auth:x@pg/halo\npgbouncer:\n  enabled: true\n'),
+    );
+    expect(noHost).toContain('this install cannot run:');
+    expect(noHost).toContain('pgbouncer.enabled needs postgres.host');
+    expect(renderError(renderer, over('no-migrations', 'pgbouncer:\n  enabled: true\nmigrations:\n  enabled: false\n'))).toContain(
+      'pgbouncer.poolMode transaction needs migrations.enabled',
+    );
+    const session = render(renderer, over('session', 'pgbouncer:\n  enabled: true\n  poolMode: session\nmigrations:\n  enabled: false\n'));
+    const ini = (one(session, 'ConfigMap', 'halo-pgbouncer').data as Record<string, string>)['pgbouncer.ini']!;
+    expect(ini).toContain('pool_mode = session');
+    expect(ini).not.toContain('server_reset_query');
+  });
+
+  it('the schema refuses a pool mode PgBouncer would break transactions with, and a misspelt key', () => {
+    const bad = structuredClone(rendered('full-values.yaml').values) as { pgbouncer: Record<string, unknown> };
+    bad.pgbouncer.poolMode = 'statement';
+    bad.pgbouncer.maxClientConnections = 100;
+    expect(validateValues(bad)).toBe(false);
+    expect(validateValues.errors!.map((e) => e.instancePath)).toEqual(expect.arrayContaining(['/pgbouncer/poolMode', '/pgbouncer']));
+    expect(renderError(renderer, over('statement', 'pgbouncer:\n  enabled: true\n  poolMode: statement\n'))).toContain(
+      'pgbouncer.poolMode',
+    );
   });
 });

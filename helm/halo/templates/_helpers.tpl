@@ -129,7 +129,12 @@ hooks succeed); with an existing Secret they read that.
 {{- if $need }}true{{ end }}
 {{- end }}
 
-{{/* DATABASE_URL of one service, from postgres.urls or built from its password. (dict "root" $ "name" "content") */}}
+{{/*
+DATABASE_URL of one service, from postgres.urls or built from its password: to PgBouncer's Service
+while pgbouncer.enabled (plain TCP inside the cluster, as gRPC: a mesh encrypts it), unless
+"direct" (the migration Jobs: their session-level advisory lock needs one server session).
+(dict "root" $ "name" "content" ["direct" true])
+*/}}
 {{- define "halo.databaseUrl" -}}
 {{- $pg := .root.Values.postgres }}
 {{- $url := index (default (dict) $pg.urls) .name }}
@@ -140,7 +145,11 @@ hooks succeed); with an existing Secret they read that.
 {{- if not (and $pg.host $password) }}
 {{- fail (printf "components.%s has a database: set postgres.host and postgres.passwords.%s (or postgres.urls.%s), or use secrets.existingSecret" .name .name .name) }}
 {{- end }}
+{{- if and .root.Values.pgbouncer.enabled (not .direct) }}
+{{- printf "postgres://%s:%s@%s:%v/%s" .name $password (include "halo.componentFullname" (dict "root" .root "name" "pgbouncer")) .root.Values.pgbouncer.port $pg.database }}
+{{- else }}
 {{- printf "postgres://%s:%s@%s%s" .name $password (include "halo.postgresAddress" .root) (include "halo.postgresQuery" .root) }}
+{{- end }}
 {{- end }}
 {{- end }}
 
@@ -172,6 +181,9 @@ jwt-secret: {{ $jwt | b64enc | quote }}
 {{- $c := index $root.Values.components $name }}
 {{- if and $c.database (not $c.ownRelease) }}
 {{ $name }}-database-url: {{ include "halo.databaseUrl" (dict "root" $root "name" $name) | b64enc | quote }}
+{{- if and $root.Values.pgbouncer.enabled $root.Values.migrations.enabled }}
+{{ $name }}-database-migration-url: {{ include "halo.databaseUrl" (dict "root" $root "name" $name "direct" true) | b64enc | quote }}
+{{- end }}
 {{- end }}
 {{- /* Every role the provisioning Job creates, services released on their own included: their own release's Secret holds the same password for their pods. */}}
 {{- if and $c.database (or (not $c.ownRelease) $root.Values.provisionRoles.enabled) }}
@@ -188,8 +200,83 @@ jwt-secret: {{ $jwt | b64enc | quote }}
 {{- with .Values.redis.url }}
 redis-url: {{ . | b64enc | quote }}
 {{- end }}
+{{- if .Values.pgbouncer.enabled }}
+pgbouncer-userlist: {{ include "halo.pgbouncerUserlist" . | b64enc | quote }}
+{{- end }}
 {{- if .Values.provisionRoles.enabled }}
 provision-admin-url: {{ required "provisionRoles.adminUrl is required when provisionRoles.enabled (or use secrets.existingSecret)" .Values.provisionRoles.adminUrl | b64enc | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+PgBouncer's auth_file: "<role>" "<password>" for each database service this release runs with a
+password in postgres.passwords (scram-sha-256 towards the clients and PostgreSQL both). (root)
+*/}}
+{{- define "halo.pgbouncerUserlist" -}}
+{{- $lines := list }}
+{{- range $name := (fromJson (include "halo.deployedComponents" .)).names }}
+{{- $password := index (default (dict) $.Values.postgres.passwords) $name }}
+{{- if and (index $.Values.components $name).database $password }}
+{{- $lines = append $lines (printf "%q %q\n" $name $password) }}
+{{- end }}
+{{- end }}
+{{- join "" $lines }}
+{{- end }}
+
+{{/*
+PgBouncer's pod settings: those of `defaults` it shares with the components (security contexts,
+scheduling, shutdown timing, extra volumes), under pgbouncer's own values. (root) → JSON
+*/}}
+{{- define "halo.pgbouncer" -}}
+{{- $d := .Values.defaults }}
+{{- $base := dict }}
+{{- range $k := list "podSecurityContext" "securityContext" "podAnnotations" "nodeSelector" "tolerations" "affinity" "priorityClassName" "spreadAcrossNodes" "topologySpreadConstraints" "terminationGracePeriodSeconds" "preStopSleepSeconds" "extraVolumes" "extraVolumeMounts" }}
+{{- if hasKey $d $k }}{{ $_ := set $base $k (index $d $k) }}{{ end }}
+{{- end }}
+{{- $c := fromJson (include "halo.merge" (list $base .Values.pgbouncer)) }}
+{{- $_ := set $c "name" "pgbouncer" }}
+{{- $_ := set $c "fullname" (include "halo.componentFullname" (dict "root" . "name" "pgbouncer")) }}
+{{- $_ := set $c "tag" (toString $c.image.tag) }}
+{{- toJson $c }}
+{{- end }}
+
+{{/*
+pgbouncer.ini: one database (postgres.database on postgres.host:port), each client's role and
+password (auth_file) used towards PostgreSQL too. `options` is ignored: the services send
+`-c search_path=<schema>`, which PgBouncer cannot keep per client; a service's role already has
+that search_path (docs/database.md: ALTER ROLE … SET search_path, and "$user" by default). (root)
+*/}}
+{{- define "halo.pgbouncerIni" -}}
+{{- $p := .Values.pgbouncer }}
+{{- $pg := .Values.postgres }}
+[databases]
+{{ $pg.database }} = host={{ $pg.host }} port={{ $pg.port }} dbname={{ $pg.database }}
+
+[pgbouncer]
+listen_addr = *
+listen_port = {{ $p.port }}
+unix_socket_dir =
+auth_type = scram-sha-256
+auth_file = /etc/pgbouncer/userlist.txt
+pool_mode = {{ $p.poolMode }}
+default_pool_size = {{ $p.defaultPoolSize }}
+max_db_connections = {{ $p.maxDbConnections }}
+max_client_conn = {{ $p.maxClientConn }}
+ignore_startup_parameters = options
+{{- if eq $p.poolMode "transaction" }}
+; A service's start-up migration takes a session-level advisory lock; transaction pooling would
+; leave it held on whichever server connection ran it, and the next pod's start-up would wait for
+; it. Released on every return to the pool, it never outlives its statement (the migration Jobs
+; hold it for real, over the direct URL).
+server_reset_query = SELECT pg_advisory_unlock_all()
+server_reset_query_always = 1
+{{- end }}
+{{- /* libpq's modes; node-postgres' no-verify (encrypt, do not verify) is libpq's require. */}}
+{{- with $pg.sslmode }}
+server_tls_sslmode = {{ eq . "no-verify" | ternary "require" . }}
+{{- end }}
+{{- with $pg.sslrootcert }}
+server_tls_ca_file = {{ . }}
 {{- end }}
 {{- end }}
 
@@ -256,7 +343,10 @@ and signing key only. (dict "root" $ "c" $c "secret" <name> ["publish" true]) �
 {{- $_ := set $env "SERVICE_TRUSTED_KEYS" (dict "value" .) }}
 {{- end }}
 {{- if $c.database }}
-{{- $_ := set $env "DATABASE_URL" (fromYaml (include "halo.secretKeyRef" (dict "secret" .secret "key" (printf "%s-database-url" $c.name)))) }}
+{{- /* With PgBouncer, the migration Job (`hook`) connects directly: its advisory lock is session-level. */}}
+{{- $key := "database-url" }}
+{{- if and .hook $root.Values.pgbouncer.enabled }}{{ $key = "database-migration-url" }}{{ end }}
+{{- $_ := set $env "DATABASE_URL" (fromYaml (include "halo.secretKeyRef" (dict "secret" .secret "key" (printf "%s-%s" $c.name $key)))) }}
 {{- end }}
 {{- if $c.redis }}
 {{- /* Optional for a component that falls back to per-replica state; `required`: the pod must not start without it. */}}
@@ -384,6 +474,14 @@ or HTTPRoute on while the registry's NetworkPolicy admits none of its peers. (ro
 {{- $route := dig "httpRoute" (dict) $studio }}
 {{- if and $route.enabled (not $route.from) }}
 {{- $problems = append $problems "components.registry.studio.httpRoute.from is empty: with networkPolicy.enabled the Studio's HTTPRoute could not reach the registry. List your internal Gateway's data-plane pods as NetworkPolicy peers (as in networkPolicy.gatewayFrom; helm/halo/README.md: The registry's Studio), or set networkPolicy.enabled: false" }}
+{{- end }}
+{{- end }}
+{{- if $v.pgbouncer.enabled }}
+{{- if not $v.postgres.host }}
+{{- $problems = append $problems "pgbouncer.enabled needs postgres.host: PgBouncer connects to PostgreSQL there (postgres.port, postgres.database)" }}
+{{- end }}
+{{- if and (eq $v.pgbouncer.poolMode "transaction") (not $v.migrations.enabled) }}
+{{- $problems = append $problems "pgbouncer.poolMode transaction needs migrations.enabled: the migration Jobs apply migrations over the direct URL, under the advisory lock that serialises replicas; through transaction pooling that lock is not held, so the pods' start-up migrations must find nothing left to apply. Enable migrations, or use poolMode session" }}
 {{- end }}
 {{- end }}
 {{- with $problems }}
