@@ -1332,14 +1332,19 @@ describe('PgBouncer between the database services and PostgreSQL (pgbouncer.enab
     );
   });
 
-  it('leaves the migration Jobs on the direct URL: their advisory lock is session-level', () => {
+  it('migrates over the direct URL, in the Jobs and at each pod start: the advisory lock is session-level', () => {
     const r = rendered('full-values.yaml');
     const hooks = secretData(one(r, 'Secret', 'halo-hooks'));
     for (const name of databaseServices) {
       expect(env(container(one(r, 'Job', `halo-${name}-migrate`))).DATABASE_URL).toEqual({
         secretKeyRef: { name: 'halo-hooks', key: `${name}-database-migration-url` },
       });
+      expect(env(container(one(r, 'Job', `halo-${name}-migrate`))).DATABASE_MIGRATION_URL).toBeUndefined();
+      expect(env(container(one(r, 'Deployment', `halo-${name}`))).DATABASE_MIGRATION_URL).toEqual({
+        secretKeyRef: { name: 'halo', key: `${name}-database-migration-url` },
+      });
     }
+    expect(secretData(one(r, 'Secret', 'halo'))['auth-database-migration-url']).toBe(hooks['auth-database-migration-url']);
     expect(parsePgUrl(hooks['auth-database-migration-url']!)).toMatchObject({ host: 'pg.example.internal', port: '6432', user: 'auth' });
     expect(hooks['catalog-database-migration-url']).toBe(hooks['catalog-database-url']);
   });
@@ -1352,6 +1357,7 @@ describe('PgBouncer between the database services and PostgreSQL (pgbouncer.enab
     const configMaps = JSON.stringify(all(r, 'ConfigMap'));
     for (const password of Object.values(passwords(r))) expect(configMaps).not.toContain(password);
     const ini = (one(r, 'ConfigMap', 'halo-pgbouncer').data as Record<string, string>)['pgbouncer.ini']!;
+    expect(ini).not.toContain('server_reset_query');
     for (const line of [
       'halo_prod = host=pg.example.internal port=6432 dbname=halo_prod',
       'listen_port = 6432',
@@ -1361,7 +1367,6 @@ describe('PgBouncer between the database services and PostgreSQL (pgbouncer.enab
       'max_db_connections = 20',
       'max_client_conn = 800',
       'ignore_startup_parameters = options',
-      'server_reset_query = SELECT pg_advisory_unlock_all()',
       'server_tls_sslmode = verify-full',
     ])
       expect(ini.split('\n')).toContain(line);
@@ -1394,16 +1399,18 @@ describe('PgBouncer between the database services and PostgreSQL (pgbouncer.enab
     });
   });
 
-  it('enabled without postgres.host, or pooling transactions without the migration Jobs, is refused, naming the value', () => {
+  it('enabled without postgres.host is refused, naming the value; transaction pooling needs no migration Jobs', () => {
     const noHost = renderError(
       renderer,
       over('no-host', 'postgres:\n  host: ""\n  urls:\n    auth: postgres://auth:x@pg/halo\npgbouncer:\n  enabled: true\n'),
     );
     expect(noHost).toContain('this install cannot run:');
     expect(noHost).toContain('pgbouncer.enabled needs postgres.host');
-    expect(renderError(renderer, over('no-migrations', 'pgbouncer:\n  enabled: true\nmigrations:\n  enabled: false\n'))).toContain(
-      'pgbouncer.poolMode transaction needs migrations.enabled',
-    );
+    const noJobs = render(renderer, over('no-migrations', 'pgbouncer:\n  enabled: true\nmigrations:\n  enabled: false\n'));
+    expect(all(noJobs, 'Job').filter((j) => j.metadata.name.endsWith('-migrate'))).toEqual([]);
+    expect(env(container(one(noJobs, 'Deployment', 'halo-auth'))).DATABASE_MIGRATION_URL).toEqual({
+      secretKeyRef: { name: 'halo', key: 'auth-database-migration-url' },
+    });
     const session = render(renderer, over('session', 'pgbouncer:\n  enabled: true\n  poolMode: session\nmigrations:\n  enabled: false\n'));
     const ini = (one(session, 'ConfigMap', 'halo-pgbouncer').data as Record<string, string>)['pgbouncer.ini']!;
     expect(ini).toContain('pool_mode = session');

@@ -181,7 +181,7 @@ jwt-secret: {{ $jwt | b64enc | quote }}
 {{- $c := index $root.Values.components $name }}
 {{- if and $c.database (not $c.ownRelease) }}
 {{ $name }}-database-url: {{ include "halo.databaseUrl" (dict "root" $root "name" $name) | b64enc | quote }}
-{{- if and $root.Values.pgbouncer.enabled $root.Values.migrations.enabled }}
+{{- if $root.Values.pgbouncer.enabled }}
 {{ $name }}-database-migration-url: {{ include "halo.databaseUrl" (dict "root" $root "name" $name "direct" true) | b64enc | quote }}
 {{- end }}
 {{- end }}
@@ -263,14 +263,6 @@ default_pool_size = {{ $p.defaultPoolSize }}
 max_db_connections = {{ $p.maxDbConnections }}
 max_client_conn = {{ $p.maxClientConn }}
 ignore_startup_parameters = options
-{{- if eq $p.poolMode "transaction" }}
-; A service's start-up migration takes a session-level advisory lock; transaction pooling would
-; leave it held on whichever server connection ran it, and the next pod's start-up would wait for
-; it. Released on every return to the pool, it never outlives its statement (the migration Jobs
-; hold it for real, over the direct URL).
-server_reset_query = SELECT pg_advisory_unlock_all()
-server_reset_query_always = 1
-{{- end }}
 {{- /* libpq's modes; node-postgres' no-verify (encrypt, do not verify) is libpq's require. */}}
 {{- with $pg.sslmode }}
 server_tls_sslmode = {{ eq . "no-verify" | ternary "require" . }}
@@ -343,10 +335,16 @@ and signing key only. (dict "root" $ "c" $c "secret" <name> ["publish" true]) â†
 {{- $_ := set $env "SERVICE_TRUSTED_KEYS" (dict "value" .) }}
 {{- end }}
 {{- if $c.database }}
-{{- /* With PgBouncer, the migration Job (`hook`) connects directly: its advisory lock is session-level. */}}
+{{- /* With PgBouncer, migrations connect directly: their advisory lock is session-level, which a
+     transaction pooler does not keep. The migration Job (`hook`) gets the direct URL as its
+     DATABASE_URL; a service pod serves through the pooler and migrates at start-up over
+     DATABASE_MIGRATION_URL. */}}
 {{- $key := "database-url" }}
 {{- if and .hook $root.Values.pgbouncer.enabled }}{{ $key = "database-migration-url" }}{{ end }}
 {{- $_ := set $env "DATABASE_URL" (fromYaml (include "halo.secretKeyRef" (dict "secret" .secret "key" (printf "%s-%s" $c.name $key)))) }}
+{{- if and (not .hook) $root.Values.pgbouncer.enabled }}
+{{- $_ := set $env "DATABASE_MIGRATION_URL" (fromYaml (include "halo.secretKeyRef" (dict "secret" .secret "key" (printf "%s-database-migration-url" $c.name)))) }}
+{{- end }}
 {{- end }}
 {{- if $c.redis }}
 {{- /* Optional for a component that falls back to per-replica state; `required`: the pod must not start without it. */}}
@@ -479,9 +477,6 @@ or HTTPRoute on while the registry's NetworkPolicy admits none of its peers. (ro
 {{- if $v.pgbouncer.enabled }}
 {{- if not $v.postgres.host }}
 {{- $problems = append $problems "pgbouncer.enabled needs postgres.host: PgBouncer connects to PostgreSQL there (postgres.port, postgres.database)" }}
-{{- end }}
-{{- if and (eq $v.pgbouncer.poolMode "transaction") (not $v.migrations.enabled) }}
-{{- $problems = append $problems "pgbouncer.poolMode transaction needs migrations.enabled: the migration Jobs apply migrations over the direct URL, under the advisory lock that serialises replicas; through transaction pooling that lock is not held, so the pods' start-up migrations must find nothing left to apply. Enable migrations, or use poolMode session" }}
 {{- end }}
 {{- end }}
 {{- with $problems }}

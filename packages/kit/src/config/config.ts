@@ -97,6 +97,34 @@ export function parseBytes(value: string): number | null {
   return Number(m[1]) * factor;
 }
 
+/** The service's own database: where it is, how it migrates, its schema and pool. */
+function databaseShape() {
+  return {
+    DATABASE_URL: z
+      .url({
+        error: (issue) => (issue.input === undefined ? 'is required (npm start sets it for you)' : 'must be a postgres:// URL'),
+      })
+      .describe(
+        "PostgreSQL URL of the service's own role ([docs/database.md](docs/database.md)); `npm start` without it runs an " +
+          'embedded server and gives each service its own role',
+      ),
+    DATABASE_MIGRATION_URL: z
+      .url({ error: 'must be a postgres:// URL' })
+      .optional()
+      .describe(
+        'a direct PostgreSQL URL (same role) for the start-up migration alone; unset: `DATABASE_URL`. Set it when ' +
+          '`DATABASE_URL` goes through a transaction pooler (PgBouncer): the migration holds a session-level advisory ' +
+          'lock so that replicas starting together apply each file once, and a transaction pooler does not keep one',
+      ),
+    DB_SCHEMA: z
+      .string()
+      .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier')
+      .optional()
+      .describe("the Postgres schema the service owns; unset: the service's name (tests use throwaway ones)"),
+    DB_POOL_SIZE: env.int(10, 1).describe('Postgres pool size'),
+  };
+}
+
 /** The variables every service reads, with the same names in every service. */
 export function serviceConfigShape(defaults: { httpPort: number; grpcPort?: number }) {
   return {
@@ -112,20 +140,7 @@ export function serviceConfigShape(defaults: { httpPort: number; grpcPort?: numb
         "where the gRPC server listens; unset: the service's `HTTP_HOST`, so a loopback-only process exposes no port " +
           'beyond loopback (`npm start`: `127.0.0.1`; the Helm chart: `0.0.0.0`, pods are called by their peers)',
       ),
-    DATABASE_URL: z
-      .url({
-        error: (issue) => (issue.input === undefined ? 'is required (npm start sets it for you)' : 'must be a postgres:// URL'),
-      })
-      .describe(
-        "PostgreSQL URL of the service's own role ([docs/database.md](docs/database.md)); `npm start` without it runs an " +
-          'embedded server and gives each service its own role',
-      ),
-    DB_SCHEMA: z
-      .string()
-      .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier')
-      .optional()
-      .describe("the Postgres schema the service owns; unset: the service's name (tests use throwaway ones)"),
-    DB_POOL_SIZE: env.int(10, 1).describe('Postgres pool size'),
+    ...databaseShape(),
     LOG_LEVEL: env.logLevel(),
     BODY_LIMIT: env.bytes('1mb').describe('largest accepted request body (413 above)'),
     SHUTDOWN_TIMEOUT_MS: env.int(10_000).describe('grace period to drain in-flight requests on SIGTERM'),

@@ -83,6 +83,7 @@ export async function serveHttp(
 /** The settings every service's wiring reads (all from `serviceConfigShape`). */
 export interface ServiceRuntimeConfig {
   DATABASE_URL: string;
+  DATABASE_MIGRATION_URL?: string | undefined;
   DB_SCHEMA?: string | undefined;
   DB_POOL_SIZE: number;
   HTTP_HOST: string;
@@ -119,7 +120,8 @@ export async function withLifecycle<T>(logger: Logger, timeoutMs: number, build:
 
 /**
  * The service's own database — `DATABASE_URL`, schema `DB_SCHEMA` (default: the service's name) —
- * migrated to the latest version.
+ * migrated to the latest version, over `DATABASE_MIGRATION_URL` when it is set (a direct
+ * connection beside a transaction pooler: the migration's advisory lock is session-level).
  * A `given` database (tests) is migrated but not closed by the service.
  */
 export async function openServiceDb(
@@ -127,17 +129,23 @@ export async function openServiceDb(
   config: ServiceRuntimeConfig,
   opts: { logger: Logger; lifecycle: Lifecycle; migrationsDir: string; given?: Db | undefined },
 ): Promise<Db> {
-  const db =
-    opts.given ??
-    (await openDb({
-      url: config.DATABASE_URL,
-      schema: config.DB_SCHEMA ?? name,
-      poolSize: config.DB_POOL_SIZE,
-      logger: opts.logger,
-      applicationName: `halo:${name}:${config.DB_SCHEMA ?? name}`,
-    }));
+  const schema = config.DB_SCHEMA ?? name;
+  const open = (url: string, poolSize: number, role: string) =>
+    openDb({ url, schema, poolSize, logger: opts.logger, applicationName: `halo:${name}:${schema}${role}` });
+  const db = opts.given ?? (await open(config.DATABASE_URL, config.DB_POOL_SIZE, ''));
   if (!opts.given) opts.lifecycle.register('database', () => db.close());
-  await migrate(db, opts.migrationsDir, opts.logger);
+  if (opts.given || !config.DATABASE_MIGRATION_URL) {
+    await migrate(db, opts.migrationsDir, opts.logger);
+    return db;
+  }
+  const direct = await open(config.DATABASE_MIGRATION_URL, 1, ':migrate').catch((err: unknown) => {
+    throw new Error(`DATABASE_MIGRATION_URL: cannot connect: ${(err as Error).message}`, { cause: err });
+  });
+  try {
+    await migrate(direct, opts.migrationsDir, opts.logger);
+  } finally {
+    await direct.close();
+  }
   return db;
 }
 
