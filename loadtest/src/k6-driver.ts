@@ -101,7 +101,12 @@ export function k6Args(t: LoadTarget, load: K6Load, files: { summary: string; he
  * target's own headers go to a file in `workDir`, one per target.
  */
 export function k6Driver(bin: string, workDir: string) {
-  return async function measureWithK6(t: LoadTarget, connections: number, durationS: number, rate?: number): Promise<K6Sample> {
+  return async function measureWithK6(
+    t: LoadTarget,
+    connections: number,
+    durationS: number,
+    open?: { rate: number; maxVus?: number },
+  ): Promise<K6Sample> {
     const base = t.init.headers ?? {};
     const perVu = t.perConnection?.length ? t.perConnection.map((h) => ({ ...base, ...h })) : [base];
     const safe = t.id.replace(/[^a-z0-9-]+/gi, '_');
@@ -109,7 +114,7 @@ export function k6Driver(bin: string, workDir: string) {
     writeFileSync(headers, JSON.stringify(perVu));
     const summary = join(workDir, `k6-summary-${safe}.json`);
     const before = t.cpuPid ? cpuMicros(t.cpuPid) : 0;
-    await runK6(bin, k6Args(t, { durationS, connections, ...(rate ? { rate } : {}) }, { summary, headers }));
+    await runK6(bin, k6Args(t, { durationS, connections, ...open }, { summary, headers }));
     const cpu = t.cpuPid ? cpuMicros(t.cpuPid) - before : 0;
     const sample = sampleOfSummary(JSON.parse(readFileSync(summary, 'utf8')) as Summary);
     return { ...sample, cpuUsPerRequest: t.cpuPid && sample.requests > 0 ? cpu / sample.requests : null };

@@ -13,6 +13,8 @@ const METHOD = __ENV.METHOD || 'GET';
 const BODY = __ENV.BODY || null;
 const GRAPHQL = __ENV.GRAPHQL === '1';
 const DURATION = __ENV.DURATION || '15s';
+/** A request unanswered this long counts as failed (k6's own default is 60 s). */
+const TIMEOUT = __ENV.TIMEOUT || '10s';
 /** @type {Record<string, string>[]} */
 const PER_VU = __ENV.HEADERS_FILE ? JSON.parse(open(__ENV.HEADERS_FILE)) : [{}];
 const BASE_HEADERS = BODY ? { 'content-type': 'application/json' } : {};
@@ -49,7 +51,7 @@ let headers = null;
 
 export default function () {
   if (headers === null) headers = Object.assign({}, BASE_HEADERS, PER_VU[(__VU - 1) % PER_VU.length]);
-  const res = http.request(METHOD, URL, BODY, { headers: headers, responseType: GRAPHQL ? 'text' : 'none' });
+  const res = http.request(METHOD, URL, BODY, { headers: headers, timeout: TIMEOUT, responseType: GRAPHQL ? 'text' : 'none' });
   if (GRAPHQL) {
     check(res, { 'data without errors': (r) => r.status === 200 && typeof r.body === 'string' && r.body.indexOf('"errors"') < 0 });
   } else {
