@@ -74,6 +74,7 @@ const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, 
 const CLIENT_NOTE: Record<FanoutClient, string> = {
   ws: '`ws` with its own graphql-transport-ws handshake; the first copy of each message parsed and checked, every other copy compared byte for byte (since 2026-11-26; earlier rows used the graphql-ws client and are not comparable)',
   'graphql-ws': "the graphql-ws library's client, every copy parsed (as before 2026-11-26)",
+  sse: 'Server-Sent Events at `/graphql/stream`, one HTTP connection each, checked as `ws`',
 };
 
 // eslint-disable-next-line max-lines-per-function -- a benchmark: its steps in the order they run

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 
@@ -16,8 +17,10 @@ import WebSocket from 'ws';
  * - `graphql-ws`: the graphql-ws library's client, as the bench used before (a full parse and
  *   validation of every message by every subscriber). Its figures are not comparable with the
  *   other's.
+ * - `sse`: Server-Sent Events at `/graphql/stream`, one HTTP connection per subscriber, with the
+ *   same checks as `ws` (`npm run bench:subscribers`).
  */
-export type FanoutClient = 'ws' | 'graphql-ws';
+export type FanoutClient = 'ws' | 'graphql-ws' | 'sse';
 
 export interface SubscriberEvents {
   /** A probe message (the bench waits until every subscriber has heard one). */
@@ -51,6 +54,7 @@ const TEXT = Buffer.from('"text":"');
 const QUOTE = 0x22;
 
 export function openSubscriber(kind: FanoutClient, o: SubscriberOptions): Subscriber {
+  if (kind === 'sse') return sseSubscriber(o);
   return kind === 'graphql-ws' ? graphqlWsSubscriber(o) : wsSubscriber(o);
 }
 
@@ -62,6 +66,100 @@ function textOf(payload: Buffer): string | null {
   const end = payload.indexOf(QUOTE, start);
   return end < 0 ? null : payload.toString('latin1', start, end);
 }
+
+/**
+ * One `next` payload (the GraphQL result's bytes) as a subscriber received it at `at`: a probe, a
+ * measured message (the first copy of each parsed and checked, every other copy compared byte for
+ * byte with it), or wrong.
+ */
+function onPayload(o: SubscriberOptions, payload: Buffer, at: number): void {
+  const text = textOf(payload);
+  if (text === null) return o.on.wrong(`a next payload without a text: ${payload.toString()}`);
+  if (text.startsWith('probe:')) return o.on.probe();
+  if (!text.startsWith('t:')) return;
+  const reference = o.references.get(text);
+  if (reference === undefined) {
+    let why: string | null;
+    try {
+      why = o.check(JSON.parse(payload.toString()));
+    } catch (err) {
+      why = `not JSON: ${(err as Error).message}`;
+    }
+    if (why !== null) return o.on.wrong(why);
+    o.references.set(text, Buffer.from(payload));
+  } else if (!reference.equals(payload)) {
+    return o.on.wrong(`a copy of ${text} differs from the first one: ${payload.toString()}`);
+  }
+  o.on.message(text, at);
+}
+
+/**
+ * GraphQL over Server-Sent Events (`/graphql/stream`, graphql-sse's distinct connections mode):
+ * one POST and one connection per subscriber, its own user in `Authorization`; each `next`
+ * event's data goes through the same checks as a WebSocket payload.
+ */
+function sseSubscriber(o: SubscriberOptions): Subscriber {
+  const url = new URL(o.url.replace(/^ws/, 'http').replace(/\/graphql$/, '/graphql/stream'));
+  const body = JSON.stringify({ query: o.query, variables: { c: o.chatId } });
+  let closed = false;
+  const req = httpRequest(url, {
+    method: 'POST',
+    agent: false,
+    headers: {
+      accept: 'text/event-stream',
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      authorization: `Bearer ${o.token}`,
+    },
+  });
+  const done = new Promise<void>((resolve) => req.once('close', () => resolve()));
+  req.on('error', (err) => {
+    if (!closed) o.on.failed(err.message);
+  });
+  req.on('response', (res) => {
+    if (res.statusCode !== 200) {
+      o.on.failed(`HTTP ${res.statusCode}`);
+      res.resume();
+      return;
+    }
+    let pending: Buffer = Buffer.alloc(0);
+    res.on('data', (chunk: Buffer) => {
+      const at = now();
+      pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+      // Events end with a blank line; `event: next` then `data: <result>` (one line: JSON has no raw newlines).
+      for (let end = pending.indexOf(EVENT_END); end >= 0; end = pending.indexOf(EVENT_END)) {
+        const event = pending.subarray(0, end);
+        pending = pending.subarray(end + EVENT_END.length);
+        if (event.indexOf(NEXT_EVENT) !== 0) {
+          if (event.indexOf(COMPLETE_EVENT) === 0 && !closed) o.on.failed('the stream completed');
+          continue;
+        }
+        const data = event.indexOf(DATA_FIELD);
+        if (data < 0) {
+          o.on.wrong(`a next event without data: ${event.toString()}`);
+          continue;
+        }
+        onPayload(o, event.subarray(data + DATA_FIELD.length), at);
+      }
+    });
+    res.on('error', (err) => {
+      if (!closed) o.on.failed(err.message);
+    });
+  });
+  req.end(body);
+  return {
+    close: () => {
+      closed = true;
+      req.destroy();
+      return done;
+    },
+  };
+}
+
+const EVENT_END = Buffer.from('\n\n');
+const NEXT_EVENT = Buffer.from('event: next\n');
+const COMPLETE_EVENT = Buffer.from('event: complete');
+const DATA_FIELD = Buffer.from('data: ');
 
 function wsSubscriber(o: SubscriberOptions): Subscriber {
   const id = randomUUID();
@@ -75,26 +173,7 @@ function wsSubscriber(o: SubscriberOptions): Subscriber {
   socket.on('message', (data: Buffer) => {
     const at = now();
     if (data.length > head.length + 1 && data.compare(head, 0, head.length, 0, head.length) === 0 && data.at(-1) === 0x7d) {
-      const payload = data.subarray(head.length, data.length - 1);
-      const text = textOf(payload);
-      if (text === null) return o.on.wrong(`a next message without a text: ${data.toString()}`);
-      if (text.startsWith('probe:')) return o.on.probe();
-      if (!text.startsWith('t:')) return;
-      const reference = o.references.get(text);
-      if (reference === undefined) {
-        // The first copy of this message anyone received: parsed and checked in full.
-        let why: string | null;
-        try {
-          why = o.check(JSON.parse(payload.toString()));
-        } catch (err) {
-          why = `not JSON: ${(err as Error).message}`;
-        }
-        if (why !== null) return o.on.wrong(why);
-        o.references.set(text, Buffer.from(payload));
-      } else if (!reference.equals(payload)) {
-        return o.on.wrong(`a copy of ${text} differs from the first one: ${payload.toString()}`);
-      }
-      return o.on.message(text, at);
+      return onPayload(o, data.subarray(head.length, data.length - 1), at);
     }
     // Anything else is a protocol message: parsed.
     const message = JSON.parse(data.toString()) as { type?: string; id?: string; payload?: unknown };
