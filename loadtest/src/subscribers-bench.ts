@@ -114,7 +114,7 @@ async function row(gatewayUrl: string, gatewayPid: number, transport: FanoutClie
   let liveCount = 0;
   const references = new Map<string, Buffer>();
   const subscribers: Subscriber[] = [];
-  const rssIdle = memOf(gatewayPid).rss;
+  const rssIdle = memOf(gatewayPid).rss; // MB
   const subscribeStart = Date.now();
   try {
     for (let i = 0; i < n; i++) {
@@ -193,9 +193,9 @@ async function row(gatewayUrl: string, gatewayPid: number, transport: FanoutClie
       p95: pct(sorted, 95),
       p99: pct(sorted, 99),
       max: sorted.at(-1) ?? NaN,
-      rssIdleMb: rssIdle / 2 ** 20,
-      rssMb: rss / 2 ** 20,
-      rssPer1000Mb: ((rss - rssIdle) / 2 ** 20 / n) * 1000,
+      rssIdleMb: rssIdle,
+      rssMb: rss,
+      rssPer1000Mb: ((rss - rssIdle) / n) * 1000,
       gatewayCpuUsPerCopy: delivered ? gatewayCpu / delivered : NaN,
       loadGeneratorCpuUsPerCopy: delivered ? (benchCpu.user + benchCpu.system) / delivered : NaN,
     };
@@ -246,7 +246,7 @@ async function main(): Promise<void> {
   chmodSync(dataDir, 0o755);
   mkdirSync(LOGS, { recursive: true });
   const launcherLog = openSync(join(LOGS, 'launcher.log'), 'w');
-  const pinning = planPinning();
+  const pinning = planPinning('this process: the subscribers and the sender');
   log(`bench:subscribers: ${pinning.describe}`);
   if (pinning.enabled) pin(process.pid, pinning.serverCpu!);
   const started = new Date();
