@@ -277,6 +277,12 @@ function s1Rows(g: GatewaysReport, q: string, scenario: string, goals: boolean):
     );
   if (fetchPeer) {
     rows.push(ratioRow('Halo ÷ plain Apollo on global fetch, req/s', `${q}:halo/apollo-fetch`));
+    rows.push(
+      ratioRow('gateway CPU per request, Halo ÷ plain Apollo on global fetch', `${q}:cpu:halo/apollo-fetch`, {
+        text: '≤ 0.5',
+        ok: (v) => v <= 0.5,
+      }),
+    );
     rows.push(ratioRow('gateway CPU per request, plain Apollo: default fetcher ÷ global fetch', `${q}:cpu:apollo/apollo-fetch`));
   }
   if (r(`${q}:halo-nodedupe/hive-nodedupe`)?.values.length) {
