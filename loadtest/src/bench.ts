@@ -271,6 +271,18 @@ function s1Rows(g: GatewaysReport, q: string, scenario: string, goals: boolean):
     met: null,
   });
   rows.push(ratioRow('gateway CPU per request, Halo ÷ plain Apollo', `${q}:cpu:halo/apollo`, { text: '≤ 0.5', ok: (v) => v <= 0.5 }));
+  const total = (t: string) => int(g.perTarget[`${q}:${t}`]?.totalCpuUsPerRequest);
+  if (g.perTarget[`${q}:halo`]?.totalCpuUsPerRequest != null) {
+    rows.push({
+      scenario,
+      measure: `total server CPU µs/request (gateway + subgraphs + PostgreSQL), Halo / Hive / Hive + Rust / Apollo${fetchPeer ? ' / Apollo on global fetch' : ''}`,
+      value: `${total('halo')} / ${total('hive')} / ${total('hive-rust')} / ${total('apollo')}${fetchPeer ? ` / ${total('apollo-fetch')}` : ''}`,
+      notes: 'what a user pays for, same run',
+      goal: '—',
+      met: null,
+    });
+    rows.push(ratioRow('total server CPU per request, Halo ÷ plain Apollo', `${q}:total:halo/apollo`));
+  }
   if (g.perTarget[`${q}:hive-rust`])
     rows.push(
       ratioRow('gateway CPU per request, Halo ÷ Hive + Rust planner', `${q}:cpu:halo/hive-rust`, { text: '≤ 0.35', ok: (v) => v <= 0.35 }),

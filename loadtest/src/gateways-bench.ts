@@ -8,7 +8,7 @@ import type { RunningSystem } from '@halo/tools';
 import { ensureOrders, registerCallers, type Caller } from './callers';
 import { nginxIfInstalled, type NginxPeer } from './peers/nginx';
 import { perConnectionHeaders } from './per-connection';
-import { cpuMicros, nodeFlagsOf } from './pin';
+import { cpuMicros, descendants, nodeFlagsOf } from './pin';
 import { pairedRatios, perRound, runRounds, spread, type Group, type RoundSamples, type Sample, type Spread } from './rounds';
 
 /**
@@ -286,6 +286,37 @@ export interface LoadTarget {
   perConnection?: Record<string, string>[];
   /** The process whose CPU time is charged to this target's requests. */
   cpuPid?: number;
+  /** The processes behind it (subgraphs, PostgreSQL's backends): their CPU is added for the total per request. */
+  behindPids?: () => number[];
+}
+
+/** CPU µs of the target's process and of the processes behind it, now: read before and after a run. */
+export function cpuOfTarget(t: LoadTarget): { own: number; behind: number } {
+  const own = t.cpuPid ? cpuMicros(t.cpuPid) : 0;
+  let behind = 0;
+  for (const pid of t.behindPids?.() ?? []) {
+    try {
+      behind += cpuMicros(pid);
+    } catch {
+      // a backend that exited between the listing and the read
+    }
+  }
+  return { own, behind };
+}
+
+/** The CPU per request a run cost, from the readings before and after it. */
+export function cpuPerRequest(
+  t: LoadTarget,
+  before: { own: number; behind: number },
+  requests: number,
+): Pick<Sample, 'cpuUsPerRequest' | 'totalCpuUsPerRequest'> {
+  if (!t.cpuPid || requests <= 0) return { cpuUsPerRequest: null };
+  const after = cpuOfTarget(t);
+  const own = (after.own - before.own) / requests;
+  return {
+    cpuUsPerRequest: own,
+    ...(t.behindPids ? { totalCpuUsPerRequest: own + (after.behind - before.behind) / requests } : {}),
+  };
 }
 
 /** autocannon's options for one run of the target (measured or warm-up). */
@@ -334,7 +365,17 @@ export interface GatewaysReport {
   /** Median per target: req/s, p50, p99, CPU µs per request; errors summed over the rounds. */
   perTarget: Record<
     string,
-    { rps: number; p50: number; p99: number; cpuUsPerRequest: number | null; errors: number; timeouts: number; requests: number }
+    {
+      rps: number;
+      p50: number;
+      p99: number;
+      cpuUsPerRequest: number | null;
+      /** Gateway + subgraphs + PostgreSQL per request (S1 rows). */
+      totalCpuUsPerRequest: number | null;
+      errors: number;
+      timeouts: number;
+      requests: number;
+    }
   >;
   ordersOfCaller: number;
   /** How many distinct callers (one per connection) asked the S1 rows. */
@@ -342,10 +383,10 @@ export interface GatewaysReport {
 }
 
 export async function measure(t: LoadTarget, connections: number, durationS: number): Promise<Sample> {
-  const before = t.cpuPid ? cpuMicros(t.cpuPid) : 0;
+  const before = cpuOfTarget(t);
   const r = await autocannon(loadOptions(t, connections, durationS));
-  const cpu = t.cpuPid ? cpuMicros(t.cpuPid) - before : 0;
   const requests = r.requests.total;
+  const cpu = cpuPerRequest(t, before, requests);
   return {
     rps: requests / r.duration,
     requests,
@@ -354,7 +395,7 @@ export async function measure(t: LoadTarget, connections: number, durationS: num
     timeouts: r.timeouts,
     p50: r.latency.p50,
     p99: r.latency.p99,
-    cpuUsPerRequest: t.cpuPid && requests > 0 ? cpu / requests : null,
+    ...cpu,
   };
 }
 
@@ -393,6 +434,10 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
   const perConnection = callers.map((c) => ({ authorization: `Bearer ${c.token}` }));
 
   const gql = peers.graphql;
+  // Behind every gateway the same processes: the subgraphs and PostgreSQL (its postmaster and backends).
+  const subgraphPids = system.processes.filter((p) => isEdgeService(p.name)).map((p) => p.child.pid!);
+  const postgresPid = system.postgres?.child.pid;
+  const behindPids = () => [...subgraphPids, ...(postgresPid ? [postgresPid, ...descendants(postgresPid)] : [])];
   const gateways = [
     { key: 'halo', label: 'Halo', url: gw.url, pid: gw.child.pid! },
     ...(gql
@@ -435,6 +480,7 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
       init: gqlInit(QUERIES[query], who.distinct ? {} : who.headers),
       ...(who.distinct ? { perConnection } : {}),
       cpuPid: g.pid,
+      behindPids,
     })),
   });
   const restGroup = (
@@ -604,6 +650,7 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
     ratios[name] = { values, spread: spread(values) };
   };
   const cpu = (s: Sample) => s.cpuUsPerRequest;
+  const total = (s: Sample) => s.totalCpuUsPerRequest ?? null;
   for (const q of ['me', 'nested', 'flat', 'me-1caller', 'nested-1caller', 'flat-1caller']) {
     ratio(`${q}:halo/hive`, `${q}:halo`, `${q}:hive`);
     ratio(`${q}:halo/hive-rust`, `${q}:halo`, `${q}:hive-rust`);
@@ -611,10 +658,13 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
     ratio(`${q}:cpu:halo/apollo`, `${q}:halo`, `${q}:apollo`, cpu);
     ratio(`${q}:cpu:halo/hive`, `${q}:halo`, `${q}:hive`, cpu);
     ratio(`${q}:cpu:halo/hive-rust`, `${q}:halo`, `${q}:hive-rust`, cpu);
+    ratio(`${q}:total:halo/apollo`, `${q}:halo`, `${q}:apollo`, total);
+    ratio(`${q}:total:halo/hive-rust`, `${q}:halo`, `${q}:hive-rust`, total);
     if (peers.apolloFetch) {
       ratio(`${q}:halo/apollo-fetch`, `${q}:halo`, `${q}:apollo-fetch`);
       ratio(`${q}:cpu:halo/apollo-fetch`, `${q}:halo`, `${q}:apollo-fetch`, cpu);
       ratio(`${q}:cpu:apollo/apollo-fetch`, `${q}:apollo`, `${q}:apollo-fetch`, cpu);
+      ratio(`${q}:total:halo/apollo-fetch`, `${q}:halo`, `${q}:apollo-fetch`, total);
     }
     if (peers.haloNoDedupe && peers.hiveNoDedupe) {
       ratio(`${q}:halo-nodedupe/hive-nodedupe`, `${q}:halo-nodedupe`, `${q}:hive-nodedupe`);
@@ -640,6 +690,7 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
         p50: m((s) => s.p50),
         p99: m((s) => s.p99),
         cpuUsPerRequest: t.cpuPid ? m(cpu) : null,
+        totalCpuUsPerRequest: t.behindPids ? m(total) : null,
         errors: perRound(rounds, t.id, (s) => s.errors).reduce((a, b) => a + b, 0),
         timeouts: perRound(rounds, t.id, (s) => s.timeouts ?? 0).reduce((a, b) => a + b, 0),
         requests: perRound(rounds, t.id, (s) => s.requests).reduce((a, b) => a + b, 0),

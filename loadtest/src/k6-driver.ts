@@ -1,8 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { LoadTarget } from './gateways-bench';
-import { cpuMicros } from './pin';
+import { cpuOfTarget, cpuPerRequest, type LoadTarget } from './gateways-bench';
 import type { Sample } from './rounds';
 
 /**
@@ -113,11 +112,10 @@ export function k6Driver(bin: string, workDir: string) {
     const headers = join(workDir, `k6-headers-${safe}.json`);
     writeFileSync(headers, JSON.stringify(perVu));
     const summary = join(workDir, `k6-summary-${safe}.json`);
-    const before = t.cpuPid ? cpuMicros(t.cpuPid) : 0;
+    const before = cpuOfTarget(t);
     await runK6(bin, k6Args(t, { durationS, connections, ...open }, { summary, headers }));
-    const cpu = t.cpuPid ? cpuMicros(t.cpuPid) - before : 0;
     const sample = sampleOfSummary(JSON.parse(readFileSync(summary, 'utf8')) as Summary);
-    return { ...sample, cpuUsPerRequest: t.cpuPid && sample.requests > 0 ? cpu / sample.requests : null };
+    return { ...sample, ...cpuPerRequest(t, before, sample.requests) };
   };
 }
 

@@ -24,6 +24,8 @@ export interface Sample {
   p99: number;
   /** CPU time of the measured server process per completed request (µs); null when none is watched. */
   cpuUsPerRequest: number | null;
+  /** CPU of the measured process and of everything behind it (subgraphs, PostgreSQL) per request (µs), when watched. */
+  totalCpuUsPerRequest?: number | null;
 }
 
 export interface Target {
