@@ -81,8 +81,12 @@ if (DRIVER !== 'autocannon' && DRIVER !== 'k6') throw new Error(`BENCH_DRIVER mu
 const K6 = DRIVER === 'k6' ? findK6() : null;
 if (DRIVER === 'k6' && !K6) throw new Error(K6_MISSING);
 const DRIVER_TEXT = K6 ? `${K6.version}, one VU per connection, a child of the load generator's CPU` : 'autocannon';
-/** Plain Apollo also on Node's global fetch (src/peers/apollo.ts), beside its default fetcher. */
-const APOLLO_FETCH = process.env.BENCH_APOLLO_FETCH === '1' || process.env.BENCH_APOLLO_FETCH === 'true';
+/**
+ * Plain Apollo twice: on its default fetcher and on Node's global fetch (src/peers/apollo.ts).
+ * Neither is cheaper on every run, and the goal is against the best-configured one
+ * (BENCH_APOLLO_FETCH=0: the default fetcher alone).
+ */
+const APOLLO_FETCH = process.env.BENCH_APOLLO_FETCH !== '0' && process.env.BENCH_APOLLO_FETCH !== 'false';
 /** A fresh secret per run: the bench signs its own tokens. */
 const JWT_SECRET = randomBytes(32).toString('base64url');
 const KNOBS = [
@@ -288,13 +292,18 @@ function s1Rows(g: GatewaysReport, q: string, scenario: string, goals: boolean):
       ratioRow('gateway CPU per request, Halo ÷ Hive + Rust planner', `${q}:cpu:halo/hive-rust`, { text: '≤ 0.35', ok: (v) => v <= 0.35 }),
     );
   if (fetchPeer) {
-    rows.push(ratioRow('Halo ÷ plain Apollo on global fetch, req/s', `${q}:halo/apollo-fetch`));
+    // The best-configured plain Apollo: whichever fetcher cost it less CPU per request in this run.
+    const best =
+      (fetchPeer.cpuUsPerRequest ?? Infinity) < (g.perTarget[`${q}:apollo`]?.cpuUsPerRequest ?? Infinity) ? 'apollo-fetch' : 'apollo';
     rows.push(
-      ratioRow('gateway CPU per request, Halo ÷ plain Apollo on global fetch', `${q}:cpu:halo/apollo-fetch`, {
-        text: '≤ 0.5',
-        ok: (v) => v <= 0.5,
-      }),
+      ratioRow(
+        `gateway CPU per request, Halo ÷ best-configured plain Apollo (${best === 'apollo' ? 'default fetcher' : 'global fetch'})`,
+        `${q}:cpu:halo/${best}`,
+        { text: '≤ 0.5', ok: (v) => v <= 0.5 },
+      ),
     );
+    rows.push(ratioRow('Halo ÷ plain Apollo on global fetch, req/s', `${q}:halo/apollo-fetch`));
+    rows.push(ratioRow('gateway CPU per request, Halo ÷ plain Apollo on global fetch', `${q}:cpu:halo/apollo-fetch`));
     rows.push(ratioRow('gateway CPU per request, plain Apollo: default fetcher ÷ global fetch', `${q}:cpu:apollo/apollo-fetch`));
   }
   if (r(`${q}:halo-nodedupe/hive-nodedupe`)?.values.length) {
