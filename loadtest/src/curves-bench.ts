@@ -1,26 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import {
-  chmodSync,
-  closeSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join, relative, resolve } from 'node:path';
-import { startSystem, type RunningSystem } from '@halo/tools';
+import { signAccessToken } from '@halo/kit/auth';
+import type { RunningSystem } from '@halo/tools';
+import { startBenchSystem } from './bench-system';
 import { mergeSection } from './benchmarks-doc';
 import { callerAuthEnv, ensureOrders, registerCallers } from './callers';
-import { benchSystemEnv, gqlInit, QUERIES, REST_PATHS, startPeers, type LoadTarget, type Peers } from './gateways-bench';
+import { gqlInit, QUERIES, REST_PATHS, startPeers, type LoadTarget, type Peers } from './gateways-bench';
 import { findK6, K6_MISSING, k6Driver, type K6Sample } from './k6-driver';
-import { pin, pinServers, planPinning } from './pin';
 import { lineChartSvg } from './plot';
-import { signAccessToken } from '@halo/kit/auth';
 
 /**
  * `npm run bench:curves` (issue 47, loadtest/README.md): latency against offered load, the curve a
@@ -166,33 +155,21 @@ function renderRow(row: Row, saturation: number, points: Point[], plot: string):
 async function main(): Promise<void> {
   const k6 = findK6();
   if (!k6) throw new Error(K6_MISSING);
-  delete process.env.DATABASE_URL; // the embedded PostgreSQL, as bench:ab
-  const dataDir = mkdtempSync(join(tmpdir(), 'halo-curves-'));
-  chmodSync(dataDir, 0o755);
-  mkdirSync(LOGS, { recursive: true });
-  const launcherLog = openSync(join(LOGS, 'launcher.log'), 'w');
-  const pinning = planPinning('k6, a child of this process');
-  log(`bench:curves: ${pinning.describe}`);
-  if (pinning.enabled) pin(process.pid, pinning.serverCpu!);
   const started = new Date();
-  let system: RunningSystem | undefined;
+  const bench = await startBenchSystem({
+    name: 'curves',
+    portOffset: PORT_OFFSET,
+    jwtSecret: JWT_SECRET,
+    logDir: LOGS,
+    generator: 'k6, a child of this process',
+    envFor: { gateway: { GRAPHQL_RESPONSE_CACHE_MIB: '0' }, auth: callerAuthEnv(CALLERS) },
+    log,
+  });
+  const { system, pinning, dataDir } = bench;
   let peers: Peers | undefined;
   try {
-    system = await startSystem({
-      portOffset: PORT_OFFSET,
-      devOidc: false,
-      env: benchSystemEnv(JWT_SECRET),
-      postgresDataDir: join(dataDir, 'postgres'),
-      envFor: { gateway: { GRAPHQL_RESPONSE_CACHE_MIB: '0' }, auth: callerAuthEnv(CALLERS) },
-      logDir: LOGS,
-      onLog: (name, line) => writeSync(launcherLog, `${name}| ${line}\n`),
-    });
     peers = await startPeers({ system, portOffset: PORT_OFFSET, noDedupe: false, workDir: dataDir, logDir: LOGS, log });
-    pinServers(pinning, [
-      ...system.processes.map((p) => ({ name: p.name, pid: p.child.pid! })),
-      ...peers.all.map((p) => ({ name: p.name, pid: p.child.pid! })),
-      ...(system.postgres ? [{ name: 'postgres', pid: system.postgres.child.pid! }] : []),
-    ]);
+    bench.pinAll(peers.all);
     const gw = system.processes.find((p) => p.name === 'gateway')!;
     const alice = `Bearer ${signAccessToken({ sub: '2', name: 'Alice', role: 'user' }, JWT_SECRET, 3600)}`;
     await ensureOrders(gw.url, alice, log);
@@ -261,9 +238,7 @@ async function main(): Promise<void> {
     process.stdout.write(`\n${section}\n`);
   } finally {
     await peers?.stop();
-    await system?.stop();
-    closeSync(launcherLog);
-    rmSync(dataDir, { recursive: true, force: true });
+    await bench.stop();
   }
 }
 

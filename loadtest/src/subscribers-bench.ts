@@ -1,24 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import {
-  chmodSync,
-  closeSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { signAccessToken } from '@halo/kit/auth';
-import { startSystem, type RunningSystem } from '@halo/tools';
+import { startBenchSystem } from './bench-system';
 import { mergeSection } from './benchmarks-doc';
 import { openSubscriber, type FanoutClient, type Subscriber } from './fanout-clients';
-import { benchSystemEnv } from './gateways-bench';
-import { cpuMicros, memOf, pin, pinServers, planPinning } from './pin';
+import { cpuMicros, memOf } from './pin';
 import { lineChartSvg } from './plot';
 
 /**
@@ -256,31 +244,20 @@ function render(rows: SubscribersRow[], info: { started: Date; pinning: string; 
 }
 
 async function main(): Promise<void> {
-  delete process.env.DATABASE_URL; // the embedded PostgreSQL, as bench:ab
-  const dataDir = mkdtempSync(join(tmpdir(), 'halo-subscribers-'));
-  chmodSync(dataDir, 0o755);
-  mkdirSync(LOGS, { recursive: true });
-  const launcherLog = openSync(join(LOGS, 'launcher.log'), 'w');
-  const pinning = planPinning('this process: the subscribers and the sender');
-  log(`bench:subscribers: ${pinning.describe}`);
-  if (pinning.enabled) pin(process.pid, pinning.serverCpu!);
   const started = new Date();
-  let system: RunningSystem | undefined;
+  const bench = await startBenchSystem({
+    name: 'subscribers',
+    portOffset: PORT_OFFSET,
+    jwtSecret: JWT_SECRET,
+    logDir: LOGS,
+    generator: 'this process: the subscribers and the sender',
+    // One sender posts every probe and message of a run: the per-caller limits would refuse it.
+    envFor: { gateway: { RATE_LIMIT_AUTHENTICATED: '0', RATE_LIMIT_GRAPHQL_COST: '0' } },
+    log,
+  });
+  const { system, pinning } = bench;
   try {
-    system = await startSystem({
-      portOffset: PORT_OFFSET,
-      devOidc: false,
-      env: benchSystemEnv(JWT_SECRET),
-      postgresDataDir: join(dataDir, 'postgres'),
-      // One sender posts every probe and message of a run: the per-caller limits would refuse it.
-      envFor: { gateway: { RATE_LIMIT_AUTHENTICATED: '0', RATE_LIMIT_GRAPHQL_COST: '0' } },
-      logDir: LOGS,
-      onLog: (name, line) => writeSync(launcherLog, `${name}| ${line}\n`),
-    });
-    pinServers(pinning, [
-      ...system.processes.map((p) => ({ name: p.name, pid: p.child.pid! })),
-      ...(system.postgres ? [{ name: 'postgres', pid: system.postgres.child.pid! }] : []),
-    ]);
+    bench.pinAll();
     const gw = system.processes.find((p) => p.name === 'gateway')!;
     const load = [loadavg()];
     const rows: SubscribersRow[] = [];
@@ -323,9 +300,7 @@ async function main(): Promise<void> {
     process.stdout.write(`\n${section}\n`);
     if (rows.some((r) => r.lost || r.duplicated)) process.exitCode = 1;
   } finally {
-    await system?.stop();
-    closeSync(launcherLog);
-    rmSync(dataDir, { recursive: true, force: true });
+    await bench.stop();
   }
 }
 
