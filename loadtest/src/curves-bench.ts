@@ -227,7 +227,8 @@ async function main(): Promise<void> {
       '',
       ...sections,
     ].join('\n');
-    writeFileSync(join(RESULTS, 'curves.md'), `${section}\n`);
+    // The plots are linked from docs/benchmarks.md; from loadtest/results/ they are two folders up.
+    writeFileSync(join(RESULTS, 'curves.md'), `${section.replaceAll('](benchmarks/', '](../../docs/benchmarks/')}\n`);
     writeFileSync(
       join(RESULTS, 'curves.json'),
       `${JSON.stringify({ command: COMMAND, date: started, levels: LEVELS, results }, null, 2)}\n`,

@@ -292,7 +292,8 @@ async function main(): Promise<void> {
     writeFileSync(join(PLOTS, 'subscribers-latency.svg'), latency);
     writeFileSync(join(PLOTS, 'subscribers-rss.svg'), memory);
     const section = render(rows, { started, pinning: pinning.describe, load }, ['subscribers-latency.svg', 'subscribers-rss.svg']);
-    writeFileSync(join(RESULTS, 'subscribers.md'), `${section}\n`);
+    // The plots are linked from docs/benchmarks.md; from loadtest/results/ they are two folders up.
+    writeFileSync(join(RESULTS, 'subscribers.md'), `${section.replaceAll('](benchmarks/', '](../../docs/benchmarks/')}\n`);
     writeFileSync(join(RESULTS, 'subscribers.json'), `${JSON.stringify({ command: COMMAND, date: started, rows }, null, 2)}\n`);
     const doc = existsSync(DOC) ? readFileSync(DOC, 'utf8') : '';
     writeFileSync(DOC, mergeSection(doc, 'subscribers', section));
