@@ -31,6 +31,7 @@ describe("bench:cluster's nginx config (src/cluster-nginx.ts)", () => {
     for (const path of paths) expect(path.startsWith('/tmp/cluster-x/nginx/')).toBe(true);
   });
 
+  // Skipped where nginx is not installed (the benches that run it say so in one line): CI installs it.
   const nginx = findNginx();
   (nginx ? it : it.skip)('is a config nginx accepts (nginx -t)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cluster-nginx-'));
