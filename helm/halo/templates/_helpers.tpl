@@ -132,7 +132,8 @@ hooks succeed); with an existing Secret they read that.
 {{/*
 DATABASE_URL of one service, from postgres.urls or built from its password: to PgBouncer's Service
 while pgbouncer.enabled (plain TCP inside the cluster, as gRPC: a mesh encrypts it), unless
-"direct" (the migration Jobs: their session-level advisory lock needs one server session).
+"direct" (migrations, in the Jobs and at each pod's start: their session-level advisory lock needs
+one server session).
 (dict "root" $ "name" "content" ["direct" true])
 */}}
 {{- define "halo.databaseUrl" -}}
