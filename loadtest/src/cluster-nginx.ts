@@ -1,6 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { nginxHead, spawnNginx } from './peers/nginx';
 
 /**
  * The load balancer of `npm run bench:cluster` (src/cluster-bench.ts): ONE nginx (Debian's, one
@@ -44,18 +44,7 @@ ${u.servers.map((s) => `    server ${new URL(s).host} max_fails=1 fail_timeout=2
     }
   }`,
   );
-  return `worker_processes 1;
-daemon off;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/client_body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fastcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
+  return `${nginxHead(dir, 4096)}  access_log off;
   # A WebSocket upgrade is passed on; any other request keeps the upstream connection alive.
   map $http_upgrade $connection_upgrade {
     default upgrade;
@@ -74,12 +63,7 @@ export interface ClusterNginx {
 
 /** Starts nginx in the foreground on `upstreams`, its output into `<logDir>/nginx.log`. */
 export function startClusterNginx(bin: string, dir: string, logDir: string, upstreams: readonly Balanced[]): ClusterNginx {
-  mkdirSync(dir, { recursive: true });
-  const conf = join(dir, 'nginx.conf');
-  writeFileSync(conf, clusterNginxConfig(dir, upstreams));
-  const fd = openSync(join(logDir, 'nginx.log'), 'w');
-  const child = spawn(bin, ['-p', dir, '-e', join(dir, 'error.log'), '-c', conf], { stdio: ['ignore', fd, fd] });
-  closeSync(fd);
+  const { child, conf } = spawnNginx(bin, dir, clusterNginxConfig(dir, upstreams), logDir);
   return {
     child,
     async reload(next) {

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ExtraProcess } from '../gateways-bench';
@@ -21,25 +21,44 @@ export function findNginx(): string | null {
 }
 
 /**
+ * What every config generated here starts with: one worker in the foreground, its pid, error log
+ * and temp files under `dir` (nothing under /etc or /var). The `http` block's content follows it.
+ */
+export function nginxHead(dir: string, workerConnections = 1024): string {
+  return `worker_processes 1;
+daemon off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections ${workerConnections}; }
+http {
+  client_body_temp_path ${dir}/client_body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+`;
+}
+
+/** Writes `config` to `<dir>/nginx.conf` and runs nginx on it, its output in `<logDir>/nginx.log`. */
+export function spawnNginx(bin: string, dir: string, config: string, logDir: string): { child: ChildProcess; conf: string } {
+  mkdirSync(dir, { recursive: true });
+  const conf = join(dir, 'nginx.conf');
+  writeFileSync(conf, config);
+  const fd = openSync(join(logDir, 'nginx.log'), 'w');
+  // -e: the error log before the config is read (otherwise /var/log/nginx/error.log); -p: the prefix.
+  const child = spawn(bin, ['-p', dir, '-e', join(dir, 'error.log'), '-c', conf], { stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  return { child, conf };
+}
+
+/**
  * The whole config: one worker, `upstream` with `keepalive` (HTTP/1.1 and an empty Connection
  * header to the service, as nginx's docs require for it), an access log per request as the
  * gateway writes one, the client's Host and an X-Forwarded-For as the gateway sends them.
  */
 export function nginxConfig(opts: { dir: string; port: number; upstream: string }): string {
   const upstream = new URL(opts.upstream);
-  const d = opts.dir;
-  return `worker_processes 1;
-daemon off;
-pid ${d}/nginx.pid;
-error_log ${d}/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log ${d}/access.log;
-  client_body_temp_path ${d}/client_body;
-  proxy_temp_path ${d}/proxy;
-  fastcgi_temp_path ${d}/fastcgi;
-  uwsgi_temp_path ${d}/uwsgi;
-  scgi_temp_path ${d}/scgi;
+  return `${nginxHead(opts.dir)}  access_log ${opts.dir}/access.log;
   upstream service {
     server ${upstream.hostname}:${upstream.port};
     keepalive 64;
@@ -66,13 +85,7 @@ export interface NginxPeer extends ExtraProcess {
 
 /** Starts nginx in the foreground (its master; the worker is its only child), logging into `dir`. */
 export function startNginx(bin: string, opts: { dir: string; port: number; upstream: string; logDir: string }): NginxPeer {
-  mkdirSync(opts.dir, { recursive: true });
-  const conf = join(opts.dir, 'nginx.conf');
-  writeFileSync(conf, nginxConfig(opts));
-  const fd = openSync(join(opts.logDir, 'nginx.log'), 'w');
-  // -e: the error log before the config is read (otherwise /var/log/nginx/error.log); -p: the prefix.
-  const child = spawn(bin, ['-p', opts.dir, '-e', join(opts.dir, 'error.log'), '-c', conf], { stdio: ['ignore', fd, fd] });
-  closeSync(fd);
+  const { child } = spawnNginx(bin, opts.dir, nginxConfig(opts), opts.logDir);
   return {
     name: 'nginx',
     url: `http://127.0.0.1:${opts.port}`,
