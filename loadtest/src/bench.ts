@@ -274,12 +274,20 @@ function s1Rows(g: GatewaysReport, q: string, scenario: string, goals: boolean):
     goal: '—',
     met: null,
   });
-  rows.push(ratioRow('gateway CPU per request, Halo ÷ plain Apollo', `${q}:cpu:halo/apollo`, { text: '≤ 0.5', ok: (v) => v <= 0.5 }));
+  // With both fetchers measured, the goal is judged once, against the cheaper (below).
+  rows.push(
+    ratioRow(
+      'gateway CPU per request, Halo ÷ plain Apollo',
+      `${q}:cpu:halo/apollo`,
+      fetchPeer ? undefined : { text: '≤ 0.5', ok: (v) => v <= 0.5 },
+    ),
+  );
   const total = (t: string) => int(g.perTarget[`${q}:${t}`]?.totalCpuUsPerRequest);
   if (g.perTarget[`${q}:halo`]?.totalCpuUsPerRequest != null) {
     rows.push({
       scenario,
-      measure: `total server CPU µs/request (gateway + subgraphs + PostgreSQL), Halo / Hive / Hive + Rust / Apollo${fetchPeer ? ' / Apollo on global fetch' : ''}`,
+      // The machine's own PostgreSQL (DATABASE_URL) serves others too: counted only when embedded.
+      measure: `total server CPU µs/request (gateway + subgraphs${MODE === 'embedded' ? ' + PostgreSQL' : ''}), Halo / Hive / Hive + Rust / Apollo${fetchPeer ? ' / Apollo on global fetch' : ''}`,
       value: `${total('halo')} / ${total('hive')} / ${total('hive-rust')} / ${total('apollo')}${fetchPeer ? ` / ${total('apollo-fetch')}` : ''}`,
       notes: 'what a user pays for, same run',
       goal: '—',
@@ -644,7 +652,7 @@ async function main(): Promise<void> {
       );
       if (GROUPS) log(`bench: BENCH_GROUPS=${GROUPS.join(',')}: a partial run, docs/benchmarks.md's gateway section left as it was`);
       else if (K6) log("bench: k6 drove this run: docs/benchmarks.md's gateway section (autocannon's) left as it was");
-      else if (!K6) doc = mergeSection(doc, resultsName(), renderGatewaysSection(gateways, rows, memory, info, false), true);
+      else doc = mergeSection(doc, resultsName(), renderGatewaysSection(gateways, rows, memory, info, false), true);
       log(`bench: wrote ${relative(ROOT, join(RESULTS, resultsName()))}.{json,md}`);
     }
     writeFileSync(OUT, doc);

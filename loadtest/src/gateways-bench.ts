@@ -434,7 +434,8 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
   const perConnection = callers.map((c) => ({ authorization: `Bearer ${c.token}` }));
 
   const gql = peers.graphql;
-  // Behind every gateway the same processes: the subgraphs and PostgreSQL (its postmaster and backends).
+  // Behind every gateway the same processes: the subgraphs and the embedded PostgreSQL (its
+  // postmaster and backends; a PostgreSQL given by DATABASE_URL is not this run's alone).
   const subgraphPids = system.processes.filter((p) => isEdgeService(p.name)).map((p) => p.child.pid!);
   const postgresPid = system.postgres?.child.pid;
   const behindPids = () => [...subgraphPids, ...(postgresPid ? [postgresPid, ...descendants(postgresPid)] : [])];

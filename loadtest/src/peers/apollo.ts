@@ -16,8 +16,8 @@ import { startStandaloneServer } from '@apollo/server/standalone';
  * Its subgraph fetcher (`APOLLO_FETCHER`): `default` is @apollo/gateway's own — make-fetch-happen
  * with keep-alive sockets and retries off, what its documentation and most of its users run;
  * `fetch` is Node's global fetch (undici), which an earlier version of this peer passed. The bench
- * runs the default; `BENCH_APOLLO_FETCH=1` adds the other beside it, so both are measured in one
- * run (docs/benchmarks.md, "Plain Apollo's fetcher").
+ * runs both in the same rounds (`BENCH_APOLLO_FETCH=0`: the default alone) and judges its goal
+ * against the cheaper (docs/benchmarks/cross-check.md, "Plain Apollo's fetcher").
  * The supergraph's `@link(… authenticated / requiresScopes …, for: SECURITY)` lose their purpose
  * argument, which @apollo/gateway refuses (it enforces neither; the subgraphs do).
  * Environment: PORT, SUPERGRAPH_FILE, APOLLO_FETCHER.
