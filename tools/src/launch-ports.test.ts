@@ -1,5 +1,5 @@
 import { DEV_OIDC_PORT, GATEWAY_METRICS_PORT, GATEWAY_PORT, portIsFree, SERVICE_NAMES, SERVICES } from '@halo/kit/launch';
-import { addressesOf, autoPorts, fixedPorts } from './launch-ports';
+import { addressesOf, autoPorts, cannotStartLine, fixedPorts } from './launch-ports';
 
 const everyPort = (p: Awaited<ReturnType<typeof autoPorts>>) => [
   p.gateway,
@@ -40,4 +40,17 @@ it('auto: every port the OS gives, free and distinct, replicas and later ones in
   expect(new Set(ports).size).toBe(ports.length);
   for (const port of ports) expect(await portIsFree(port)).toBe(true);
   expect(addressesOf(a, 43_210).devOidcUrl).toBe('http://127.0.0.1:43210');
+});
+
+describe('cannotStartLine: why a process could not start', () => {
+  const taken = 'gateway: port 36929 is already in use (listen EADDRINUSE: address already in use 127.0.0.1:36929)';
+  it('is the one-line reason even when a log line came after it while the process stopped', () => {
+    const after = '{"level":50,"msg":"composition refused; keeping the previous one"}';
+    expect(cannotStartLine(['{"level":30,"msg":"starting"}', taken, after], 'gateway')).toBe(taken);
+  });
+
+  it("is the last line when the process wrote no reason of its own, and never another process's", () => {
+    expect(cannotStartLine(['{"level":30}', 'catalog: not this one', 'Error: boom'], 'gateway')).toBe('Error: boom');
+    expect(cannotStartLine([], 'gateway')).toBe('');
+  });
 });

@@ -50,6 +50,16 @@ export interface SystemAddresses {
 /** A process of the system could not bind the port chosen for it: another program holds it. */
 export class PortTakenError extends Error {}
 
+/**
+ * Why a process that exited with the kit's "cannot start" code could not start: the one line it
+ * wrote for that (`<name>: <reason>`, kit: runService), even when a log line came after it while it
+ * stopped; else its last line.
+ */
+export function cannotStartLine(lines: readonly string[], name: string): string {
+  for (let i = lines.length - 1; i >= 0; i--) if (lines[i]!.startsWith(`${name}: `)) return lines[i]!;
+  return lines.at(-1) ?? '';
+}
+
 const LOOPBACK = '127.0.0.1';
 
 /** `npm start`'s ports: the topology table's defaults plus `offset` (HALO_PORT_OFFSET). */

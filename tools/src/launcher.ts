@@ -35,6 +35,7 @@ import {
   autoPorts,
   checkFixedPorts,
   fixedPorts,
+  cannotStartLine,
   PortTakenError,
   type SystemAddresses,
   type SystemPorts,
@@ -560,7 +561,8 @@ function launch(
   const onLog = opts.onLog ?? (() => undefined);
   const crashes: number[] = [];
   const logFile = opts.logDir ? join(opts.logDir, `${name}${replica ? `-${replica}` : ''}.log`) : undefined;
-  let lastLine = '';
+  /** The last lines the process wrote (without a log file), for the reason it could not start. */
+  const lastLines: string[] = [];
   const spawnChild = (): ChildProcess => {
     const logFd = logFile === undefined ? undefined : openSync(logFile, crashes.length ? 'a' : 'w');
     const env = { ...process.env, ...opts.env, ...opts.envFor?.[name], ...ports };
@@ -577,7 +579,7 @@ function launch(
     for (const stream of [child.stdout, child.stderr]) {
       if (stream) {
         createInterface({ input: stream }).on('line', (line) => {
-          lastLine = line;
+          if (lastLines.push(line) > 50) lastLines.shift();
           onLog(name, line);
         });
       }
@@ -586,7 +588,7 @@ function launch(
       if (supervisor.stopping || replaced.has(child)) return;
       if (code === EXIT_CANNOT_START) {
         // It said why in one line (kit: runService); starting it again cannot help.
-        const why = logFile ? lastLineOf(logFile) : lastLine;
+        const why = cannotStartLine(logFile ? linesOf(logFile) : lastLines, name);
         const message = `${why.startsWith(`${name}: `) ? why : `${name}: ${why || 'cannot start as configured'}`}; stopping Halo.`;
         // kit: cannotStartReason names a taken port with the system's own code in its line.
         supervisor.giveUp(name, message, why.includes('EADDRINUSE'));
@@ -651,11 +653,11 @@ function launch(
 }
 
 /** The last line of a process's log file (its one-line reason for not starting). */
-function lastLineOf(file: string): string {
+function linesOf(file: string): string[] {
   try {
-    return readFileSync(file, 'utf8').trimEnd().split('\n').pop() ?? '';
+    return readFileSync(file, 'utf8').trimEnd().split('\n');
   } catch {
-    return '';
+    return [];
   }
 }
 
