@@ -354,6 +354,22 @@ function nginxRows(g: GatewaysReport, scenario: string): SummaryRow[] {
       goal: '≤ 2',
       met: Number.isFinite(cpu) && cpu <= 2,
     },
+    {
+      scenario,
+      measure: 'CPU µs per proxied request, node:http + undici alone ÷ nginx (the floor)',
+      value: x(median('rest-post:cpu:floor/nginx')),
+      notes: `${int(g.perTarget['rest-post:floor']?.cpuUsPerRequest)} / ${int(g.perTarget['rest-post:nginx']?.cpuUsPerRequest)} µs; ${range(r('rest-post:cpu:floor/nginx'))}`,
+      goal: '—',
+      met: null,
+    },
+    {
+      scenario,
+      measure: "CPU µs per proxied request, gateway ÷ the floor (what the gateway's edge rules cost)",
+      value: x(median('rest-post:cpu:gateway/floor')),
+      notes: range(r('rest-post:cpu:gateway/floor')),
+      goal: '—',
+      met: null,
+    },
   ];
 }
 
@@ -432,6 +448,9 @@ function renderGatewaysSection(g: GatewaysReport, rows: SummaryRow[], memory: Me
     (g.perTarget['rest-post:nginx']
       ? "- S2 reference proxy: Debian's nginx, one worker (its CPU charged), `keepalive` upstream pool to content, access log on, on the servers' CPU (src/peers/nginx.ts).\n"
       : '- S2 reference proxy: nginx was not installed (`apt-get install -y nginx`), so its rows are missing.\n') +
+      (g.perTarget['rest-post:floor']
+        ? "- S2 floor: node:http's server and one undici pool to content, headers copied minus hop-by-hop and the answer streamed, nothing else (no request id, log, metrics, limits, CORS or routes: src/peers/node-floor.ts). What any proxy on Halo's platform costs before its own rules.\n"
+        : '') +
       "- Halo checks the caller's JWT at the edge (and the subgraphs again); the peers only forward it to the subgraphs," +
       ' which verify it. `me { orders }`: each caller has ' +
       `${g.ordersOfCaller} orders (entity fetches to catalog and content); every answer (for every caller) was checked to be the same data without errors from every gateway before measuring.`,

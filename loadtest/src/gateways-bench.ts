@@ -68,6 +68,8 @@ export interface Peers {
   haloNoDedupe?: ExtraProcess;
   /** nginx in front of content (S2's reference proxy); absent when nginx is not installed. */
   nginx?: NginxPeer;
+  /** The floor under a Node proxy (src/peers/node-floor.ts) in front of content: S2's third reference. */
+  floor: ExtraProcess;
   all: ExtraProcess[];
   stop(): Promise<void>;
 }
@@ -244,9 +246,16 @@ export async function startPeers(opts: PeersOptions): Promise<Peers> {
     const nginxAt = { dir: join(opts.workDir, 'nginx'), port: 4989 + portOffset, upstream: services.content!, logDir, log: opts.log };
     const nginx = nginxIfInstalled(nginxAt);
     if (nginx) started.push(nginx);
+    // The same, on Node's HTTP server and undici with nothing of the gateway's own (src/peers/node-floor.ts).
+    const floor = add('node-floor', 4988 + portOffset, [resolve(__dirname, 'peers/node-floor.js')], {
+      ...base,
+      PORT: String(4988 + portOffset),
+      UPSTREAM: services.content!,
+    });
 
     await waitFor(ceiling, async () => (await fetch(`${ceiling.url}/hello`)).ok);
     if (nginx) await waitFor(nginx, async () => (await fetch(`${nginx.url}${REST_PATHS.post}`)).ok);
+    await waitFor(floor, async () => (await fetch(`${floor.url}${REST_PATHS.post}`)).ok);
     const present = (p: ExtraProcess | false | undefined): p is ExtraProcess => p !== undefined && p !== false;
     for (const p of [hive, hiveRust, hiveNoDedupe, apollo, apolloFetch].filter(present)) await waitFor(p, graphqlReady(p.url));
     for (const p of [haloCache, haloNoDedupe].filter(present)) await waitFor(p, async () => (await fetch(`${p.url}/readyz`)).ok);
@@ -257,6 +266,7 @@ export async function startPeers(opts: PeersOptions): Promise<Peers> {
       ...(apolloFetch ? { apolloFetch } : {}),
       ...(haloNoDedupe ? { haloNoDedupe } : {}),
       ...(nginx ? { nginx } : {}),
+      floor,
       all: [...started],
       stop,
     };
@@ -490,6 +500,7 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
     path: string,
     service: string,
     nginx?: NginxPeer,
+    floor?: ExtraProcess,
   ): Group<LoadTarget> & { title: string } => ({
     id,
     title,
@@ -511,6 +522,18 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
               url: `${nginx.url}${path}`,
               init: { method: 'GET' as const },
               cpuPid: nginx.workerPid(),
+            },
+          ]
+        : []),
+      // What node:http and undici cost before the gateway does anything of its own.
+      ...(floor
+        ? [
+            {
+              id: `${id}:floor`,
+              label: 'via node:http + undici alone',
+              url: `${floor.url}${path}`,
+              init: { method: 'GET' as const },
+              cpuPid: floor.child.pid!,
             },
           ]
         : []),
@@ -564,7 +587,7 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
   ];
   const allGroups: (Group<LoadTarget> & { title: string })[] = [
     ...(gql ? graphqlGroups(gql) : []),
-    restGroup('rest-post', `S2 REST GET ${REST_PATHS.post}`, REST_PATHS.post, 'content', peers.nginx),
+    restGroup('rest-post', `S2 REST GET ${REST_PATHS.post}`, REST_PATHS.post, 'content', peers.nginx, peers.floor),
     restGroup('rest-products', `S2 REST GET ${REST_PATHS.products}`, REST_PATHS.products, 'catalog'),
   ];
 
@@ -680,7 +703,10 @@ export async function benchGateways(opts: GatewaysOptions): Promise<GatewaysRepo
     ratio('rest-post:nginx/direct', 'rest-post:nginx', 'rest-post:direct');
     ratio('rest-post:gateway/nginx', 'rest-post:gateway', 'rest-post:nginx');
     ratio('rest-post:cpu:gateway/nginx', 'rest-post:gateway', 'rest-post:nginx', cpu);
+    ratio('rest-post:cpu:floor/nginx', 'rest-post:floor', 'rest-post:nginx', cpu);
   }
+  ratio('rest-post:floor/direct', 'rest-post:floor', 'rest-post:direct');
+  ratio('rest-post:cpu:gateway/floor', 'rest-post:gateway', 'rest-post:floor', cpu);
 
   const perTarget: GatewaysReport['perTarget'] = {};
   for (const group of groups) {
