@@ -19,6 +19,8 @@ createServer((req, res) => {
   const headers: IncomingHttpHeaders = {};
   for (const name in req.headers) if (!HOP.has(name)) headers[name] = req.headers[name];
   const handler: Dispatcher.DispatchHandler = {
+    // Present, so that undici takes this for its current handler shape (as the gateway's is).
+    onRequestStart() {},
     onResponseStart(_c, status, head) {
       for (const name in head) if (!HOP.has(name)) res.setHeader(name, head[name]!);
       res.statusCode = status;
