@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import pino, { type DestinationStream } from 'pino';
-import { isHaloLogger, isoTime, type Logger } from './logger';
+import type { Logger } from './logger';
 import { currentRequestId, boundRequestId } from './request-context';
 
 /**
@@ -23,45 +22,14 @@ export function logRequest(logger: Logger, req: IncomingMessage, res: ServerResp
   // 'close' fires once per response: `on` spares the once-wrapper `once` makes per request.
   res.on('close', () => {
     const ms = Number(process.hrtime.bigint() - start) / 1e6;
-    const aborted = !res.writableFinished;
-    const quiet = (res as Quiet)[QUIET] === true;
-    // The common line (info, an id, finished or not) written as pino would write it, without its
-    // generic walk over the fields: that walk was most of the access log's cost per request.
-    if (!quiet && requestId !== undefined && writeAccessLine(lines, requestId, req.method, key, target, res.statusCode, ms, aborted))
-      return;
     const line =
       key === 'path'
         ? { requestId, method: req.method, path: target, status: res.statusCode, ms }
         : { requestId, method: req.method, url: target, status: res.statusCode, ms };
-    const entry = aborted ? { ...line, aborted: true } : line;
-    if (quiet) lines.debug(entry, 'request');
+    const entry = res.writableFinished ? line : { ...line, aborted: true };
+    if ((res as Quiet)[QUIET] === true) lines.debug(entry, 'request');
     else lines.info(entry, 'request');
   });
-}
-
-/**
- * One access line straight to the logger's stream, byte for byte what `lines.info(entry,
- * 'request')` writes (access-log.test.ts compares them): level, time, the logger's bindings, the
- * fields, the message. Only for a logger made by `createLogger` (its shape is known); false
- * otherwise, or when info is off, and pino writes the line.
- */
-function writeAccessLine(
-  lines: Logger,
-  requestId: string,
-  method: string | undefined,
-  key: AccessLogTarget,
-  target: string,
-  status: number,
-  ms: number,
-  aborted: boolean,
-): boolean {
-  if (method === undefined || !isHaloLogger(lines) || !lines.isLevelEnabled('info')) return false;
-  const stream = (lines as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym]!;
-  const bindings = (lines as unknown as Record<symbol, string>)[pino.symbols.chindingsSym]!;
-  stream.write(
-    `{"level":30${isoTime()}${bindings},"requestId":${JSON.stringify(requestId)},"method":${JSON.stringify(method)},"${key}":${JSON.stringify(target)},"status":${status},"ms":${ms}${aborted ? ',"aborted":true' : ''},"msg":"request"}\n`,
-  );
-  return true;
 }
 
 const QUIET = Symbol('halo.accessLog.quiet');

@@ -41,17 +41,7 @@ export function createLogger(name: string, level: string = process.env.LOG_LEVEL
       censor: '[redacted]',
     },
   };
-  const logger = pino(options, destination ?? bufferedStdout());
-  // Its children inherit the mark (pino makes them with Object.create).
-  (logger as unknown as Record<symbol, true>)[HALO_LOGGER] = true;
-  return logger;
-}
-
-const HALO_LOGGER = Symbol('halo.logger');
-
-/** A logger made by `createLogger` (or its child): its line format is the one above. */
-export function isHaloLogger(logger: Logger): boolean {
-  return (logger as unknown as Record<symbol, true | undefined>)[HALO_LOGGER] === true;
+  return pino(options, destination ?? bufferedStdout());
 }
 
 let isoMs = NaN;
