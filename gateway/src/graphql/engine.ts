@@ -12,6 +12,7 @@ import type { CallerResolver } from '../auth';
 import type { GraphQLContext, OperationRequestText } from './context';
 import { dedupingFetcher, type DedupingFetcher } from './dedupe';
 import { handleGraphQLRequest, type HttpGraphQL } from './http';
+import { withDeferDirective } from './defer';
 import { DirectPlans } from './direct';
 import { Documents } from './documents';
 import type { OperationObserver } from '../observability';
@@ -227,6 +228,28 @@ function apolloGateway(opts: GraphQLOptions, fetcher: HttpFetcher, dedupe: Dedup
   });
 }
 
+type GatewayInterface = NonNullable<ConstructorParameters<typeof ApolloServer<GraphQLContext>>[0]['gateway']>;
+
+/**
+ * The gateway as Apollo Server sees it, with `@defer` declared in the API schema it serves (and
+ * every transport validates against): @apollo/gateway leaves it out although its planner reads it.
+ * A client that takes parts gets them (./lean.ts); any other gets the whole answer in one. The
+ * gateway's own `schema` (introspection is answered from it) becomes the same schema.
+ */
+function deferCapable(gateway: ApolloGateway): GatewayInterface {
+  return {
+    load: (options) => gateway.load(options),
+    onSchemaLoadOrUpdate: (callback) =>
+      gateway.onSchemaLoadOrUpdate(({ apiSchema, coreSupergraphSdl }) => {
+        const withDefer = withDeferDirective(apiSchema);
+        // The executor validates variables and answers introspection from its own `schema`: the same one.
+        if (gateway.schema === apiSchema) gateway.schema = withDefer;
+        callback({ apiSchema: withDefer, coreSupergraphSdl });
+      }),
+    stop: () => gateway.stop(),
+  };
+}
+
 /** An operation's estimated cost, spent from its caller's budget (HTTP requests carry a ticket; WebSockets none yet). */
 function spendCost(rateLimits: RateLimits | null) {
   if (!rateLimits) return undefined;
@@ -263,7 +286,7 @@ function apolloServer(
   plugins: ApolloServerPlugin<GraphQLContext>[],
 ): ApolloServer<GraphQLContext> {
   return new ApolloServer<GraphQLContext>({
-    gateway,
+    gateway: deferCapable(gateway),
     logger,
     allowBatchedHttpRequests: true,
     // /graphql authenticates by the Authorization header only, never by cookies (docs/api/graphql.md).

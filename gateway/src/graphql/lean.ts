@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApolloGateway } from '@apollo/gateway';
 import type { Caller } from '@halo/kit/auth';
@@ -20,6 +21,8 @@ import { executeDirect, type DirectPlans } from './direct';
 import type { Documents } from './documents';
 import { admitOperation } from './operation-steps';
 import { cacheControlFor, commitOperation, type OperationPolicy } from './operation-policy';
+import { acceptsIncremental, planDefer, type DeferPlan } from './defer';
+import { assemble, deliverIncrementally, writeMultipart } from './incremental';
 import { ResponseCache } from './response-cache';
 
 export interface LeanGraphQLOptions {
@@ -73,7 +76,10 @@ export function leanGraphQL(opts: LeanGraphQLOptions) {
   const decide = async (req: IncomingMessage, body: unknown): Promise<Admitted | LeftToApollo> => {
     const request = leanRequest(body);
     if (!request) return { apollo: 'shape' };
-    const contentType = contentTypeFor(req.headers.accept);
+    const accept = req.headers.accept;
+    // Apollo Client's and the Router's incremental format: parts when the operation defers any.
+    const incremental = acceptsIncremental(accept);
+    const contentType = incremental ? jsonTypeOf(accept!) : contentTypeFor(accept);
     if (!contentType) return { apollo: 'accept' };
     const loaded = opts.policy.current();
     if (!loaded) return { apollo: 'starting' };
@@ -86,8 +92,9 @@ export function leanGraphQL(opts: LeanGraphQLOptions) {
     const { document, operation } = admitted;
     if (admitted.introspects) return { apollo: 'introspection' };
     if (operation.operation === OperationTypeNode.SUBSCRIPTION) return { apollo: 'subscription' };
-    const direct = opts.direct?.lookup(schema, operation);
-    return { request, contentType, schema, document, queryHash: admitted.queryHash, operation, caller, cost: admitted.cost, direct };
+    const defer = incremental && request.query.includes('@defer') ? planDefer(document, operation, admitted.variables) : null;
+    const direct = defer ? undefined : opts.direct?.lookup(schema, operation);
+    return { request, contentType, schema, document, queryHash: admitted.queryHash, operation, caller, cost: admitted.cost, direct, defer };
   };
 
   return async function serve(
@@ -135,6 +142,8 @@ interface Admitted {
   cost: number;
   /** One subgraph answers it whole, as asked (ADR 0019). */
   direct: ReturnType<DirectPlans['lookup']> | undefined;
+  /** Its deferred fragments, when the client takes parts (./defer.ts); null: answered whole. */
+  defer: DeferPlan | null;
 }
 
 /** From the cost spend on, the answer is the lean path's own: spend, the response cache, execute, format, observe, write. */
@@ -174,6 +183,15 @@ async function answer(
     // Apollo Server's answer to a didResolveOperation hook that throws.
     const { errors, status } = formatErrors([toGraphQLError(err)], opts.formatError);
     finish(status ?? 500, null, { errors }, false);
+    return 'lean';
+  }
+  // In parts, never from or into the response cache (a part is not an answer); observed once, assembled.
+  if (admitted.defer) {
+    const written = await writeMultipart(
+      res,
+      deliverIncrementally(admitted.defer, (part) => executePart(opts, admitted, part, context, overallCachePolicy)),
+    );
+    observeAnswer(assemble(written), false);
     return 'lean';
   }
   // After the edge's checks and the spend, as on Apollo Server's path (its plugin's responseForOperation).
@@ -235,6 +253,35 @@ async function execute(
   } as unknown as GatewayRequestContext;
   if (direct) return executeDirect(direct, requestContext, opts.gateway.executor);
   return { executed: await opts.gateway.executor(requestContext), by: 'lean' };
+}
+
+/**
+ * One part of a deferred operation (./incremental.ts): its own document through the gateway's
+ * executor, with the operation's context; its errors formatted as every answer's are.
+ */
+async function executePart(
+  opts: LeanGraphQLOptions,
+  admitted: Admitted,
+  part: { document: DocumentNode; query: string },
+  context: GraphQLContext,
+  overallCachePolicy: CachePolicy,
+): Promise<FormattedExecutionResult> {
+  const operation = part.document.definitions[0] as OperationDefinitionNode;
+  const request = { ...admitted.request, query: part.query };
+  const queryHash = createHash('sha256').update(part.query).digest('hex');
+  const { executed } = await execute(
+    opts,
+    { ...admitted, request, document: part.document, operation, queryHash, direct: undefined },
+    context,
+    overallCachePolicy,
+  );
+  if (!executed.errors) return { data: executed.data };
+  return { errors: formatErrors(executed.errors, opts.formatError).errors, data: executed.data };
+}
+
+/** The JSON type an incremental client also takes, for an answer sent whole. */
+function jsonTypeOf(accept: string): string {
+  return accept.includes('application/graphql-response+json') ? GRAPHQL_RESPONSE_TYPE : JSON_TYPE;
 }
 
 /** The cache policy an answer earned, written as its Cache-Control by `cacheControlFor`. */

@@ -1,0 +1,282 @@
+import {
+  extendSchema,
+  Kind,
+  OperationTypeNode,
+  parse,
+  print,
+  valueFromASTUntyped,
+  visit,
+  type DirectiveNode,
+  type DocumentNode,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLSchema,
+  type InlineFragmentNode,
+  type OperationDefinitionNode,
+  type SelectionNode,
+  type SelectionSetNode,
+  type VariableDefinitionNode,
+} from 'graphql';
+
+/**
+ * `@defer` (the incremental delivery RFC, as Apollo Client and the Router speak it): added to the
+ * API schema the gateway serves, so every transport validates it. `@stream` is not: the executor
+ * cannot answer a list item by item (docs/api/graphql.md "Deferred fragments").
+ */
+export const DEFER_DIRECTIVE_SDL = 'directive @defer(if: Boolean! = true, label: String) on FRAGMENT_SPREAD | INLINE_FRAGMENT';
+
+/** More deferred fragments than this in one operation: it is answered whole, in one part. */
+export const MAX_DEFERRED_FRAGMENTS = 16;
+
+/** The field a selection set emptied by removing its deferred fragments keeps (removed from every answer). */
+export const PLACEHOLDER_KEY = '__halo_deferred';
+
+/**
+ * One deferred fragment: the operation that answers it alone — only the fields on the way to it
+ * (with their arguments), then its own selections — and where its data goes in the answer.
+ */
+export interface DeferredPart {
+  label: string | undefined;
+  /** The response keys from the root to the object the fragment's fields belong to. */
+  path: readonly string[];
+  /** The deferred fragment this one is inside (its part comes first), or null: inside the primary. */
+  parent: number | null;
+  document: DocumentNode;
+  query: string;
+}
+
+export interface DeferPlan {
+  /** The operation without its deferred fragments: the first part. */
+  primary: { document: DocumentNode; query: string };
+  parts: DeferredPart[];
+}
+
+/** A step on the way to a deferred fragment: a field (by response key) or a fragment (by node). */
+type Step = { field: FieldNode } | { fragment: InlineFragmentNode };
+
+interface Found {
+  node: InlineFragmentNode;
+  label: string | undefined;
+  steps: Step[];
+  parent: number | null;
+}
+
+const isDefer = (d: DirectiveNode) => d.name.value === 'defer';
+const withoutDefer = (directives: readonly DirectiveNode[] | undefined) => directives?.filter((d) => !isDefer(d));
+
+/**
+ * How an operation with `@defer` is answered in parts, or null when nothing in it is deferred
+ * (no `@defer`, every one `if: false`, a mutation or subscription — answered whole — or more than
+ * MAX_DEFERRED_FRAGMENTS). Named fragments are inlined first, so each deferred fragment has one
+ * place in the tree. `document` has been validated; `variables` coerced.
+ */
+export function planDefer(
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Readonly<Record<string, unknown>> | undefined,
+): DeferPlan | null {
+  if (operation.operation !== OperationTypeNode.QUERY) return null;
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
+  const inlined = inlineFragments(operation, fragments);
+  const found: Found[] = [];
+  collect(inlined.selectionSet, [], null, found, variables ?? {}, operation.variableDefinitions ?? []);
+  if (found.length === 0 || found.length > MAX_DEFERRED_FRAGMENTS) return null;
+  const deferred = new Set(found.map((f) => f.node));
+  const primary = single(operation, { ...inlined, selectionSet: strip(inlined.selectionSet, deferred)! });
+  const parts = found.map((f): DeferredPart => {
+    const others = new Set([...deferred].filter((n) => n !== f.node));
+    const own: InlineFragmentNode = {
+      ...f.node,
+      directives: withoutDefer(f.node.directives),
+      selectionSet: strip(f.node.selectionSet, others)!,
+    };
+    const doc = single(operation, { ...inlined, selectionSet: along(f.steps, own) });
+    return { label: f.label, path: f.steps.flatMap((s) => ('field' in s ? [responseKey(s.field)] : [])), parent: f.parent, ...doc };
+  });
+  return { primary, parts };
+}
+
+const responseKey = (field: FieldNode) => field.alias?.value ?? field.name.value;
+
+/** The operation with every fragment spread replaced by an inline fragment of the same type and directives. */
+function inlineFragments(operation: OperationDefinitionNode, fragments: Map<string, FragmentDefinitionNode>): OperationDefinitionNode {
+  return visit(operation, {
+    FragmentSpread(spread) {
+      const fragment = fragments.get(spread.name.value);
+      if (!fragment) return undefined;
+      const inline: InlineFragmentNode = {
+        kind: Kind.INLINE_FRAGMENT,
+        typeCondition: fragment.typeCondition,
+        directives: spread.directives ?? [],
+        selectionSet: inlineFragments({ ...placeholderOperation, selectionSet: fragment.selectionSet }, fragments).selectionSet,
+      };
+      return inline;
+    },
+  });
+}
+
+const placeholderOperation: OperationDefinitionNode = {
+  kind: Kind.OPERATION_DEFINITION,
+  operation: OperationTypeNode.QUERY,
+  selectionSet: { kind: Kind.SELECTION_SET, selections: [] },
+};
+
+/** Whether `@defer` is on (its `if`: literal, variable, or the default true). */
+function active(
+  directive: DirectiveNode,
+  variables: Readonly<Record<string, unknown>>,
+  definitions: readonly VariableDefinitionNode[],
+): boolean {
+  const arg = directive.arguments?.find((a) => a.name.value === 'if');
+  if (!arg) return true;
+  if (arg.value.kind === Kind.VARIABLE) {
+    const name = arg.value.name.value;
+    if (name in variables) return variables[name] !== false;
+    const def = definitions.find((d) => d.variable.name.value === name)?.defaultValue;
+    return def ? valueFromASTUntyped(def) !== false : true;
+  }
+  return valueFromASTUntyped(arg.value, variables) !== false;
+}
+
+function labelOf(directive: DirectiveNode, variables: Readonly<Record<string, unknown>>): string | undefined {
+  const arg = directive.arguments?.find((a) => a.name.value === 'label');
+  if (!arg) return undefined;
+  const value: unknown = valueFromASTUntyped(arg.value, variables);
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** Every active deferred fragment under `set`, in document order, with the way to it. */
+function collect(
+  set: SelectionSetNode,
+  steps: Step[],
+  parent: number | null,
+  found: Found[],
+  variables: Readonly<Record<string, unknown>>,
+  definitions: readonly VariableDefinitionNode[],
+): void {
+  for (const s of set.selections) {
+    if (s.kind === Kind.FIELD) {
+      if (s.selectionSet) collect(s.selectionSet, [...steps, { field: s }], parent, found, variables, definitions);
+    } else if (s.kind === Kind.INLINE_FRAGMENT) {
+      const defer = s.directives?.find(isDefer);
+      if (defer && active(defer, variables, definitions)) {
+        found.push({ node: s, label: labelOf(defer, variables), steps, parent });
+        collect(s.selectionSet, [...steps, { fragment: s }], found.length - 1, found, variables, definitions);
+      } else collect(s.selectionSet, [...steps, { fragment: s }], parent, found, variables, definitions);
+    }
+  }
+}
+
+/** `set` without the fragments in `removed` and without any `@defer`; a set left empty keeps a placeholder. */
+function strip(set: SelectionSetNode, removed: ReadonlySet<InlineFragmentNode>): SelectionSetNode | undefined {
+  const selections: SelectionNode[] = [];
+  for (const s of set.selections) {
+    if (s.kind === Kind.INLINE_FRAGMENT) {
+      if (removed.has(s)) continue;
+      selections.push({ ...s, directives: withoutDefer(s.directives), selectionSet: strip(s.selectionSet, removed)! });
+    } else if (s.kind === Kind.FIELD && s.selectionSet) selections.push({ ...s, selectionSet: strip(s.selectionSet, removed) });
+    else selections.push(s);
+  }
+  if (selections.length === 0) selections.push(PLACEHOLDER);
+  return { ...set, selections };
+}
+
+const PLACEHOLDER: FieldNode = {
+  kind: Kind.FIELD,
+  alias: { kind: Kind.NAME, value: PLACEHOLDER_KEY },
+  name: { kind: Kind.NAME, value: '__typename' },
+};
+
+/** Only the way to the fragment: each field and fragment on it keeps its arguments and directives, and one selection. */
+function along(steps: readonly Step[], own: InlineFragmentNode): SelectionSetNode {
+  let inner: SelectionNode = own;
+  for (let i = steps.length - 1; i >= 0; i--) {
+    const step = steps[i]!;
+    const selectionSet: SelectionSetNode = { kind: Kind.SELECTION_SET, selections: [inner] };
+    inner =
+      'field' in step
+        ? { ...step.field, selectionSet }
+        : { ...step.fragment, directives: withoutDefer(step.fragment.directives), selectionSet };
+  }
+  return { kind: Kind.SELECTION_SET, selections: [inner] };
+}
+
+/** A document of one operation, with only the variables it uses (an unused one would not validate). */
+function single(original: OperationDefinitionNode, operation: OperationDefinitionNode): { document: DocumentNode; query: string } {
+  const used = new Set<string>();
+  visit(operation.selectionSet, {
+    Variable(v) {
+      used.add(v.name.value);
+    },
+  });
+  const variableDefinitions = original.variableDefinitions?.filter((d) => used.has(d.variable.name.value));
+  const document: DocumentNode = { kind: Kind.DOCUMENT, definitions: [{ ...operation, variableDefinitions }] };
+  return { document, query: print(document) };
+}
+
+/** Removes the placeholder fields `strip` added, in place. */
+export function removePlaceholders(value: unknown): void {
+  if (Array.isArray(value)) {
+    for (const v of value) removePlaceholders(v);
+    return;
+  }
+  if (value === null || typeof value !== 'object') return;
+  const record = value as Record<string, unknown>;
+  if (PLACEHOLDER_KEY in record) delete record[PLACEHOLDER_KEY];
+  for (const key in record) removePlaceholders(record[key]);
+}
+
+/** One part's answer at its place: the object at `path` (each list entered at every index). */
+export interface IncrementalItem {
+  data: Record<string, unknown> | null;
+  path: (string | number)[];
+  label?: string;
+  errors?: readonly unknown[];
+}
+
+/**
+ * The deferred part's items from its own answer: the object reached by `path` (a list entered at
+ * every index, nulls skipped — their place was nulled in the primary part already).
+ */
+export function itemsAt(data: unknown, path: readonly string[]): IncrementalItem[] {
+  const items: IncrementalItem[] = [];
+  const walk = (value: unknown, i: number, at: (string | number)[]): void => {
+    if (value === null || value === undefined) return;
+    if (Array.isArray(value)) {
+      value.forEach((v, j) => walk(v, i, [...at, j]));
+      return;
+    }
+    if (typeof value !== 'object') return;
+    if (i === path.length) {
+      items.push({ data: value as Record<string, unknown>, path: at });
+      return;
+    }
+    const key = path[i]!;
+    walk((value as Record<string, unknown>)[key], i + 1, [...at, key]);
+  };
+  walk(data, 0, []);
+  return items;
+}
+
+const withDefer = new WeakMap<GraphQLSchema, GraphQLSchema>();
+
+/**
+ * The API schema with `@defer` declared (the gateway's own leaves it out), made once per schema so
+ * that every path sees the same object.
+ */
+export function withDeferDirective(schema: GraphQLSchema): GraphQLSchema {
+  if (schema.getDirective('defer')) return schema;
+  let extended = withDefer.get(schema);
+  if (!extended) withDefer.set(schema, (extended = extendSchema(schema, parse(DEFER_DIRECTIVE_SDL), { assumeValidSDL: true })));
+  return extended;
+}
+
+/** Whether the client's `Accept` takes Apollo's incremental format (`multipart/mixed` with `deferSpec=20220824`). */
+export function acceptsIncremental(accept: string | undefined): boolean {
+  if (accept === undefined || !accept.includes('multipart/mixed')) return false;
+  return accept.split(',').some((range) => {
+    const [type, ...params] = range.split(';').map((p) => p.trim().toLowerCase());
+    return type === 'multipart/mixed' && params.some((p) => p.replace(/\s+/g, '') === 'deferspec=20220824');
+  });
+}
