@@ -253,6 +253,7 @@ function subscriptionsStage(
     subgraphUrls: source.subgraphUrls,
     documents: graphql.documents,
     executeOperation: graphql.executeOperation,
+    executeDeferred: graphql.executeDeferred,
     maxPayload: config.BODY_LIMIT,
     origins: config.CORS_ORIGINS,
     apiKeyRecheckMs: config.API_KEY_RECHECK_MS,

@@ -1,5 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { createClient } from 'graphql-ws';
 import { meros } from 'meros/browser';
+import WebSocket from 'ws';
 import { signAccessToken } from '@halo/kit/auth';
 import { TEST_JWT_SECRET } from '@halo/kit/testing';
 import { composeSupergraph, startGateway, startSubgraph, tempSupergraph, type RunningGateway, type TestSubgraph } from './helpers';
@@ -252,3 +254,72 @@ function sumOf(metrics: string): number {
     .filter((l) => l.startsWith('halo_graphql_operation_duration_seconds_count'))
     .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
 }
+
+describe('@defer over WebSocket and Server-Sent Events', () => {
+  const QUERY = 'query W { product(id: "2") { name ... @defer(label: "r") { reviewsSlow } } }';
+  const FIRST = { hasNext: true, data: { product: { name: 'Product 2' } } };
+  const REST = { hasNext: false, incremental: [{ data: { reviewsSlow: ['review of 2'] }, path: ['product'], label: 'r' }] };
+
+  it('sends each part as its own `next` message, the first before the slow field answers', async () => {
+    latch.close();
+    const client = createClient({ url: `${gw.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0 });
+    const received: Json[] = [];
+    let firstSeen: () => void = () => undefined;
+    const first = new Promise<void>((r) => (firstSeen = r));
+    const done = new Promise<void>((resolve, reject) => {
+      client.subscribe(
+        { query: QUERY },
+        {
+          next: (value) => {
+            received.push(value);
+            firstSeen();
+          },
+          error: reject,
+          complete: resolve,
+        },
+      );
+    });
+    try {
+      await first;
+      // The latch still holds reviewsSlow: only the primary part can have come.
+      expect(received).toEqual([FIRST]);
+      latch.open();
+      await done;
+      expect(received).toEqual([FIRST, REST]);
+    } finally {
+      await client.dispose();
+    }
+  });
+
+  it('sends each part as its own `next` event on /graphql/stream', async () => {
+    latch.close();
+    const res = await fetch(`${gw.url}/graphql/stream`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ query: QUERY }),
+    });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    const events = () =>
+      text
+        .split('\n\n')
+        .filter((e) => e.startsWith('event: next'))
+        .map((e) => JSON.parse(e.slice(e.indexOf('data: ') + 6)));
+    while (events().length < 1) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+    expect(events()).toEqual([FIRST]);
+    latch.open();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+    expect(events()).toEqual([FIRST, REST]);
+    expect(text).toContain('event: complete');
+  });
+});

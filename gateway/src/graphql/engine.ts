@@ -16,7 +16,7 @@ import { withDeferDirective } from './defer';
 import { DirectPlans } from './direct';
 import { Documents } from './documents';
 import type { OperationObserver } from '../observability';
-import { leanGraphQL, type LeanAnswer } from './lean';
+import { deferredOverSockets, leanGraphQL, type LeanAnswer, type LeanGraphQLOptions } from './lean';
 import { OperationPolicy } from './operation-policy';
 import type { RateLimits } from '../ratelimit';
 import { RedisResponseTier, ResponseCache, responseCachePlugin, ResponseCacheStore } from './response-cache';
@@ -112,21 +112,20 @@ export function createGraphQL(opts: GraphQLOptions) {
     ? new ResponseCache(new ResponseCacheStore(opts.responseCacheMiB * 1024 * 1024), opts.sharedResponseCache)
     : null;
   const server = apolloServer(opts, apolloLogger, gateway, validationRules, edgePlugins(opts, policy, responseCache));
-  const lean =
-    (opts.lean ?? true)
-      ? leanGraphQL({
-          gateway,
-          policy,
-          callers: opts.callers,
-          spend: spendCost(opts.rateLimits ?? null),
-          documents,
-          formatError: formatGatewayError(logger),
-          observers: opts.observers ?? [],
-          responseCache,
-          logger: apolloLogger,
-          direct,
-        })
-      : null;
+  const executorOptions: LeanGraphQLOptions = {
+    gateway,
+    policy,
+    callers: opts.callers,
+    spend: spendCost(opts.rateLimits ?? null),
+    documents,
+    formatError: formatGatewayError(logger),
+    observers: opts.observers ?? [],
+    responseCache,
+    logger: apolloLogger,
+    direct,
+  };
+  const lean = (opts.lean ?? true) ? leanGraphQL(executorOptions) : null;
+  const executeDeferred = deferredOverSockets(executorOptions);
   const http: HttpGraphQL = {
     registered: opts.registered ?? null,
     lean,
@@ -155,6 +154,8 @@ export function createGraphQL(opts: GraphQLOptions) {
     },
     /** A query or mutation that came another way (a WebSocket), through the same pipeline and plugins. */
     executeOperation: (request: OperationRequestText, contextValue: GraphQLContext) => executeOperation(server, request, contextValue),
+    /** A query with deferred fragments that came another way (admitted there): its parts, one `next` each; null: none deferred. */
+    executeDeferred,
     /** The checks every operation passes, and the supergraph loaded last (for subscriptions). */
     policy,
     /** Parsing and validation exactly as HTTP operations get them (token cap, alias cap), kept once for every path. */

@@ -13,6 +13,7 @@ export {
 } from './engine';
 export { INTROSPECTION_DISABLED, formatGatewayError } from './rules';
 export { connectionContextOf } from './context';
+export type { ExecuteDeferred } from './lean';
 export { Documents, type JudgedDocument } from './documents';
 export { admitOperation, type AdmittedOperation, type OperationInput, type RefusedOperation } from './operation-steps';
 export { OperationPolicy, type LoadedSupergraph, type OperationLimits, type SupergraphPolicy } from './operation-policy';

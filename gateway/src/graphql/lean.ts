@@ -5,6 +5,7 @@ import type { Caller } from '@halo/kit/auth';
 import { CachePolicy, enrichError, leanRequest, type LeanRequest } from '@halo/kit/graphql';
 import type { Logger } from '@halo/kit/logging';
 import {
+  getOperationAST,
   GraphQLError,
   OperationTypeNode,
   type DocumentNode,
@@ -22,7 +23,7 @@ import type { Documents } from './documents';
 import { admitOperation } from './operation-steps';
 import { cacheControlFor, commitOperation, type OperationPolicy } from './operation-policy';
 import { acceptsIncremental, planDefer, type DeferPlan } from './defer';
-import { assemble, deliverIncrementally, writeMultipart } from './incremental';
+import { assemble, deliverIncrementally, writeMultipart, type IncrementalPayload } from './incremental';
 import { ResponseCache } from './response-cache';
 
 export interface LeanGraphQLOptions {
@@ -107,6 +108,77 @@ export function leanGraphQL(opts: LeanGraphQLOptions) {
     if ('apollo' in decided) return decided;
     return answer(opts, req, res, decided, limit);
   };
+}
+
+/** What a socket or stream hands over of an operation it admitted (graphql-ws's execution arguments). */
+export interface AdmittedOverSocket {
+  schema: GraphQLSchema;
+  document: DocumentNode;
+  operationName?: string | null | undefined;
+  variableValues?: Readonly<Record<string, unknown>> | null | undefined;
+  /** The estimated cost the admission let through (and the rate limits charged). */
+  cost?: number;
+}
+
+/**
+ * A query with deferred fragments sent over a WebSocket or an event stream (admitted there: the
+ * edge's checks and the rate limits ran on it as sent): its payloads, one `next` each; null when
+ * nothing in it is deferred (the pipeline answers it whole). Observed once, assembled.
+ */
+export function deferredOverSockets(opts: LeanGraphQLOptions) {
+  return (
+    args: AdmittedOverSocket,
+    sent: { query: string; variables?: Record<string, unknown> | null | undefined; operationName?: string | null | undefined },
+    context: GraphQLContext,
+  ): AsyncGenerator<IncrementalPayload> | null => {
+    if (!sent.query.includes('@defer')) return null;
+    const operation = getOperationAST(args.document, args.operationName);
+    if (!operation) return null;
+    const plan = planDefer(args.document, operation, args.variableValues ?? undefined);
+    if (!plan) return null;
+    const request: LeanRequest = {
+      query: sent.query,
+      operationName: sent.operationName ?? undefined,
+      variables: sent.variables ?? undefined,
+    };
+    const admitted = { request, schema: args.schema } as Admitted;
+    const startedAt = process.hrtime.bigint();
+    const policy = new CachePolicy();
+    const payloads = deliverIncrementally(plan, (part) => executePart(opts, admitted, part, context, policy));
+    return observedOnce(payloads, (result) => {
+      const observed: ObservedOperation = {
+        schema: args.schema,
+        document: args.document,
+        operation,
+        requestedName: sent.operationName ?? undefined,
+        variables: sent.variables,
+        cost: args.cost,
+        result,
+        crashed: false,
+        startedAt,
+        header: (name) => (context.client as Readonly<Record<string, string | undefined>> | undefined)?.[name],
+      };
+      for (const observer of opts.observers) observer(observed);
+    });
+  };
+}
+
+export type ExecuteDeferred = ReturnType<typeof deferredOverSockets>;
+
+/** The payloads as they come, then the assembled answer told once (also when the client left early). */
+async function* observedOnce(
+  payloads: AsyncGenerator<IncrementalPayload>,
+  observe: (result: FormattedExecutionResult) => void,
+): AsyncGenerator<IncrementalPayload> {
+  const seen: IncrementalPayload[] = [];
+  try {
+    for await (const payload of payloads) {
+      seen.push(payload);
+      yield payload;
+    }
+  } finally {
+    observe(assemble(seen));
+  }
 }
 
 /**

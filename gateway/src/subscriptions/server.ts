@@ -9,6 +9,7 @@ import type { CallerResolver } from '../auth';
 import {
   connectionContextOf,
   type Documents,
+  type ExecuteDeferred,
   type GraphQLContext,
   type OperationPolicy,
   type OperationRequestText,
@@ -68,6 +69,8 @@ export interface SubscriptionOptions {
   documents: Documents;
   /** Queries and mutations over the socket: the HTTP pipeline. */
   executeOperation: (request: OperationRequestText, context: GraphQLContext) => Promise<FormattedExecutionResult>;
+  /** A query with deferred fragments: its parts, one `next` each (null: nothing deferred). */
+  executeDeferred?: ExecuteDeferred;
   /** Largest message accepted from a client (bytes). */
   maxPayload: number;
   /** How often an API key's open connection exchanges its key again (./connection.ts `keepApiKeyFresh`). */
@@ -97,6 +100,7 @@ export function createSubscriptions(opts: SubscriptionOptions) {
     limitKeyOf: (req, caller) => opts.rateLimits?.keyOf(req, caller),
     upstreams,
     executeOperation: opts.executeOperation,
+    ...(opts.executeDeferred ? { executeDeferred: opts.executeDeferred } : {}),
     bodyLimit: opts.maxPayload,
     apiKeyRecheckMs: opts.apiKeyRecheckMs,
     logger,
@@ -120,6 +124,9 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       subscribe: (args) => upstreams.subscribe(args.contextValue as SubscriptionContext) as unknown as AsyncGenerator<ExecutionResult>,
       execute: async (args) => {
         const { connection, request } = args.contextValue as OperationContext;
+        // Deferred fragments: each part a `next` message, as it is ready.
+        const parts = opts.executeDeferred?.(args, request, connectionContextOf(connection));
+        if (parts) return parts as unknown as AsyncGenerator<ExecutionResult>;
         return (await opts.executeOperation(request, connectionContextOf(connection))) as unknown as ExecutionResult;
       },
       onError: (_ctx, _id, _payload, errors) => errors.map(formatError),

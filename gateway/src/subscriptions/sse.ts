@@ -4,7 +4,13 @@ import { createHandler, type ExecutionResult, type Request, type RequestParams, 
 import { isHaloError } from '@halo/kit/errors';
 import { requestContextOf, saneRequestId, type Logger, type RequestContext, boundRequestId } from '@halo/kit/logging';
 import type { CallerResolver } from '../auth';
-import { connectionContextOf, operationRequestError, type GraphQLContext, type OperationRequestText } from '../graphql';
+import {
+  connectionContextOf,
+  operationRequestError,
+  type ExecuteDeferred,
+  type GraphQLContext,
+  type OperationRequestText,
+} from '../graphql';
 import { ClientGoneError, isEncoded, isJsonType, parseJson, readBody } from '../http';
 import type { Admitted, SubscribePayload } from './admission';
 import { closeConnection, closeWhenExpired, keepApiKeyFresh, resolveConnection, usesApiKey } from './connection';
@@ -42,6 +48,8 @@ export interface StreamOptions {
   limitKeyOf: (req: IncomingMessage, caller: Connection['caller']) => string | undefined;
   upstreams: UpstreamSubscriptions;
   executeOperation: (request: OperationRequestText, context: GraphQLContext) => Promise<FormattedExecutionResult>;
+  /** A query with deferred fragments: its parts, one `next` event each (null: nothing deferred). */
+  executeDeferred?: ExecuteDeferred;
   bodyLimit: number;
   /** How often an API key's open stream exchanges its key again (./connection.ts `keepApiKeyFresh`). */
   apiKeyRecheckMs: number;
@@ -204,6 +212,9 @@ async function subscribe(
     if (req.method === 'GET' && operation?.operation === OperationTypeNode.MUTATION) {
       return refuse(405, 'Mutations are not allowed over GET', { allow: 'POST' });
     }
+    // Deferred fragments: each part a `next` event, as it is ready.
+    const parts = opts.executeDeferred?.(admitted, ctx.request, connectionContextOf(connection));
+    if (parts) return parts as unknown as AsyncGenerator<ExecutionResult>;
     const result = await opts.executeOperation(ctx.request, connectionContextOf(connection));
     return once(result.errors ? { ...result, errors: result.errors.map(formatError) } : result);
   }
