@@ -113,6 +113,13 @@ const CASES: Case[] = [
   { name: 'not JSON', body: 'query=1', headers: { 'content-type': 'text/plain' }, by: 'apollo:shape' },
   { name: 'empty object', body: {}, by: 'apollo:shape' },
   { name: 'an extra field', body: { query: '{ __typename }', extra: 1 }, by: 'apollo:shape' },
+  // Apollo Client 4 names itself in every operation's extensions: nothing there to act on.
+  {
+    name: "Apollo Client 4's clientLibrary extension",
+    body: { query: '{ __typename }', extensions: { clientLibrary: { name: '@apollo/client', version: '4.3.8' } } },
+    by: 'lean',
+  },
+  { name: 'any other extension', body: { query: '{ __typename }', extensions: { clientLibrary: {}, tracing: true } }, by: 'apollo:shape' },
   { name: 'introspection disabled', body: { query: '{ __schema { types { name } } }' }, by: 'apollo:document' },
   { name: 'batch', body: [{ query: '{ __typename }' }, { query: '{ product(id: "1") { id } }' }], by: 'apollo:shape' },
   {

@@ -1,5 +1,6 @@
 import { unlessGiven } from './client-info.js';
 import { GraphQLRequestError, HaloApiError, type GraphQLErrorEntry } from './errors.js';
+import { boundaryOf, INCREMENTAL_ACCEPT, mergePayload, MultipartReader } from './incremental.js';
 import { resumable, type ResumeOptions } from './resume.js';
 import { iterateSubscription, type SubscriptionSink, type SubscriptionTransport } from './subscriptions.js';
 import type { HaloResponse, RequestSpec, Transport } from './transport.js';
@@ -128,6 +129,54 @@ export class GraphQLClient {
     }
     if (!codes.includes(PQ_NOT_FOUND)) return first;
     return this.send<TData>({ ...base, query: op.query, extensions }, false, idempotent, opts);
+  }
+
+  /**
+   * A query with `@defer` (docs/api/graphql.md "Deferred fragments"): the answer as it grows. The
+   * first value is the primary part; each later one the answer so far with the next deferred
+   * part merged in; `hasNext` is false on the last. A gateway that answers whole yields once.
+   * Errors stay in the values (a deferred field's error arrives with its part); a non-GraphQL
+   * answer throws HaloApiError. Always POST, never persisted (the query is sent as written).
+   */
+  async *deferred<TData = unknown, TVariables extends Record<string, unknown> = Record<string, unknown>>(
+    document: TypedDocument<TData, TVariables> | string,
+    variables?: TVariables,
+    opts: Omit<GraphQLCallOptions, 'get' | 'persisted'> = {},
+  ): AsyncGenerator<GraphQLResult<TData> & { hasNext: boolean }> {
+    const operationName = opts.operationName;
+    const wire: Wire = { query: document, ...(variables ? { variables } : {}), ...(operationName ? { operationName } : {}) };
+    const spec: RequestSpec = { method: 'POST', path: this.settings.path, body: wire, idempotent: true, stream: true };
+    const res = await this.t.exchange<unknown>({
+      ...spec,
+      auth: 'optional',
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      headers: { accept: INCREMENTAL_ACCEPT, ...this.headersOf(opts) },
+    });
+    if (!isStreamed(res.body)) {
+      if (!isResult(res.body)) throw this.notGraphQL(spec, res);
+      yield { ...(res.body as GraphQLResult<TData>), hasNext: false };
+      return;
+    }
+    const reader = new MultipartReader(boundaryOf(res.headers.get('content-type') ?? ''));
+    const decoder = new TextDecoder();
+    let so: ReturnType<typeof mergePayload> | null = null;
+    const body = res.body.body;
+    if (body === null) return;
+    const chunks = body.getReader();
+    try {
+      for (;;) {
+        const { value, done } = await chunks.read();
+        const text = done ? decoder.decode() : decoder.decode(value, { stream: true });
+        for (const payload of reader.push(text)) {
+          so = mergePayload(so, payload);
+          yield { ...(so as GraphQLResult<TData>), hasNext: payload.hasNext };
+        }
+        if (done || reader.done) return;
+      }
+    } finally {
+      // Left early (`break`) or done: the rest of the answer is not read.
+      void chunks.cancel().catch(() => undefined);
+    }
   }
 
   /**
@@ -267,6 +316,10 @@ function dataOf<TData>(res: GraphQLResponse<TData>): TData {
   if (result.errors?.length) throw new GraphQLRequestError(result.errors, result.data ?? null, res.status, res.requestId);
   return result.data as TData;
 }
+
+/** A multipart answer the transport left unread (a fetch Response; by shape: fetch may come from another realm). */
+const isStreamed = (body: unknown): body is Response =>
+  typeof body === 'object' && body !== null && typeof (body as Partial<Response>).headers?.get === 'function' && 'body' in body;
 
 const isResult = (body: unknown): boolean =>
   typeof body === 'object' && body !== null && !Array.isArray(body) && ('data' in body || 'errors' in body);

@@ -27,6 +27,11 @@ export interface RequestSpec {
    */
   idempotent?: boolean;
   signal?: AbortSignal;
+  /**
+   * A multipart answer (`@defer`'s parts) is returned unread: `body` is the fetch Response, read
+   * as it arrives (the caller's `signal` still aborts it). Any other answer is read as usual.
+   */
+  stream?: boolean;
 }
 
 export interface HaloResponse<T = unknown> {
@@ -190,6 +195,7 @@ export class Transport {
     spec.signal?.addEventListener('abort', onAbort, { once: true });
     if (spec.signal?.aborted) ctl.abort(spec.signal.reason);
     let timedOut = false;
+    let streaming = false;
     const timer =
       this.opts.timeoutMs === undefined
         ? undefined
@@ -205,6 +211,11 @@ export class Transport {
         signal: ctl.signal,
         ...(isCookieRoute(spec.path) ? { credentials: this.opts.authCredentials } : {}),
       });
+      if (spec.stream && res.status < 400 && /^multipart\//i.test(res.headers.get('content-type') ?? '')) {
+        streaming = true;
+        this.opts.cookieJar?.store(url, setCookiesOf(res.headers));
+        return { status: res.status, headers: res.headers, body: res as T, requestId: res.headers.get('x-request-id'), attempts: attempt };
+      }
       // The body is part of the attempt: a connection that drops mid-body is a network failure.
       const text = await res.text();
       this.opts.cookieJar?.store(url, setCookiesOf(res.headers));
@@ -223,7 +234,8 @@ export class Transport {
       throw err;
     } finally {
       if (timer !== undefined) clearTimeout(timer);
-      spec.signal?.removeEventListener('abort', onAbort);
+      // A streamed answer stays tied to the caller's abort until it ends.
+      if (!streaming) spec.signal?.removeEventListener('abort', onAbort);
     }
   }
 }

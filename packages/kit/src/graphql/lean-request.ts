@@ -71,11 +71,26 @@ export interface LeanRequest {
   operationName: string | undefined;
 }
 
-/** The body as one plain operation, or null when Apollo must read it (batches, extensions, odd fields). */
+/**
+ * `extensions` that only name the client library (Apollo Client 4 sends
+ * `{"clientLibrary":{"name":"@apollo/client","version":…}}` with every operation): nothing to act
+ * on (usage reporting, which reads it, is off; Halo reads the client's name from its headers).
+ */
+function onlyClientLibrary(extensions: unknown): boolean {
+  if (typeof extensions !== 'object' || extensions === null || Array.isArray(extensions)) return false;
+  for (const key in extensions) if (key !== 'clientLibrary') return false;
+  return true;
+}
+
+/** The body as one plain operation, or null when Apollo must read it (batches, extensions other than the client library's, odd fields). */
 export function leanRequest(body: unknown): LeanRequest | null {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
   const b = body as Record<string, unknown>;
-  for (const key in b) if (key !== 'query' && key !== 'variables' && key !== 'operationName') return null;
+  for (const key in b) {
+    if (key === 'query' || key === 'variables' || key === 'operationName') continue;
+    if (key === 'extensions' && onlyClientLibrary(b.extensions)) continue;
+    return null;
+  }
   const { query, variables, operationName } = b;
   if (typeof query !== 'string' || query === '') return null;
   if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) return null;
