@@ -199,6 +199,17 @@ describe('@defer through the gateway', () => {
     expect(await get.json()).toEqual({ data: { product: { name: 'Product 3', reviewsSlow: ['review of 3'] } } });
   });
 
+  it('gives parts to a multipart/mixed that names no spec (GraphiQL), the whole answer to another spec', async () => {
+    const query = '{ product(id: "3") { name ... @defer { reviewsSlow } } }';
+    const graphiql = await send(query, { accept: 'application/graphql-response+json, application/json, multipart/mixed' });
+    expect(graphiql.headers.get('content-type')).toBe('multipart/mixed; boundary="-"; deferSpec=20220824');
+    const { merged } = await allParts(graphiql);
+    expect(merged).toEqual({ data: { product: { name: 'Product 3', reviewsSlow: ['review of 3'] } } });
+    const newer = await send(query, { accept: 'multipart/mixed;incrementalSpec=v0.2, application/json' });
+    expect(newer.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(await newer.json()).toEqual({ data: { product: { name: 'Product 3', reviewsSlow: ['review of 3'] } } });
+  });
+
   it("puts a deferred field's error in its own part, with its path, and leaves the primary part clean", async () => {
     const { payloads } = await allParts(await send('{ product(id: "1") { name ... @defer { reviewFails } } }'));
     expect(payloads[0]).toEqual({ hasNext: true, data: { product: { name: 'Product 1' } } });

@@ -70,8 +70,11 @@ export const GRAPHIQL_QUERY = `# Halo's GraphQL API (GraphiQL is served in devel
       node {
         id
         title
-        author {
-          name
+        # Sent in a second part, once the titles are out (@defer: docs/api/graphql.md)
+        ... @defer {
+          author {
+            name
+          }
         }
       }
     }

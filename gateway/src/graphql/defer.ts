@@ -272,11 +272,18 @@ export function withDeferDirective(schema: GraphQLSchema): GraphQLSchema {
   return extended;
 }
 
-/** Whether the client's `Accept` takes Apollo's incremental format (`multipart/mixed` with `deferSpec=20220824`). */
+/**
+ * Whether the client's `Accept` asks for parts: `multipart/mixed` with `deferSpec=20220824`
+ * (Apollo Client, the Router), or with no spec named (GraphiQL's and graphql-tools' HTTP
+ * executor, which read the same format). Another spec (graphql-js 17's newer `incrementalSpec`)
+ * is not this format: such a client gets the whole answer.
+ */
 export function acceptsIncremental(accept: string | undefined): boolean {
   if (accept === undefined || !accept.includes('multipart/mixed')) return false;
   return accept.split(',').some((range) => {
     const [type, ...params] = range.split(';').map((p) => p.trim().toLowerCase());
-    return type === 'multipart/mixed' && params.some((p) => p.replace(/\s+/g, '') === 'deferspec=20220824');
+    if (type !== 'multipart/mixed') return false;
+    const specs = params.map((p) => p.replace(/\s+/g, '')).filter((p) => p.startsWith('deferspec=') || p.startsWith('incrementalspec='));
+    return specs.length === 0 || specs.every((p) => p === 'deferspec=20220824');
   });
 }
