@@ -120,6 +120,7 @@ async function main(): Promise<void> {
     jwtSecret: JWT_SECRET,
     logDir: join(ROOT, 'loadtest/results/logs/defer'),
     envFor: { auth: callerAuthEnv(CONNECTIONS) },
+    generator: 'this process, undici',
     log,
   });
   const agents = Array.from({ length: CONNECTIONS }, () => new Agent({ connections: 1 }));
