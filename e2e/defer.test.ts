@@ -1,7 +1,9 @@
 import { ApolloClient, gql, HttpLink, InMemoryCache } from '@apollo/client';
 import { Defer20220824Handler } from '@apollo/client/incremental';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
 import { createHaloClient } from '@halo/client';
-import { startE2ESystem } from './helpers';
+import { bearer, startE2ESystem } from './helpers';
 
 /**
  * `@defer` end to end through the running system, as client teams use it: Apollo Client 4 (its
@@ -103,6 +105,44 @@ describe('@defer end to end', () => {
       expect(JSON.stringify(values.at(-1).data)).toBe(JSON.stringify(await whole()));
     } finally {
       await client.close();
+    }
+  });
+
+  it('a subscription with @defer delivers each event whole (the fragment is simply not deferred)', async () => {
+    const auth = bearer('2', 'Alice', 'user');
+    const client = createClient({
+      url: `${sys.url.replace('http', 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: auth,
+      retryAttempts: 0,
+      lazy: false,
+    });
+    const chatId = `defer-${Date.now()}`;
+    try {
+      const events = client.iterate({
+        query: 'subscription($c: ID!) { newMessage(chatId: $c) { id ... @defer { text author { name } } } }',
+        variables: { c: chatId },
+      });
+      const first = events.next();
+      // Sent until the subscription is in place upstream (the first send may come before it).
+      let event: Json;
+      for (let i = 0; i < 50 && event === undefined; i++) {
+        const sent = await fetch(`${sys.url}/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...auth },
+          body: JSON.stringify({
+            query: 'mutation($c: ID!, $t: String!) { sendMessage(chatId: $c, text: $t) { id } }',
+            variables: { c: chatId, t: 'deferred?' },
+          }),
+        });
+        expect(sent.status).toBe(200);
+        event = await Promise.race([first, new Promise((r) => setTimeout(r, 200))]);
+      }
+      expect(event.value.errors).toBeUndefined();
+      expect(event.value.data.newMessage).toEqual({ id: expect.any(String), text: 'deferred?', author: { name: 'Alice' } });
+      await events.return?.();
+    } finally {
+      await client.dispose();
     }
   });
 });

@@ -215,6 +215,19 @@ function single(original: OperationDefinitionNode, operation: OperationDefinitio
   return { document, query: print(document) };
 }
 
+/**
+ * The document with every `@defer` removed (its fragments then simply not deferred): what a
+ * subscription is forwarded as, since the subgraph that serves it does not know the directive and
+ * each event is one answer anyway.
+ */
+export function withoutDeferDirectives(document: DocumentNode): DocumentNode {
+  return visit(document, {
+    Directive(directive) {
+      return isDefer(directive) ? null : undefined;
+    },
+  });
+}
+
 /** Removes the placeholder fields `strip` added, in place. */
 export function removePlaceholders(value: unknown): void {
   if (Array.isArray(value)) {

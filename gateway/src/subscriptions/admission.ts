@@ -1,5 +1,19 @@
-import { GraphQLError, OperationTypeNode, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
-import { admitOperation, type Documents, type LoadedSupergraph, type OperationPolicy, type RegisteredOperations } from '../graphql';
+import {
+  getOperationAST,
+  GraphQLError,
+  OperationTypeNode,
+  type DocumentNode,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from 'graphql';
+import {
+  admitOperation,
+  withoutDeferDirectives,
+  type Documents,
+  type LoadedSupergraph,
+  type OperationPolicy,
+  type RegisteredOperations,
+} from '../graphql';
 import type { RateLimits } from '../ratelimit';
 import { error, type ClientHeaders, type Connection, type OperationContext, type SubscriptionContext } from './context';
 import { SubscriptionPlanner } from './planner';
@@ -76,9 +90,12 @@ export function admitSocketOperation(loaded: LoadedSupergraph, connection: Conne
     };
   }
   try {
-    const plan = a.planner.planFor(loaded, document, operation);
+    // Each event is one answer: a deferred fragment is simply not deferred (the subgraph does not know @defer).
+    const forwarded = payload.query.includes('@defer') ? withoutDeferDirectives(document) : document;
+    const op = forwarded === document ? operation : getOperationAST(forwarded, operationName)!;
+    const plan = a.planner.planFor(loaded, forwarded, op);
     a.recordUsage?.(loaded.apiSchema, document, operation, connection.client, inputs, cost);
-    return { ...base, contextValue: { kind: 'subscription', connection, plan, variables: inputs, document, operation } };
+    return { ...base, contextValue: { kind: 'subscription', connection, plan, variables: inputs, document: forwarded, operation: op } };
   } catch (err) {
     if (err instanceof GraphQLError) return [err];
     throw err;
