@@ -241,6 +241,28 @@ describe('@defer through the gateway', () => {
     expect(payloads[1].incremental[0].data).toEqual({ secretNote: 'for you' });
   });
 
+  it("spends from the caller's cost budget what runs: the sum of the parts' operations", async () => {
+    const left = async (res: Response) => {
+      await res.arrayBuffer();
+      return Number(/"graphql-cost";r=(\d+)/.exec(res.headers.get('ratelimit') ?? '')?.[1]);
+    };
+    const json = { accept: 'application/json' };
+    let before = await left(await send('{ products { id } }', json));
+    const spent = async (res: Promise<Response>) => {
+      const after = await left(await res);
+      const cost = before - after;
+      before = after;
+      return cost;
+    };
+    const primary = await spent(send('{ products { name } }', json));
+    const part = await spent(send('{ products { ... { price } } }', json));
+    const deferred = await spent(send('{ products { name ... @defer { price } } }'));
+    const whole = await spent(send('{ products { name price } }', json));
+    expect(primary).toBeGreaterThan(0);
+    expect(deferred).toBe(primary + part);
+    expect(deferred).toBeGreaterThan(whole);
+  });
+
   it('never stores a part in the response cache, and counts the operation once', async () => {
     const query = '{ products { name ... @defer { price } } }';
     await allParts(await send(query));
@@ -332,5 +354,42 @@ describe('@defer over WebSocket and Server-Sent Events', () => {
     }
     expect(events()).toEqual([FIRST, REST]);
     expect(text).toContain('event: complete');
+  });
+
+  it("spends the parts' costs from the budget over a socket too (a deferred query over it is refused first)", async () => {
+    // `{ products { name price } }` costs 10; deferred, its two parts cost 10 each: 20 > 15.
+    const tight = await startGateway({
+      CATALOG_URL: catalog.url,
+      CONTENT_URL: content.url,
+      SUPERGRAPH_PATH: supergraph.path,
+      JWT_SECRET: TEST_JWT_SECRET,
+      RATE_LIMIT_GRAPHQL_COST: '15',
+    });
+    const over = async (query: string, sub: string) => {
+      const token = signAccessToken({ sub, name: sub, role: 'user' }, TEST_JWT_SECRET, 60);
+      const client = createClient({
+        url: `${tight.url.replace('http', 'ws')}/graphql`,
+        webSocketImpl: WebSocket,
+        connectionParams: { authorization: `Bearer ${token}` },
+        retryAttempts: 0,
+      });
+      try {
+        const first = await client.iterate({ query }).next();
+        return first.value;
+      } catch (errors) {
+        // A refusal at subscribe is graphql-ws's `error` message: its errors.
+        return { errors } as Json;
+      } finally {
+        await client.dispose();
+      }
+    };
+    try {
+      // Two callers, two budgets: the whole query fits, the same query deferred does not.
+      expect((await over('{ products { name price } }', '41')).data.products).toHaveLength(3);
+      const refused = await over('{ products { name ... @defer { price } } }', '42');
+      expect(refused.errors?.[0]?.extensions?.code).toBe('RATE_LIMITED');
+    } finally {
+      await tight.stop();
+    }
   });
 });

@@ -228,6 +228,18 @@ export function withoutDeferDirectives(document: DocumentNode): DocumentNode {
   });
 }
 
+/**
+ * What answering in parts costs, for the caller's cost budget: the sum of the estimated costs of
+ * the operations that run (the primary one and each fragment's, which fetches the fields on the
+ * way to it again), where the operation as sent was judged against the limits. `costOf` estimates
+ * one operation (each is a part of the one that passed, so within its limits).
+ */
+export function costOfParts(plan: DeferPlan, costOf: (document: DocumentNode, operation: OperationDefinitionNode) => number): number {
+  let total = 0;
+  for (const part of [plan.primary, ...plan.parts]) total += costOf(part.document, part.document.definitions[0] as OperationDefinitionNode);
+  return total;
+}
+
 /** Removes the placeholder fields `strip` added, in place. */
 export function removePlaceholders(value: unknown): void {
   if (Array.isArray(value)) {

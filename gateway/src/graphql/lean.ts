@@ -22,7 +22,7 @@ import { executeDirect, type DirectPlans } from './direct';
 import type { Documents } from './documents';
 import { admitOperation } from './operation-steps';
 import { cacheControlFor, commitOperation, type OperationPolicy } from './operation-policy';
-import { acceptsIncremental, planDefer, type DeferPlan } from './defer';
+import { acceptsIncremental, costOfParts, planDefer, type DeferPlan } from './defer';
 import { assemble, deliverIncrementally, writeMultipart, type IncrementalPayload } from './incremental';
 import { ResponseCache } from './response-cache';
 
@@ -93,9 +93,31 @@ export function leanGraphQL(opts: LeanGraphQLOptions) {
     const { document, operation } = admitted;
     if (admitted.introspects) return { apollo: 'introspection' };
     if (operation.operation === OperationTypeNode.SUBSCRIPTION) return { apollo: 'subscription' };
-    const defer = incremental && request.query.includes('@defer') ? planDefer(document, operation, admitted.variables) : null;
+    let defer = incremental && request.query.includes('@defer') ? planDefer(document, operation, admitted.variables) : null;
+    // In parts, the budget pays for every operation that runs (the limits judged the one sent).
+    let spend = admitted.cost;
+    if (defer) {
+      try {
+        spend = costOfParts(defer, (d, o) => opts.policy.check(schema, d, o, admitted.variables, caller));
+      } catch {
+        // A part the policy would refuse cannot be part of an operation it let through; answered whole, then.
+        defer = null;
+      }
+    }
     const direct = defer ? undefined : opts.direct?.lookup(schema, operation);
-    return { request, contentType, schema, document, queryHash: admitted.queryHash, operation, caller, cost: admitted.cost, direct, defer };
+    return {
+      request,
+      contentType,
+      schema,
+      document,
+      queryHash: admitted.queryHash,
+      operation,
+      caller,
+      cost: admitted.cost,
+      spend,
+      direct,
+      defer,
+    };
   };
 
   return async function serve(
@@ -212,6 +234,8 @@ interface Admitted {
   operation: OperationDefinitionNode;
   caller: Caller | null;
   cost: number;
+  /** What its answer spends from the caller's cost budget: its cost, or in parts the sum of theirs. */
+  spend: number;
   /** One subgraph answers it whole, as asked (ADR 0019). */
   direct: ReturnType<DirectPlans['lookup']> | undefined;
   /** Its deferred fragments, when the client takes parts (./defer.ts); null: answered whole. */
@@ -250,7 +274,7 @@ async function answer(
   };
   const overallCachePolicy = new CachePolicy();
   try {
-    await commitOperation(admitted.cost, context, overallCachePolicy, opts.spend);
+    await commitOperation(admitted.spend, context, overallCachePolicy, opts.spend);
   } catch (err) {
     // Apollo Server's answer to a didResolveOperation hook that throws.
     const { errors, status } = formatErrors([toGraphQLError(err)], opts.formatError);

@@ -8,6 +8,8 @@ import {
 } from 'graphql';
 import {
   admitOperation,
+  costOfParts,
+  planDefer,
   withoutDeferDirectives,
   type Documents,
   type LoadedSupergraph,
@@ -27,8 +29,10 @@ export type Admitted =
       operationName: string | undefined;
       variableValues: Record<string, unknown>;
       contextValue: OperationContext | SubscriptionContext;
-      /** The operation's estimated cost (what the rate limits spend). */
+      /** The operation's estimated cost (what the observers record). */
       cost: number;
+      /** What the rate limits spend: its cost, or for a query answered in parts (`@defer`) the sum of theirs. */
+      spend: number;
     };
 
 export type UsageRecorder = (
@@ -82,10 +86,11 @@ export function admitSocketOperation(loaded: LoadedSupergraph, connection: Conne
   const admitted = admitOperation(a.documents, a.policy, loaded.apiSchema, { ...payload, query: payload.query }, connection.caller);
   if ('step' in admitted) return admitted.errors;
   const { document, operation, cost, variables: inputs } = admitted;
-  const base = { schema: loaded.apiSchema, document, operationName, variableValues: inputs, cost };
+  const base = { schema: loaded.apiSchema, document, operationName, variableValues: inputs, cost, spend: cost };
   if (operation.operation !== OperationTypeNode.SUBSCRIPTION) {
     return {
       ...base,
+      spend: spendOf(a.policy, loaded.apiSchema, document, operation, inputs, connection.caller, payload.query, cost),
       contextValue: { kind: 'operation', connection, request: { query: payload.query, variables: inputs, operationName } },
     };
   }
@@ -126,11 +131,35 @@ export function createAdmission(opts: {
       recordUsage: opts.recordUsage,
       registered: opts.registered ?? null,
     });
-    if ('cost' in admitted && rateLimits && connection.limitKey !== undefined) {
-      const refused = await rateLimits.charge(connection.limitKey, connection.caller !== null, admitted.cost);
+    if ('spend' in admitted && rateLimits && connection.limitKey !== undefined) {
+      const refused = await rateLimits.charge(connection.limitKey, connection.caller !== null, admitted.spend);
       if (refused) return [refused];
     }
     return admitted;
   };
   return { planner, admit };
+}
+
+/**
+ * What a query spends from the cost budget: its cost; with deferred fragments, which sockets and
+ * streams always answer in parts, the sum of the parts' costs (graphql/defer.ts `costOfParts`).
+ */
+function spendOf(
+  policy: OperationPolicy,
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Record<string, unknown>,
+  caller: Connection['caller'],
+  query: string,
+  cost: number,
+): number {
+  if (!query.includes('@defer')) return cost;
+  const plan = planDefer(document, operation, variables);
+  if (!plan) return cost;
+  try {
+    return costOfParts(plan, (d, o) => policy.check(schema, d, o, variables, caller));
+  } catch {
+    return cost;
+  }
 }
