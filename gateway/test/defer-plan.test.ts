@@ -39,6 +39,20 @@ describe('planDefer', () => {
     expect(plan('query Q($d: Boolean = false) { me { ... @defer(if: $d) { name } } }', {})).toBeNull();
   });
 
+  it("plans once per operation and `@defer` argument values, never answering one request with another's plan", () => {
+    const document = parse('query Q($d: Boolean = false, $l: String) { me { name ... @defer(if: $d, label: $l) { email } } }');
+    const operation = document.definitions[0] as OperationDefinitionNode;
+    expect(planDefer(document, operation, {})).toBeNull();
+    const on = planDefer(document, operation, { d: true, l: 'a' });
+    expect(on?.parts[0]?.label).toBe('a');
+    // The same values: the same plan (its documents, analyses and query plans cached once).
+    expect(planDefer(document, operation, { d: true, l: 'a' })).toBe(on);
+    expect(planDefer(document, operation, { d: true, l: 'b' })?.parts[0]?.label).toBe('b');
+    // Not sent (its default false applies) is not the same as sent.
+    expect(planDefer(document, operation, {})).toBeNull();
+    expect(on!.parts[0]!.queryHash).toMatch(/^[0-9a-f]{64}$/);
+  });
+
   it('answers mutations and operations without @defer whole', () => {
     expect(plan('mutation { bump ... @defer { x } }')).toBeNull();
     expect(plan('{ a { b } }')).toBeNull();

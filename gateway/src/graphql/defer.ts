@@ -17,6 +17,7 @@ import {
   type SelectionSetNode,
   type VariableDefinitionNode,
 } from 'graphql';
+import { sha256 } from './persisted';
 
 /**
  * `@defer` (the incremental delivery RFC, as Apollo Client and the Router speak it): added to the
@@ -43,11 +44,16 @@ export interface DeferredPart {
   parent: number | null;
   document: DocumentNode;
   query: string;
+  /** The query's SHA-256: the key of its query plan in the executor's cache. */
+  queryHash: string;
 }
+
+/** One operation a deferred operation runs: its document, text and hash. */
+export type PartOperation = Pick<DeferredPart, 'document' | 'query' | 'queryHash'>;
 
 export interface DeferPlan {
   /** The operation without its deferred fragments: the first part. */
-  primary: { document: DocumentNode; query: string };
+  primary: PartOperation;
   parts: DeferredPart[];
 }
 
@@ -64,11 +70,18 @@ interface Found {
 const isDefer = (d: DirectiveNode) => d.name.value === 'defer';
 const withoutDefer = (directives: readonly DirectiveNode[] | undefined) => directives?.filter((d) => !isDefer(d));
 
+/** Plans already made, per operation node (documents are cached by text), by the `@defer` arguments' variable values. */
+const plans = new WeakMap<OperationDefinitionNode, { variables: string[]; byValues: Map<string, DeferPlan | null> }>();
+/** Distinct variable values kept per operation (a label from a variable could otherwise grow it without end). */
+const MAX_PLANS_PER_OPERATION = 16;
+
 /**
  * How an operation with `@defer` is answered in parts, or null when nothing in it is deferred
  * (no `@defer`, every one `if: false`, a mutation or subscription — answered whole — or more than
  * MAX_DEFERRED_FRAGMENTS). Named fragments are inlined first, so each deferred fragment has one
- * place in the tree. `document` has been validated; `variables` coerced.
+ * place in the tree. `document` has been validated; `variables` coerced. Made once per operation
+ * and values of the variables `@defer`'s arguments name: the same request asks for the same
+ * objects, whose analyses and query plans the policy and the executor have cached.
  */
 export function planDefer(
   document: DocumentNode,
@@ -76,6 +89,38 @@ export function planDefer(
   variables: Readonly<Record<string, unknown>> | undefined,
 ): DeferPlan | null {
   if (operation.operation !== OperationTypeNode.QUERY) return null;
+  let known = plans.get(operation);
+  if (!known) plans.set(operation, (known = { variables: deferVariables(document), byValues: new Map() }));
+  // A variable not sent (its default applies) is told apart from one sent as null.
+  const key = JSON.stringify(known.variables.map((name) => (variables && name in variables ? [variables[name]] : 0)));
+  if (known.byValues.has(key)) return known.byValues.get(key)!;
+  const plan = makePlan(document, operation, variables);
+  if (known.byValues.size < MAX_PLANS_PER_OPERATION) known.byValues.set(key, plan);
+  return plan;
+}
+
+/** The variables any `@defer` argument of the document names (its `if` and `label`). */
+function deferVariables(document: DocumentNode): string[] {
+  const names = new Set<string>();
+  visit(document, {
+    Directive(directive) {
+      if (!isDefer(directive)) return false;
+      visit(directive, {
+        Variable(v) {
+          names.add(v.name.value);
+        },
+      });
+      return false;
+    },
+  });
+  return [...names].sort();
+}
+
+function makePlan(
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Readonly<Record<string, unknown>> | undefined,
+): DeferPlan | null {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
   const inlined = inlineFragments(operation, fragments);
@@ -95,6 +140,32 @@ export function planDefer(
     return { label: f.label, path: f.steps.flatMap((s) => ('field' in s ? [responseKey(s.field)] : [])), parent: f.parent, ...doc };
   });
   return { primary, parts };
+}
+
+/**
+ * The plan of a query sent with `@defer` to a client that takes parts, and what answering it
+ * spends from the caller's cost budget: the sum of the estimated costs of the operations that run
+ * (each fragment's fetches the fields on the way to it again), where the operation as sent was
+ * judged against the limits. `costOf` estimates one operation (the policy's check: each is a part
+ * of the one that passed). Null: answered whole (nothing deferred, or a part the policy refuses).
+ */
+export function deferredQuery(
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Readonly<Record<string, unknown>> | undefined,
+  costOf: (document: DocumentNode, operation: OperationDefinitionNode) => number,
+): { plan: DeferPlan; spend: number } | null {
+  const plan = planDefer(document, operation, variables);
+  if (!plan) return null;
+  try {
+    let spend = 0;
+    for (const part of [plan.primary, ...plan.parts])
+      spend += costOf(part.document, part.document.definitions[0] as OperationDefinitionNode);
+    return { plan, spend };
+  } catch {
+    // A part the policy refuses cannot be part of an operation it let through; answered whole, then.
+    return null;
+  }
 }
 
 const responseKey = (field: FieldNode) => field.alias?.value ?? field.name.value;
@@ -203,7 +274,7 @@ function along(steps: readonly Step[], own: InlineFragmentNode): SelectionSetNod
 }
 
 /** A document of one operation, with only the variables it uses (an unused one would not validate). */
-function single(original: OperationDefinitionNode, operation: OperationDefinitionNode): { document: DocumentNode; query: string } {
+function single(original: OperationDefinitionNode, operation: OperationDefinitionNode): PartOperation {
   const used = new Set<string>();
   visit(operation.selectionSet, {
     Variable(v) {
@@ -212,7 +283,8 @@ function single(original: OperationDefinitionNode, operation: OperationDefinitio
   });
   const variableDefinitions = original.variableDefinitions?.filter((d) => used.has(d.variable.name.value));
   const document: DocumentNode = { kind: Kind.DOCUMENT, definitions: [{ ...operation, variableDefinitions }] };
-  return { document, query: print(document) };
+  const query = print(document);
+  return { document, query, queryHash: sha256(query) };
 }
 
 /**
@@ -226,18 +298,6 @@ export function withoutDeferDirectives(document: DocumentNode): DocumentNode {
       return isDefer(directive) ? null : undefined;
     },
   });
-}
-
-/**
- * What answering in parts costs, for the caller's cost budget: the sum of the estimated costs of
- * the operations that run (the primary one and each fragment's, which fetches the fields on the
- * way to it again), where the operation as sent was judged against the limits. `costOf` estimates
- * one operation (each is a part of the one that passed, so within its limits).
- */
-export function costOfParts(plan: DeferPlan, costOf: (document: DocumentNode, operation: OperationDefinitionNode) => number): number {
-  let total = 0;
-  for (const part of [plan.primary, ...plan.parts]) total += costOf(part.document, part.document.definitions[0] as OperationDefinitionNode);
-  return total;
 }
 
 /** Removes the placeholder fields `strip` added, in place. */

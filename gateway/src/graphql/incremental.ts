@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { FormattedExecutionResult, GraphQLFormattedError } from 'graphql';
-import { itemsAt, removePlaceholders, type DeferPlan, type DeferredPart, type IncrementalItem } from './defer';
+import { itemsAt, removePlaceholders, type DeferPlan, type DeferredPart, type IncrementalItem, type PartOperation } from './defer';
 
 /**
  * One payload of an incrementally delivered answer, in the format Apollo Client and the Router
@@ -16,7 +16,7 @@ export interface IncrementalPayload {
 }
 
 /** Runs one operation (the primary part, or one deferred part's own operation). */
-export type PartRunner = (part: { document: DeferPlan['primary']['document']; query: string }) => Promise<FormattedExecutionResult>;
+export type PartRunner = (part: PartOperation) => Promise<FormattedExecutionResult>;
 
 /**
  * The parts of a deferred operation, each run as its own operation at once and in parallel: the
@@ -178,18 +178,16 @@ const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typ
 export const MULTIPART_TYPE = 'multipart/mixed; boundary="-"; deferSpec=20220824';
 
 /**
- * Writes payloads as multipart/mixed parts, each flushed as it comes; stops when the client has
- * gone. Resolves with every payload written (the observers' answer).
+ * Writes payloads as multipart/mixed parts, each flushed as it comes; stops reading them once the
+ * client has gone (the parts already running finish; nothing more is written).
  */
-export async function writeMultipart(res: ServerResponse, payloads: AsyncIterable<IncrementalPayload>): Promise<IncrementalPayload[]> {
-  const written: IncrementalPayload[] = [];
+export async function writeMultipart(res: ServerResponse, payloads: AsyncIterable<IncrementalPayload>): Promise<void> {
   res.statusCode = 200;
   res.setHeader('content-type', MULTIPART_TYPE);
   res.setHeader('cache-control', 'no-store');
   let first = true;
   for await (const payload of payloads) {
-    written.push(payload);
-    if (res.destroyed) continue;
+    if (res.destroyed) return;
     const json = JSON.stringify(ordered(payload));
     res.write(
       `${first ? '\r\n---\r\n' : ''}content-type: application/json; charset=utf-8\r\n\r\n${json}\r\n---${payload.hasNext ? '' : '--'}\r\n`,
@@ -197,7 +195,6 @@ export async function writeMultipart(res: ServerResponse, payloads: AsyncIterabl
     first = false;
   }
   if (!res.destroyed) res.end();
-  return written;
 }
 
 /** Field order as Apollo Server writes it: `hasNext` first, then errors, data, incremental, extensions. */

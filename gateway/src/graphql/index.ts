@@ -14,7 +14,7 @@ export {
 export { INTROSPECTION_DISABLED, formatGatewayError } from './rules';
 export { connectionContextOf } from './context';
 export type { ExecuteDeferred } from './lean';
-export { costOfParts, planDefer, withoutDeferDirectives } from './defer';
+export { deferredQuery, withoutDeferDirectives, type DeferPlan } from './defer';
 export { Documents, type JudgedDocument } from './documents';
 export { admitOperation, type AdmittedOperation, type OperationInput, type RefusedOperation } from './operation-steps';
 export { OperationPolicy, type LoadedSupergraph, type OperationLimits, type SupergraphPolicy } from './operation-policy';

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApolloGateway } from '@apollo/gateway';
 import type { Caller } from '@halo/kit/auth';
@@ -22,7 +21,7 @@ import { executeDirect, type DirectPlans } from './direct';
 import type { Documents } from './documents';
 import { admitOperation } from './operation-steps';
 import { cacheControlFor, commitOperation, type OperationPolicy } from './operation-policy';
-import { acceptsIncremental, costOfParts, planDefer, type DeferPlan } from './defer';
+import { acceptsIncremental, deferredQuery, type DeferPlan, type PartOperation } from './defer';
 import { assemble, deliverIncrementally, writeMultipart, type IncrementalPayload } from './incremental';
 import { ResponseCache } from './response-cache';
 
@@ -93,17 +92,13 @@ export function leanGraphQL(opts: LeanGraphQLOptions) {
     const { document, operation } = admitted;
     if (admitted.introspects) return { apollo: 'introspection' };
     if (operation.operation === OperationTypeNode.SUBSCRIPTION) return { apollo: 'subscription' };
-    let defer = incremental && request.query.includes('@defer') ? planDefer(document, operation, admitted.variables) : null;
     // In parts, the budget pays for every operation that runs (the limits judged the one sent).
-    let spend = admitted.cost;
-    if (defer) {
-      try {
-        spend = costOfParts(defer, (d, o) => opts.policy.check(schema, d, o, admitted.variables, caller));
-      } catch {
-        // A part the policy would refuse cannot be part of an operation it let through; answered whole, then.
-        defer = null;
-      }
-    }
+    const deferred =
+      incremental && request.query.includes('@defer')
+        ? deferredQuery(document, operation, admitted.variables, (d, o) => opts.policy.check(schema, d, o, admitted.variables, caller))
+        : null;
+    const defer = deferred?.plan ?? null;
+    const spend = deferred?.spend ?? admitted.cost;
     const direct = defer ? undefined : opts.direct?.lookup(schema, operation);
     return {
       request,
@@ -137,41 +132,41 @@ export interface AdmittedOverSocket {
   schema: GraphQLSchema;
   document: DocumentNode;
   operationName?: string | null | undefined;
-  variableValues?: Readonly<Record<string, unknown>> | null | undefined;
-  /** The estimated cost the admission let through (and the rate limits charged). */
+  /** The estimated cost the admission let through (on the object the admission made; absent from the type graphql-ws knows). */
   cost?: number;
+}
+
+/** The operation as the admission left it: what was sent, and its deferred fragments (null: answered whole). */
+export interface SocketOperation {
+  request: { query: string; variables?: Record<string, unknown> | null | undefined; operationName?: string | null | undefined };
+  defer: DeferPlan | null;
 }
 
 /**
  * A query with deferred fragments sent over a WebSocket or an event stream (admitted there: the
- * edge's checks and the rate limits ran on it as sent): its payloads, one `next` each; null when
- * nothing in it is deferred (the pipeline answers it whole). Observed once, assembled.
+ * edge's checks ran on it as sent and the rate limits charged its parts): its payloads, one `next`
+ * each; null when nothing in it is deferred (the pipeline answers it whole). Observed once, assembled.
  */
 export function deferredOverSockets(opts: LeanGraphQLOptions) {
   return (
     args: AdmittedOverSocket,
-    sent: { query: string; variables?: Record<string, unknown> | null | undefined; operationName?: string | null | undefined },
+    { request: sent, defer: plan }: SocketOperation,
     context: GraphQLContext,
   ): AsyncGenerator<IncrementalPayload> | null => {
-    if (!sent.query.includes('@defer')) return null;
-    const operation = getOperationAST(args.document, args.operationName);
-    if (!operation) return null;
-    const plan = planDefer(args.document, operation, args.variableValues ?? undefined);
     if (!plan) return null;
     const request: LeanRequest = {
       query: sent.query,
       operationName: sent.operationName ?? undefined,
       variables: sent.variables ?? undefined,
     };
-    const admitted = { request, schema: args.schema } as Admitted;
     const startedAt = process.hrtime.bigint();
     const policy = new CachePolicy();
-    const payloads = deliverIncrementally(plan, (part) => executePart(opts, admitted, part, context, policy));
+    const payloads = deliverIncrementally(plan, (part) => executePart(opts, request, args.schema, part, context, policy));
     return observedOnce(payloads, (result) => {
       const observed: ObservedOperation = {
         schema: args.schema,
         document: args.document,
-        operation,
+        operation: getOperationAST(args.document, args.operationName) ?? undefined,
         requestedName: sent.operationName ?? undefined,
         variables: sent.variables,
         cost: args.cost,
@@ -283,11 +278,13 @@ async function answer(
   }
   // In parts, never from or into the response cache (a part is not an answer); observed once, assembled.
   if (admitted.defer) {
-    const written = await writeMultipart(
-      res,
-      deliverIncrementally(admitted.defer, (part) => executePart(opts, admitted, part, context, overallCachePolicy)),
+    const parts = deliverIncrementally(admitted.defer, (part) =>
+      executePart(opts, admitted.request, schema, part, context, overallCachePolicy),
     );
-    observeAnswer(assemble(written), false);
+    await writeMultipart(
+      res,
+      observedOnce(parts, (result) => observeAnswer(result, false)),
+    );
     return 'lean';
   }
   // After the edge's checks and the spend, as on Apollo Server's path (its plugin's responseForOperation).
@@ -329,7 +326,14 @@ async function answer(
 /** Runs the operation as Apollo Server would hand it to the gateway's executor, or answers it directly (ADR 0019). */
 async function execute(
   opts: LeanGraphQLOptions,
-  { request, schema, document, operation, queryHash, direct }: Admitted,
+  {
+    request,
+    schema,
+    document,
+    operation,
+    queryHash,
+    direct,
+  }: Pick<Admitted, 'request' | 'schema' | 'document' | 'operation' | 'queryHash' | 'direct'>,
   context: GraphQLContext,
   overallCachePolicy: CachePolicy,
 ): Promise<{ executed: Awaited<ReturnType<ApolloGateway['executor']>>; by: LeanAnswer }> {
@@ -353,26 +357,31 @@ async function execute(
 
 /**
  * One part of a deferred operation (./incremental.ts): its own document through the gateway's
- * executor, with the operation's context; its errors formatted as every answer's are.
+ * executor, with the operation's context; its errors formatted as every answer's are, a failure
+ * too (never its internal message).
  */
 async function executePart(
   opts: LeanGraphQLOptions,
-  admitted: Admitted,
-  part: { document: DocumentNode; query: string },
+  sent: LeanRequest,
+  schema: GraphQLSchema,
+  part: PartOperation,
   context: GraphQLContext,
   overallCachePolicy: CachePolicy,
 ): Promise<FormattedExecutionResult> {
   const operation = part.document.definitions[0] as OperationDefinitionNode;
-  const request = { ...admitted.request, query: part.query };
-  const queryHash = createHash('sha256').update(part.query).digest('hex');
-  const { executed } = await execute(
-    opts,
-    { ...admitted, request, document: part.document, operation, queryHash, direct: undefined },
-    context,
-    overallCachePolicy,
-  );
-  if (!executed.errors) return { data: executed.data };
-  return { errors: formatErrors(executed.errors, opts.formatError).errors, data: executed.data };
+  const request = { ...sent, query: part.query };
+  try {
+    const { executed } = await execute(
+      opts,
+      { request, schema, document: part.document, operation, queryHash: part.queryHash, direct: undefined },
+      context,
+      overallCachePolicy,
+    );
+    if (!executed.errors) return { data: executed.data };
+    return { errors: formatErrors(executed.errors, opts.formatError).errors, data: executed.data };
+  } catch (err) {
+    return { errors: formatErrors([toGraphQLError(err)], opts.formatError).errors, data: null };
+  }
 }
 
 /** The JSON type an incremental client also takes, for an answer sent whole. */

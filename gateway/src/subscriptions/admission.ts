@@ -8,8 +8,7 @@ import {
 } from 'graphql';
 import {
   admitOperation,
-  costOfParts,
-  planDefer,
+  deferredQuery,
   withoutDeferDirectives,
   type Documents,
   type LoadedSupergraph,
@@ -88,10 +87,19 @@ export function admitSocketOperation(loaded: LoadedSupergraph, connection: Conne
   const { document, operation, cost, variables: inputs } = admitted;
   const base = { schema: loaded.apiSchema, document, operationName, variableValues: inputs, cost, spend: cost };
   if (operation.operation !== OperationTypeNode.SUBSCRIPTION) {
+    // In parts, the budget pays for every operation that runs (graphql/defer.ts `deferredQuery`).
+    const deferred = payload.query.includes('@defer')
+      ? deferredQuery(document, operation, inputs, (d, o) => a.policy.check(loaded.apiSchema, d, o, inputs, connection.caller))
+      : null;
     return {
       ...base,
-      spend: spendOf(a.policy, loaded.apiSchema, document, operation, inputs, connection.caller, payload.query, cost),
-      contextValue: { kind: 'operation', connection, request: { query: payload.query, variables: inputs, operationName } },
+      spend: deferred?.spend ?? cost,
+      contextValue: {
+        kind: 'operation',
+        connection,
+        request: { query: payload.query, variables: inputs, operationName },
+        defer: deferred?.plan ?? null,
+      },
     };
   }
   try {
@@ -138,28 +146,4 @@ export function createAdmission(opts: {
     return admitted;
   };
   return { planner, admit };
-}
-
-/**
- * What a query spends from the cost budget: its cost; with deferred fragments, which sockets and
- * streams always answer in parts, the sum of the parts' costs (graphql/defer.ts `costOfParts`).
- */
-function spendOf(
-  policy: OperationPolicy,
-  schema: GraphQLSchema,
-  document: DocumentNode,
-  operation: OperationDefinitionNode,
-  variables: Record<string, unknown>,
-  caller: Connection['caller'],
-  query: string,
-  cost: number,
-): number {
-  if (!query.includes('@defer')) return cost;
-  const plan = planDefer(document, operation, variables);
-  if (!plan) return cost;
-  try {
-    return costOfParts(plan, (d, o) => policy.check(schema, d, o, variables, caller));
-  } catch {
-    return cost;
-  }
 }

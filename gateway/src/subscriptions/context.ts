@@ -2,7 +2,7 @@ import type { Client } from 'graphql-ws';
 import { GraphQLError, type DocumentNode, type GraphQLFormattedError, type OperationDefinitionNode } from 'graphql';
 import type { Caller } from '@halo/kit/auth';
 import type { RequestContext } from '@halo/kit/logging';
-import type { OperationRequestText } from '../graphql';
+import type { DeferPlan, OperationRequestText } from '../graphql';
 import type { ClientHeaders } from '../usage';
 import type { SubscriptionPlan } from './plan';
 import type { DirectNext } from './ws-frames';
@@ -34,11 +34,13 @@ export interface Connection {
   limitKey?: string | undefined;
 }
 
-/** A query or mutation sent over the socket: it runs through the HTTP pipeline (Apollo). */
+/** A query or mutation sent over the socket: it runs through the HTTP pipeline (Apollo), or in parts. */
 export interface OperationContext {
   kind: 'operation';
   connection: Connection;
   request: OperationRequestText;
+  /** A query's deferred fragments, planned (and their cost charged) at admission; null: answered whole. */
+  defer: DeferPlan | null;
 }
 
 /** A subscription: forwarded to the subgraph that owns its root field. */

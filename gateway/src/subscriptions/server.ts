@@ -123,9 +123,10 @@ export function createSubscriptions(opts: SubscriptionOptions) {
       // graphql-ws sends formatted results as they are (errors already plain objects).
       subscribe: (args) => upstreams.subscribe(args.contextValue as SubscriptionContext) as unknown as AsyncGenerator<ExecutionResult>,
       execute: async (args) => {
-        const { connection, request } = args.contextValue as OperationContext;
+        const operation = args.contextValue as OperationContext;
+        const { connection, request } = operation;
         // Deferred fragments: each part a `next` message, as it is ready.
-        const parts = opts.executeDeferred?.(args, request, connectionContextOf(connection));
+        const parts = opts.executeDeferred?.(args, operation, connectionContextOf(connection));
         if (parts) return parts as unknown as AsyncGenerator<ExecutionResult>;
         return (await opts.executeOperation(request, connectionContextOf(connection))) as unknown as ExecutionResult;
       },

@@ -213,7 +213,7 @@ async function subscribe(
       return refuse(405, 'Mutations are not allowed over GET', { allow: 'POST' });
     }
     // Deferred fragments: each part a `next` event, as it is ready.
-    const parts = opts.executeDeferred?.(admitted, ctx.request, connectionContextOf(connection));
+    const parts = opts.executeDeferred?.(admitted, ctx, connectionContextOf(connection));
     if (parts) return parts as unknown as AsyncGenerator<ExecutionResult>;
     const result = await opts.executeOperation(ctx.request, connectionContextOf(connection));
     return once(result.errors ? { ...result, errors: result.errors.map(formatError) } : result);
