@@ -210,6 +210,12 @@ describe('@defer through the gateway', () => {
     expect(await newer.json()).toEqual({ data: { product: { name: 'Product 3', reviewsSlow: ['review of 3'] } } });
   });
 
+  it('sends an object whose every field is deferred as {} first, nothing the client did not ask for', async () => {
+    const { payloads, merged } = await allParts(await send('{ product(id: "1") { ... @defer { name } } }'));
+    expect(payloads[0]).toEqual({ hasNext: true, data: { product: {} } });
+    expect(merged).toEqual({ data: { product: { name: 'Product 1' } } });
+  });
+
   it("puts a deferred field's error in its own part, with its path, and leaves the primary part clean", async () => {
     const { payloads } = await allParts(await send('{ product(id: "1") { name ... @defer { reviewFails } } }'));
     expect(payloads[0]).toEqual({ hasNext: true, data: { product: { name: 'Product 1' } } });

@@ -46,10 +46,12 @@ export interface DeferredPart {
   query: string;
   /** The query's SHA-256: the key of its query plan in the executor's cache. */
   queryHash: string;
+  /** It selects the placeholder somewhere (a selection set emptied by deferral): removed from its answer. */
+  placeholder: boolean;
 }
 
 /** One operation a deferred operation runs: its document, text and hash. */
-export type PartOperation = Pick<DeferredPart, 'document' | 'query' | 'queryHash'>;
+export type PartOperation = Pick<DeferredPart, 'document' | 'query' | 'queryHash' | 'placeholder'>;
 
 export interface DeferPlan {
   /** The operation without its deferred fragments: the first part. */
@@ -284,7 +286,7 @@ function single(original: OperationDefinitionNode, operation: OperationDefinitio
   const variableDefinitions = original.variableDefinitions?.filter((d) => used.has(d.variable.name.value));
   const document: DocumentNode = { kind: Kind.DOCUMENT, definitions: [{ ...operation, variableDefinitions }] };
   const query = print(document);
-  return { document, query, queryHash: sha256(query) };
+  return { document, query, queryHash: sha256(query), placeholder: query.includes(PLACEHOLDER_KEY) };
 }
 
 /**

@@ -29,9 +29,10 @@ export async function* deliverIncrementally(plan: DeferPlan, run: PartRunner): A
   const settle = (p: Promise<FormattedExecutionResult>) =>
     p.then(
       (result) => result,
-      (err: unknown): FormattedExecutionResult => ({
+      // A runner formats its own failures; one that throws anyway says nothing of why.
+      (): FormattedExecutionResult => ({
         data: null,
-        errors: [{ message: err instanceof Error ? err.message : String(err) }],
+        errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }],
       }),
     );
   const primary = settle(run(plan.primary));
@@ -48,7 +49,7 @@ export async function* deliverIncrementally(plan: DeferPlan, run: PartRunner): A
   });
 
   const first = await primary;
-  removePlaceholders(first.data);
+  if (plan.primary.placeholder) removePlaceholders(first.data);
   const hasNext = remaining + done.size > 0 && first.data !== null && first.data !== undefined;
   yield {
     ...(first.errors ? { errors: first.errors } : {}),
@@ -84,7 +85,7 @@ export async function* deliverIncrementally(plan: DeferPlan, run: PartRunner): A
 
 /** A deferred part's items from its answer, each with the errors under its path; errors on the way to it are the primary part's. */
 function itemsOf(part: DeferredPart, result: FormattedExecutionResult): IncrementalItem[] {
-  removePlaceholders(result.data);
+  if (part.placeholder) removePlaceholders(result.data);
   const items = itemsAt(result.data, part.path);
   for (const item of items) if (part.label !== undefined) item.label = part.label;
   for (const error of result.errors ?? []) {
