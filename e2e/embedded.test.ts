@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
@@ -173,28 +173,44 @@ it('stops everything when `npm start` itself gets SIGTERM (npm and its shell end
   });
   const gateway = gatewayPrinted(out);
   expect((await fetch(`${gateway}/hello`)).status).toBe(200);
-  // Every process of this system names its data directory (launcher env aside, Postgres's -D).
-  const running = () => {
-    try {
-      return execFileSync('pgrep', ['-f', dataDir], { encoding: 'utf8' }).trim();
-    } catch {
-      return ''; // pgrep exits 1 when nothing matches
-    }
-  };
-  expect(running()).not.toBe('');
+  // Every process of this system: the launcher and the services carry HALO_DATA_DIR in their
+  // environment, Postgres (another user's process, environ unreadable to some) names it in -D.
+  const running = () => systemProcesses(dataDir);
+  expect(running()).not.toEqual([]);
   npm.kill('SIGTERM');
-  // The launcher stops the processes one by one, each SIGKILLed after 15 s at worst: on a loaded
-  // machine a drain can take seconds, so the bound is generous; what must never happen is a
-  // process left running.
-  const deadline = Date.now() + 60_000;
+  // The launcher drains the gateway, then every service at once (each SIGKILLed after 15 s), then
+  // PostgreSQL (immediate shutdown after 15 s): about 45 s at worst on a busy disk, so the bound is
+  // generous; what must never happen is a process left running.
+  const deadline = Date.now() + 90_000;
   while (Date.now() < deadline) {
     let gatewayUp = true;
     await fetch(`${gateway}/hello`, { signal: AbortSignal.timeout(500) }).catch(() => (gatewayUp = false));
-    if (!gatewayUp && running() === '') break;
+    if (!gatewayUp && running().length === 0) break;
     await new Promise((r) => setTimeout(r, 250));
   }
-  // Named, so a failure says which process outlived the launcher.
+  // Named, with what the launcher printed, so a failure says which process outlived it and why.
   const left = running();
-  expect(left && execFileSync('ps', ['-o', 'pid,etime,args', '-p', left.split('\n').join(',')], { encoding: 'utf8' })).toBe('');
+  const listing = left.length ? execFileSync('ps', ['-o', 'pid,ppid,etime,stat,args', '-p', left.join(',')], { encoding: 'utf8' }) : '';
+  expect(listing && `${listing}\n--- npm start printed (last 4,000 characters):\n${out.slice(-4000)}`).toBe('');
   await expect(fetch(`${gateway}/hello`, { signal: AbortSignal.timeout(500) })).rejects.toThrow();
-}, 150_000);
+}, 200_000);
+
+/** The pids of every process that belongs to the system whose data lives in `dataDir`. */
+function systemProcesses(dataDir: string): string[] {
+  const mine: string[] = [];
+  for (const pid of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+    try {
+      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      let env = '';
+      try {
+        env = readFileSync(`/proc/${pid}/environ`, 'utf8');
+      } catch {
+        // another user's process (Postgres when the tests run as root): its -D names the directory
+      }
+      if (args.includes(dataDir) || env.split('\0').includes(`HALO_DATA_DIR=${dataDir}`)) mine.push(pid);
+    } catch {
+      // gone since the listing
+    }
+  }
+  return mine;
+}

@@ -90,7 +90,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
       child,
       stop: () => {
         watchdog?.kill('SIGKILL');
-        return stopChild(child);
+        return stopChild(child, log);
       },
     };
   }
@@ -310,11 +310,21 @@ async function waitReady(url: string, child: ChildProcess, timeoutMs: number): P
   throw new Error(`PostgreSQL was not ready within ${timeoutMs} ms: ${(last as Error)?.message}`);
 }
 
-function stopChild(child: ChildProcess): Promise<void> {
+/**
+ * Fast shutdown (SIGINT): sessions end, a shutdown checkpoint writes what is committed. Its fsyncs
+ * can take long on a busy disk; after 15 s an immediate shutdown (SIGQUIT) ends it without one,
+ * which loses nothing committed (the next start replays the WAL).
+ */
+function stopChild(child: ChildProcess, log: (line: string) => void = () => undefined): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((done) => {
-    const quit = setTimeout(() => child.kill('SIGQUIT'), 15_000);
+    const notice = setTimeout(() => log('PostgreSQL is still writing its shutdown checkpoint; immediate shutdown at 15 s'), 5_000);
+    const quit = setTimeout(() => {
+      log('PostgreSQL did not stop within 15 s: immediate shutdown (the next start replays its WAL)');
+      child.kill('SIGQUIT');
+    }, 15_000);
     child.once('exit', () => {
+      clearTimeout(notice);
       clearTimeout(quit);
       done();
     });

@@ -276,7 +276,7 @@ async function startOn(ports: SystemPorts, opts: LaunchOptions): Promise<Running
       supervisor.stopping = true;
       await control?.close();
       await devOidc?.close();
-      await stopAll(running);
+      await stopAll(running, log);
       // Last: the services have drained and closed their pools.
       await postgres?.stop();
       if (developer) removeDevCredentials(registryPort);
@@ -760,19 +760,48 @@ async function waitReady(proc: RunningProcess, timeoutMs: number, supervisor: Su
   throw new Error(`${proc.name} was not ready within ${timeoutMs} ms`);
 }
 
-/** SIGTERM (graceful drain) first, SIGKILL for anything still alive after 15 s; gateway first. */
-async function stopAll(running: RunningProcess[]): Promise<void> {
-  const order = [...running].reverse().sort((a, b) => Number(b.name === 'gateway') - Number(a.name === 'gateway'));
-  for (const proc of order) {
-    const child = proc.child;
-    if (child.exitCode !== null || child.signalCode !== null) continue;
-    await new Promise<void>((done) => {
-      const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      child.once('exit', () => {
-        clearTimeout(kill);
-        done();
-      });
-      child.kill('SIGTERM');
-    });
-  }
+/** How long a process may drain after SIGTERM before it is SIGKILLed. */
+const STOP_KILL_MS = 15_000;
+/** After this long, the terminal hears which processes the stop is still waiting for. */
+const STOP_NOTICE_MS = 5_000;
+
+/**
+ * SIGTERM (graceful drain) first, SIGKILL for anything still alive after 15 s. The gateway drains
+ * first, so no new request reaches a service; then every service at once, as they started (and as
+ * Kubernetes stops a release): a stop is bounded by two drains, not by one per process.
+ */
+async function stopAll(running: RunningProcess[], log: (line: string) => void): Promise<void> {
+  const alive = (p: RunningProcess) => p.child.exitCode === null && p.child.signalCode === null;
+  await stopTogether(
+    running.filter((p) => p.name === 'gateway' && alive(p)),
+    log,
+  );
+  await stopTogether(
+    running.filter((p) => p.name !== 'gateway' && alive(p)),
+    log,
+  );
+}
+
+async function stopTogether(procs: RunningProcess[], log: (line: string) => void): Promise<void> {
+  if (!procs.length) return;
+  const left = new Set(procs);
+  const notice = setTimeout(() => {
+    const names = [...left].map((p) => `${p.name}${p.replica ? ` #${p.replica + 1}` : ''} (pid ${p.child.pid})`);
+    log(`still draining after ${STOP_NOTICE_MS / 1000} s: ${names.join(', ')}; SIGKILL at ${STOP_KILL_MS / 1000} s`);
+  }, STOP_NOTICE_MS);
+  await Promise.all(
+    procs.map(
+      (proc) =>
+        new Promise<void>((done) => {
+          const kill = setTimeout(() => proc.child.kill('SIGKILL'), STOP_KILL_MS);
+          proc.child.once('exit', () => {
+            clearTimeout(kill);
+            left.delete(proc);
+            done();
+          });
+          proc.child.kill('SIGTERM');
+        }),
+    ),
+  );
+  clearTimeout(notice);
 }
