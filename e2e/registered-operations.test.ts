@@ -163,13 +163,15 @@ it('the SDK’s worked example: an app’s manifest pushed, then its calls run b
       return fetch(input, init);
     },
   });
-  const top = await until('the gateway to load the shop list', () => shop.graphql.query(TOP, { n: 2 }).catch(() => null));
+  await until('the gateway to load the shop list', () => shop.graphql.query(TOP, { n: 2 }).catch(() => null));
+  // Once the list is loaded (while it loads, a call can end in the SDK's APQ resend with the text):
+  // one request, only the hash over the wire, no registration round trip, no query text.
+  sent.length = 0;
+  const top = await shop.graphql.query(TOP, { n: 2 });
   expect(top.products.data).toHaveLength(2);
-  // Only the hash went over the wire: no registration round trip, no query text.
-  expect(JSON.parse(sent.at(-1)!)).toEqual({
-    variables: { n: 2 },
-    extensions: { persistedQuery: { version: 1, sha256Hash: sha256(TOP) } },
-  });
+  expect(sent.map((body) => JSON.parse(body) as unknown)).toEqual([
+    { variables: { n: 2 }, extensions: { persistedQuery: { version: 1, sha256Hash: sha256(TOP) } } },
+  ]);
   // An operation the app did not register is refused, as a GraphQL error the app can read.
   const refused = await shop.graphql.query('{ products(limit: 1) { meta { total } } }').catch((e: unknown) => e);
   expect(refused).toBeInstanceOf(GraphQLRequestError);
