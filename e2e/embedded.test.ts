@@ -162,22 +162,27 @@ it('stops everything when `npm start` itself gets SIGTERM (npm and its shell end
     env: { ...process.env, DATABASE_URL: '', HALO_ENV: 'development', HALO_PORT_OFFSET: offset, HALO_DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // Every process of this system: the launcher and the services carry HALO_DATA_DIR in their
+  // environment, Postgres (another user's process, environ unreadable to some) names it in -D.
+  const running = () => systemProcesses(dataDir);
   let out = '';
+  let atReady: string[] = [];
   await new Promise<void>((ok, fail) => {
     npm.stdout.on('data', (c: Buffer) => {
       out += c.toString();
-      if (out.includes('Halo is ready')) ok();
+      // The moment it says so (the last line of its ready message): a SIGTERM then once went
+      // unheard, its handlers not yet installed, and the whole system ran on orphaned.
+      if (out.includes('Stop with Ctrl+C.') && !atReady.length) {
+        atReady = running();
+        npm.kill('SIGTERM');
+        ok();
+      }
     });
     npm.stderr.on('data', (c: Buffer) => (out += c.toString()));
     npm.once('exit', (code) => fail(new Error(`npm start exited (${code}):\n${out.slice(-3000)}`)));
   });
   const gateway = gatewayPrinted(out);
-  expect((await fetch(`${gateway}/hello`)).status).toBe(200);
-  // Every process of this system: the launcher and the services carry HALO_DATA_DIR in their
-  // environment, Postgres (another user's process, environ unreadable to some) names it in -D.
-  const running = () => systemProcesses(dataDir);
-  expect(running()).not.toEqual([]);
-  npm.kill('SIGTERM');
+  expect(atReady.length).toBeGreaterThan(8); // npm, its shell, the launcher, 7 processes, Postgres
   // The launcher drains the gateway, then every service at once (each SIGKILLed after 15 s), then
   // PostgreSQL (immediate shutdown after 15 s): about 45 s at worst on a busy disk, so the bound is
   // generous; what must never happen is a process left running.
@@ -191,6 +196,7 @@ it('stops everything when `npm start` itself gets SIGTERM (npm and its shell end
   // Named, with what the launcher printed, so a failure says which process outlived it and why.
   const left = running();
   const listing = left.length ? execFileSync('ps', ['-o', 'pid,ppid,etime,stat,args', '-p', left.join(',')], { encoding: 'utf8' }) : '';
+  for (const pid of left) killQuietly(Number(pid)); // nothing of a failed run outlives the test
   expect(listing && `${listing}\n--- npm start printed (last 4,000 characters):\n${out.slice(-4000)}`).toBe('');
   await expect(fetch(`${gateway}/hello`, { signal: AbortSignal.timeout(500) })).rejects.toThrow();
 }, 200_000);
@@ -213,4 +219,12 @@ function systemProcesses(dataDir: string): string[] {
     }
   }
   return mine;
+}
+
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
 }

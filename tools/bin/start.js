@@ -82,8 +82,18 @@ function runLauncher() {
 }
 
 const buildOnly = process.argv.includes('--build-only');
+/** npm's shell under `npm start`: if it ends during the build, nobody is left to stop Halo. */
+const parent = process.ppid;
+const orphaned = () => Boolean(process.env.npm_lifecycle_event) && process.ppid !== parent;
 build().then(
-  () => (buildOnly ? undefined : runLauncher()),
+  () => {
+    if (buildOnly) return;
+    if (orphaned()) {
+      process.stderr.write('Halo did not start: `npm start` ended while Halo was being built.\n');
+      process.exit(130);
+    }
+    runLauncher();
+  },
   (err) => {
     process.stderr.write(`Halo could not start: ${err.message}\n`);
     process.exit(1);

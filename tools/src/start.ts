@@ -1,8 +1,11 @@
 import { resolve } from 'node:path';
 import { prettyFactory } from 'pino-pretty';
-import { startSystem, type ProcessName } from './launcher';
+import { startSystem, type ProcessName, type RunningSystem } from './launcher';
 import { loadLauncherConfig } from './launcher-config';
 import { SYSTEM_READY_EVENT } from './code-cache';
+
+/** The process this one started under (npm's shell under `npm start`), read before anything can end it. */
+const PARENT = process.ppid;
 
 /**
  * `npm start`: all of Halo on one machine with nothing but Node. Without DATABASE_URL one embedded
@@ -37,6 +40,7 @@ function printLine(name: ProcessName, line: string): void {
 
 async function main(): Promise<void> {
   const started = Date.now();
+  const running = stopOnSignals();
   // Two checkouts on one machine: each has its own .data; HALO_PORT_OFFSET moves every port.
   const { HALO_PORT_OFFSET: offset, HALO_DATA_DIR: dataDir } = loadLauncherConfig();
   const system = await startSystem({
@@ -51,6 +55,7 @@ async function main(): Promise<void> {
       process.exit(1);
     },
   });
+  running(system);
   const secs = ((Date.now() - started) / 1000).toFixed(1);
   const gw = system.gatewayUrl;
   const lines = [
@@ -77,11 +82,21 @@ async function main(): Promise<void> {
   process.stdout.write(lines.join('\n') + '\n');
   // tools/bin/start.js writes the launcher's code cache (ADR 0012).
   (process as NodeJS.EventEmitter).emit(SYSTEM_READY_EVENT);
+}
 
+/**
+ * Ctrl+C, a SIGTERM, or (under `npm start`) the end of npm's shell stop Halo: gracefully once it
+ * runs, at once while it starts (each service then drains for at most LAUNCHER_GONE_DRAIN_MS and
+ * PostgreSQL's watchdog stops it). Installed before anything starts: a signal that came between
+ * "Halo is ready" and its handlers once went unheard, and the system ran on orphaned.
+ */
+function stopOnSignals(): (running: RunningSystem) => void {
+  let system: RunningSystem | undefined;
   let stopping = false;
   const shutdown = () => {
     if (stopping) return;
     stopping = true;
+    if (!system) process.exit(130);
     process.stdout.write('\nStopping Halo…\n');
     void system.stop().then(() => process.exit(0));
   };
@@ -89,13 +104,15 @@ async function main(): Promise<void> {
   process.on('SIGTERM', shutdown);
   // Under `npm start`, a SIGTERM to npm ends npm and its shell but not this process: it is then
   // reparented, and stops with them instead of running on orphaned. (Run directly, e.g. under
-  // nohup, it outlives its shell as asked.)
+  // nohup, it outlives its shell as asked.) The parent is the one this process started under.
   if (process.env.npm_lifecycle_event) {
-    const parent = process.ppid;
     setInterval(() => {
-      if (process.ppid !== parent) shutdown();
+      if (process.ppid !== PARENT) shutdown();
     }, 500).unref();
   }
+  return (running) => {
+    system = running;
+  };
 }
 
 main().catch((err: unknown) => {
