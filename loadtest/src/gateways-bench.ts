@@ -152,12 +152,19 @@ const graphqlReady = (url: string) => async () =>
   (await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ __typename }"}' }))
     .ok;
 
-/** The environment a process runs with, from /proc (NUL-separated KEY=value). */
+/**
+ * Set by Node for a child with an IPC channel (the launcher's children have one): copied into a
+ * process started without that channel, they make Node open "IPC" on whatever fd 3 then is (its
+ * own event loop's), so the copy would not run as the original does.
+ */
+const IPC_ENV = new Set(['NODE_CHANNEL_FD', 'NODE_CHANNEL_SERIALIZATION_MODE', 'NODE_UNIQUE_ID']);
+
+/** The environment a process runs with, from /proc (NUL-separated KEY=value), for a copy of it: no IPC channel. */
 export function environOf(pid: number): Record<string, string> {
   const env: Record<string, string> = {};
   for (const entry of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
     const i = entry.indexOf('=');
-    if (i > 0) env[entry.slice(0, i)] = entry.slice(i + 1);
+    if (i > 0 && !IPC_ENV.has(entry.slice(0, i))) env[entry.slice(0, i)] = entry.slice(i + 1);
   }
   return env;
 }
