@@ -16,7 +16,7 @@ import {
 import type { CallerResolver } from '../auth';
 import type { ObservedOperation, OperationObserver } from '../observability';
 import type { RateLimitTicket } from '../ratelimit';
-import { httpContextOf, type GraphQLContext } from './context';
+import { httpContextOf, type GraphQLContext, type OperationRequestText } from './context';
 import { executeDirect, type DirectPlans } from './direct';
 import type { Documents } from './documents';
 import { admitOperation } from './operation-steps';
@@ -138,7 +138,7 @@ export interface AdmittedOverSocket {
 
 /** The operation as the admission left it: what was sent, and its deferred fragments (null: answered whole). */
 export interface SocketOperation {
-  request: { query: string; variables?: Record<string, unknown> | null | undefined; operationName?: string | null | undefined };
+  request: OperationRequestText;
   defer: DeferPlan | null;
 }
 
@@ -154,11 +154,7 @@ export function deferredOverSockets(opts: LeanGraphQLOptions) {
     context: GraphQLContext,
   ): AsyncGenerator<IncrementalPayload> | null => {
     if (!plan) return null;
-    const request: LeanRequest = {
-      query: sent.query,
-      operationName: sent.operationName ?? undefined,
-      variables: sent.variables ?? undefined,
-    };
+    const request: LeanRequest = { query: sent.query, operationName: sent.operationName, variables: sent.variables };
     const startedAt = process.hrtime.bigint();
     const policy = new CachePolicy();
     const payloads = deliverIncrementally(plan, (part) => executePart(opts, request, args.schema, part, context, policy));
@@ -167,7 +163,7 @@ export function deferredOverSockets(opts: LeanGraphQLOptions) {
         schema: args.schema,
         document: args.document,
         operation: getOperationAST(args.document, args.operationName) ?? undefined,
-        requestedName: sent.operationName ?? undefined,
+        requestedName: sent.operationName,
         variables: sent.variables,
         cost: args.cost,
         result,
