@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { environOf } from '../src/gateways-bench';
 
 /**
@@ -14,10 +15,12 @@ it('copies a process environment without its IPC channel', async () => {
   });
   try {
     await once(child, 'message');
+    // The original has them: without the filter they would be copied.
+    expect(readFileSync(`/proc/${child.pid}/environ`, 'utf8')).toContain('NODE_CHANNEL_FD=');
     const env = environOf(child.pid!);
     expect(env.HALO_MARK).toBe('copied');
     expect(Object.keys(env).filter((k) => k.startsWith('NODE_CHANNEL'))).toEqual([]);
-    // What the original had: the variables exist, so the test would see them copied.
+    // And the copy, started with that environment, runs without a channel.
     const copy = spawn(process.execPath, ['-e', 'console.log(Boolean(process.channel))'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     copy.stdout.on('data', (c: Buffer) => (out += c.toString()));
